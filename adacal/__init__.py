@@ -1,0 +1,3 @@
+"""adacal: calibration-aware training (AdaFocal), calibration metrics, post-hoc calibrators and OOD checks."""
+
+__version__ = "0.1.0"

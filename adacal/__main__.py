@@ -1,0 +1,3 @@
+from adacal.cli import main
+
+main()

@@ -1,0 +1,93 @@
+"""Turning user arrays (numpy, torch, lists) into validated numpy arrays, once, before any math runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from adacal.errors import InputError
+
+PROB_SUM_TOLERANCE = 1e-4
+
+
+def to_numpy(values: Any) -> np.ndarray:
+    if hasattr(values, "detach"):
+        values = values.detach().cpu()
+        # numpy has no bfloat16; float64 is what the metrics compute in anyway.
+        return (values.double() if values.dtype.is_floating_point else values).numpy()
+    return np.asarray(values)
+
+
+def check_scores(scores: Any, *, name: str = "logits") -> np.ndarray:
+    """Validate a (N, K) float array of logits or probabilities: non-empty, K >= 2, all finite."""
+    array = to_numpy(scores)
+    if array.dtype == object or not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
+        raise InputError(f"Expected {name} to be numeric, got dtype {array.dtype}.")
+    array = array.astype(np.float64, copy=False)
+    if array.ndim != 2:
+        raise InputError(f"Expected {name} to be 2-D (samples, classes), got shape {array.shape}.")
+    if array.shape[0] == 0:
+        raise InputError(f"Expected {name} to hold at least one sample, got shape {array.shape}.")
+    if array.shape[1] < 2:
+        raise InputError(f"Expected {name} to have at least 2 classes, got shape {array.shape}.")
+    if not np.isfinite(array).all():
+        bad = int((~np.isfinite(array)).any(axis=1).sum())
+        raise InputError(f"Expected {name} to be finite, found NaN or Inf in {bad} row(s).")
+    return array
+
+
+def check_labels(labels: Any, *, n: int | None = None, num_classes: int | None = None, name: str = "labels") -> np.ndarray:
+    """Validate integer class labels: 1-D, length n, values in [0, num_classes)."""
+    array = to_numpy(labels)
+    if array.ndim != 1:
+        raise InputError(f"Expected {name} to be 1-D, got shape {array.shape}.")
+    if n is not None and array.shape[0] != n:
+        raise InputError(f"Expected {name} to have {n} entries (one per sample), got {array.shape[0]}.")
+    if array.size and not np.issubdtype(array.dtype, np.integer):
+        if array.dtype == object or not np.issubdtype(array.dtype, np.number):
+            raise InputError(f"Expected {name} to be integers, got dtype {array.dtype}.")
+        if not np.isfinite(array).all() or not np.equal(np.mod(array, 1), 0).all():
+            raise InputError(f"Expected {name} to be integers, got non-integer values.")
+    array = array.astype(np.int64)
+    if array.size and (array.min() < 0 or (num_classes is not None and array.max() >= num_classes)):
+        upper = f"{num_classes - 1}" if num_classes is not None else "..."
+        raise InputError(
+            f"Expected {name} in [0, {upper}], got values from {array.min()} to {array.max()}."
+        )
+    return array
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    exp = np.exp(shifted)
+    return exp / exp.sum(axis=1, keepdims=True)
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+
+
+def looks_like_probs(scores: np.ndarray) -> bool:
+    """True when every entry is in [0, 1] and every row sums to 1 (within float32 rounding)."""
+    return bool(
+        scores.min() >= 0.0
+        and scores.max() <= 1.0
+        and np.abs(scores.sum(axis=1) - 1.0).max() <= PROB_SUM_TOLERANCE
+    )
+
+
+def to_probs(scores: np.ndarray) -> tuple[np.ndarray, str]:
+    """Probabilities from validated scores, and which kind of input was assumed ("probs" or "logits")."""
+    if looks_like_probs(scores):
+        return scores / scores.sum(axis=1, keepdims=True), "probs"
+    return softmax(scores), "logits"
+
+
+def check_predictions(scores: Any, labels: Any, *, name: str = "logits") -> tuple[np.ndarray, np.ndarray, str]:
+    """Validate (scores, labels) together; return (probs, labels, assumed input kind)."""
+    scores = check_scores(scores, name=name)
+    labels = check_labels(labels, n=scores.shape[0], num_classes=scores.shape[1])
+    probs, assumed = to_probs(scores)
+    return probs, labels, assumed

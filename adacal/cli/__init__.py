@@ -1,0 +1,51 @@
+"""The `adacal` command line: a thin Typer layer over the library (every command is also a Python call)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from adacal import __version__
+from adacal.cli import calibrate, evaluate, ood, plot, train
+from adacal.cli.common import OneLineErrorGroup
+
+app = typer.Typer(
+    name="adacal",
+    cls=OneLineErrorGroup,
+    help=(
+        "Calibration toolkit: train with calibration-aware losses (AdaFocal), measure calibration error, "
+        "fit post-hoc calibrators and check out-of-distribution detection.\n\n"
+        "Example: adacal train --loss adafocal --dataset cifar10"
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"adacal {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Print the adacal version and exit."),
+    ] = False,
+) -> None:
+    """Calibration toolkit (AdaFocal, ECE metrics, post-hoc calibrators, OOD detection)."""
+
+
+train.register(app)
+evaluate.register(app)
+calibrate.register(app)
+ood.register(app)
+plot.register(app)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,68 @@
+"""What every subcommand shares: turning library errors into one line on stderr and a non-zero exit."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+import typer.core
+
+try:  # Typer >= 0.20 vendors click; its exceptions are not the `click` package's.
+    from typer import _click as click
+except ImportError:  # pragma: no cover - older Typer uses click itself
+    import click
+
+from adacal.errors import AdacalError
+
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(message: str, code: int = EXIT_USER_ERROR) -> typer.Exit:
+    """Print `Error: message` on stderr as one line and return the Exit to raise."""
+    one_line = " ".join(str(message).split())
+    typer.echo(f"Error: {one_line}", err=True)
+    return typer.Exit(code=code)
+
+
+def guarded(command: F) -> F:
+    """Run a subcommand so that an AdacalError becomes `Error: ...` and exit code 2; bugs keep their traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except AdacalError as exc:
+            raise fail(str(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+class OneLineErrorGroup(typer.core.TyperGroup):
+    """A Typer group whose usage errors (bad option values, unknown options) print one `Error:` line, not a panel."""
+
+    def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        try:
+            result = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra)
+        except click.exceptions.ClickException as exc:
+            message = exc.format_message()
+            ctx = getattr(exc, "ctx", None)
+            if ctx is not None and isinstance(exc, click.exceptions.UsageError):
+                message = f"{message} (see '{ctx.command_path} --help')"
+            fail(message, exc.exit_code)
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            fail("Interrupted.", EXIT_INTERRUPTED)
+            sys.exit(EXIT_INTERRUPTED)
+        # In non-standalone mode click returns the code of a typer.Exit instead of exiting.
+        sys.exit(result if isinstance(result, int) else 0)
+
+
+def not_built(command: str, issue: str) -> typer.Exit:
+    """Subcommands that do not exist yet say so and fail, instead of pretending to work."""
+    return fail(f"'adacal {command}' is not available in this version yet ({issue}).", code=3)

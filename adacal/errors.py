@@ -1,0 +1,44 @@
+"""The one exception family the library raises for bad input; the CLI turns it into `Error: ...` and a non-zero exit."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class AdacalError(Exception):
+    """A problem with the user's input or environment, described in one sentence."""
+
+
+class InputError(AdacalError):
+    """A value, shape, file or option the user gave is not acceptable."""
+
+
+class UnknownNameError(InputError):
+    """A registry lookup (loss, model, dataset, metric, calibrator) found no such name."""
+
+
+class CheckpointError(InputError):
+    """A checkpoint or saved state could not be read safely or does not fit."""
+
+
+class DataUnavailableError(AdacalError):
+    """A dataset is neither on disk nor downloadable."""
+
+
+class NotFittedError(AdacalError):
+    """A calibrator was used before `fit`."""
+
+
+def closest_name(name: str, choices: Iterable[str]) -> str | None:
+    """The most similar valid name, or None when nothing is close."""
+    matches = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.5)
+    return matches[0] if matches else None
+
+
+def unknown_name(kind: str, name: str, choices: Iterable[str]) -> UnknownNameError:
+    """Build the error for an unknown name: it lists the choices and suggests the closest one."""
+    choices = sorted(choices)
+    suggestion = closest_name(name, choices)
+    hint = f" Did you mean '{suggestion}'?" if suggestion else ""
+    return UnknownNameError(f"Unknown {kind} '{name}'.{hint} Choices: {', '.join(choices)}.")

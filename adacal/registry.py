@@ -1,0 +1,63 @@
+"""Name → factory registries, so losses, models, datasets, metrics and calibrators are all chosen by what users type."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from adacal.errors import InputError, unknown_name
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """A mapping from lowercase hyphenated names to factories, filled with the `register` decorator."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._factories: dict[str, Callable[..., T]] = {}
+
+    def register(self, name: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
+        def decorator(factory: Callable[..., T]) -> Callable[..., T]:
+            if name in self._factories:
+                raise ValueError(f"{self.kind} '{name}' is registered twice")
+            self._factories[name] = factory
+            return factory
+
+        return decorator
+
+    def get(self, name: str) -> Callable[..., T]:
+        try:
+            return self._factories[name]
+        except KeyError:
+            raise unknown_name(self.kind, name, self._factories) from None
+
+    def build(self, name: str, **options: Any) -> T:
+        """Call the factory for `name`; an option it does not take is a user error naming the options it does take."""
+        factory = self.get(name)
+        try:
+            inspect.signature(factory).bind(**options)
+        except TypeError:
+            accepted = option_names(factory)
+            unknown = sorted(set(options) - set(accepted))
+            listed = ", ".join(accepted) if accepted else "none"
+            raise InputError(
+                f"{self.kind.capitalize()} '{name}' does not take option(s) {', '.join(unknown)}; it takes: {listed}."
+            ) from None
+        return factory(**options)
+
+    def names(self) -> list[str]:
+        return sorted(self._factories)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._factories
+
+    def __iter__(self):
+        return iter(self.names())
+
+
+def option_names(factory: Callable[..., Any]) -> list[str]:
+    """The keyword options a factory accepts (what `build` may pass)."""
+    params = inspect.signature(factory).parameters.values()
+    return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"]

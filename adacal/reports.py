@@ -1,0 +1,152 @@
+"""JSON reports, run folders and atomic writes: nothing adacal writes is ever left half-written."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adacal import __version__
+from adacal.errors import InputError
+
+SCHEMA_VERSION = 1
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def to_jsonable(value: Any) -> Any:
+    """Plain JSON types from numpy/torch scalars and arrays; non-finite floats become None (strict JSON has no NaN)."""
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], *, binary: bool = False) -> Path:
+    """Write through `write(file)` into a temp file beside `path`, then rename over it: readers see old or new, never half."""
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise InputError(f"Cannot write {path}: {exc.strerror or exc}.") from None
+    try:
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp_name)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise InputError(f"Cannot write {path}: {exc.strerror or exc}.") from None
+        raise
+    return path
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> Path:
+    text = json.dumps(to_jsonable(obj), indent=2, allow_nan=False) + "\n"
+    return atomic_write(path, lambda handle: handle.write(text))
+
+
+def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
+    import torch
+
+    return atomic_write(path, lambda handle: torch.save(obj, handle), binary=True)
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def make_report(
+    kind: str,
+    *,
+    config: dict[str, Any],
+    results: dict[str, Any],
+    input_path: str | os.PathLike | None = None,
+) -> dict[str, Any]:
+    """The common envelope of every JSON report adacal writes."""
+    report: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": kind,
+        "adacal_version": __version__,
+        "created": utc_now(),
+    }
+    if input_path is not None:
+        report["input"] = {"path": str(input_path), "sha256": file_sha256(input_path)}
+    report["config"] = config
+    report["results"] = results
+    return report
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"Expected a JSON file at {path}, but it does not exist.")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"Expected {path} to be a JSON file, but it could not be parsed ({exc.__class__.__name__}).") from None
+
+
+def read_report(path: str | os.PathLike, kind: str | None = None) -> dict[str, Any]:
+    """Read an adacal report, checking its envelope (and its kind, when given)."""
+    report = read_json(path)
+    if not isinstance(report, dict) or "schema_version" not in report or "results" not in report:
+        raise InputError(f"Expected {path} to be an adacal report, but it has no schema_version/results.")
+    if report["schema_version"] != SCHEMA_VERSION:
+        raise InputError(
+            f"Expected {path} to have schema_version {SCHEMA_VERSION}, got {report['schema_version']!r}."
+        )
+    if kind is not None and report.get("kind") != kind:
+        raise InputError(f"Expected {path} to be a '{kind}' report, got a '{report.get('kind')}' report.")
+    return report
+
+
+def new_run_dir(root: str | os.PathLike, name: str) -> Path:
+    """Create a fresh run folder `root/name`, adding -2, -3, ... when taken; never reuses an existing one."""
+    root = Path(root)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"Cannot create the output folder {root}: {exc.strerror or exc}.") from None
+    if not os.access(root, os.W_OK):
+        raise InputError(f"Cannot write to the output folder {root}: permission denied.")
+    for attempt in range(1, 1000):
+        candidate = root / (name if attempt == 1 else f"{name}-{attempt}")
+        try:
+            candidate.mkdir()  # atomic: two runs racing for one name cannot both succeed
+            return candidate
+        except FileExistsError:
+            continue
+    raise InputError(f"Cannot create a run folder under {root}: too many folders named {name}.")
