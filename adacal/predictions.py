@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import pickle
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +12,7 @@ import numpy as np
 
 from adacal.arrays import check_labels, check_scores
 from adacal.errors import InputError
-from adacal.reports import atomic_write
+from adacal.reports import atomic_write, safe_torch_load
 
 
 @dataclass(frozen=True)
@@ -31,7 +30,8 @@ class Predictions:
         return int(self.labels.shape[0])
 
 
-def _read_arrays(path: Path) -> dict[str, Any]:
+def read_arrays(path: Path) -> dict[str, Any]:
+    """Every array of an .npz (no pickles) or a .pt dict of tensors (weights_only), by key; InputError otherwise."""
     if not path.exists():
         raise InputError(f"Expected a predictions file at {path}, but it does not exist.")
     if path.is_dir():
@@ -44,16 +44,7 @@ def _read_arrays(path: Path) -> dict[str, Any]:
         except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
             raise InputError(f"Expected {path} to be a readable .npz file, but it is not ({exc.__class__.__name__}).") from None
     if suffix in (".pt", ".pth"):
-        import torch
-
-        try:
-            data = torch.load(path, map_location="cpu", weights_only=True)
-        except pickle.UnpicklingError:
-            raise InputError(
-                f"Refusing to load {path}: it holds objects other than tensors (only weights_only=True loads are allowed)."
-            ) from None
-        except (RuntimeError, OSError, EOFError, ValueError, zipfile.BadZipFile) as exc:
-            raise InputError(f"Expected {path} to be a readable torch file, but it is not ({exc.__class__.__name__}).") from None
+        data = safe_torch_load(path, what="torch predictions file")
         if not isinstance(data, dict):
             raise InputError(f"Expected {path} to hold a dict of tensors, got {type(data).__name__}.")
         return data
@@ -76,7 +67,7 @@ def _pair(arrays: dict[str, Any], path: Path, scores_key: str, labels_key: str) 
 def load_predictions(path: str | os.PathLike, *, split: str = "test") -> Predictions:
     """Load `logits`/`labels`, or `<split>_logits`/`<split>_labels` when the file holds several splits."""
     path = Path(path)
-    arrays = _read_arrays(path)
+    arrays = read_arrays(path)
     if "logits" in arrays or "labels" in arrays:
         return _pair(arrays, path, "logits", "labels")
     return _pair(arrays, path, f"{split}_logits", f"{split}_labels")
@@ -85,7 +76,7 @@ def load_predictions(path: str | os.PathLike, *, split: str = "test") -> Predict
 def load_split_predictions(path: str | os.PathLike) -> dict[str, Predictions | None]:
     """Validation and test predictions from a file with `val_logits`, `val_labels`, `test_logits`, `test_labels`."""
     path = Path(path)
-    arrays = _read_arrays(path)
+    arrays = read_arrays(path)
     test = _pair(arrays, path, "test_logits", "test_labels")
     val = _pair(arrays, path, "val_logits", "val_labels") if "val_logits" in arrays or "val_labels" in arrays else None
     if val is not None and val.num_classes != test.num_classes:

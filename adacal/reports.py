@@ -1,4 +1,4 @@
-"""JSON reports, run folders and atomic writes: nothing adacal writes is ever left half-written."""
+"""JSON reports and safe file I/O: nothing adacal writes is ever left half-written, nothing it reads can run code."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from adacal import __version__
-from adacal.errors import InputError
+from adacal.errors import CheckpointError, InputError
 
 SCHEMA_VERSION = 1
 
@@ -78,6 +78,35 @@ def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
     import torch
 
     return atomic_write(path, lambda handle: torch.save(obj, handle), binary=True)
+
+
+def safe_torch_load(path: str | os.PathLike, *, what: str = "torch file") -> Any:
+    """`torch.load(weights_only=True)` on the CPU: a pickle payload is refused, a damaged file is a CheckpointError."""
+    import pickle
+    import zipfile
+
+    import torch
+
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"Expected a {what} at {path}, but it does not exist.")
+    if path.is_dir():
+        raise CheckpointError(f"Expected a {what} at {path}, but it is a folder.")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        # The weights-only unpickler names the global it refused; anything else is a damaged or foreign file.
+        if "unsupported global" in str(exc).lower() or "unsupported class" in str(exc).lower():
+            raise CheckpointError(
+                f"Refusing to load {path}: it holds Python objects other than tensors and plain values, "
+                "which could run code (adacal loads torch files with weights_only=True only)."
+            ) from None
+        raise CheckpointError(f"Expected {path} to be a readable {what}, but it is truncated or corrupt (UnpicklingError).") from None
+    except (RuntimeError, EOFError, OSError, ValueError, zipfile.BadZipFile, UnicodeDecodeError, KeyError,
+            AttributeError, TypeError, IndexError) as exc:
+        raise CheckpointError(
+            f"Expected {path} to be a readable {what}, but it is truncated or corrupt ({exc.__class__.__name__})."
+        ) from None
 
 
 def file_sha256(path: str | os.PathLike) -> str:

@@ -23,6 +23,18 @@ EXIT_INTERRUPTED = 130
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def reflow(help_text: str) -> str:
+    """Join a docstring's wrapped lines into paragraphs (Typer keeps single line breaks); indented lines stay as typed."""
+    paragraphs = []
+    for paragraph in help_text.strip().split("\n\n"):
+        lines = paragraph.split("\n")
+        if any(line.startswith(" ") for line in lines):
+            paragraphs.append(paragraph)
+        else:
+            paragraphs.append(" ".join(line.strip() for line in lines))
+    return "\n\n".join(paragraphs)
+
+
 def fail(message: str, code: int = EXIT_USER_ERROR) -> typer.Exit:
     """Print `Error: message` on stderr as one line and return the Exit to raise."""
     one_line = " ".join(str(message).split())
@@ -50,13 +62,15 @@ class OneLineErrorGroup(typer.core.TyperGroup):
         try:
             result = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra)
         except click.exceptions.ClickException as exc:
+            if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
+                sys.exit(0)  # the help text is already printed: a bare `adacal` asks for it
             message = exc.format_message()
             ctx = getattr(exc, "ctx", None)
             if ctx is not None and isinstance(exc, click.exceptions.UsageError):
                 message = f"{message} (see '{ctx.command_path} --help')"
             fail(message, exc.exit_code)
             sys.exit(exc.exit_code)
-        except click.exceptions.Abort:
+        except (typer.Abort, KeyboardInterrupt):
             fail("Interrupted.", EXIT_INTERRUPTED)
             sys.exit(EXIT_INTERRUPTED)
         # In non-standalone mode click returns the code of a typer.Exit instead of exiting.

@@ -25,7 +25,7 @@ BINNINGS = ("equal-width", "equal-mass")
 
 def _as_1d_float(values: Any, name: str) -> np.ndarray:
     if hasattr(values, "detach"):
-        values = values.detach().cpu().numpy()
+        values = values.detach().cpu().double().numpy()  # numpy has no bf16
     array = np.asarray(values, dtype=np.float64)
     if array.ndim != 1:
         raise InputError(f"Expected {name} to be 1-D, got shape {array.shape}.")

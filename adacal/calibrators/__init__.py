@@ -1,0 +1,53 @@
+"""Post-hoc calibrators: fit on validation logits, transform any logits into calibrated probabilities.
+
+    from adacal.calibrators import build_calibrator, save_calibrator, load_calibrator
+    calibrator = build_calibrator("temperature", objective="ece-em").fit(val_logits, val_labels)
+    probs = calibrator.transform(test_logits)
+
+Names (CALIBRATORS): temperature, ets, spline, histogram, isotonic. Temperature scaling and ETS rescale the whole
+row; spline, histogram and isotonic recalibrate the top-class confidence only and rebuild the row so that it sums
+to 1 and keeps its predicted class (see `complete_top_label`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adacal.calibrators.base import CALIBRATORS, Calibrator, TopLabelCalibrator, complete_top_label
+from adacal.calibrators.ets import EnsembleTemperatureScaling
+from adacal.calibrators.histogram import HistogramBinning
+from adacal.calibrators.isotonic import IsotonicCalibration
+from adacal.calibrators.saving import load_calibrator, save_calibrator
+from adacal.calibrators.spline import SplineCalibration
+from adacal.calibrators.temperature import TEMPERATURE_OBJECTIVES, TemperatureScaling
+from adacal.calibrators.compare import CalibrationComparison, build_calibrators, compare_calibrators
+
+
+def build_calibrator(name: str, **options: Any) -> Calibrator:
+    """An unfitted calibrator by name (unknown name or option → InputError listing the choices)."""
+    return CALIBRATORS.build(name, **options)
+
+
+def calibrator_names() -> list[str]:
+    return CALIBRATORS.names()
+
+
+__all__ = [
+    "CALIBRATORS",
+    "TEMPERATURE_OBJECTIVES",
+    "CalibrationComparison",
+    "Calibrator",
+    "EnsembleTemperatureScaling",
+    "HistogramBinning",
+    "IsotonicCalibration",
+    "SplineCalibration",
+    "TemperatureScaling",
+    "TopLabelCalibrator",
+    "build_calibrator",
+    "build_calibrators",
+    "calibrator_names",
+    "compare_calibrators",
+    "complete_top_label",
+    "load_calibrator",
+    "save_calibrator",
+]

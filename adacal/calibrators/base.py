@@ -1,0 +1,231 @@
+"""What every post-hoc calibrator shares: option checks, fit / transform, the fitted check, and JSON (de)serialisation.
+
+Every calibrator maps logits (N, K) to probabilities (N, K) whose rows sum to 1:
+
+- `__init__` only stores keyword-only options (checked there, one-sentence InputError);
+- `fit(logits, labels)` validates its inputs, learns attributes ending in `_` (`temperature_`, `weights_`, ...) and
+  returns `self`;
+- `transform(logits)` gives calibrated probabilities; using it before `fit` raises NotFittedError;
+- `to_dict()` / `Calibrator.from_dict(d)` round-trip a fitted calibrator through plain JSON types.
+
+Inputs are expected to be logits. When every row already looks like a probability vector (entries in [0, 1], rows
+summing to 1), the calibrator takes log(probs) as the logits: softmax(log p) = p, so temperature scaling then works
+on the probabilities' log (p^(1/T), renormalised) and the top-label methods see the probabilities themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from adacal.arrays import check_labels, check_scores, looks_like_probs, softmax
+from adacal.errors import InputError, NotFittedError, unknown_name
+from adacal.registry import Registry
+
+FORMAT_VERSION = 1
+
+CALIBRATORS: Registry[Calibrator] = Registry("calibrator")
+
+# A top-label calibrator never gives the predicted class less than 1/K + TOP_FLOOR_MARGIN, so it stays the argmax.
+TOP_FLOOR_MARGIN = 1e-6
+
+
+def as_logits(scores: np.ndarray) -> np.ndarray:
+    """Logits from validated scores: probabilities (rows in [0, 1] summing to 1) become their log, logits stay."""
+    if looks_like_probs(scores):
+        return np.log(np.maximum(scores, np.finfo(np.float64).tiny))
+    return scores
+
+
+def check_choice(option: str, value: Any, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise unknown_name(option, str(value), choices)
+    return value
+
+
+def check_int(option: str, value: Any, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise InputError(f"Expected {option} to be {kind}, got {value!r}.")
+    return int(value)
+
+
+def float_array(params: dict[str, Any], key: str, *, ndim: int = 1) -> np.ndarray:
+    """A finite float array stored under `key` in saved params (KeyError/ValueError when missing or malformed)."""
+    array = np.asarray(params[key], dtype=np.float64)
+    if array.ndim != ndim or array.size == 0 or not np.isfinite(array).all():
+        raise ValueError(f"'{key}' must be a non-empty finite {ndim}-D array")
+    return array
+
+
+def positive_float(params: dict[str, Any], key: str) -> float:
+    value = float(params[key])
+    if not np.isfinite(value) or value <= 0:
+        raise ValueError(f"'{key}' must be a positive finite number")
+    return value
+
+
+class Calibrator:
+    """Base class: maps logits (N, K) to calibrated probabilities (N, K). Subclasses implement `_fit`/`_transform`."""
+
+    name: ClassVar[str] = ""
+
+    # ----- what subclasses provide -------------------------------------------------------------------------------
+    def get_options(self) -> dict[str, Any]:
+        """The constructor options (what `CALIBRATORS.build(name, **options)` takes back)."""
+        return {}
+
+    def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _transform(self, logits: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _get_params(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _set_params(self, params: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def summary(self) -> dict[str, Any]:
+        """A few learned values for reports and tables (the full state is in `to_dict()`)."""
+        self._check_fitted()
+        return self._get_params()
+
+    # ----- the shared interface ----------------------------------------------------------------------------------
+    @property
+    def is_fitted(self) -> bool:
+        return getattr(self, "num_classes_", None) is not None
+
+    def _check_fitted(self) -> None:
+        if not self.is_fitted:
+            raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit(logits, labels) first.")
+
+    def fit(self, logits: Any, labels: Any) -> Calibrator:
+        """Learn the calibration map from validation logits (N, K) and labels (N,); returns self."""
+        scores = check_scores(logits, name="logits")
+        labels = check_labels(labels, n=scores.shape[0], num_classes=scores.shape[1])
+        self._fit(as_logits(scores), labels)
+        self.num_classes_ = int(scores.shape[1])
+        return self
+
+    def transform(self, logits: Any) -> np.ndarray:
+        """Calibrated probabilities (N, K), float64, rows summing to 1."""
+        self._check_fitted()
+        scores = check_scores(logits, name="logits")
+        if scores.shape[1] != self.num_classes_:
+            raise InputError(
+                f"Expected logits with {self.num_classes_} classes (as in fit), got shape {scores.shape}."
+            )
+        return self._transform(as_logits(scores))
+
+    def fit_transform(self, logits: Any, labels: Any) -> np.ndarray:
+        return self.fit(logits, labels).transform(logits)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fitted calibrator as plain JSON types: method, format_version, options, params, num_classes."""
+        self._check_fitted()
+        return {
+            "method": self.name,
+            "format_version": FORMAT_VERSION,
+            "options": self.get_options(),
+            "params": self._get_params(),
+            "num_classes": self.num_classes_,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Calibrator:
+        """Rebuild a fitted calibrator from `to_dict()` output (on the base class, any registered method)."""
+        if not isinstance(data, dict):
+            raise InputError(f"Expected a calibrator dict (as written by to_dict()), got {type(data).__name__}.")
+        method = data.get("method")
+        if cls is not Calibrator and method != cls.name:
+            raise InputError(f"Expected a '{cls.name}' calibrator, got method {method!r}.")
+        if not isinstance(method, str):
+            raise InputError(f"Expected the calibrator dict to name its method, got {method!r}.")
+        version = data.get("format_version")
+        if version != FORMAT_VERSION:
+            raise InputError(f"Expected calibrator format_version {FORMAT_VERSION}, got {version!r}.")
+        options, params, num_classes = data.get("options", {}), data.get("params"), data.get("num_classes")
+        if not isinstance(options, dict) or not isinstance(params, dict):
+            raise InputError(f"Expected the '{method}' calibrator dict to hold 'options' and 'params' objects.")
+        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
+            raise InputError(
+                f"Expected the '{method}' calibrator's num_classes to be an integer >= 2, got {num_classes!r}."
+            )
+        calibrator = CALIBRATORS.build(method, **options)
+        try:
+            calibrator._set_params(params)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"Expected valid params for the '{method}' calibrator, but {exc}.") from None
+        calibrator.num_classes_ = num_classes
+        return calibrator
+
+    def __repr__(self) -> str:
+        options = ", ".join(f"{key}={value!r}" for key, value in self.get_options().items())
+        fitted = "" if self.is_fitted else " (not fitted)"
+        return f"{type(self).__name__}({options}){fitted}"
+
+
+class TopLabelCalibrator(Calibrator):
+    """A calibrator of the top-class confidence only (spline, histogram binning, isotonic regression).
+
+    It learns a map confidence → calibrated confidence from (top-class probability, top class correct) pairs. To
+    keep rows summing to 1 and the predicted class unchanged, `complete_top_label` builds the full row: the new top
+    probability t is clamped to [1/K + 1e-6, 1]; the other classes share the remaining mass 1 - t in proportion to
+    their original probabilities, mixed with a uniform share just enough that none reaches t.
+    """
+
+    def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
+        probs = softmax(logits)
+        predicted = probs.argmax(axis=1)
+        confidences = probs[np.arange(probs.shape[0]), predicted]
+        self._fit_confidences(confidences, (predicted == labels).astype(np.float64))
+
+    def _transform(self, logits: np.ndarray) -> np.ndarray:
+        probs = softmax(logits)
+        confidences = probs.max(axis=1)
+        return complete_top_label(probs, self._map_confidences(confidences))
+
+    def _fit_confidences(self, confidences: np.ndarray, correct: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _map_confidences(self, confidences: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def calibrate_confidences(self, confidences: Any) -> np.ndarray:
+        """The learned map applied to top-class confidences (N,), clipped to [0, 1] (before the 1/K floor)."""
+        self._check_fitted()
+        values = np.asarray(confidences, dtype=np.float64).reshape(-1)
+        return np.clip(self._map_confidences(values), 0.0, 1.0)
+
+
+def complete_top_label(probs: np.ndarray, new_top: np.ndarray) -> np.ndarray:
+    """Rows with the top probability replaced by `new_top`; the argmax is kept and rows sum to 1.
+
+    new_top is clamped to [1/K + 1e-6, 1]. The other classes share 1 - t: in proportion to their original
+    probabilities, mixed with the uniform share (1 - t)/(K - 1) by the smallest λ in [0, 1] that keeps every one of
+    them below t (λ = 0 whenever the proportional share already does). Their order among themselves is kept.
+    """
+    n, k = probs.shape
+    rows = np.arange(n)
+    top_index = probs.argmax(axis=1)
+    top = np.clip(np.asarray(new_top, dtype=np.float64), 1.0 / k + TOP_FLOOR_MARGIN, 1.0)
+    others = probs.copy()
+    others[rows, top_index] = 0.0
+    rest = others.sum(axis=1, keepdims=True)
+    uniform = np.full((n, k), 1.0 / (k - 1))
+    uniform[rows, top_index] = 0.0
+    # Rows whose top class had all the mass share the remainder uniformly.
+    share = np.where(rest > 0, others / np.where(rest > 0, rest, 1.0), uniform)
+    mass = 1.0 - top
+    largest = mass * share.max(axis=1)
+    floor = mass / (k - 1)
+    cap = top - np.minimum(1e-9, (top - floor) / 2.0)
+    excess = largest - cap
+    span = largest - floor
+    lam = np.where(excess > 0, np.clip(excess / np.where(span > 0, span, 1.0), 0.0, 1.0), 0.0)
+    out = mass[:, None] * ((1.0 - lam)[:, None] * share + lam[:, None] * uniform)
+    out[rows, top_index] = top
+    return out

@@ -1,0 +1,50 @@
+"""Isotonic regression of top-label correctness on top-class confidence (Zadrozny & Elkan 2002).
+
+Fitted with sklearn.isotonic.IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1, increasing=True). The
+learned step-wise-linear map is kept as its thresholds (X_thresholds_, y_thresholds_) and applied with np.interp,
+which is what sklearn's predict does (linear interpolation, clipped to the fitted range), so a calibrator loaded
+from JSON gives the same outputs without sklearn objects. The full row is rebuilt by `complete_top_label`
+(predicted class kept, rows sum to 1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from adacal.calibrators.base import CALIBRATORS, TopLabelCalibrator, float_array
+
+
+@CALIBRATORS.register("isotonic")
+class IsotonicCalibration(TopLabelCalibrator):
+    """Top-label isotonic regression; learns thresholds_ (confidences) and values_ (calibrated confidences)."""
+
+    name = "isotonic"
+
+    def __init__(self) -> None:
+        pass
+
+    def _fit_confidences(self, confidences: np.ndarray, correct: np.ndarray) -> None:
+        from sklearn.isotonic import IsotonicRegression  # imported here: sklearn takes seconds to import
+
+        regression = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0, increasing=True)
+        regression.fit(confidences, correct)
+        self.thresholds_ = np.asarray(regression.X_thresholds_, dtype=np.float64)
+        self.values_ = np.asarray(regression.y_thresholds_, dtype=np.float64)
+
+    def _map_confidences(self, confidences: np.ndarray) -> np.ndarray:
+        return np.interp(confidences, self.thresholds_, self.values_)
+
+    def summary(self) -> dict[str, Any]:
+        self._check_fitted()
+        return {"n_thresholds": int(self.thresholds_.size)}
+
+    def _get_params(self) -> dict[str, Any]:
+        return {"thresholds": self.thresholds_.tolist(), "values": self.values_.tolist()}
+
+    def _set_params(self, params: dict[str, Any]) -> None:
+        thresholds, values = float_array(params, "thresholds"), float_array(params, "values")
+        if thresholds.size != values.size or (np.diff(thresholds) < 0).any() or (np.diff(values) < 0).any():
+            raise ValueError("'thresholds' and 'values' must be non-decreasing and of equal length")
+        self.thresholds_, self.values_ = thresholds, values

@@ -1,0 +1,215 @@
+"""`adacal ood`: out-of-distribution detection (softmax entropy and friends) before and after temperature scaling."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from adacal.cli.common import guarded
+from adacal.errors import InputError
+
+HELP = (
+    "Out-of-distribution detection: how well a classifier's softmax tells its test set from an OOD set.\n\n"
+    "Scores every sample (higher = more OOD: softmax entropy by default; also max-prob and energy) and reports AUROC, "
+    "AUPR-in, AUPR-out and FPR at 95% TPR, with OOD as the positive class, before and after temperature scaling. "
+    "The temperature is --temperature T, else --fit-temperature (fitted on the validation logits, minimising ECE_EM "
+    "as the paper does), else the one in the run's calibrate.json if there is one.\n\n"
+    "From a trained adacal model (a run folder or checkpoint), writing ood.json into the run folder or to --json PATH "
+    "(a checkpoint outside a run folder without --json: the table only):\n\n"
+    "  adacal ood --in cifar10 --out svhn --model runs/RUN\n\n"
+    "  adacal ood --in cifar10 --out cifar10-c --corruption gaussian_noise --severity 5 --model runs/RUN\n\n"
+    "From saved logits of any model (.npz or .pt with `logits`, or `test_logits` as in predictions.npz; labels "
+    "optional), printing the table, and writing ood.json only with --json PATH:\n\n"
+    "  adacal ood --in-preds cifar10_logits.npz --out-preds svhn_logits.npz --json ood.json"
+)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("ood", help=HELP)
+    @guarded
+    def ood(
+        in_name: Annotated[
+            str | None,
+            typer.Option("--in", help="In-distribution dataset (the one the model was trained on), e.g. cifar10. "
+                                      "With --in-preds: only a name for the report."),
+        ] = None,
+        out_name: Annotated[
+            str | None,
+            typer.Option("--out", help="OOD set: a dataset name (svhn, cifar100, ...; its test split), cifar10-c, or an "
+                                       ".npz file of uint8 HWC images under key x or test_x. With --out-preds: only a "
+                                       "name for the report."),
+        ] = None,
+        model: Annotated[
+            Path | None, typer.Option("--model", help="Run folder or checkpoint written by 'adacal train'.")
+        ] = None,
+        in_preds: Annotated[
+            Path | None,
+            typer.Option("--in-preds", help="Saved in-distribution logits (.npz/.pt with `logits` or `test_logits`)."),
+        ] = None,
+        out_preds: Annotated[
+            Path | None, typer.Option("--out-preds", help="Saved OOD logits (.npz/.pt with `logits` or `test_logits`).")
+        ] = None,
+        corruption: Annotated[
+            str | None,
+            typer.Option("--corruption", help="Corrupt the OOD images (default for --out cifar10-c). [default: gaussian_noise]"),
+        ] = None,
+        severity: Annotated[
+            int | None, typer.Option("--severity", help="Corruption severity, 1-5. [default: 5]")
+        ] = None,
+        scores: Annotated[
+            str, typer.Option("--scores", help="Comma-separated OOD scores: entropy, max-prob, energy.")
+        ] = "entropy",
+        temperature: Annotated[
+            float | None, typer.Option("--temperature", help="Temperature T for the post-scaling results (logits / T).")
+        ] = None,
+        fit_temperature: Annotated[
+            bool,
+            typer.Option("--fit-temperature", help="Fit T on the validation logits (of the run, or val_logits/val_labels "
+                                                   "in --in-preds), minimising ECE_EM."),
+        ] = False,
+        data_dir: Annotated[
+            Path | None, typer.Option("--data-dir", help="Dataset folder. [default: $ADACAL_DATA or ~/.cache/adacal]")
+        ] = None,
+        download: Annotated[
+            bool, typer.Option("--download/--no-download", help="Download a missing dataset (torchvision) or fail.")
+        ] = True,
+        device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda or cuda:N.")] = "auto",
+        batch_size: Annotated[int, typer.Option("--batch-size", help="Images per forward pass.")] = 512,
+        limit: Annotated[
+            int | None,
+            typer.Option("--limit", help="Score a seeded random N of each set (quick checks). [default: all]"),
+        ] = None,
+        seed: Annotated[int, typer.Option("--seed", help="Seed for --limit and the corruption noise.")] = 0,
+        json_path: Annotated[
+            Path | None, typer.Option("--json", help="Write the ood.json report here (instead of the run folder).")
+        ] = None,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print no table, only errors.")] = False,
+    ) -> None:
+        from adacal import ood as lib
+        from adacal.reports import write_json
+        from adacal.runs import OOD_FILE
+
+        score_names = lib.check_score_names(scores)
+        if json_path is not None and json_path.is_dir():
+            raise InputError(f"Expected --json to be a file path, but {json_path} is a folder.")
+        if model is not None and (in_preds is not None or out_preds is not None):
+            raise InputError("Expected either --model or --in-preds/--out-preds, not both.")
+        if temperature is not None:
+            lib.check_temperature(temperature)
+            if fit_temperature:
+                raise InputError("Expected either --temperature or --fit-temperature, not both.")
+        if severity is not None and severity not in lib.SEVERITIES:
+            raise InputError(f"Expected --severity to be an integer from 1 to 5, got {severity}.")
+
+        if model is not None:
+            if in_name is None or out_name is None:
+                raise InputError("Expected --in and --out (dataset names) with --model.")
+            in_name, out_name, corruption, severity = lib.check_ood_options(
+                in_name=in_name, out_name=out_name, corruption=corruption, severity=severity
+            )
+            _, run = lib.resolve_checkpoint(model)
+            run_dir = run.root if run is not None else None
+            if not fit_temperature:  # option or calibrate.json: settled before the long work
+                value, source = lib.resolve_temperature(
+                    temperature=temperature, calibration=run_dir / "calibrate.json" if run_dir is not None else None
+                )
+            with _status("Scoring the in-distribution and OOD sets", quiet):
+                in_logits, out_logits, info = lib.ood_from_model(
+                    model, in_name=in_name, out_name=out_name, corruption=corruption, severity=severity,
+                    data_dir=data_dir, device=device, batch_size=batch_size, seed=seed, limit=limit,
+                    download=download, with_val=fit_temperature,
+                )
+            if fit_temperature:
+                value, source = lib.resolve_temperature(fit=True, val=info.get("val"))
+            target = json_path or (run_dir / OOD_FILE if run_dir is not None else None)
+            out_label = out_name if corruption is None else f"{out_name} {corruption} s{severity}"
+            sources = {"model": str(model), "checkpoint": info["checkpoint"], "in_preds": None, "out_preds": None,
+                       "in_source": info["in_source"], "data_dir": None if data_dir is None else str(data_dir),
+                       "limit": limit, "seed": seed}
+        elif in_preds is not None or out_preds is not None:
+            if in_preds is None or out_preds is None:
+                raise InputError("Expected both --in-preds and --out-preds (saved logits), got only one.")
+            for flag, given in (("--corruption", corruption), ("--severity", severity), ("--data-dir", data_dir),
+                                ("--limit", limit)):
+                if given is not None:
+                    raise InputError(f"Expected {flag} only with --model, not with --in-preds/--out-preds.")
+            in_logits = lib.load_ood_logits(in_preds)
+            out_logits = lib.load_ood_logits(out_preds)
+            if in_logits.shape[1] != out_logits.shape[1]:
+                raise InputError(
+                    f"Expected {in_preds.name} and {out_preds.name} to have the same number of classes, "
+                    f"got {in_logits.shape[1]} and {out_logits.shape[1]}."
+                )
+            val = lib.load_validation_predictions(in_preds) if fit_temperature else None
+            if fit_temperature and val is None:
+                raise InputError(
+                    f"Expected val_logits and val_labels in {in_preds} to fit the temperature (--fit-temperature)."
+                )
+            value, source = lib.resolve_temperature(temperature=temperature, fit=fit_temperature, val=val)
+            in_name = in_name or in_preds.stem
+            out_name = out_name or out_preds.stem
+            out_label = out_name
+            target = json_path
+            sources = {"model": None, "checkpoint": None, "in_preds": str(in_preds), "out_preds": str(out_preds)}
+        else:
+            raise InputError("Expected --model (with --in and --out) or --in-preds and --out-preds.")
+
+        results = lib.detect_ood(
+            in_logits, out_logits, scores=score_names, temperature=value, temperature_source=source,
+            in_name=in_name, out_name=out_label,
+        )
+        config = {"in": in_name, "out": out_name, "corruption": corruption, "severity": severity,
+                  "scores": list(score_names), **sources, "temperature": value, "temperature_source": source}
+        report = lib.ood_report(results, config=config)
+        written = write_json(target, report) if target is not None else None
+        if not quiet:
+            _print_table(results, written)
+
+
+def _status(message: str, quiet: bool) -> Any:
+    """A spinner on an interactive terminal; nothing otherwise (keeps piped output and tests clean)."""
+    import contextlib
+
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if quiet or not console.is_terminal:
+        return contextlib.nullcontext()
+    return console.status(message)
+
+
+def _print_table(results: dict[str, Any], written: Path | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    post = results["temperature"] is not None
+    title = (
+        f"OOD detection: {results['in']['name']} (n={results['in']['n']}) vs "
+        f"{results['out']['name']} (n={results['out']['n']})"
+    )
+    caption = (
+        f"post: logits / T, T = {results['temperature']:.3g} ({results['temperature_source']})" if post
+        else "no temperature: see --temperature, --fit-temperature"
+    )
+    table = Table(title=title, caption=caption)
+    table.add_column("score")
+    columns = [("auroc", "AUROC %"), ("aupr_in", "AUPR-in %"), ("aupr_out", "AUPR-out %"), ("fpr_at_95_tpr", "FPR@95 %")]
+    for _, label in columns:
+        table.add_column(f"{label} pre", justify="right")
+        if post:
+            table.add_column(f"{label} post", justify="right")
+    for name, entry in results["scores"].items():
+        row = [name]
+        for key, _ in columns:
+            row.append(f"{100 * entry['pre'][key]:.2f}")
+            if post:
+                row.append(f"{100 * entry['post'][key]:.2f}")
+        table.add_row(*row)
+    console = Console()
+    if not console.is_terminal:  # piped or captured: wide enough that the table never wraps
+        console = Console(width=140 if post else 100)
+    console.print(table)
+    if written is not None:
+        console.print(f"Wrote {written}", soft_wrap=True, highlight=False)

@@ -1,0 +1,254 @@
+"""`adacal train`: options in, `adacal.training.train` does the work; progress bars and the final table out."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from adacal.cli.common import EXIT_INTERRUPTED, guarded, reflow
+from adacal.errors import InputError
+
+HELP = """Train a classifier with a calibration-aware loss and write a run folder.
+
+The run folder (runs/<time>-<dataset>-<model>-<loss>/ under --out) holds config.json, history.jsonl (one line per
+epoch, with AdaFocal's bins and gammas), checkpoints/last.pt and best.pt, predictions.npz and evaluate.json.
+
+Options left out come from the preset: 'quick' by default (digits: 30 epochs of SGD, seconds on a laptop CPU),
+or 'paper' (--preset paper) for the paper's protocol on cifar10, cifar100, tiny-imagenet, imagenet, 20newsgroups.
+
+Ctrl-C or SIGTERM stops training with exit code 130 and prints the command that resumes it; checkpoints/last.pt
+always holds the last completed epoch, so a resumed run repeats the interrupted epoch from its start and ends exactly
+as an uninterrupted run would (same device).
+
+Examples:
+
+  adacal train     (digits, mlp, adafocal; offline, seconds)
+
+  adacal train --dataset cifar10 --model resnet50 --loss adafocal --preset paper
+
+  adacal train --resume runs/20250101-120000-cifar10-resnet50-adafocal --epochs 350
+"""
+
+LOSS_FLAGS = {
+    "gamma": "gamma",
+    "lam": "lam",
+    "gamma_max": "gamma_max",
+    "gamma_min": "gamma_min",
+    "switch_threshold": "switch_threshold",
+    "num_bins": "num_bins",
+    "gamma_init": "gamma_init",
+    "mmce_weight": "weight",
+    "smoothing": "alpha",
+}
+TABLE_METRICS = (
+    "error", "nll", "brier", "ece_ew", "ece_em", "ece_debias", "ece_sweep_ew", "ece_sweep_em", "mce", "classwise_ece",
+)
+NOT_PERCENT = ("nll", "brier")
+
+
+def parse_milestones(text: str | None) -> tuple[int, ...] | None:
+    """"150,250" → (150, 250); "none" or "" → () (no decay); None → not given."""
+    if text is None:
+        return None
+    cleaned = text.strip().lower()
+    if cleaned in ("", "none"):
+        return ()
+    try:
+        return tuple(int(part) for part in cleaned.split(","))
+    except ValueError:
+        raise InputError(f"Expected --milestones to be comma-separated epoch numbers like 150,250, got {text!r}.") from None
+
+
+def _percent(name: str, value: float) -> str:
+    return f"{value:.4f}" if name in NOT_PERCENT else f"{100 * value:.2f}"
+
+
+# -------------------------------------------------------------------------------------------------------- progress
+
+
+def _epoch_line(record: dict[str, Any], epochs: int, seconds: float) -> str:
+    train, val = record["train"], record["val"]
+    line = (
+        f"epoch {record['epoch']}/{epochs}  loss {train['loss']:.4g}  acc {100 * train['accuracy']:.2f}%  "
+        f"val err {100 * val['error']:.2f}%  val ECE-EM {100 * val['ece_em']:.2f}%  lr {record['lr']:.3g}"
+    )
+    if "test" in record:
+        line += f"  test err {100 * record['test']['error']:.2f}%  test ECE-EM {100 * record['test']['ece_em']:.2f}%"
+    section = next((v for v in record.values() if isinstance(v, dict) and "updates" in v), {})
+    updates = section.get("updates") or []
+    gammas = updates[-1].get("gammas") if updates else None
+    if gammas:
+        line += f"  γ {min(gammas):.2f}..{max(gammas):.2f}"
+    return line + f"  ({seconds:.1f}s)"
+
+
+class PlainProgress:
+    """One line per epoch (stdout is not a terminal, e.g. a log file or CI)."""
+
+
+    def on_train_start(self, *, run_dir: Path, start_epoch: int, epochs: int, resumed: bool, device: str, **_: Any) -> None:
+        what = f"Resuming at epoch {start_epoch + 1}" if resumed else "Training"
+        typer.echo(f"{what} to epoch {epochs} on {device}; run folder: {run_dir}")
+
+    def on_epoch_end(self, *, record: dict[str, Any], epochs: int, seconds: float, **_: Any) -> None:
+        typer.echo(_epoch_line(record, epochs, seconds))
+
+    def on_evaluate_start(self, *, selected_epoch: int, select: str, **_: Any) -> None:
+        typer.echo(f"Evaluating the model of epoch {selected_epoch} ({select}) on the test split")
+
+
+class RichProgress(PlainProgress):
+    """Epoch and batch bars with ETA, running loss and the last validation ECE (stdout is a terminal)."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.console = Console()
+        self.bars = Progress(
+            TextColumn("{task.description:>6}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+            TextColumn("{task.fields[info]}"), console=self.console, transient=True,
+        )
+        self.epoch_task = self.batch_task = None
+
+    def __enter__(self) -> RichProgress:
+        self.bars.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.bars.stop()
+
+    def on_train_start(self, *, run_dir: Path, start_epoch: int, epochs: int, resumed: bool, device: str, **_: Any) -> None:
+        what = f"Resuming at epoch {start_epoch + 1}" if resumed else "Training"
+        self.console.print(f"{what} to epoch {epochs} on {device}; run folder: [bold]{run_dir}[/]", soft_wrap=True)
+        self.epoch_task = self.bars.add_task("epoch", total=epochs, completed=start_epoch, info="")
+        self.batch_task = self.bars.add_task("batch", total=1, completed=0, info="")
+
+    def on_epoch_start(self, *, batches: int, **_: Any) -> None:
+        self.bars.reset(self.batch_task, total=batches, info="")
+
+    def on_batch_end(self, *, batch: int, running_loss: float, **_: Any) -> None:
+        self.bars.update(self.batch_task, completed=batch, info=f"loss {running_loss:.4g}")
+
+    def on_epoch_end(self, *, record: dict[str, Any], epochs: int, seconds: float, **_: Any) -> None:
+        self.console.print(_epoch_line(record, epochs, seconds), highlight=False)
+        val = record["val"]
+        self.bars.update(
+            self.epoch_task, completed=record["epoch"],
+            info=f"val err {100 * val['error']:.2f}%  ECE-EM {100 * val['ece_em']:.2f}%",
+        )
+
+    def on_evaluate_start(self, *, selected_epoch: int, select: str, **_: Any) -> None:
+        self.bars.update(self.batch_task, visible=False)
+        self.console.print(f"Evaluating the model of epoch {selected_epoch} ({select}) on the test split")
+
+
+# ------------------------------------------------------------------------------------------------------- summary
+
+
+def _print_summary(result: Any, quiet: bool) -> None:
+    metrics = result.test_metrics
+    if quiet:
+        typer.echo(
+            f"test error {100 * metrics.get('error', float('nan')):.2f}%  ECE-EM {100 * metrics.get('ece_em', float('nan')):.2f}%  "
+            f"ECE-EW {100 * metrics.get('ece_ew', float('nan')):.2f}%  NLL {metrics.get('nll', float('nan')):.4f}"
+        )
+        typer.echo(str(result.run_dir))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(
+        title="Test metrics", caption=f"% except nll and brier; model of epoch {result.selected_epoch} ({result.select})"
+    )
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    shown = [name for name in TABLE_METRICS if name in metrics] + [n for n in metrics if n not in TABLE_METRICS]
+    for name in shown:
+        table.add_row(name, _percent(name, metrics[name]))
+    console = Console()
+    console.print(table)
+    console.print(f"Run folder: {result.run_dir}  ({result.seconds:.1f}s)", highlight=False, soft_wrap=True)
+
+
+# ------------------------------------------------------------------------------------------------------- command
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("train", help=reflow(HELP))
+    @guarded
+    def train(
+        dataset: Annotated[str | None, typer.Option(help="Dataset name: digits (default), cifar10, cifar100, svhn, tiny-imagenet, imagenet, 20newsgroups.")] = None,
+        model: Annotated[str | None, typer.Option(help="Model name (resnet20, resnet50, resnet110, wrn-26-10, densenet121, mlp, textcnn, torchvision:<name>); default per dataset.")] = None,
+        loss: Annotated[str | None, typer.Option(help="Loss: adafocal (default), ce, focal, flsd-53, inverse-focal, calfocal, brier, mmce, label-smoothing.")] = None,
+        gamma: Annotated[float | None, typer.Option(help="γ of focal / inverse-focal.")] = None,
+        lam: Annotated[float | None, typer.Option(help="λ of the AdaFocal γ-update (and CalFocal); paper: 1.")] = None,
+        gamma_max: Annotated[float | None, typer.Option(help="AdaFocal upper bound on γ; paper: 20.")] = None,
+        gamma_min: Annotated[float | None, typer.Option(help="AdaFocal lower bound on γ (negative = inverse focal); paper: -2.")] = None,
+        switch_threshold: Annotated[float | None, typer.Option(help="AdaFocal |γ| below which focal and inverse focal switch; paper: 0.2.")] = None,
+        num_bins: Annotated[int | None, typer.Option(help="Number of AdaFocal / CalFocal validation bins; paper: 15.")] = None,
+        gamma_init: Annotated[float | None, typer.Option(help="AdaFocal initial γ per bin; paper: 1.")] = None,
+        mmce_weight: Annotated[float | None, typer.Option(help="Weight of the MMCE term added to cross-entropy (--loss mmce).")] = None,
+        smoothing: Annotated[float | None, typer.Option(help="Label-smoothing α (--loss label-smoothing); paper: 0.05.")] = None,
+        epochs: Annotated[int | None, typer.Option(help="Epochs in total (with --resume: total to reach).")] = None,
+        batch_size: Annotated[int | None, typer.Option(help="Training batch size (per process under torchrun).")] = None,
+        lr: Annotated[float | None, typer.Option(help="Initial learning rate.")] = None,
+        milestones: Annotated[str | None, typer.Option(help="Epochs after which the learning rate is multiplied by --lr-decay, e.g. 150,250 ('none' for a constant rate). Milestones at or past --epochs never fire.")] = None,
+        lr_decay: Annotated[float | None, typer.Option(help="Learning-rate factor at each milestone.")] = None,
+        momentum: Annotated[float | None, typer.Option(help="SGD momentum (sgd only).")] = None,
+        weight_decay: Annotated[float | None, typer.Option(help="Weight decay (L2).")] = None,
+        optimizer: Annotated[str | None, typer.Option(help="sgd, adam or adamw.")] = None,
+        seed: Annotated[int | None, typer.Option(help="Seed for the validation split, weights, data order and augmentation (default 0).")] = None,
+        device: Annotated[str | None, typer.Option(help="auto (CUDA when available), cpu, cuda or cuda:N.")] = None,
+        amp: Annotated[bool | None, typer.Option("--amp/--no-amp", help="Mixed precision: bf16 (or fp16 with loss scaling) on CUDA; bf16 autocast on CPU (often slower there).")] = None,
+        channels_last: Annotated[bool | None, typer.Option("--channels-last/--no-channels-last", help="channels_last memory format for image models (faster convolutions on recent GPUs).")] = None,
+        update_every: Annotated[str | None, typer.Option(help="When AdaFocal updates γ: 'epoch' (default), N (every N batches), 'paper' (= 'epoch:25,100:40,1': every epoch to epoch 25, every 100 batches to 40, then every batch) or such a spec.")] = None,
+        select: Annotated[str | None, typer.Option(help="Model to evaluate at the end: last (default) or best-val (best validation accuracy). best.pt is kept either way.")] = None,
+        grad_clip: Annotated[float | None, typer.Option(help="Clip the gradient norm to this value (the reference code uses 2); default: no clipping.")] = None,
+        eval_test_every: Annotated[int | None, typer.Option(help="Also compute test metrics every K epochs (0 = only at the end).")] = None,
+        out: Annotated[Path | None, typer.Option(help="Folder that receives the run folder (default ./runs).")] = None,
+        resume: Annotated[Path | None, typer.Option(help="Continue a run (its folder or a checkpoint in it) up to --epochs in total; other options come from the run (giving a different value is an error; --device, --workers and --data-dir may change).")] = None,
+        workers: Annotated[int | None, typer.Option(help="Data is held as tensors (no loader workers); this is passed only to dataset loaders that take it. Image-folder sets decode with one thread per CPU core.")] = None,
+        data_dir: Annotated[Path | None, typer.Option(help="Where datasets are (default $ADACAL_DATA or ~/.cache/adacal).")] = None,
+        train_subset: Annotated[int | None, typer.Option(help="Train on the first N training samples only (val and test unchanged).")] = None,
+        val_size: Annotated[int | None, typer.Option(help="Validation samples split off the training set (default per dataset).")] = None,
+        test_subset: Annotated[int | None, typer.Option(help="Score only the first N test samples (quick experiments; the full test set by default).")] = None,
+        preset: Annotated[str | None, typer.Option(help="quick (default) or paper: where options you leave out come from.")] = None,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final summary line and the run folder.")] = False,
+    ) -> None:
+        from adacal.training import TrainConfig, TrainingInterrupted
+        from adacal.training import train as run_training
+
+        options = locals()
+        given_loss = {key: options[flag] for flag, key in LOSS_FLAGS.items() if options[flag] is not None}
+        config = TrainConfig(
+            dataset=dataset, model=model, loss=loss, loss_options=given_loss or None, epochs=epochs,
+            batch_size=batch_size, lr=lr, milestones=parse_milestones(milestones), lr_decay=lr_decay,
+            momentum=momentum, weight_decay=weight_decay, optimizer=optimizer, seed=seed, device=device, amp=amp,
+            channels_last=channels_last, update_every=update_every, select=select, grad_clip=grad_clip,
+            eval_test_every=eval_test_every, out=str(out) if out is not None else None,
+            resume=str(resume) if resume is not None else None, workers=workers,
+            data_dir=str(data_dir) if data_dir is not None else None, train_subset=train_subset, val_size=val_size,
+            test_subset=test_subset,
+            preset=preset,
+        )
+        if quiet:
+            progress: Any = None
+        elif sys.stdout.isatty():
+            progress = RichProgress()
+        else:
+            progress = PlainProgress()
+        try:
+            if isinstance(progress, RichProgress):
+                with progress:
+                    result = run_training(config, progress=progress)
+            else:
+                result = run_training(config, progress=progress)
+        except TrainingInterrupted as interrupted:
+            typer.echo(interrupted.message, err=True)
+            raise typer.Exit(code=EXIT_INTERRUPTED) from None
+        if result.rank == 0:
+            _print_summary(result, quiet)

@@ -1,0 +1,201 @@
+"""The library side of `adacal evaluate`: find the predictions a path points to, compute metrics, build the report.
+
+A path may be
+- a predictions file: .npz with `logits`/`labels` (or `val_*`/`test_*`: the test split is used), or a .pt dict of
+  tensors with the same keys (loaded with weights_only=True);
+- an adacal checkpoint (.pt whose "format" is "adacal-checkpoint") or a run folder: the run folder's
+  predictions.npz test split when it exists, otherwise the checkpoint's model is run on its dataset's test split
+  (`adacal.training.predict_checkpoint`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adacal.arrays import check_scores, looks_like_probs
+from adacal.errors import InputError
+from adacal.metrics.binning import check_n_bins
+from adacal.metrics.bootstrap import bootstrap_prepared, check_confidence, check_seed
+from adacal.metrics.calibration import compute_prepared, prepare_predictions, resolve_metric_names
+from adacal.predictions import Predictions, read_arrays, load_predictions
+from adacal.reports import make_report
+from adacal.runs import RunFolder, find_run_folder, require_run_folder
+
+CHECKPOINT_FORMAT = "adacal-checkpoint"
+INPUT_KINDS = ("predictions", "checkpoint", "run")
+
+
+@dataclass(frozen=True)
+class EvaluationInput:
+    """What a user's path resolved to: the predictions, and where they came from."""
+
+    predictions: Predictions
+    kind: str  # one of INPUT_KINDS
+    path: Path  # the path as given
+    data_path: Path  # the file actually read (predictions file or checkpoint): hashed into the report
+    run: RunFolder | None  # the run folder when the input is a checkpoint or run folder
+    source: str  # "file", "predictions.npz" or "checkpoint" (model run on the test split)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "path": str(self.path),
+            "read": str(self.data_path),
+            "source": self.source,
+            "split": "test",
+        }
+
+
+def check_bootstrap(n_resamples: Any, *, name: str = "bootstrap") -> int:
+    """0 (no bootstrap) or a positive number of resamples."""
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 0:
+        raise InputError(f"Expected {name} to be a non-negative integer, got {n_resamples!r}.")
+    return int(n_resamples)
+
+
+def _predictions_of_run(run: RunFolder, checkpoint: Path | None, given: Path, kind: str, **predict_options: Any) -> EvaluationInput:
+    if run.predictions.is_file():
+        return EvaluationInput(load_predictions(run.predictions), kind, given, run.predictions, run, "predictions.npz")
+    if checkpoint is None:
+        checkpoint = run.checkpoint("last")
+        if not checkpoint.is_file():
+            raise InputError(
+                f"Expected the run folder {run.root} to hold {run.predictions.name} or {checkpoint.relative_to(run.root)}, "
+                f"but it has neither."
+            )
+    from adacal.training import predict_checkpoint
+
+    predictions = predict_checkpoint(checkpoint, split="test", **predict_options)
+    return EvaluationInput(predictions, kind, given, checkpoint, run, "checkpoint")
+
+
+def resolve_evaluation_input(
+    path: str | os.PathLike, *, data_dir: str | os.PathLike | None = None, device: str = "auto"
+) -> EvaluationInput:
+    """Load the test-split predictions that `path` (predictions file, checkpoint or run folder) stands for."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"Expected a predictions file, checkpoint or run folder at {path}, but it does not exist.")
+    options: dict[str, Any] = {"device": device}
+    if data_dir is not None:
+        options["data_dir"] = data_dir
+    if path.is_dir():
+        return _predictions_of_run(require_run_folder(path), None, path, "run", **options)
+    if path.suffix.lower() in (".pt", ".pth"):
+        contents = read_arrays(path)
+        if contents.get("format") == CHECKPOINT_FORMAT:
+            run = find_run_folder(path)
+            if run is None:
+                from adacal.training import predict_checkpoint
+
+                return EvaluationInput(predict_checkpoint(path, split="test", **options), "checkpoint", path, path, None, "checkpoint")
+            return _predictions_of_run(run, path, path, "checkpoint", **options)
+    return EvaluationInput(load_predictions(path), "predictions", path, path, None, "file")
+
+
+def calibrated_probs(calibrator: Any, logits: np.ndarray, *, calibrator_path: str | os.PathLike = "calibrator") -> np.ndarray:
+    """Probabilities from a fitted calibrator; it needs logits, so probability inputs are an error."""
+    logits = check_scores(logits)
+    if looks_like_probs(logits):
+        raise InputError(
+            f"Expected logits to apply the calibrator {calibrator_path}, but the input holds probabilities "
+            f"(rows in [0, 1] summing to 1)."
+        )
+    probs = check_scores(calibrator.transform(logits), name=f"the output of calibrator {calibrator_path}")
+    if probs.shape != logits.shape or not looks_like_probs(probs):
+        raise InputError(
+            f"Expected calibrator {calibrator_path} to return probabilities of shape {logits.shape}, "
+            f"got other values of shape {probs.shape}."
+        )
+    return probs
+
+
+def evaluate_predictions(
+    scores: Any,
+    labels: Any,
+    *,
+    n_bins: int = 15,
+    metric_names: str | Iterable[str] | None = None,
+    bootstrap: int = 0,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """The `results` block of an evaluate report.
+
+    {"metrics": {snake_key: fraction (nll in nats, brier in [0, 2])}, "units", "assumed_input": "logits"|"probs",
+     "n_samples", "num_classes", "bins": {"equal_width": ..., "equal_mass": ...} (top-1 reliability, n_bins each),
+     "bootstrap": {snake_key: {"low", "high", "std"}} only when bootstrap > 0}.
+    """
+    names = resolve_metric_names(metric_names)
+    n_bins = check_n_bins(n_bins)
+    n_resamples = check_bootstrap(bootstrap)
+    seed = check_seed(seed)
+    confidence = check_confidence(confidence)
+    pred = prepare_predictions(scores, labels)
+    results: dict[str, Any] = {
+        "metrics": compute_prepared(pred, names, n_bins),
+        "units": "fractions in [0, 1], not % (nll in nats; brier in [0, 2])",
+        "assumed_input": pred.assumed,
+        "n_samples": pred.n_samples,
+        "num_classes": pred.num_classes,
+        "bins": {
+            "equal_width": pred.top_label_statistics("equal-width", n_bins).to_dict(),
+            "equal_mass": pred.top_label_statistics("equal-mass", n_bins).to_dict(),
+        },
+    }
+    if n_resamples:
+        results["bootstrap"] = bootstrap_prepared(
+            pred, names, n_resamples=n_resamples, seed=seed, confidence=confidence, n_bins=n_bins
+        )
+    return results
+
+
+def evaluation_config(
+    *,
+    n_bins: int = 15,
+    metric_names: str | Iterable[str] | None = None,
+    bootstrap: int = 0,
+    seed: int = 0,
+    confidence: float = 0.95,
+    source: dict[str, Any] | None = None,
+    calibrator: str | os.PathLike | None = None,
+) -> dict[str, Any]:
+    return {
+        "n_bins": n_bins,
+        "metrics": list(resolve_metric_names(metric_names)),
+        "bootstrap": bootstrap,
+        "seed": seed,
+        "confidence": confidence,
+        "source": source,
+        "calibrator": None if calibrator is None else str(calibrator),
+    }
+
+
+def evaluation_report(
+    scores: Any,
+    labels: Any,
+    *,
+    n_bins: int = 15,
+    metric_names: str | Iterable[str] | None = None,
+    bootstrap: int = 0,
+    seed: int = 0,
+    confidence: float = 0.95,
+    input_path: str | os.PathLike | None = None,
+    source: dict[str, Any] | None = None,
+    calibrator: str | os.PathLike | None = None,
+) -> dict[str, Any]:
+    """The full evaluate report (kind "evaluate"): the common envelope around `evaluate_predictions`' results."""
+    results = evaluate_predictions(
+        scores, labels, n_bins=n_bins, metric_names=metric_names, bootstrap=bootstrap, seed=seed, confidence=confidence
+    )
+    config = evaluation_config(
+        n_bins=n_bins, metric_names=metric_names, bootstrap=bootstrap, seed=seed, confidence=confidence,
+        source=source, calibrator=calibrator,
+    )
+    return make_report("evaluate", config=config, results=results, input_path=input_path)

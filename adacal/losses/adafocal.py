@@ -1,0 +1,170 @@
+"""AdaFocal (Ghosh, Schaaf & Gormley, NeurIPS 2022), following Algorithm 1 of the paper.
+
+Each training sample n with true-class probability p_n falls in validation bin b (placed by p_n with the
+validation-bin edges) and costs
+    −(1 − p_n)^γ_b log p_n    if γ_b ≥ 0   (focal),
+    −(1 + p_n)^|γ_b| log p_n  if γ_b < 0   (inverse focal).
+`update(val_logits, val_labels)` recomputes equal-mass validation bins of the top-1 confidences, the calibration
+error E_i = C_val,i − A_val,i of each bin, and moves every γ_i (see `adafocal_gamma_update`). The γ of bin i stays
+with index i when the edges move. Start: M equal-width bins and γ = gamma_init (1 in the paper) everywhere.
+
+When to update is up to the training loop: `update` can be called at any time, e.g. once per epoch (the paper's
+default) or every n mini-batches. Run the validation forward pass with the model in eval mode and put it back in
+train mode afterwards; the loss module's own `training` flag decides whether `forward` accumulates the per-bin
+training confidences that `pop_train_statistics` returns (so call `loss.eval()` when computing a validation loss):
+
+    for epoch in range(epochs):
+        loss_fn.train()
+        for step, (inputs, labels) in enumerate(train_loader):
+            loss = loss_fn(model(inputs), labels)
+            ...
+            if every_n_batches and (step + 1) % every_n_batches == 0:
+                loss_fn.update(*validation_logits(model))   # model.eval() inside, model.train() after
+        record = loss_fn.update(*validation_logits(model))  # appended to loss_fn.history as well
+        train_stats = loss_fn.pop_train_statistics()
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from adacal.errors import InputError
+from adacal.losses.base import check_between, check_number, check_positive, format_value
+from adacal.losses.binned import ValidationBinnedLoss
+from adacal.losses.focal import signed_focal_terms, true_class_log_probs
+from adacal.losses.registry import LOSSES
+
+# exp() arguments are clipped here so that a huge lam·gap cannot overflow to inf (0 · inf would be NaN); the clipped
+# products are far outside [gamma_min, gamma_max] and are clipped to those bounds anyway.
+_MAX_EXPONENT = 700.0
+
+
+def adafocal_gamma_update(
+    gammas: Any,
+    gaps: Any,
+    counts: Any,
+    *,
+    lam: float = 1.0,
+    gamma_min: float = -2.0,
+    gamma_max: float = 20.0,
+    switch_threshold: float = 0.2,
+) -> np.ndarray:
+    """One AdaFocal γ-update (Algorithm 1) for every bin, given E_i = C_val,i − A_val,i and the validation counts.
+
+    γ_i ≥ 0: γ_i ← γ_i · exp(λ E_i); if |γ_i| < S_th, γ_i ← −S_th (switch to inverse focal).
+    γ_i < 0: γ_i ← γ_i · exp(−λ E_i); if |γ_i| < S_th, γ_i ← +S_th (switch back to focal).
+    Then γ_i is clipped to [γ_min, γ_max] (switch-then-clip, as in the reference code). With γ_max ≥ S_th and
+    γ_min ≤ −S_th (which AdaFocalLoss requires) this equals Algorithm 1's clip-then-switch exactly. A bin with no
+    validation samples keeps its γ.
+    """
+    gammas = np.asarray(gammas, dtype=np.float64)
+    gaps = np.asarray(gaps, dtype=np.float64)
+    counts = np.asarray(counts)
+    focal = gammas >= 0
+    exponent = np.clip(np.where(focal, lam * gaps, -lam * gaps), -_MAX_EXPONENT, _MAX_EXPONENT)
+    updated = gammas * np.exp(exponent)
+    switched = np.where(focal, -switch_threshold, switch_threshold)
+    updated = np.where(np.abs(updated) < switch_threshold, switched, updated)
+    updated = np.clip(updated, gamma_min, gamma_max)
+    return np.where(counts > 0, updated, gammas)
+
+
+@LOSSES.register("adafocal")
+class AdaFocalLoss(ValidationBinnedLoss):
+    """Calibration-aware adaptive focal loss with one γ per validation bin (negative γ = inverse focal).
+
+    State (all in `state_dict()`): `bin_edges` (num_bins + 1), `gammas` (num_bins), the training-confidence
+    accumulators, and `history` (the update records, in the extra state).
+    """
+
+    name = "adafocal"
+
+    def __init__(
+        self,
+        *,
+        num_bins: int = 15,
+        lam: float = 1.0,
+        gamma_init: float = 1.0,
+        gamma_max: float = 20.0,
+        gamma_min: float = -2.0,
+        switch_threshold: float = 0.2,
+    ) -> None:
+        super().__init__(num_bins=num_bins)
+        self.lam = check_positive("lam", lam)
+        self.switch_threshold = check_positive("switch_threshold", switch_threshold)
+        self.gamma_max = check_number("gamma_max", gamma_max)
+        self.gamma_min = check_number("gamma_min", gamma_min)
+        if self.gamma_max <= self.gamma_min:
+            raise InputError(
+                f"Expected gamma_max to be greater than gamma_min, "
+                f"got gamma_max={format_value(gamma_max)} and gamma_min={format_value(gamma_min)}."
+            )
+        if self.gamma_max < self.switch_threshold:
+            raise InputError(
+                f"Expected gamma_max to be at least switch_threshold, "
+                f"got gamma_max={format_value(gamma_max)} and switch_threshold={format_value(switch_threshold)}."
+            )
+        if self.gamma_min > -self.switch_threshold:
+            raise InputError(
+                f"Expected gamma_min to be at most -switch_threshold, "
+                f"got gamma_min={format_value(gamma_min)} and switch_threshold={format_value(switch_threshold)}."
+            )
+        self.gamma_init = check_between("gamma_init", gamma_init, self.gamma_min, self.gamma_max)
+        m = self.num_bins
+        self.register_buffer("gammas", torch.full((m,), self.gamma_init, dtype=torch.float64))
+        self.register_buffer("train_confidence_sum", torch.zeros(m, dtype=torch.float64))
+        self.register_buffer("train_count", torch.zeros(m, dtype=torch.int64))
+
+    def _forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        log_p, log_q = true_class_log_probs(logits, labels)
+        p_true = log_p.detach().exp().to(self.bin_edges.dtype)
+        index = self.bin_index(p_true)
+        if self.training:
+            self.train_confidence_sum.index_add_(0, index, p_true)
+            self.train_count.index_add_(0, index, torch.ones_like(index))
+        return signed_focal_terms(log_p, log_q, self.gammas[index]).mean()
+
+    def update(self, val_logits: Any, val_labels: Any) -> dict[str, list]:
+        """Recompute the validation bins and update every γ; returns the record also appended to `history`:
+        {"edges", "gammas" (after the update), "val_confidence", "val_accuracy", "counts"} as plain lists."""
+        stats, old_gammas = self._validation_statistics(val_logits, val_labels, carry=self.gammas)
+        new_gammas = adafocal_gamma_update(
+            old_gammas,
+            stats.gaps,
+            stats.counts,
+            lam=self.lam,
+            gamma_min=self.gamma_min,
+            gamma_max=self.gamma_max,
+            switch_threshold=self.switch_threshold,
+        )
+        self.bin_edges.copy_(torch.from_numpy(stats.edges))
+        self.gammas.copy_(torch.from_numpy(new_gammas))
+        record = {
+            "edges": stats.edges.tolist(),
+            "gammas": new_gammas.tolist(),
+            "val_confidence": stats.mean_confidence.tolist(),
+            "val_accuracy": stats.accuracy.tolist(),
+            "counts": stats.counts.tolist(),
+        }
+        self.history.append(record)
+        return {key: list(value) for key, value in record.items()}
+
+    def pop_train_statistics(self) -> dict[str, list]:
+        """Mean true-class probability (0 for an empty bin) and count of the training samples seen by `forward` in
+        training mode per validation bin since the last call (the paper's C_train), then reset the accumulators."""
+        m = self.num_bins
+        host = torch.cat([self.train_confidence_sum, self.train_count.to(torch.float64)]).cpu().numpy()
+        self.train_confidence_sum.zero_()
+        self.train_count.zero_()
+        sums, counts = host[:m], host[m:]
+        means = np.where(counts > 0, sums / np.maximum(counts, 1.0), 0.0)
+        return {"train_confidence": means.tolist(), "train_counts": counts.astype(np.int64).tolist()}
+
+    def extra_repr(self) -> str:
+        return (
+            f"num_bins={self.num_bins}, lam={self.lam:g}, gamma_init={self.gamma_init:g}, "
+            f"gamma_max={self.gamma_max:g}, gamma_min={self.gamma_min:g}, switch_threshold={self.switch_threshold:g}"
+        )

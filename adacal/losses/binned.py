@@ -1,0 +1,145 @@
+"""Shared state of the losses that learn from validation bins (CalFocal, AdaFocal).
+
+Bins follow Algorithm 1 of the AdaFocal paper: they start as M equal-width bins on [0, 1]; each `update` recomputes
+them as equal-mass bins of the validation top-1 confidences (with `adacal.metrics.binning`, the only binning code).
+Training samples are placed by their TRUE-class probability with the same (lower, upper] convention as
+`adacal.metrics.binning.assign_bins`; the first bin is open below and the last open above, so every p has a bin.
+
+State that a resumed run needs lives in `state_dict()`: the edges (and subclass state) as buffers, and the `history`
+of update records as plain lists in the module's extra state, so it survives `torch.load(weights_only=True)`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from adacal.errors import CheckpointError, InputError
+from adacal.losses.base import CalibrationLoss, check_batch, check_positive_int, upcast
+from adacal.metrics.binning import BinStatistics, bin_statistics, equal_width_edges
+
+STATE_FORMAT_VERSION = 1
+
+
+class ValidationBinnedLoss(CalibrationLoss):
+    """Base class holding `bin_edges` (a float64 buffer of num_bins + 1 edges) and `history` (a list of records)."""
+
+    needs_validation = True
+
+    def __init__(self, *, num_bins: int) -> None:
+        super().__init__()
+        self.num_bins = check_positive_int("num_bins", num_bins)
+        self.register_buffer("bin_edges", torch.from_numpy(equal_width_edges(self.num_bins)))
+        self.history: list[dict[str, Any]] = []
+
+    def bin_index(self, p_true: torch.Tensor) -> torch.Tensor:
+        """Validation-bin index of each true-class probability: bin i holds (edges[i], edges[i+1]], bin 0 also
+        everything at or below edges[1], the last bin everything above edges[-2] (= binning.assign_bins)."""
+        edges = self.bin_edges
+        return torch.bucketize(p_true.detach().to(edges.dtype), edges[1:-1], right=False)
+
+    def _validation_statistics(
+        self, val_logits: Any, val_labels: Any, carry: torch.Tensor | None = None
+    ) -> tuple[BinStatistics, np.ndarray]:
+        """Equal-mass bin statistics of the validation top-1 confidences, plus `carry` (e.g. the current γ) brought
+        to the host in the same single device-to-host copy."""
+        if not isinstance(val_logits, torch.Tensor):
+            val_logits = torch.as_tensor(np.asarray(val_logits))
+        if not isinstance(val_labels, torch.Tensor):
+            val_labels = torch.as_tensor(np.asarray(val_labels))
+        val_labels = val_labels.to(val_logits.device)
+        labels = check_batch(val_logits, val_labels, logits_name="val_logits", labels_name="val_labels")
+        n, k = val_logits.shape
+        if val_logits.device.type == "cpu":
+            # numpy is several times faster than torch for this small, latency-bound work on a busy CPU
+            labels_host = labels.numpy()
+            _check_label_range(labels_host.min(), labels_host.max(), k)
+            host = _top1_host(upcast(val_logits.detach()).numpy(), labels_host)
+            if carry is not None:
+                host = np.concatenate([host, carry.detach().reshape(-1).cpu().numpy().astype(np.float64, copy=False)])
+        else:
+            with torch.no_grad():
+                z = val_logits.detach().to(torch.float64)
+                z_max, predicted = z.max(dim=1, keepdim=True)
+                confidences = 1.0 / torch.exp(z - z_max).sum(dim=1)
+                parts = [
+                    confidences,
+                    (predicted.squeeze(1) == labels).to(torch.float64),
+                    torch.stack([labels.min(), labels.max()]).to(torch.float64),
+                ]
+                if carry is not None:
+                    parts.append(carry.detach().reshape(-1).to(device=z.device, dtype=torch.float64))
+                host = torch.cat(parts).cpu().numpy()  # the one device-to-host copy (and sync) of an update
+        confidences, correct = host[:n], host[n : 2 * n]
+        _check_label_range(host[2 * n], host[2 * n + 1], k)
+        if not np.isfinite(confidences).all():
+            raise InputError("Expected val_logits to be finite, got NaN or infinite values.")
+        stats = bin_statistics(confidences, correct, n_bins=self.num_bins, binning="equal-mass")
+        return stats, host[2 * n + 2 :]
+
+    # --- state -------------------------------------------------------------------------------------------------
+
+    def get_extra_state(self) -> dict[str, Any]:
+        return {"format_version": STATE_FORMAT_VERSION, "history": _copy_records(self.history)}
+
+    def set_extra_state(self, state: Any) -> None:
+        if (
+            not isinstance(state, dict)
+            or state.get("format_version") != STATE_FORMAT_VERSION
+            or not isinstance(state.get("history"), list)
+            or not all(isinstance(record, dict) for record in state["history"])
+        ):
+            raise CheckpointError(
+                f"Expected {type(self).__name__} extra state with format_version {STATE_FORMAT_VERSION} "
+                "and a list of history records, got something else."
+            )
+        self.history = _copy_records(state["history"])
+
+    def _load_from_state_dict(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ):
+        edges = state_dict.get(prefix + "bin_edges")
+        if isinstance(edges, torch.Tensor) and tuple(edges.shape) != (self.num_bins + 1,):
+            raise CheckpointError(
+                f"Expected a {type(self).__name__} state with num_bins={self.num_bins}, "
+                f"got one with {edges.numel() - 1} bins."
+            )
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
+
+
+def _check_label_range(lowest: float, highest: float, num_classes: int) -> None:
+    if lowest < 0 or highest >= num_classes:
+        raise InputError(
+            f"Expected val_labels to be class indices in [0, {num_classes - 1}], "
+            f"got values from {int(lowest)} to {int(highest)}."
+        )
+
+
+def _top1_host(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """[top-1 softmax confidences (N), correct 0/1 (N), min label, max label] as one float64 array.
+
+    The confidence is 1 / Σ_k exp(z_k − max z), the max of a max-shifted softmax, with exp in the logits' own
+    precision (float32 logits already carry that much rounding) and the sum in float64. Correct means
+    argmax == label, with argmax's first-index rule on ties. Works on a (K, N) copy: numpy reduces much faster
+    along the long axis than over K ~ 10 columns.
+    """
+    columns = np.ascontiguousarray(logits.T)
+    z_max = columns.max(axis=0)
+    shifted = columns - z_max
+    np.exp(shifted, out=shifted)
+    confidences = 1.0 / shifted.sum(axis=0, dtype=np.float64)
+    n = labels.shape[0]
+    at_max = columns == z_max
+    correct = at_max[labels, np.arange(n)]
+    tied = correct & (at_max.sum(axis=0) > 1)
+    if tied.any():  # rare: the label shares the max with another class; argmax takes the first
+        correct[tied] = columns[:, tied].argmax(axis=0) == labels[tied]
+    return np.concatenate([confidences, correct.astype(np.float64), [labels.min(), labels.max()]])
+
+
+def _copy_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{key: list(value) if isinstance(value, list) else value for key, value in r.items()} for r in records]

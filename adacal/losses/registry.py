@@ -1,0 +1,21 @@
+"""The loss registry: `build_loss("adafocal", lam=1.0)` builds any loss by the name users type."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import nn
+
+from adacal.registry import Registry
+
+LOSSES: Registry[nn.Module] = Registry("loss")
+
+
+def build_loss(name: str, **options: Any) -> nn.Module:
+    """Build the loss registered as `name`; an unknown name or option is an InputError listing the choices."""
+    return LOSSES.build(name, **options)
+
+
+def loss_names() -> list[str]:
+    """The registered loss names, sorted."""
+    return LOSSES.names()

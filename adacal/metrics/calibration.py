@@ -1,0 +1,516 @@
+"""Calibration metrics: ECE variants (equal-width, equal-mass, debiased, sweep), MCE, classwise ECE, NLL, Brier, error.
+
+Every public metric is a pure function `metric(scores, labels, *, n_bins=15) -> float` that returns a fraction (not a
+percentage). `scores` are probabilities or logits (N, K), numpy or torch; rows that are all in [0, 1] and sum to 1 are
+taken as probabilities, anything else as logits (see `adacal.arrays.to_probs`). Inputs are validated once by
+`prepare_predictions`; the math lives in private kernels that take the validated `PreparedPredictions`, so
+`compute_metrics` (and the bootstrap) validate once and share the per-sample quantities across metrics.
+
+Top-label quantities: confidence = the largest probability, prediction = its class (np.argmax: on tied maxima the
+lowest class index wins), correct = prediction == label. All binning goes through `adacal.metrics.binning`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from adacal.arrays import check_labels, check_scores, looks_like_probs
+from adacal.errors import InputError
+from adacal.metrics.binning import (
+    BINNINGS,
+    BinStatistics,
+    assign_bins,
+    bin_edges,
+    bin_statistics,
+    check_n_bins,
+    equal_mass_edges,
+    equal_width_edges,
+)
+from adacal.registry import Registry
+
+# Probabilities are clipped here before the log in the NLL of probability inputs (one sample costs at most ~27.6 nats).
+PROB_FLOOR = 1e-12
+DEBIAS_MODES = ("top-label", "marginal")
+
+
+# ------------------------------------------------------------------------------------------------ validated input
+
+
+# Per-sample quantities are computed over blocks of about this many entries (rows × classes): the probabilities of a
+# block stay in cache and no (N, K) temporary is allocated unless a metric needs the whole matrix.
+_BLOCK_ENTRIES = 1 << 16
+_GROUPS = {"top": ("predictions", "confidences"), "scoring": ("true_log_probs", "brier_terms")}
+_PER_SAMPLE = (*_GROUPS["top"], *_GROUPS["scoring"])
+
+
+class PreparedPredictions:
+    """Validated scores (N, K) and labels (N,), with per-sample quantities computed once, on first use, and cached.
+
+    Build it with `prepare_predictions`. Probabilities are `scores / row sums` when the input was taken as
+    probabilities and `softmax(scores)` when taken as logits (as `adacal.arrays.to_probs` computes them). Top-1
+    class, confidence, log p(true class) and the Brier term are computed block by block of rows; the full (N, K)
+    `probs` matrix is only built when a metric needs it (the marginal debiased ECE).
+    `take(index)` gives the same object for a subset or resample of the rows (used by the bootstrap) without
+    validating or normalising again.
+    """
+
+    def __init__(
+        self,
+        scores: np.ndarray | None,
+        labels: np.ndarray,
+        assumed: str,
+        *,
+        source: tuple[PreparedPredictions, np.ndarray] | None = None,
+    ) -> None:
+        self._scores = scores
+        self.labels = labels
+        self.assumed = assumed
+        self._source = source
+        self._probs: np.ndarray | None = None
+        self._cache: dict[Any, Any] = {}
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.labels.shape[0])
+
+    @property
+    def num_classes(self) -> int:
+        if self._scores is None:
+            return self._source[0].num_classes  # type: ignore[index]
+        return int(self._scores.shape[1])
+
+    @property
+    def probs(self) -> np.ndarray:
+        """The full (N, K) probability matrix (built on first use)."""
+        if self._probs is None:
+            if self._scores is None:
+                parent, index = self._source  # type: ignore[misc]
+                self._probs = parent.probs[index]
+            else:
+                self._probs = _normalise(self._scores, self.assumed)[0]
+        return self._probs
+
+    def blocks(self) -> Iterator[tuple[slice, np.ndarray, np.ndarray | None, np.ndarray | None]]:
+        """(rows, probs, shifted logits, row sums of exp) for consecutive blocks of rows; the last two are None for
+        probability inputs and for resampled predictions."""
+        n, k = self.n_samples, self.num_classes
+        step = max(1, _BLOCK_ENTRIES // k)
+        for start in range(0, n, step):
+            rows = slice(start, min(start + step, n))
+            if self._scores is None:
+                yield rows, self.probs[rows], None, None
+            else:
+                yield (rows, *_normalise(self._scores[rows], self.assumed))
+
+    def _per_sample(self, name: str) -> np.ndarray:
+        if name not in self._cache:
+            group = "top" if name in _GROUPS["top"] else "scoring"
+            self._cache.update(_per_sample_quantities(self, group))
+        return self._cache[name]
+
+    @property
+    def predictions(self) -> np.ndarray:
+        """Top-1 class per sample (np.argmax of the probabilities: tied maxima go to the lowest class index)."""
+        return self._per_sample("predictions")
+
+    @property
+    def confidences(self) -> np.ndarray:
+        """Top-1 probability per sample."""
+        return self._per_sample("confidences")
+
+    @property
+    def correct(self) -> np.ndarray:
+        """1.0 where the top-1 class is the label, else 0.0."""
+        if "correct" not in self._cache:
+            self._cache["correct"] = (self.predictions == self.labels).astype(np.float64)
+        return self._cache["correct"]
+
+    @property
+    def true_log_probs(self) -> np.ndarray:
+        """log p(true class): the log-softmax of logits, or the log of probabilities clipped at PROB_FLOOR."""
+        return self._per_sample("true_log_probs")
+
+    @property
+    def brier_terms(self) -> np.ndarray:
+        """Σ_k (p_k − 1[y = k])² per sample, computed as Σ_k p_k² − 2 p_true + 1."""
+        return self._per_sample("brier_terms")
+
+    def edges(self, binning: str, n_bins: int) -> np.ndarray:
+        """Top-label bin edges (cached: several metrics share the equal-mass edges)."""
+        key = ("edges", binning, n_bins)
+        if key not in self._cache:
+            self._cache[key] = bin_edges(self.confidences, n_bins, binning)
+        return self._cache[key]
+
+    def top_label_statistics(self, binning: str, n_bins: int) -> BinStatistics:
+        return bin_statistics(self.confidences, self.correct, edges=self.edges(binning, n_bins))
+
+    def take(self, index: np.ndarray) -> PreparedPredictions:
+        """The rows `index` (with repeats, for resampling); per-sample vectors are computed here once and indexed."""
+        for name in _PER_SAMPLE:
+            self._per_sample(name)
+        _ = self.correct
+        child = PreparedPredictions(None, self.labels[index], self.assumed, source=(self, index))
+        for name in (*_PER_SAMPLE, "correct"):
+            child._cache[name] = self._cache[name][index]
+        return child
+
+
+def _normalise(block: np.ndarray, assumed: str) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(probs, shifted logits, row sums of exp) of a block: the operations of arrays.to_probs / arrays.softmax."""
+    if assumed == "probs":
+        return block / block.sum(axis=1, keepdims=True), None, None
+    shifted = block - block.max(axis=1, keepdims=True)
+    exp = np.exp(shifted)
+    sums = exp.sum(axis=1, keepdims=True)
+    return exp / sums, shifted, sums
+
+
+def _per_sample_quantities(pred: PreparedPredictions, group: str) -> dict[str, np.ndarray]:
+    """One pass over blocks of rows: group "top" gives predictions and confidences, group "scoring" the true-class
+    log-probabilities and Brier terms (separate, so that an ECE alone does not pay for the others)."""
+    n = pred.n_samples
+    out = {name: np.empty(n, dtype=np.int64 if name == "predictions" else np.float64) for name in _GROUPS[group]}
+    for rows, probs, shifted, sums in pred.blocks():
+        index = np.arange(probs.shape[0])
+        if group == "top":
+            top = np.argmax(probs, axis=1)
+            out["predictions"][rows] = top
+            out["confidences"][rows] = probs[index, top]
+            continue
+        label = pred.labels[rows]
+        p_true = probs[index, label]
+        if shifted is None:
+            out["true_log_probs"][rows] = np.log(np.maximum(p_true, PROB_FLOOR))
+        else:
+            out["true_log_probs"][rows] = shifted[index, label] - np.log(sums[:, 0])
+        out["brier_terms"][rows] = np.maximum(np.einsum("ij,ij->i", probs, probs) - 2.0 * p_true + 1.0, 0.0)
+    return out
+
+
+def prepare_predictions(scores: Any, labels: Any) -> PreparedPredictions:
+    """Validate scores (N, K) and labels (N,) once, with the checks of `adacal.arrays.check_predictions`.
+
+    Rows all in [0, 1] summing to 1 (`arrays.looks_like_probs`) are taken as probabilities, anything else as logits,
+    exactly as `arrays.to_probs` decides; the raw logits are kept so that the NLL uses a log-softmax.
+    """
+    if isinstance(scores, PreparedPredictions):
+        return scores
+    checked = check_scores(scores, name="scores")
+    labels = check_labels(labels, n=checked.shape[0], num_classes=checked.shape[1])
+    return PreparedPredictions(checked, labels, "probs" if looks_like_probs(checked) else "logits")
+
+
+def _check_prepared(scores: Any, labels: Any, n_bins: Any) -> tuple[PreparedPredictions, int]:
+    n_bins = check_n_bins(n_bins)
+    return prepare_predictions(scores, labels), n_bins
+
+
+# ---------------------------------------------------------------------------------------------------- kernels
+
+
+def _l1_error(stats: BinStatistics) -> float:
+    return float(np.dot(stats.weights, np.abs(stats.gaps)))
+
+
+def _debiased_square_error(stats: BinStatistics) -> float:
+    """Kumar et al. 2019 (`unbiased_square_ce`): Σ_b n_b/N [(C_b − A_b)² − A_b(1 − A_b)/(n_b − 1)], bins with n_b ≥ 2."""
+    counts = stats.counts
+    usable = counts >= 2
+    accuracy = stats.accuracy[usable]
+    terms = stats.gaps[usable] ** 2 - accuracy * (1.0 - accuracy) / (counts[usable] - 1.0)
+    return float(np.dot(stats.weights[usable], terms))
+
+
+def _ece_ew(pred: PreparedPredictions, n_bins: int) -> float:
+    return _l1_error(pred.top_label_statistics("equal-width", n_bins))
+
+
+def _ece_em(pred: PreparedPredictions, n_bins: int) -> float:
+    return _l1_error(pred.top_label_statistics("equal-mass", n_bins))
+
+
+def _ece_debias(pred: PreparedPredictions, n_bins: int, mode: str = "top-label") -> float:
+    if mode == "top-label":
+        return float(np.sqrt(max(_debiased_square_error(pred.top_label_statistics("equal-mass", n_bins)), 0.0)))
+    # Marginal: one equal-mass binning per class, the clipped squared errors averaged over classes, then the root
+    # (the package's `np.mean([ce_k ** 2]) ** 0.5` with ce_k = sqrt(max(square_k, 0))).
+    probs, labels = pred.probs, pred.labels
+    squares = []
+    for k in range(probs.shape[1]):
+        column = np.ascontiguousarray(probs[:, k])
+        stats = bin_statistics(column, labels == k, edges=equal_mass_edges(column, n_bins))
+        squares.append(max(_debiased_square_error(stats), 0.0))
+    return float(np.sqrt(np.mean(squares)))
+
+
+def _mce(pred: PreparedPredictions, n_bins: int) -> float:
+    stats = pred.top_label_statistics("equal-width", n_bins)
+    gaps = np.abs(stats.gaps[stats.counts > 0])
+    return float(gaps.max()) if gaps.size else 0.0
+
+
+def _classwise_ece(pred: PreparedPredictions, n_bins: int) -> float:
+    # Kull et al. 2019: (1/K) Σ_k Σ_b |B_kb|/N · |mean p_k − frequency of k| over equal-width bins of p_k, i.e.
+    # (1/K) Σ_k Σ_b |Σ_{i∈B_kb} p_ik − #{i ∈ B_kb: y_i = k}| / N. All K binnings share one bincount of K·M cells,
+    # filled block by block of rows; a sample counts as a hit only in its true class's binning.
+    n, k = pred.n_samples, pred.num_classes
+    edges = equal_width_edges(n_bins)
+    conf_sum = np.zeros(k * n_bins)
+    hit_sum = np.zeros(k * n_bins)
+    offsets = np.arange(k) * n_bins
+    for rows, probs, _, _ in pred.blocks():
+        flat = probs.ravel()
+        cells = assign_bins(flat, edges).reshape(probs.shape) + offsets
+        conf_sum += np.bincount(cells.ravel(), weights=flat, minlength=k * n_bins)
+        true_cells = cells[np.arange(probs.shape[0]), pred.labels[rows]]
+        hit_sum += np.bincount(true_cells, minlength=k * n_bins)
+    return float(np.abs(conf_sum - hit_sum).sum() / (n * k))
+
+
+def _nll(pred: PreparedPredictions, n_bins: int) -> float:
+    return float(-pred.true_log_probs.mean())
+
+
+def _brier(pred: PreparedPredictions, n_bins: int) -> float:
+    return float(pred.brier_terms.mean())
+
+
+def _error(pred: PreparedPredictions, n_bins: int) -> float:
+    return float(1.0 - pred.correct.mean())
+
+
+# ------------------------------------------------------------------------------------------------------ sweep
+#
+# ECE_SWEEP, Roelofs et al. 2021, "Mitigating bias in calibration error estimation". We followed the authors' code,
+# google-research/google-research caltrain/calibration_metrics.py (`em_monotonic_sweep`, `ew_monotonic_sweep`,
+# `_calc_ece_postbin`): try b = 2, 3, ... bins; at the first b whose non-empty bins' accuracies are not
+# monotonically non-decreasing in bin order, stop and report the L1 ECE with b − 1 bins. Differences from that code:
+#   - bins follow adacal's one convention (binning.py): equal-width bins are (i/b, (i+1)/b] with 0 in the first bin
+#     (the reference uses floor(conf · b), i.e. [i/b, (i+1)/b)); equal-mass bins use binning.py's edges (np.array_split
+#     sizes, cut at midpoints, ties never split) where the reference assigns floor(rank · b / N) and can split ties;
+#   - the reference tries b < N only; we go up to b = N and report N bins when no b violates monotonicity;
+#   - the reference re-bins all N samples for every b (O(N · b*)); we sort once and read each candidate's bin sums
+#     from prefix sums at b − 1 cut positions: O(N log N + Σ_{b ≤ b*} b log N) where b* is the chosen number of bins
+#     (for real models b* grows roughly like N^(1/3), so the sort dominates). When the finest partition (groups of
+#     tied confidences) is already monotone, every coarser one is too and we answer b = N without the loop.
+
+
+def _equal_mass_cuts(sorted_conf: np.ndarray) -> Callable[[int], np.ndarray]:
+    """Cut positions (into the sorted order) of binning.equal_mass_edges' interior edges, for any b, in O(b)."""
+    n = sorted_conf.size
+    mids = (sorted_conf[:-1] + sorted_conf[1:]) / 2.0  # mids[c - 1] is the edge when a bin boundary falls at c
+    mid_positions = np.searchsorted(sorted_conf, mids, side="right")
+    top_position = int(np.searchsorted(sorted_conf, 1.0, side="right"))
+
+    def cuts(b: int) -> np.ndarray:
+        j = np.arange(1, b)
+        boundary = j * (n // b) + np.minimum(j, n % b)  # np.array_split: the n % b larger groups come first
+        inside = boundary < n
+        positions = np.full(b - 1, top_position, dtype=np.int64)  # edge 1.0 beyond the data
+        positions[inside] = mid_positions[boundary[inside] - 1]
+        return positions
+
+    return cuts
+
+
+def _equal_width_cuts(sorted_conf: np.ndarray) -> Callable[[int], np.ndarray]:
+    def cuts(b: int) -> np.ndarray:
+        # A value v is in bin i when edges[i] < v <= edges[i + 1]: bin i + 1 starts after every v <= edges[i + 1].
+        return np.searchsorted(sorted_conf, equal_width_edges(b)[1:-1], side="right")
+
+    return cuts
+
+
+def _is_monotone(cum_hits: np.ndarray, positions: np.ndarray) -> bool:
+    counts = np.diff(positions)
+    hits = np.diff(cum_hits[positions])
+    filled = counts > 0
+    accuracy = hits[filled] / counts[filled]
+    return bool(np.all(accuracy[1:] >= accuracy[:-1]))
+
+
+def sweep_bins(confidences: Any, correct: Any, *, binning: str = "equal-mass") -> int:
+    """The number of bins ECE_SWEEP picks: the largest b before the first b whose bin accuracies are not monotone."""
+    if binning not in BINNINGS:
+        raise InputError(f"Expected binning to be one of {', '.join(BINNINGS)}, got {binning!r}.")
+    confidences = np.asarray(confidences, dtype=np.float64)
+    correct = np.asarray(correct, dtype=np.float64)
+    n = confidences.size
+    if n <= 1:
+        return 1
+    order = np.argsort(confidences, kind="stable")
+    sorted_conf = confidences[order]
+    cum_hits = np.concatenate(([0.0], np.cumsum(correct[order])))
+    ends = np.flatnonzero(np.diff(sorted_conf) > 0) + 1  # the finest partition: one group per distinct value
+    if _is_monotone(cum_hits, np.concatenate(([0], ends, [n]))):
+        return n
+    cuts = _equal_mass_cuts(sorted_conf) if binning == "equal-mass" else _equal_width_cuts(sorted_conf)
+    start, end = np.array([0]), np.array([n])
+    for b in range(2, n + 1):
+        if not _is_monotone(cum_hits, np.concatenate((start, cuts(b), end))):
+            return b - 1
+    return n
+
+
+def _ece_sweep(pred: PreparedPredictions, binning: str) -> float:
+    b = sweep_bins(pred.confidences, pred.correct, binning=binning)
+    return _l1_error(pred.top_label_statistics(binning, b))
+
+
+def _ece_sweep_em(pred: PreparedPredictions, n_bins: int) -> float:
+    return _ece_sweep(pred, "equal-mass")
+
+
+def _ece_sweep_ew(pred: PreparedPredictions, n_bins: int) -> float:
+    return _ece_sweep(pred, "equal-width")
+
+
+# ------------------------------------------------------------------------------------------------ public API
+
+
+def ece_ew(scores: Any, labels: Any, *, n_bins: int = 15) -> float:
+    """Expected calibration error over `n_bins` equal-width bins of the top-1 confidence (L1; Guo et al. 2017)."""
+    pred, n_bins = _check_prepared(scores, labels, n_bins)
+    return _ece_ew(pred, n_bins)
+
+
+def ece_em(scores: Any, labels: Any, *, n_bins: int = 15) -> float:
+    """ECE over `n_bins` equal-mass bins of the top-1 confidence (AdaECE; the paper's headline ECE_EM)."""
+    pred, n_bins = _check_prepared(scores, labels, n_bins)
+    return _ece_em(pred, n_bins)
+
+
+def ece_debias(scores: Any, labels: Any, *, n_bins: int = 15, mode: str = "top-label") -> float:
+    """Debiased L2 calibration error (Kumar et al. 2019) over equal-mass bins.
+
+    mode="top-label" (default; the ECE_DEBIAS of the AdaFocal paper) bins the top-1 confidence;
+    mode="marginal" does it per class on p_k vs 1[y = k] and returns the root of the mean squared error over classes
+    (what `calibration.get_calibration_error(probs, labels)` computes on continuous scores).
+    """
+    if mode not in DEBIAS_MODES:
+        raise InputError(f"Expected mode to be one of {', '.join(DEBIAS_MODES)}, got {mode!r}.")
+    pred, n_bins = _check_prepared(scores, labels, n_bins)
+    return _ece_debias(pred, n_bins, mode)
+
+
+def ece_sweep_em(scores: Any, labels: Any, *, n_bins: int = 15) -> float:
+    """ECE_SWEEP with equal-mass bins (Roelofs et al. 2021); picks its own number of bins, so `n_bins` is unused."""
+    pred, n_bins = _check_prepared(scores, labels, n_bins)
+    return _ece_sweep_em(pred, n_bins)
+
+
+def ece_sweep_ew(scores: Any, labels: Any, *, n_bins: int = 15) -> float:
+    """ECE_SWEEP with equal-width bins (Roelofs et al. 2021); picks its own number of bins, so `n_bins` is unused."""
+    pred, n_bins = _check_prepared(scores, labels, n_bins)
+    return _ece_sweep_ew(pred, n_bins)
+
+
+def mce(scores: Any, labels: Any, *, n_bins: int = 15) -> float:
+    """Maximum calibration error: the largest |confidence − accuracy| over non-empty equal-width bins."""
+    pred, n_bins = _check_prepared(scores, labels, n_bins)
+    return _mce(pred, n_bins)
+
+
+def classwise_ece(scores: Any, labels: Any, *, n_bins: int = 15) -> float:
+    """Classwise ECE (Kull et al. 2019): per class k the equal-width ECE of p_k against 1[y = k], averaged over k."""
+    pred, n_bins = _check_prepared(scores, labels, n_bins)
+    return _classwise_ece(pred, n_bins)
+
+
+def nll(scores: Any, labels: Any, *, n_bins: int = 15) -> float:
+    """Mean negative log-likelihood of the true class, in nats.
+
+    From logits it uses a stable log-softmax; from probabilities, log(max(p, 1e-12)), so one sample contributes at
+    most ~27.6 nats. `n_bins` is unused (accepted so every metric has the same signature).
+    """
+    pred, n_bins = _check_prepared(scores, labels, n_bins)
+    return _nll(pred, n_bins)
+
+
+def brier(scores: Any, labels: Any, *, n_bins: int = 15) -> float:
+    """Brier score: mean over samples of Σ_k (p_k − 1[y = k])², in [0, 2]. `n_bins` is unused."""
+    pred, n_bins = _check_prepared(scores, labels, n_bins)
+    return _brier(pred, n_bins)
+
+
+def error(scores: Any, labels: Any, *, n_bins: int = 15) -> float:
+    """Top-1 error (tied maxima predict the lowest class index). `n_bins` is unused."""
+    pred, n_bins = _check_prepared(scores, labels, n_bins)
+    return _error(pred, n_bins)
+
+
+def reliability(scores: Any, labels: Any, *, n_bins: int = 15, binning: str = "equal-width") -> BinStatistics:
+    """Per-bin counts, mean top-1 confidence and accuracy (the data of a reliability diagram)."""
+    pred, n_bins = _check_prepared(scores, labels, n_bins)
+    if binning not in BINNINGS:
+        raise InputError(f"Expected binning to be one of {', '.join(BINNINGS)}, got {binning!r}.")
+    return pred.top_label_statistics(binning, n_bins)
+
+
+# ------------------------------------------------------------------------------------------------- registry
+
+METRICS: Registry[float] = Registry("metric")
+_KERNELS: dict[str, Callable[[PreparedPredictions, int], float]] = {}
+
+for _name, _public, _kernel in (
+    ("error", error, _error),
+    ("nll", nll, _nll),
+    ("brier", brier, _brier),
+    ("ece-ew", ece_ew, _ece_ew),
+    ("ece-em", ece_em, _ece_em),
+    ("ece-debias", ece_debias, _ece_debias),
+    ("ece-sweep-ew", ece_sweep_ew, _ece_sweep_ew),
+    ("ece-sweep-em", ece_sweep_em, _ece_sweep_em),
+    ("mce", mce, _mce),
+    ("classwise-ece", classwise_ece, _classwise_ece),
+):
+    METRICS.register(_name)(_public)
+    _KERNELS[_name] = _kernel
+
+# In report order. Registry keys are hyphenated (what users type); report keys are snake_case.
+METRIC_NAMES: tuple[str, ...] = tuple(_KERNELS)
+# Metrics that are fractions in [0, 1] (tables show them in %); nll is in nats and brier in [0, 2].
+FRACTION_METRICS = frozenset(name for name in METRIC_NAMES if name not in ("nll", "brier"))
+
+
+def metric_key(name: str) -> str:
+    """Report key of a metric: "ece-em" → "ece_em"."""
+    return name.replace("-", "_")
+
+
+def resolve_metric_names(names: str | Iterable[str] | None) -> tuple[str, ...]:
+    """Metric names from "ece-em,nll", a sequence, or None (all); snake_case is accepted; unknown names are errors."""
+    if names is None:
+        return METRIC_NAMES
+    items = names.split(",") if isinstance(names, str) else list(names)
+    resolved: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise InputError(f"Expected metric names to be strings, got {item!r}.")
+        name = item.strip().lower().replace("_", "-")
+        if not name:
+            continue
+        METRICS.get(name)  # raises UnknownNameError listing the choices and the closest match
+        if name not in resolved:
+            resolved.append(name)
+    if not resolved:
+        raise InputError(f"Expected at least one metric name, got {names!r}.")
+    return tuple(resolved)
+
+
+def compute_prepared(pred: PreparedPredictions, names: Iterable[str], n_bins: int) -> dict[str, float]:
+    """Metrics of already validated predictions (names already resolved); report keys in snake_case."""
+    return {metric_key(name): _KERNELS[name](pred, n_bins) for name in names}
+
+
+def compute_metrics(
+    scores: Any, labels: Any, *, n_bins: int = 15, names: str | Iterable[str] | None = None
+) -> dict[str, float]:
+    """Several metrics at once, validating the input once: {"ece_em": 0.0123, ...} (fractions; nll in nats)."""
+    names = resolve_metric_names(names)
+    pred, n_bins = _check_prepared(scores, labels, n_bins)
+    return compute_prepared(pred, names, n_bins)

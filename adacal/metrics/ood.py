@@ -1,0 +1,133 @@
+"""Out-of-distribution scores (entropy, max-prob, energy) and detection metrics (AUROC, AUPR, FPR at 95 % TPR).
+
+Conventions, as in the AdaFocal paper's OOD experiment: every score is an *uncertainty* — higher means more likely
+out-of-distribution — and OOD samples are the positive class. So AUROC is the probability that a random OOD sample
+scores higher than a random in-distribution one (ties count one half), `aupr_out` is the average precision with OOD
+as positive, `aupr_in` the average precision with in-distribution as positive (ranked by −score), and
+`fpr_at_95_tpr` is the fraction of in-distribution samples flagged as OOD at the highest threshold that still flags
+at least 95 % of the OOD samples (the convention of Hendrycks et al.'s outlier-exposure code). All values are
+fractions in [0, 1]. The metrics use `sklearn.metrics` (imported on first use).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from adacal.arrays import check_scores, looks_like_probs, to_numpy, to_probs
+from adacal.errors import InputError
+from adacal.registry import Registry
+
+
+def entropy(probs: Any) -> np.ndarray:
+    """Shannon entropy (natural log, nats) of each row of probabilities (N, K); 0 · log 0 counts as 0."""
+    probs = check_scores(probs, name="probs")
+    if not looks_like_probs(probs):
+        raise InputError("Expected probs to be probabilities (entries in [0, 1], rows summing to 1), got other values.")
+    probs = probs / probs.sum(axis=1, keepdims=True)
+    logs = np.log(np.where(probs > 0, probs, 1.0))
+    return -np.einsum("ij,ij->i", probs, logs)
+
+
+def entropy_score(scores: Any) -> np.ndarray:
+    """Entropy of the softmax of logits (or of probabilities given directly): the paper's OOD score."""
+    probs, _ = to_probs(check_scores(scores, name="scores"))
+    return entropy(probs)
+
+
+def max_prob_score(scores: Any) -> np.ndarray:
+    """1 − the top probability (Hendrycks & Gimpel 2017's baseline, turned so that higher = more OOD)."""
+    probs, _ = to_probs(check_scores(scores, name="scores"))
+    return 1.0 - probs.max(axis=1)
+
+
+def energy_score(logits: Any) -> np.ndarray:
+    """Energy −logsumexp(logits) (Liu et al. 2020; higher = more OOD). Needs logits: probabilities are rejected."""
+    logits = check_scores(logits, name="logits")
+    if looks_like_probs(logits):
+        raise InputError(
+            "Expected logits for the energy score, but the scores look like probabilities (rows in [0, 1] summing to 1)."
+        )
+    top = logits.max(axis=1)
+    return -(top + np.log(np.exp(logits - top[:, None]).sum(axis=1)))
+
+
+OOD_SCORES: Registry[np.ndarray] = Registry("OOD score")
+OOD_SCORES.register("entropy")(entropy_score)
+OOD_SCORES.register("max-prob")(max_prob_score)
+OOD_SCORES.register("energy")(energy_score)
+
+
+def ood_scores(scores: Any, method: str = "entropy", *, temperature: float | None = None) -> np.ndarray:
+    """Per-sample OOD scores (N,) by name ("entropy", "max-prob", "energy"); with `temperature`, of logits / T."""
+    score = OOD_SCORES.get(method)
+    if temperature is not None:
+        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 < temperature < np.inf:
+            raise InputError(f"Expected temperature to be a positive number, got {temperature!r}.")
+        scores = check_scores(scores, name="logits") / float(temperature)
+    return np.asarray(score(scores), dtype=np.float64)
+
+
+def _check_score_vector(values: Any, name: str) -> np.ndarray:
+    array = to_numpy(values)
+    if array.dtype == object or not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
+        raise InputError(f"Expected {name} to be numeric, got dtype {array.dtype}.")
+    array = np.asarray(array, dtype=np.float64)
+    if array.ndim != 1:
+        raise InputError(f"Expected {name} to be 1-D (one score per sample), got shape {array.shape}.")
+    if array.size == 0:
+        raise InputError(f"Expected {name} to hold at least one score, got none.")
+    if not np.isfinite(array).all():
+        raise InputError(f"Expected {name} to be finite, found {int((~np.isfinite(array)).sum())} NaN or Inf value(s).")
+    return array
+
+
+def _labelled(in_scores: Any, out_scores: Any) -> tuple[np.ndarray, np.ndarray]:
+    inside = _check_score_vector(in_scores, "in-distribution scores")
+    outside = _check_score_vector(out_scores, "OOD scores")
+    is_ood = np.concatenate((np.zeros(inside.size, dtype=np.int64), np.ones(outside.size, dtype=np.int64)))
+    return is_ood, np.concatenate((inside, outside))
+
+
+def ood_metrics(in_scores: Any, out_scores: Any) -> dict[str, float]:
+    """{"auroc", "aupr_in", "aupr_out", "fpr_at_95_tpr"} for uncertainty scores (higher = more OOD; OOD positive)."""
+    from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
+
+    is_ood, scores = _labelled(in_scores, out_scores)
+    fpr, tpr, _ = roc_curve(is_ood, scores, drop_intermediate=False)
+    return {
+        "auroc": float(roc_auc_score(is_ood, scores)),
+        "aupr_in": float(average_precision_score(1 - is_ood, -scores)),
+        "aupr_out": float(average_precision_score(is_ood, scores)),
+        "fpr_at_95_tpr": float(fpr[np.searchsorted(tpr, 0.95, side="left")]),
+    }
+
+
+class RocCurve(NamedTuple):
+    """ROC points with OOD as positive: false-positive rate (in-distribution flagged) and true-positive rate.
+
+    Unpacks as `fpr, tpr, thresholds = curve`; `curve["fpr"]` and `curve.to_dict()` also work.
+    """
+
+    fpr: np.ndarray
+    tpr: np.ndarray
+    thresholds: np.ndarray
+
+    def __getitem__(self, key):  # type: ignore[override]
+        if isinstance(key, str):
+            return getattr(self, key)
+        return tuple.__getitem__(self, key)
+
+    def to_dict(self) -> dict[str, list[float]]:
+        """{"fpr": [...], "tpr": [...]} as plain floats (the "roc" entry of ood.json)."""
+        return {"fpr": self.fpr.tolist(), "tpr": self.tpr.tolist()}
+
+
+def roc_curve_points(in_scores: Any, out_scores: Any) -> RocCurve:
+    """The ROC curve (sklearn.metrics.roc_curve, collinear points dropped) of OOD detection by the given scores."""
+    from sklearn.metrics import roc_curve
+
+    is_ood, scores = _labelled(in_scores, out_scores)
+    fpr, tpr, thresholds = roc_curve(is_ood, scores)
+    return RocCurve(np.asarray(fpr, dtype=np.float64), np.asarray(tpr, dtype=np.float64), np.asarray(thresholds))

@@ -1,0 +1,480 @@
+"""Out-of-distribution detection from a classifier's logits: scores, AUROC / AUPR / FPR@95, before and after T-scaling.
+
+The paper's test (AdaFocal §5, PAPER.md "OOD detection"): score every image by the entropy of its softmax, with the
+in-distribution test set as negatives and the OOD set (SVHN, CIFAR-10-C Gaussian noise severity 5) as positives, and
+report AUROC before and after temperature scaling. Higher score = more OOD throughout.
+
+Two ways in, both ending in `detect_ood` (the results block of ood.json):
+- from saved logits of any model (`load_ood_logits`), or
+- from an adacal checkpoint or run folder (`ood_from_model`), which scores the in-distribution test set and the OOD set.
+The math of each score and metric lives in `adacal.metrics.ood`; this module validates, wires and reports.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adacal.arrays import check_labels, check_scores, looks_like_probs
+from adacal.errors import InputError, unknown_name
+from adacal.predictions import Predictions, read_arrays
+from adacal.reports import make_report, read_report
+from adacal.runs import EVALUATE_FILE, RunFolder, find_run_folder, require_run_folder
+
+OOD_SCORES = ("entropy", "max-prob", "energy")
+DEFAULT_CORRUPTION = "gaussian_noise"
+DEFAULT_SEVERITY = 5
+SEVERITIES = (1, 2, 3, 4, 5)
+TEMPERATURE_SOURCES = ("none", "option", "calibrate.json", "fitted")
+# The paper picks T on the validation set by minimising ECE_EM (PAPER.md, "Post-hoc calibration").
+FIT_OBJECTIVE = "ece-em"
+
+
+# ------------------------------------------------------------------------------------------------------- scores
+
+
+def check_score_names(scores: str | Iterable[str]) -> tuple[str, ...]:
+    """Score names from "entropy,max-prob" or a sequence; unknown names are an error listing the choices."""
+    items = scores.split(",") if isinstance(scores, str) else list(scores)
+    names: list[str] = []
+    for item in items:
+        name = str(item).strip().lower()
+        if not name:
+            continue
+        if name not in OOD_SCORES:
+            raise unknown_name("OOD score", name, OOD_SCORES)
+        if name not in names:
+            names.append(name)
+    if not names:
+        raise InputError(f"Expected --scores to name at least one of {', '.join(OOD_SCORES)}, got '{scores}'.")
+    return tuple(names)
+
+
+def ood_scores(logits: Any, score: str = "entropy", *, temperature: float | None = None) -> np.ndarray:
+    """Per-sample OOD scores (N,) from logits (N, K), higher = more OOD; with `temperature`, of logits / T."""
+    from adacal.metrics.ood import ood_scores as compute
+
+    (name,) = check_score_names([score])
+    logits = check_scores(logits)
+    if temperature is not None:
+        temperature = check_temperature(temperature)
+    return compute(logits, name, temperature=temperature)
+
+
+def detect_ood(
+    in_logits: Any,
+    out_logits: Any,
+    *,
+    scores: str | Sequence[str] = ("entropy",),
+    temperature: float | None = None,
+    temperature_source: str | None = None,
+    in_name: str = "in",
+    out_name: str = "out",
+) -> dict[str, Any]:
+    """The `results` block of ood.json: per score, AUROC / AUPR-in / AUPR-out / FPR@95 and the ROC curve.
+
+    OOD is the positive class. `pre` uses the logits as given; `post` (only when `temperature` is given) uses
+    logits / T. Metric values are fractions in [0, 1].
+    """
+    names = check_score_names(scores)
+    in_logits = check_scores(in_logits, name="in-distribution logits")
+    out_logits = check_scores(out_logits, name="OOD logits")
+    if in_logits.shape[1] != out_logits.shape[1]:
+        raise InputError(
+            f"Expected the in-distribution and OOD logits to have the same number of classes, "
+            f"got {in_logits.shape[1]} and {out_logits.shape[1]}."
+        )
+    if temperature is not None:
+        temperature = check_temperature(temperature)
+        for what, logits in (("in-distribution", in_logits), ("OOD", out_logits)):
+            if looks_like_probs(logits):
+                raise InputError(
+                    f"Expected {what} logits to apply a temperature to, but they look like probabilities "
+                    f"(rows in [0, 1] summing to 1); save the logits instead."
+                )
+    source = temperature_source or ("option" if temperature is not None else "none")
+    if source not in TEMPERATURE_SOURCES:
+        raise InputError(f"Expected temperature_source to be one of {', '.join(TEMPERATURE_SOURCES)}, got '{source}'.")
+    if (source == "none") != (temperature is None):
+        raise InputError(f"Expected a temperature with temperature_source '{source}', got {temperature!r}.")
+
+    results: dict[str, Any] = {}
+    for name in names:
+        pre = _score_metrics(in_logits, out_logits, name)
+        post = None if temperature is None else _score_metrics(in_logits / temperature, out_logits / temperature, name)
+        results[name] = {"pre": pre, "post": post}
+    return {
+        "in": {"name": str(in_name), "n": int(in_logits.shape[0])},
+        "out": {"name": str(out_name), "n": int(out_logits.shape[0])},
+        "temperature": temperature,
+        "temperature_source": source,
+        "scores": results,
+    }
+
+
+def ood_report(results: dict[str, Any], *, config: dict[str, Any]) -> dict[str, Any]:
+    """The full ood.json report (the common envelope around `detect_ood`'s results)."""
+    return make_report("ood", config=config, results=results)
+
+
+def _score_metrics(in_logits: np.ndarray, out_logits: np.ndarray, name: str) -> dict[str, Any]:
+    from adacal.metrics.ood import ood_metrics, ood_scores, roc_curve_points
+
+    in_scores = ood_scores(in_logits, name)
+    out_scores = ood_scores(out_logits, name)
+    metrics = ood_metrics(in_scores, out_scores)
+    fpr, tpr, _ = roc_curve_points(in_scores, out_scores)
+    return {
+        "auroc": float(metrics["auroc"]),
+        "aupr_in": float(metrics["aupr_in"]),
+        "aupr_out": float(metrics["aupr_out"]),
+        "fpr_at_95_tpr": float(metrics["fpr_at_95_tpr"]),
+        "roc": {"fpr": [float(v) for v in fpr], "tpr": [float(v) for v in tpr]},
+    }
+
+
+# ------------------------------------------------------------------------------------------------- temperature
+
+
+def check_temperature(temperature: Any, *, name: str = "--temperature") -> float:
+    if isinstance(temperature, bool):
+        raise InputError(f"Expected {name} to be a positive number, got {temperature!r}.")
+    try:
+        value = float(temperature)
+    except (TypeError, ValueError):
+        raise InputError(f"Expected {name} to be a positive number, got {temperature!r}.") from None
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"Expected {name} to be a positive number, got {temperature!r}.")
+    return value
+
+
+def temperature_from_calibration(path: str | os.PathLike) -> float | None:
+    """T from a calibrate.json: the temperature calibrator's, else the best calibrator's if it has one; else None."""
+    report = read_report(path, kind="calibrate")
+    results = report["results"] if isinstance(report["results"], dict) else {}
+    calibrators = results.get("calibrators")
+    if not isinstance(calibrators, dict):
+        return None
+    for name in ("temperature", results.get("best")):
+        entry = calibrators.get(name) if isinstance(name, str) else None
+        params = entry.get("params") if isinstance(entry, dict) else None
+        value = params.get("temperature") if isinstance(params, dict) else None
+        if value is not None:
+            return check_temperature(value, name=f"the temperature of '{name}' in {path}")
+    return None
+
+
+def fit_temperature(val_logits: Any, val_labels: Any, *, objective: str = FIT_OBJECTIVE) -> float:
+    """Fit temperature scaling on validation logits (by default minimising ECE_EM, as the paper does); return T."""
+    from adacal.calibrators import build_calibrator
+
+    logits = check_scores(val_logits, name="validation logits")
+    labels = check_labels(val_labels, n=logits.shape[0], num_classes=logits.shape[1], name="validation labels")
+    calibrator = build_calibrator("temperature", objective=objective).fit(logits, labels)
+    return check_temperature(calibrator.temperature_, name="the fitted temperature")
+
+
+def resolve_temperature(
+    *,
+    temperature: float | None = None,
+    fit: bool = False,
+    calibration: str | os.PathLike | None = None,
+    val: Predictions | None = None,
+) -> tuple[float | None, str]:
+    """(T, temperature_source): the option if given, else fitted on `val` when `fit`, else from `calibration`
+    (a calibrate.json, used only when the file exists), else (None, "none")."""
+    if temperature is not None and fit:
+        raise InputError("Expected either --temperature or --fit-temperature, not both.")
+    if temperature is not None:
+        return check_temperature(temperature), "option"
+    if fit:
+        if val is None:
+            raise InputError(
+                "Expected validation logits and labels to fit the temperature (--fit-temperature), but none were found."
+            )
+        return fit_temperature(val.logits, val.labels), "fitted"
+    if calibration is not None and Path(calibration).is_file():
+        value = temperature_from_calibration(calibration)
+        if value is not None:
+            return value, "calibrate.json"
+    return None, "none"
+
+
+# ---------------------------------------------------------------------------------------------- saved logits
+
+
+def load_ood_logits(path: str | os.PathLike, *, split: str = "test") -> np.ndarray:
+    """Logits (N, K) from an .npz/.pt file with `logits` (labels optional), or `<split>_logits` (e.g. predictions.npz)."""
+    path = Path(path)
+    arrays = read_arrays(path)
+    for key in ("logits", f"{split}_logits"):
+        if key in arrays:
+            return check_scores(arrays[key], name=f"{path.name}:{key}")
+    raise InputError(
+        f"Expected {path} to contain logits or {split}_logits; it has: {', '.join(sorted(arrays)) or 'nothing'}."
+    )
+
+
+def load_validation_predictions(path: str | os.PathLike) -> Predictions | None:
+    """`val_logits` and `val_labels` from a predictions file, or None when it holds no validation split."""
+    path = Path(path)
+    arrays = read_arrays(path)
+    if "val_logits" not in arrays or "val_labels" not in arrays:
+        return None
+    logits = check_scores(arrays["val_logits"], name=f"{path.name}:val_logits")
+    labels = check_labels(arrays["val_labels"], n=logits.shape[0], num_classes=logits.shape[1], name=f"{path.name}:val_labels")
+    return Predictions(logits=logits, labels=labels)
+
+
+# ------------------------------------------------------------------------------------------- from a checkpoint
+
+
+def check_ood_options(
+    *,
+    in_name: str,
+    out_name: str,
+    corruption: str | None = None,
+    severity: int | None = None,
+) -> tuple[str, str, str | None, int | None]:
+    """Check the names before any work; returns (in_name, out_name, corruption, severity) with defaults filled in.
+
+    `in_name` must be a registered dataset; `out_name` a registered dataset, a corrupted set ("cifar10-c",
+    "cifar100-c") or an .npz file of images. A corruption applies when asked for (--corruption or --severity) and by
+    default to the "-c" sets: gaussian_noise at severity 5, the paper's CIFAR-10-C setting.
+    """
+    from adacal.data import CORRUPTIONS, dataset_names, ood_names
+
+    choices = dataset_names()
+    key = str(in_name).lower()
+    if key not in choices:
+        raise unknown_name("dataset", str(in_name), choices)
+    in_name = key
+    out = str(out_name)
+    if out.lower().endswith(".npz") or "/" in out or os.sep in out or Path(out).is_file():
+        if not Path(out).expanduser().is_file():
+            raise InputError(f"Expected --out to be a dataset name or an .npz file of images, but {out} does not exist.")
+    elif out.lower() in ood_names():
+        out = out.lower()
+    else:
+        raise unknown_name("OOD dataset", out, ood_names())
+    if severity is not None and (
+        isinstance(severity, bool) or not isinstance(severity, (int, np.integer)) or int(severity) not in SEVERITIES
+    ):
+        raise InputError(f"Expected --severity to be an integer from 1 to 5, got {severity!r}.")
+    if corruption is not None or severity is not None or out.endswith("-c"):
+        corruption = str(corruption or DEFAULT_CORRUPTION).lower()
+        CORRUPTIONS.get(corruption)  # unknown → error listing the corruptions
+        severity = int(severity) if severity is not None else DEFAULT_SEVERITY
+    return in_name, out, corruption, severity
+
+
+def resolve_checkpoint(model_path: str | os.PathLike) -> tuple[Path, RunFolder | None]:
+    """(checkpoint file, run folder or None) from a run folder or a checkpoint file.
+
+    For a run folder: the model training selected (checkpoints/best.pt when it was trained with --select best-val,
+    else checkpoints/last.pt) — the one its predictions.npz and evaluate.json describe.
+    """
+    path = Path(model_path).expanduser()
+    if not path.exists():
+        raise InputError(f"Expected a run folder or checkpoint at {path}, but it does not exist.")
+    if not path.is_dir():
+        return path, find_run_folder(path)
+    run = require_run_folder(path)
+    order = ["last", "best"]
+    try:
+        if read_report(run.config).get("config", {}).get("select") == "best-val":
+            order = ["best", "last"]
+    except InputError:
+        pass
+    for which in order:
+        if run.checkpoint(which).is_file():
+            return run.checkpoint(which), run
+    raise InputError(f"Expected a checkpoint in {run.checkpoints}, but it holds no last.pt or best.pt.")
+
+
+def ood_from_model(
+    model_path: str | os.PathLike,
+    *,
+    in_name: str,
+    out_name: str,
+    corruption: str | None = None,
+    severity: int | None = None,
+    data_dir: str | os.PathLike | None = None,
+    device: str = "auto",
+    batch_size: int = 512,
+    seed: int = 0,
+    limit: int | None = None,
+    download: bool = True,
+    with_val: bool = False,
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """Score the in-distribution test set and the OOD set with a trained adacal model: (in_logits, out_logits, info).
+
+    - `model_path`: a run folder (its selected checkpoint) or a checkpoint file; loaded with weights_only=True.
+    - In-distribution: the test split of `in_name`. The run folder's predictions.npz test logits are reused when
+      `in_name` is the dataset the model was trained on and they came from this checkpoint (same epoch).
+    - OOD: `out_name` through `adacal.data.load_ood_split` (a dataset's test split, "cifar10-c" with `corruption`
+      and `severity`, or an .npz of images). Its images must have the model's input shape (checked before any
+      compute) and are normalised like the model's training data, which is what the model expects.
+    - `limit=N`: a seeded random N of each set (the same indices for CIFAR-10-C as for the CIFAR-10 test set it is
+      made from); `seed` also seeds the corruption noise.
+    - `with_val`: info["val"] holds validation Predictions (from predictions.npz, else computed on the validation
+      split the model was trained with) for fitting a temperature.
+    Models run in eval mode without gradients. info: checkpoint, run (folder or None), dataset (trained on),
+    in_source ("predictions.npz" or "model"), device, in, out, corruption, severity, and val when asked.
+    """
+    from adacal import training
+    from adacal.data import BatchLoader, load_dataset, load_ood_split
+    from adacal.training.inference import resolve_device
+
+    in_name, out_name, corruption, severity = check_ood_options(
+        in_name=in_name, out_name=out_name, corruption=corruption, severity=severity
+    )
+    _check_int("--batch-size", batch_size, minimum=1)
+    _check_int("--seed", seed, minimum=0)
+    if limit is not None:
+        _check_int("--limit", limit, minimum=1)
+    checkpoint_path, run = resolve_checkpoint(model_path)
+    checkpoint = training.load_checkpoint(checkpoint_path)
+    torch_device = resolve_device(device)
+    trained = str(checkpoint["dataset"]).lower()
+    input_shape = tuple(int(v) for v in checkpoint["input_shape"])
+    config = checkpoint.get("config") if isinstance(checkpoint.get("config"), dict) else {}
+    if data_dir is None:
+        data_dir = config.get("data_dir")
+
+    # The OOD set first: a shape the model cannot take is reported before the model or the in-distribution data.
+    ood_split, ood_shape = load_ood_split(
+        out_name, data_dir=data_dir, corruption=corruption, severity=severity, seed=seed, download=download
+    )
+    if tuple(ood_shape) != input_shape:
+        raise InputError(f"Expected OOD images of shape {input_shape} like the model's input, got {tuple(ood_shape)}.")
+    if len(ood_split) == 0:
+        raise InputError(f"Expected the OOD set {out_name} to hold at least one sample, got none.")
+
+    saved = _saved_predictions(run, checkpoint, in_name=in_name)
+    dataset = None
+    if saved is None or (with_val and saved["val"] is None):
+        same = in_name == trained
+        dataset = load_dataset(
+            in_name, data_dir=data_dir, download=download,
+            seed=int(config.get("seed") or 0) if same else 0,
+            val_size=config.get("val_size") if same else None,
+        ).limit_test(config.get("test_subset") if same else None)
+        if tuple(dataset.input_shape) != input_shape:
+            raise InputError(
+                f"Expected {in_name} inputs of shape {input_shape} like the model's input, got {tuple(dataset.input_shape)}."
+            )
+        if len(dataset.test) == 0:
+            raise InputError(f"Expected the {in_name} test set to hold at least one sample, got none.")
+
+    model = None
+
+    def logits_of(split: Any) -> np.ndarray:
+        nonlocal model
+        if model is None:
+            model, _ = training.build_model_from_checkpoint(checkpoint)
+            model = model.to(torch_device)
+        # Normalise with the training dataset's statistics (the model's input convention), whatever the set.
+        loader = BatchLoader(split, batch_size, dataset=trained, shuffle=False, augment=False, device=torch_device)
+        logits, _ = training.predict(model, loader, torch_device)
+        return logits
+
+    if saved is not None:
+        in_logits, in_source = _subset_rows(saved["test"].logits, limit, seed), "predictions.npz"
+    else:
+        in_logits, in_source = logits_of(_subset_split(dataset.test, limit, seed)), "model"
+    out_logits = logits_of(_subset_split(ood_split, limit, seed))
+    info: dict[str, Any] = {
+        "checkpoint": str(checkpoint_path),
+        "run": None if run is None else str(run.root),
+        "dataset": trained,
+        "in_source": in_source,
+        "device": str(torch_device),
+        "in": in_name,
+        "out": out_name,
+        "corruption": corruption,
+        "severity": severity,
+    }
+    if with_val:
+        if saved is not None and saved["val"] is not None:
+            info["val"] = saved["val"]
+        else:
+            if len(dataset.val) == 0:
+                raise InputError(f"Expected a {in_name} validation split to fit the temperature on, got none.")
+            val_logits = check_scores(logits_of(dataset.val), name=f"{in_name} validation logits")
+            labels = check_labels(dataset.val.labels, n=len(val_logits), num_classes=val_logits.shape[1],
+                                  name=f"{in_name} validation labels")
+            info["val"] = Predictions(logits=val_logits, labels=labels)
+    return (
+        check_scores(in_logits, name=f"{in_name} test logits"),
+        check_scores(out_logits, name=f"{out_name} logits"),
+        info,
+    )
+
+
+def _saved_predictions(run: RunFolder | None, checkpoint: dict[str, Any], *, in_name: str) -> dict[str, Any] | None:
+    """The run's predictions.npz ({"val", "test"}) when they are this checkpoint's outputs on `in_name`, else None.
+
+    They are when `in_name` is the training dataset and the checkpoint's epoch is the epoch training evaluated
+    (evaluate.json's selected_epoch; for --select last, the final epoch). Anything else — another dataset, a run
+    resumed or still training, a checkpoint from another epoch — is scored by the model instead.
+    """
+    if run is None or in_name != str(checkpoint["dataset"]).lower() or not run.predictions.is_file():
+        return None
+    selected = _selected_epoch(run, checkpoint)
+    if selected is None or selected != int(checkpoint["epoch"]):
+        return None
+    from adacal.predictions import load_split_predictions
+
+    return load_split_predictions(run.predictions)
+
+
+def _selected_epoch(run: RunFolder, checkpoint: dict[str, Any]) -> int | None:
+    """The epoch whose model produced the run's predictions.npz, or None when that cannot be told."""
+    try:
+        config = read_report(run.report(EVALUATE_FILE)).get("config", {})
+    except InputError:
+        config = {}
+    for holder in (config, config.get("model")):
+        if isinstance(holder, dict) and isinstance(holder.get("selected_epoch"), int):
+            return int(holder["selected_epoch"])
+    train_config = checkpoint.get("config") or {}
+    if train_config.get("select") == "last" and isinstance(train_config.get("epochs"), int):
+        return int(train_config["epochs"])
+    return None
+
+
+def _limit_indices(n: int, limit: int | None, seed: int) -> np.ndarray | None:
+    """A seeded random `limit` of range(n) in ascending order (CIFAR test sets are sorted by class), or None for all."""
+    if limit is None or limit >= n:
+        return None
+    return np.sort(np.random.default_rng(seed).permutation(n)[:limit])
+
+
+def _subset_rows(array: np.ndarray, limit: int | None, seed: int) -> np.ndarray:
+    index = _limit_indices(len(array), limit, seed)
+    return array if index is None else array[index]
+
+
+def _subset_split(split: Any, limit: int | None, seed: int) -> Any:
+    import torch
+
+    from adacal.data import Split
+
+    index = _limit_indices(len(split), limit, seed)
+    if index is None:
+        return split
+    index = torch.from_numpy(index)
+    return Split(split.inputs[index], split.labels[index])
+
+
+def _check_int(name: str, value: Any, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise InputError(f"Expected {name} to be {kind}, got {value!r}.")
+    return int(value)

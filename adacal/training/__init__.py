@@ -1,0 +1,33 @@
+"""Training: the epoch loop with validation-driven losses (AdaFocal), checkpoints, resume, DDP, and inference.
+
+    >>> from adacal.training import TrainConfig, train
+    >>> result = train(TrainConfig(dataset="digits", loss="adafocal", epochs=5))
+    >>> result.test_metrics["ece_em"], result.run_dir
+
+Modules: config (options, presets, --update-every), schedules (LR), optimizers, checkpoints (weights_only-safe
+save/load), loop (Trainer, train), inference (predict, predict_checkpoint), distributed (torchrun/DDP), progress (events).
+"""
+
+from adacal.training.checkpoints import load_checkpoint, save_checkpoint
+from adacal.training.config import TrainConfig, UpdateSchedule, parse_update_every, resolve_config
+from adacal.training.inference import build_model_from_checkpoint, predict, predict_checkpoint
+from adacal.training.loop import NonFiniteLossError, Trainer, TrainingInterrupted, TrainResult, train
+from adacal.training.progress import TrainingProgress
+
+__all__ = [
+    "NonFiniteLossError",
+    "TrainConfig",
+    "TrainResult",
+    "Trainer",
+    "TrainingInterrupted",
+    "TrainingProgress",
+    "UpdateSchedule",
+    "build_model_from_checkpoint",
+    "load_checkpoint",
+    "parse_update_every",
+    "predict",
+    "predict_checkpoint",
+    "resolve_config",
+    "save_checkpoint",
+    "train",
+]

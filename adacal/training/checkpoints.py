@@ -1,0 +1,144 @@
+"""Checkpoints: one dict of tensors and plain values, written atomically, read only with torch.load(weights_only=True).
+
+A checkpoint never holds pickled Python objects, so loading one cannot run code: a file that needs more than
+`weights_only=True` is refused as a CheckpointError, as is a truncated or corrupt file or one adacal did not write.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from adacal.errors import CheckpointError
+from adacal.reports import atomic_torch_save, safe_torch_load
+
+FORMAT = "adacal-checkpoint"
+FORMAT_VERSION = 1
+REQUIRED_KEYS = (
+    "format", "format_version", "model_name", "model_options", "dataset", "num_classes", "input_shape", "config",
+    "epoch", "model_state",
+)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# random number generator state, as tensors and plain lists (weights_only-safe)
+
+
+def capture_rng_state() -> dict[str, Any]:
+    """The torch, numpy, python and (if any) CUDA generator states, in a form torch.load(weights_only=True) accepts."""
+    np_name, np_keys, np_pos, np_has_gauss, np_cached = np.random.get_state()
+    py_version, py_internal, py_gauss = random.getstate()
+    state: dict[str, Any] = {
+        "torch": torch.get_rng_state(),
+        "numpy": {
+            "name": str(np_name),
+            "keys": torch.from_numpy(np.asarray(np_keys, dtype=np.int64)),
+            "pos": int(np_pos),
+            "has_gauss": int(np_has_gauss),
+            "cached_gaussian": float(np_cached),
+        },
+        "python": [int(py_version), [int(v) for v in py_internal], py_gauss],
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = [s.cpu() for s in torch.cuda.get_rng_state_all()]
+    return state
+
+
+def restore_rng_state(state: dict[str, Any]) -> None:
+    """Undo `capture_rng_state` (CUDA states only when this machine has as many devices)."""
+    torch.set_rng_state(state["torch"].cpu())
+    np_state = state["numpy"]
+    keys = np.asarray(np_state["keys"].cpu().numpy() if hasattr(np_state["keys"], "numpy") else np_state["keys"])
+    np.random.set_state(
+        (np_state["name"], keys.astype(np.uint32), np_state["pos"], np_state["has_gauss"], np_state["cached_gaussian"])
+    )
+    version, internal, gauss = state["python"]
+    random.setstate((int(version), tuple(int(v) for v in internal), gauss))
+    cuda_states = state.get("cuda")
+    if cuda_states and torch.cuda.is_available() and torch.cuda.device_count() == len(cuda_states):
+        torch.cuda.set_rng_state_all([s.cpu() for s in cuda_states])
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# save / load
+
+
+def make_checkpoint(
+    *,
+    model_name: str,
+    model_options: dict[str, Any],
+    dataset: str,
+    num_classes: int,
+    input_shape: tuple[int, ...],
+    config: dict[str, Any],
+    epoch: int,
+    model_state: dict[str, Any],
+    optimizer_state: dict[str, Any] | None = None,
+    scheduler_state: dict[str, Any] | None = None,
+    loss_state: dict[str, Any] | None = None,
+    rng_state: dict[str, Any] | None = None,
+    best_metric: dict[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The checkpoint dict of CONTRACTS.md (extra keys, e.g. `scaler_state`, are allowed)."""
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "model_name": model_name,
+        "model_options": dict(model_options),
+        "dataset": dataset,
+        "num_classes": int(num_classes),
+        "input_shape": [int(s) for s in input_shape],
+        "config": config,
+        "epoch": int(epoch),
+        "model_state": model_state,
+        "optimizer_state": optimizer_state,
+        "scheduler_state": scheduler_state,
+        "loss_state": loss_state,
+        "rng_state": rng_state if rng_state is not None else capture_rng_state(),
+        "best_metric": best_metric,
+        **extra,
+    }
+
+
+def save_checkpoint(checkpoint: dict[str, Any], path: str | os.PathLike) -> Path:
+    """Write atomically (temp file + rename): a reader sees the old checkpoint or the new one, never half of one."""
+    if checkpoint.get("format") != FORMAT:
+        raise ValueError("save_checkpoint expects a dict built by make_checkpoint")
+    return atomic_torch_save(checkpoint, path)
+
+
+def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
+    """Read an adacal checkpoint safely (weights_only=True, on the CPU); anything else is a CheckpointError."""
+    path = Path(path)
+    checkpoint = safe_torch_load(path, what="torch checkpoint")
+    if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:
+        raise CheckpointError(f"Expected {path} to be an adacal checkpoint (written by 'adacal train'), but it is not.")
+    version = checkpoint.get("format_version")
+    if version != FORMAT_VERSION:
+        raise CheckpointError(
+            f"Expected {path} to have checkpoint format_version {FORMAT_VERSION}, got {version!r} "
+            f"(written by a different adacal version)."
+        )
+    missing = [key for key in REQUIRED_KEYS if key not in checkpoint]
+    if missing:
+        raise CheckpointError(f"Expected {path} to contain {', '.join(missing)}, but it does not.")
+    return checkpoint
+
+
+def resolve_checkpoint_path(path: str | os.PathLike, which: str = "last") -> Path:
+    """A checkpoint file given directly, or `<run>/checkpoints/<which>.pt` for a run folder."""
+    path = Path(path)
+    if path.is_dir():
+        candidate = path / "checkpoints" / f"{which}.pt"
+        if not candidate.is_file():
+            raise CheckpointError(f"Expected a checkpoint at {candidate}, but the run folder {path} has none.")
+        return candidate
+    if not path.exists():
+        raise CheckpointError(f"Expected a run folder or checkpoint at {path}, but it does not exist.")
+    return path

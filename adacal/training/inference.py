@@ -1,0 +1,147 @@
+"""Running a model over a dataset split: logits for metrics, γ-updates, predictions.npz and `adacal evaluate`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import torch
+
+from adacal.errors import CheckpointError, InputError
+from adacal.predictions import Predictions
+from adacal.training.checkpoints import load_checkpoint, resolve_checkpoint_path
+
+SPLITS = ("train", "val", "test")
+EVAL_BATCH_SIZE = 512
+
+
+def resolve_device(name: str | None) -> torch.device:
+    """auto → CUDA when available, else CPU; asking for CUDA without one is a clear error."""
+    name = (name or "auto").lower()
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise InputError(f"Expected a CUDA device for --device {name}, but torch finds none (use --device cpu).")
+        device = torch.device(name)
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise InputError(
+                f"Expected --device {name} to name one of the {torch.cuda.device_count()} CUDA device(s), got {name}."
+            )
+        return device
+    if name == "cpu":
+        return torch.device("cpu")
+    raise InputError(f"Expected --device to be auto, cpu or cuda, got {name!r}.")
+
+
+@contextlib.contextmanager
+def eval_mode(model: torch.nn.Module):
+    """Eval mode inside, the previous mode restored afterwards (so a γ-update mid-epoch leaves the model training)."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+
+
+def predict(
+    model: torch.nn.Module,
+    loader: Iterable[tuple[torch.Tensor, torch.Tensor]],
+    device: torch.device | str | None = None,
+    *,
+    autocast_dtype: torch.dtype | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Logits (N, K) float32 and labels (N,) int64 of every batch of `loader`, in eval mode without gradients.
+
+    The loader yields (inputs, labels); inputs are moved to `device` when given (BatchLoader already puts them there).
+    The model's train/eval mode is restored afterwards.
+    """
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    logits_parts: list[torch.Tensor] = []
+    label_parts: list[torch.Tensor] = []
+    with eval_mode(model), torch.no_grad():
+        for inputs, labels in loader:
+            inputs = inputs.to(device, non_blocking=True)
+            if autocast_dtype is not None:
+                with torch.autocast(device_type=device.type, dtype=autocast_dtype):
+                    logits = model(inputs)
+            else:
+                logits = model(inputs)
+            logits_parts.append(logits.float())
+            label_parts.append(labels)
+    if not logits_parts:
+        raise InputError("Expected at least one batch to predict on, got an empty split.")
+    logits = torch.cat(logits_parts).cpu().numpy().astype(np.float32, copy=False)
+    labels = torch.cat(label_parts).cpu().numpy().astype(np.int64, copy=False)
+    return logits, labels
+
+
+def slice_split(split: Any, start: int, stop: int) -> Any:
+    """The samples [start, stop) of a data Split (used to give each distributed rank a shard)."""
+    if start == 0 and stop == len(split):
+        return split
+    if isinstance(split.inputs, torch.Tensor):
+        # Split.subset would call Tensor.select (a different method) on tensor inputs; slice directly.
+        return type(split)(split.inputs[start:stop], split.labels[start:stop])
+    return split.subset(np.arange(start, stop))
+
+
+def build_model_from_checkpoint(checkpoint: dict[str, Any]) -> tuple[torch.nn.Module, str]:
+    """Rebuild the architecture a checkpoint was trained with and load its weights; returns (model, dataset name)."""
+    from adacal.models import build_model
+
+    model = build_model(
+        checkpoint["model_name"],
+        num_classes=int(checkpoint["num_classes"]),
+        input_shape=tuple(int(s) for s in checkpoint["input_shape"]),
+        **dict(checkpoint.get("model_options") or {}),
+    )
+    try:
+        model.load_state_dict(checkpoint["model_state"])
+    except (RuntimeError, KeyError, TypeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        raise CheckpointError(
+            f"Expected the checkpoint's weights to fit model '{checkpoint['model_name']}', but they do not ({first})."
+        ) from None
+    model.eval()
+    return model, str(checkpoint["dataset"])
+
+
+def predict_checkpoint(
+    path: str | os.PathLike,
+    *,
+    split: str = "test",
+    data_dir: str | os.PathLike | None = None,
+    device: str = "auto",
+) -> Predictions:
+    """Logits and labels of a checkpoint's model on a split of the dataset it was trained on (same seed and split)."""
+    from adacal.data import BatchLoader, load_dataset
+
+    if split not in SPLITS:
+        raise InputError(f"Expected split to be one of {', '.join(SPLITS)}, got {split!r}.")
+    checkpoint = load_checkpoint(resolve_checkpoint_path(path))
+    torch_device = resolve_device(device)
+    model, dataset_name = build_model_from_checkpoint(checkpoint)
+    config = checkpoint.get("config") or {}
+    dataset = load_dataset(
+        dataset_name,
+        data_dir=data_dir if data_dir is not None else config.get("data_dir"),
+        seed=int(config.get("seed") or 0),
+        train_subset=config.get("train_subset"),
+        val_size=config.get("val_size"),
+    ).limit_test(config.get("test_subset"))
+    data_split = getattr(dataset, split)
+    channels_last = bool(config.get("channels_last")) and dataset.kind == "image"
+    model = model.to(torch_device)
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    loader = BatchLoader(
+        data_split, EVAL_BATCH_SIZE, dataset=dataset, shuffle=False, augment=False, device=torch_device,
+        channels_last=channels_last,
+    )
+    logits, labels = predict(model, loader, torch_device)
+    return Predictions(logits=logits, labels=labels)

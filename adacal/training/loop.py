@@ -1,0 +1,744 @@
+"""The epoch loop (`Trainer`) and `train(config)`, the library form of `adacal train`.
+
+Each epoch: train on shuffled batches (order and augmentation depend on (seed, epoch) only), then ONE validation
+forward pass in eval mode whose logits give the validation metrics and, for losses that learn from validation
+(AdaFocal), the γ-update. One history.jsonl line and checkpoints/last.pt (and best.pt on a new best validation
+accuracy) are written after every epoch; an epoch-0 checkpoint is written before training starts.
+
+Resume: `TrainConfig(resume=RUN_OR_CHECKPOINT, epochs=N)` continues the run in its own folder up to N epochs in total.
+Model, optimiser, scheduler, loss state (γ, bins, history) and all random generator states are restored, so on the
+same machine and device a resumed run reproduces the uninterrupted run exactly.
+
+Interrupts (Ctrl-C, SIGTERM): the loop stops and raises `TrainingInterrupted`; checkpoints/last.pt holds the state at
+the end of the last completed epoch (checkpoint writes are never cut in half), so resuming repeats the interrupted epoch
+from its start, which keeps the result exact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import platform
+import random
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from adacal import __version__
+from adacal.errors import AdacalError, InputError
+from adacal.predictions import Predictions, save_split_predictions
+from adacal.reports import atomic_write, make_report, new_run_dir, read_json, write_json
+from adacal.runs import EVALUATE_FILE, RunFolder, require_run_folder
+from adacal.training.checkpoints import (
+    capture_rng_state,
+    load_checkpoint,
+    make_checkpoint,
+    resolve_checkpoint_path,
+    restore_rng_state,
+    save_checkpoint,
+)
+from adacal.training.config import (
+    TrainConfig,
+    check_names,
+    merge_resume_config,
+    parse_update_every,
+    resolve_config,
+)
+from adacal.training.distributed import DistributedContext
+from adacal.training.inference import EVAL_BATCH_SIZE, predict, resolve_device, slice_split
+from adacal.training.optimizers import build_optimizer
+from adacal.training.progress import ProgressDispatcher
+from adacal.training.schedules import build_scheduler
+
+VAL_METRICS = ("error", "nll", "ece_em", "ece_ew")
+N_BINS = 15
+CUDA_SYNC_EVERY = 25  # batches between reads of the loss on a GPU (each read waits for the GPU)
+
+
+class TrainingInterrupted(Exception):
+    """Ctrl-C or SIGTERM stopped training; checkpoints/last.pt holds the last completed epoch."""
+
+    def __init__(
+        self, *, run_dir: Path, epoch: int, batch: int, epochs: int, checkpoint_epoch: int, phase: str = "training"
+    ) -> None:
+        self.run_dir = Path(run_dir)
+        self.epoch = epoch
+        self.batch = batch
+        self.epochs = epochs
+        self.checkpoint_epoch = checkpoint_epoch
+        self.phase = phase
+        super().__init__(self.message)
+
+    @property
+    def resume_command(self) -> str:
+        return f"adacal train --resume {self.run_dir} --epochs {self.epochs}"
+
+    @property
+    def message(self) -> str:
+        where = (
+            f"during the final evaluation after epoch {self.checkpoint_epoch}" if self.phase == "evaluation"
+            else f"at epoch {self.epoch} batch {self.batch}"
+        )
+        return f"Interrupted {where}; resume with: {self.resume_command}"
+
+
+class NonFiniteLossError(AdacalError):
+    """The training loss became NaN or Inf."""
+
+
+@dataclass
+class TrainResult:
+    """What `train` returns (also summarised on the command line)."""
+
+    run_dir: Path
+    epochs: int
+    select: str
+    selected_epoch: int
+    test_metrics: dict[str, float]
+    val_metrics: dict[str, float]
+    best_epoch: int | None
+    best_val_accuracy: float | None
+    gammas: list[float] | None
+    seconds: float
+    resumed_from: int | None
+    config: dict[str, Any] = field(default_factory=dict)
+    rank: int = 0  # the process's rank under torchrun (only rank 0 writes files and reports)
+    evaluate_report: dict[str, Any] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# interrupts
+
+
+class InterruptGuard:
+    """SIGINT/SIGTERM raise KeyboardInterrupt in the main loop, except inside `critical()` (checkpoint writes), where
+    they are held until the write has finished."""
+
+    def __init__(self) -> None:
+        self._previous: dict[int, Any] = {}
+        self._depth = 0
+        self._pending = False
+
+    def __enter__(self) -> InterruptGuard:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    self._previous[signum] = signal.signal(signum, self._handle)
+                except (ValueError, OSError):  # pragma: no cover - platforms without the signal
+                    pass
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self._depth:
+            self._pending = True
+            return
+        raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def critical(self):
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if not self._depth and self._pending:
+                self._pending = False
+                raise KeyboardInterrupt
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# helpers
+
+
+def seed_everything(seed: int) -> None:
+    """Seed torch (CPU and CUDA), numpy and python's random from one number."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def versions() -> dict[str, str]:
+    return {
+        "adacal": __version__,
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def run_folder_name(dataset: str, model: str, loss: str) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    safe = [part.replace(":", "-").replace("/", "-") for part in (dataset, model, loss)]
+    return f"{stamp}-{'-'.join(safe)}"
+
+
+def _check_writable(out: str | os.PathLike) -> None:
+    """Fail before any work when the output folder (or its nearest existing parent) cannot be written."""
+    path = Path(out).expanduser().absolute()
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise InputError(f"Expected --out to be a folder, but {probe} is a file.")
+    if not os.access(probe, os.W_OK):
+        raise InputError(f"Cannot write to the output folder {path}: permission denied.")
+
+
+def _val_metrics(logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
+    from adacal.metrics import compute_metrics
+
+    metrics = compute_metrics(logits, labels, names=list(VAL_METRICS))
+    return {name: float(metrics[name]) for name in VAL_METRICS}
+
+
+def evaluation_report(logits: np.ndarray, labels: np.ndarray, *, run: RunFolder) -> dict[str, Any]:
+    """The report `adacal evaluate <run>` writes: metrics of the test split read from the run's predictions.npz."""
+    from adacal.evaluation import evaluation_report as build_report
+
+    source = {"kind": "run", "path": str(run.root), "read": str(run.predictions), "source": "predictions.npz",
+              "split": "test"}
+    return build_report(logits, labels, n_bins=N_BINS, input_path=run.predictions, source=source)
+
+
+def _plain(value: Any) -> Any:
+    """Checkpoint-safe copies of option values (paths become strings)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the trainer
+
+
+class Trainer:
+    """Owns one training run: model, optimiser, schedule, loss, loaders and the run folder."""
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        *,
+        dataset: Any,
+        model: torch.nn.Module,
+        loss: torch.nn.Module,
+        model_name: str,
+        model_options: dict[str, Any],
+        device: torch.device,
+        run: RunFolder,
+        dist: DistributedContext | None = None,
+        progress: Any = None,
+    ) -> None:
+        from adacal.data import BatchLoader
+
+        self.config = config
+        self.dataset = dataset
+        self.device = device
+        self.folder = run
+        self.dist = dist or DistributedContext()
+        self.emit = ProgressDispatcher(progress if self.dist.is_main else None)
+        self.model_name = model_name
+        self.model_options = model_options
+        self.schedule = parse_update_every(config.update_every)
+        self.loss = loss.to(device)
+        self.needs_validation = bool(getattr(loss, "needs_validation", False))
+        self.channels_last = bool(config.channels_last)
+
+        self.net = model.to(device)
+        if self.channels_last:
+            self.net = self.net.to(memory_format=torch.channels_last)
+        self.model = self.dist.wrap_model(self.net, device)
+        self.optimizer = build_optimizer(
+            self.net.parameters(), name=config.optimizer, lr=config.lr, weight_decay=config.weight_decay,
+            momentum=config.momentum,
+        )
+        self.scheduler = build_scheduler(self.optimizer, config.milestones or (), config.lr_decay)
+
+        self.amp_dtype: torch.dtype | None = None
+        self.scaler: torch.amp.GradScaler | None = None
+        if config.amp:
+            if device.type == "cuda":
+                self.amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+                if self.amp_dtype == torch.float16:
+                    self.scaler = torch.amp.GradScaler("cuda")
+            else:
+                self.amp_dtype = torch.bfloat16  # CPU autocast supports bfloat16 only
+
+        per_rank = math.ceil(len(dataset.train) / self.dist.world_size)
+        self.train_loader = BatchLoader(
+            dataset.train, config.batch_size, dataset=dataset, shuffle=True, augment=dataset.kind == "image",
+            device=device, seed=config.seed, rank=self.dist.rank, world_size=self.dist.world_size,
+            # a final batch of one sample breaks batch norm in training mode
+            drop_last=per_rank % config.batch_size == 1 and per_rank > 1,
+            channels_last=self.channels_last,
+        )
+        self._eval_loaders: dict[str, Any] = {}
+        self.start_epoch = 0
+        self.best_metric: dict[str, Any] | None = None
+        self.resumed_from: int | None = None
+        self._epoch = 0
+        self._batch = 0
+        self._completed = 0
+        self._phase = "training"
+
+    def _autocast(self) -> Any:
+        if self.amp_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.amp_dtype)
+
+    # ------------------------------------------------------------------------------------------------ evaluation
+
+    def _eval_loader(self, split: str) -> Any:
+        from adacal.data import BatchLoader
+
+        if split not in self._eval_loaders:
+            data = self.dataset.split(split)
+            start, stop = self.dist.shard_bounds(len(data))
+            shard = slice_split(data, start, stop) if self.dist.enabled else data
+            self._eval_loaders[split] = BatchLoader(
+                shard, max(EVAL_BATCH_SIZE, self.config.batch_size), dataset=self.dataset, shuffle=False,
+                augment=False, device=self.device, channels_last=self.channels_last,
+            ) if len(shard) else None
+        return self._eval_loaders[split]
+
+    def predict_split(self, split: str) -> tuple[np.ndarray, np.ndarray]:
+        """Logits and labels of a whole split (sharded across ranks and gathered in order), eval mode, no grad."""
+        loader = self._eval_loader(split)
+        if loader is None:
+            num_classes = int(self.dataset.num_classes)
+            logits, labels = np.zeros((0, num_classes), np.float32), np.zeros(0, np.int64)
+        else:
+            logits, labels = predict(self.net, loader, self.device, autocast_dtype=self.amp_dtype)
+        return self.dist.gather_arrays(logits, labels)
+
+    def _update_loss(self, logits: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
+        record = self.loss.update(torch.from_numpy(logits), torch.from_numpy(labels))
+        return dict(record) if record is not None else {}
+
+    def _train_statistics(self) -> dict[str, Any] | None:
+        pop = getattr(self.loss, "pop_train_statistics", None)
+        if pop is None:
+            return None
+        stats = pop()
+        if not self.dist.enabled or stats is None:
+            return stats
+        # Each rank saw its own training samples: add up counts, weight the mean confidences by them.
+        parts = self.dist.gather_objects(stats)
+        counts = np.sum([np.asarray(p["train_counts"], dtype=np.float64) for p in parts], axis=0)
+        weighted = np.sum(
+            [np.asarray(p["train_confidence"], dtype=np.float64) * np.asarray(p["train_counts"]) for p in parts], axis=0
+        )
+        confidence = np.divide(weighted, counts, out=np.zeros_like(weighted), where=counts > 0)
+        return {**stats, "train_confidence": confidence.tolist(), "train_counts": [int(c) for c in counts]}
+
+    # ------------------------------------------------------------------------------------------------ state
+
+    def checkpoint(self, epoch: int) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        if self.scaler is not None:
+            extra["scaler_state"] = self.scaler.state_dict()
+        return make_checkpoint(
+            model_name=self.model_name,
+            model_options=_plain(self.model_options),
+            dataset=self.dataset.name,
+            num_classes=int(self.dataset.num_classes),
+            input_shape=tuple(self.dataset.input_shape),
+            config=self.config.to_dict(),
+            epoch=epoch,
+            model_state=self.net.state_dict(),
+            optimizer_state=self.optimizer.state_dict(),
+            scheduler_state=self.scheduler.state_dict(),
+            loss_state=self.loss.state_dict(),
+            rng_state=capture_rng_state(),
+            best_metric=self.best_metric,
+            **extra,
+        )
+
+    def load_state(self, checkpoint: dict[str, Any]) -> None:
+        """Continue from a checkpoint of this run (same model, optimiser, loss)."""
+        from adacal.errors import CheckpointError
+
+        try:
+            self.net.load_state_dict(checkpoint["model_state"])
+            self.optimizer.load_state_dict(checkpoint["optimizer_state"])
+            self.scheduler.load_state_dict(checkpoint["scheduler_state"])
+            if checkpoint.get("loss_state") is not None:
+                self.loss.load_state_dict(checkpoint["loss_state"])
+            if self.scaler is not None and checkpoint.get("scaler_state"):
+                self.scaler.load_state_dict(checkpoint["scaler_state"])
+        except (RuntimeError, KeyError, ValueError, TypeError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+            raise CheckpointError(f"Expected the checkpoint to fit this run's model and optimiser, but it does not ({first}).") from None
+        # Optimiser state comes back on the CPU; move it next to the parameters.
+        for state in self.optimizer.state.values():
+            for key, value in state.items():
+                if isinstance(value, torch.Tensor) and key != "step":
+                    state[key] = value.to(self.device)
+        restore_rng_state(checkpoint["rng_state"])
+        self.start_epoch = int(checkpoint["epoch"])
+        self.resumed_from = self.start_epoch
+        self._completed = self._epoch = self.start_epoch
+        self.best_metric = checkpoint.get("best_metric")
+
+    def _save(self, which: str, checkpoint: dict[str, Any]) -> None:
+        if self.dist.is_main:
+            save_checkpoint(checkpoint, self.folder.checkpoint(which))
+
+    def _append_history(self, record: dict[str, Any]) -> None:
+        if not self.dist.is_main:
+            return
+        from adacal.reports import to_jsonable
+
+        line = json.dumps(to_jsonable(record), allow_nan=False) + "\n"
+        with open(self.folder.history, "a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def _truncate_history(self, last_epoch: int) -> None:
+        """Keep the history lines of epochs 1..last_epoch (a crash may have left one for an epoch not checkpointed)."""
+        if not self.dist.is_main or not self.folder.history.exists():
+            return
+        kept = []
+        for line in self.folder.history.read_text(encoding="utf-8").splitlines():
+            try:
+                if json.loads(line).get("epoch", 0) <= last_epoch:
+                    kept.append(line + "\n")
+            except json.JSONDecodeError:
+                break
+        atomic_write(self.folder.history, lambda handle: handle.writelines(kept))
+
+    # ------------------------------------------------------------------------------------------------ the loop
+
+    def train_epoch(self, epoch: int) -> dict[str, Any]:
+        """One pass over the training split (with any per-n-batch γ-updates); no validation, no files."""
+        model, loss_fn, optimizer, device = self.model, self.loss, self.optimizer, self.device
+        loader = self.train_loader
+        loader.set_epoch(epoch)
+        n_batches = len(loader)
+        every = self.schedule.batches_for_epoch(epoch) if self.needs_validation else None
+        sync_every = 1 if device.type == "cpu" else CUDA_SYNC_EVERY
+        grad_clip = self.config.grad_clip
+        model.train()
+        loss_fn.train()
+        self.emit("epoch_start", epoch=epoch, epochs=self.config.epochs, batches=n_batches)
+
+        batch_losses = torch.zeros(n_batches, device=device)
+        loss_sum = torch.zeros((), device=device, dtype=torch.float64)
+        correct = torch.zeros((), device=device, dtype=torch.int64)
+        seen = 0
+        checked = 0
+        updates: list[dict[str, Any]] = []
+        cached_val: tuple[np.ndarray, np.ndarray] | None = None
+        for batch, (inputs, labels) in enumerate(loader, start=1):
+            self._batch = batch
+            with self._autocast():
+                logits = model(inputs)
+            value = loss_fn(logits.float(), labels)
+            batch_losses[batch - 1] = value.detach()
+            if batch % sync_every == 0 or batch == n_batches:
+                window = batch_losses[checked:batch]
+                bad = not bool(torch.isfinite(window).all())
+                if self.dist.any(bad, device):
+                    self._raise_non_finite(epoch, checked, batch, window)
+                checked = batch
+            optimizer.zero_grad(set_to_none=True)
+            if self.scaler is not None:
+                self.scaler.scale(value).backward()
+                if grad_clip is not None:
+                    self.scaler.unscale_(optimizer)
+                    torch.nn.utils.clip_grad_norm_(self.net.parameters(), grad_clip)
+                self.scaler.step(optimizer)
+                self.scaler.update()
+            else:
+                value.backward()
+                if grad_clip is not None:
+                    torch.nn.utils.clip_grad_norm_(self.net.parameters(), grad_clip)
+                optimizer.step()
+            size = labels.shape[0]
+            seen += size
+            loss_sum += value.detach().double() * size
+            correct += (logits.detach().argmax(dim=1) == labels).sum()
+
+            if every is not None and batch % every == 0:
+                # γ-update from a validation pass in eval mode; `predict` puts the model back in train mode.
+                cached_val = self.predict_split("val")
+                record = self._update_loss(*cached_val)
+                updates.append(record)
+                self.emit("update", epoch=epoch, batch=batch, record=record)
+                if batch != n_batches:
+                    cached_val = None
+            if batch % sync_every == 0 or batch == n_batches:
+                self.emit(
+                    "batch_end", epoch=epoch, batch=batch, batches=n_batches, running_loss=float(loss_sum) / max(seen, 1)
+                )
+        totals = torch.stack([loss_sum, correct.double(), torch.tensor(float(seen), device=device, dtype=torch.float64)])
+        if self.dist.enabled:
+            import torch.distributed as tdist
+
+            tdist.all_reduce(totals)
+        total_loss, total_correct, total_seen = (float(v) for v in totals.cpu())
+        return {
+            "train": {"loss": total_loss / max(total_seen, 1), "accuracy": total_correct / max(total_seen, 1)},
+            "updates": updates,
+            "every": every,
+            "cached_val": cached_val,
+        }
+
+    def _raise_non_finite(self, epoch: int, checked: int, batch: int, window: torch.Tensor) -> None:
+        values = window.detach().cpu()
+        finite = torch.isfinite(values)
+        first = checked + (int((~finite).nonzero()[0]) + 1 if not bool(finite.all()) else batch - checked)
+        kind = "NaN" if bool(torch.isnan(values).any()) else "Inf"
+        lr = self.optimizer.param_groups[0]["lr"]
+        last = self.folder.checkpoint("last")
+        raise NonFiniteLossError(
+            f"The training loss became {kind} at epoch {epoch}, batch {first} (lr {lr:g}); training stopped and the "
+            f"last good checkpoint {last} (epoch {epoch - 1}) was kept — try a lower --lr or --grad-clip."
+        )
+
+    def epoch_record(self, epoch: int) -> dict[str, Any]:
+        """Train one epoch, step the LR schedule, validate once (and update the loss from that same forward pass);
+        returns the history.jsonl line. Writes no files."""
+        started = time.perf_counter()
+        lr = float(self.optimizer.param_groups[0]["lr"])
+        trained = self.train_epoch(epoch)
+        self.scheduler.step()
+        self._batch = 0
+        if trained["cached_val"] is not None:
+            val_logits, val_labels = trained["cached_val"]
+        else:
+            val_logits, val_labels = self.predict_split("val")
+        updates = trained["updates"]
+        if self.needs_validation and trained["every"] is None:
+            record = self._update_loss(val_logits, val_labels)
+            updates.append(record)
+            self.emit("update", epoch=epoch, batch=0, record=record)
+        history: dict[str, Any] = {"epoch": epoch, "lr": lr, "train": trained["train"]}
+        history["val"] = _val_metrics(val_logits, val_labels)
+        k = self.config.eval_test_every
+        if k and epoch % k == 0:
+            history["test"] = _val_metrics(*self.predict_split("test"))
+        stats = self._train_statistics()
+        if self.needs_validation or stats is not None:
+            history[self.config.loss] = {"updates": updates, **(stats or {})}
+        history["seconds"] = time.perf_counter() - started
+        return history
+
+    def _run_epoch(self, epoch: int, guard: InterruptGuard) -> dict[str, Any]:
+        history = self.epoch_record(epoch)
+        accuracy = 1.0 - history["val"]["error"]
+        improved = self.best_metric is None or accuracy > self.best_metric["value"]
+        if improved:
+            self.best_metric = {"name": "val_accuracy", "value": accuracy, "epoch": epoch}
+        with guard.critical():
+            self._append_history(history)
+            checkpoint = self.checkpoint(epoch)
+            if improved:
+                self._save("best", checkpoint)
+            self._save("last", checkpoint)
+            self._completed = epoch
+            self.dist.barrier()
+        return history
+
+    def run(self) -> TrainResult:
+        """Train epochs start_epoch+1 .. epochs, then evaluate the selected model; returns the summary."""
+        started = time.perf_counter()
+        config = self.config
+        with InterruptGuard() as guard:
+            try:
+                if self.resumed_from is None:
+                    with guard.critical():
+                        self._save("last", self.checkpoint(0))  # so even an interrupt in epoch 1 can be resumed
+                else:
+                    with guard.critical():
+                        self._truncate_history(self.start_epoch)
+                self.emit(
+                    "train_start", run_dir=self.folder.root, start_epoch=self.start_epoch, epochs=config.epochs,
+                    batches_per_epoch=len(self.train_loader), resumed=self.resumed_from is not None,
+                    device=str(self.device),
+                )
+                for epoch in range(self.start_epoch + 1, config.epochs + 1):
+                    self._epoch = epoch
+                    epoch_started = time.perf_counter()
+                    history = self._run_epoch(epoch, guard)
+                    self.emit(
+                        "epoch_end", epoch=epoch, epochs=config.epochs, record=history,
+                        seconds=time.perf_counter() - epoch_started,
+                    )
+                self._batch = 0
+                self._phase = "evaluation"
+                result = self._finish(started, guard)
+            except KeyboardInterrupt:
+                raise TrainingInterrupted(
+                    run_dir=self.folder.root, epoch=self._epoch, batch=self._batch, epochs=config.epochs,
+                    checkpoint_epoch=self._completed, phase=self._phase,
+                ) from None
+        self.emit("train_end", result=result)
+        return result
+
+    def _finish(self, started: float, guard: InterruptGuard) -> TrainResult:
+        config = self.config
+        selected_epoch = config.epochs
+        if config.select == "best-val" and self.best_metric is not None and self.best_metric["epoch"] != config.epochs:
+            best = load_checkpoint(self.folder.checkpoint("best"))
+            self.net.load_state_dict(best["model_state"])
+            selected_epoch = int(best["epoch"])
+        self.emit("evaluate_start", selected_epoch=selected_epoch, select=config.select)
+        val_logits, val_labels = self.predict_split("val")
+        test_logits, test_labels = self.predict_split("test")
+        report: dict[str, Any] = {}
+        if self.dist.is_main:
+            with guard.critical():
+                save_split_predictions(
+                    self.folder.predictions,
+                    val=Predictions(logits=val_logits, labels=val_labels),
+                    test=Predictions(logits=test_logits, labels=test_labels),
+                )
+                report = evaluation_report(test_logits, test_labels, run=self.folder)
+                report["config"]["model"] = {"selected_epoch": selected_epoch, "select": config.select}
+                write_json(self.folder.report(EVALUATE_FILE), report)
+        report = self.dist.broadcast(report)
+        gammas = None
+        gamma_tensor = getattr(self.loss, "gammas", None)
+        if gamma_tensor is not None:
+            gammas = [float(g) for g in torch.as_tensor(gamma_tensor).detach().cpu().flatten()]
+        return TrainResult(
+            run_dir=self.folder.root,
+            epochs=config.epochs,
+            select=config.select,
+            selected_epoch=selected_epoch,
+            test_metrics=_report_metrics(report),
+            val_metrics=_val_metrics(val_logits, val_labels),
+            best_epoch=self.best_metric["epoch"] if self.best_metric else None,
+            best_val_accuracy=self.best_metric["value"] if self.best_metric else None,
+            gammas=gammas,
+            seconds=time.perf_counter() - started,
+            resumed_from=self.resumed_from,
+            config=config.to_dict(),
+            evaluate_report=report,
+            rank=self.dist.rank,
+        )
+
+
+def _report_metrics(report: dict[str, Any]) -> dict[str, float]:
+    """The flat metric dict inside an evaluate report (fractions)."""
+    results = report.get("results", {})
+    metrics = results.get("metrics", results)
+    return {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# train(config)
+
+
+def train(config: TrainConfig, progress: Any = None) -> TrainResult:
+    """Run `adacal train` from Python: check everything cheap, load data, build, train, evaluate; see TrainConfig.
+
+    Raises InputError (and its subclasses) for bad options before any training, NonFiniteLossError when the loss
+    diverges, TrainingInterrupted on Ctrl-C/SIGTERM.
+    """
+    from adacal.data import load_dataset
+    from adacal.losses import build_loss
+    from adacal.models import build_model, check_input_shape, rebuild_options, default_model, model_options_for_dataset
+
+    dist = DistributedContext.from_env()
+    checkpoint = None
+    run: RunFolder | None = None
+    if config.resume:
+        checkpoint_path = resolve_checkpoint_path(config.resume)
+        checkpoint = load_checkpoint(checkpoint_path)  # safe (weights_only) and checked before anything else
+        run = require_run_folder(checkpoint_path)
+        resolved = merge_resume_config(checkpoint["config"], config)
+        if resolved.epochs < int(checkpoint["epoch"]):
+            raise InputError(
+                f"Expected --epochs to be at least the {checkpoint['epoch']} epoch(s) {checkpoint_path} has completed, "
+                f"got {resolved.epochs}."
+            )
+    else:
+        resolved = resolve_config(config)
+    check_names(resolved)
+    device = dist.device_for(resolve_device(resolved.device))
+    if checkpoint is None and dist.is_main:
+        _check_writable(resolved.out)
+
+    dist.setup(device)
+    try:
+        seed_everything(resolved.seed)
+        dataset = load_dataset(
+            resolved.dataset, data_dir=resolved.data_dir, seed=resolved.seed, train_subset=resolved.train_subset,
+            val_size=resolved.val_size, **_loader_options(resolved),
+        ).limit_test(resolved.test_subset)
+        if resolved.channels_last and dataset.kind != "image":
+            raise InputError(f"--channels-last applies to image datasets only; {dataset.name} is a {dataset.kind} dataset.")
+        model_name = resolved.model or default_model(dataset.name)
+        resolved.model = model_name
+        check_input_shape(model_name, tuple(dataset.input_shape), kind=dataset.kind)
+        model_options = model_options_for_dataset(model_name, dataset, resolved.model_options or {})
+        if checkpoint is not None and checkpoint["model_name"] != model_name:
+            raise InputError(
+                f"Expected the checkpoint's model '{checkpoint['model_name']}' to match --model {model_name}."
+            )
+        model = build_model(
+            model_name, num_classes=dataset.num_classes, input_shape=tuple(dataset.input_shape), **model_options
+        )
+        loss = build_loss(resolved.loss, **(resolved.loss_options or {}))
+
+        if run is None:
+            root = None
+            if dist.is_main:
+                root = str(new_run_dir(resolved.out, run_folder_name(dataset.name, model_name, resolved.loss)))
+            run = RunFolder(Path(dist.broadcast(root)))
+        trainer = Trainer(
+            resolved, dataset=dataset, model=model, loss=loss, model_name=model_name,
+            model_options=rebuild_options(model_options),
+            device=device, run=run, dist=dist, progress=progress,
+        )
+        if checkpoint is not None:
+            trainer.load_state(checkpoint)
+        if dist.is_main:
+            _write_config(run, resolved, dataset, resumed_from=trainer.resumed_from)
+        dist.barrier()
+        return trainer.run()
+    finally:
+        dist.teardown()
+
+
+def _loader_options(config: TrainConfig) -> dict[str, Any]:
+    """--workers goes to dataset loaders that decode files and take it; tensor-resident datasets need no workers."""
+    from adacal.data import DATASETS
+    from adacal.registry import option_names
+
+    if config.workers and "workers" in option_names(DATASETS.get(config.dataset)):
+        return {"workers": config.workers}
+    return {}
+
+
+def _write_config(run: RunFolder, config: TrainConfig, dataset: Any, *, resumed_from: int | None) -> None:
+    results: dict[str, Any] = {"split": _plain(dataset.split_info), "versions": versions()}
+    if resumed_from is not None and run.config.exists():
+        previous = read_json(run.config).get("results", {})
+        resumes = list(previous.get("resumes", []))
+        resumes.append({"from_epoch": resumed_from, "epochs": config.epochs, "versions": versions()})
+        results = {**previous, "resumes": resumes}
+    write_json(run.config, make_report("train-config", config=config.to_dict(), results=results))

@@ -1,0 +1,214 @@
+"""Speed of adacal's ECE metrics against the published `uncertainty-calibration` package and sklearn's binning.
+
+    python benchmarks/bench_metrics.py                 # N = 10^6, K = 100 (about 2-3 minutes on 2 busy cores)
+    python benchmarks/bench_metrics.py --n 200000 --k 10 --repeats 5
+
+Everything runs in one process on the same arrays; each figure is the median of --repeats timed calls.
+1. End to end from probabilities (N, K) — what a user calls: adacal's ece_ew / ece_em / ece_debias / sweeps
+   (input validation and probability detection included) vs the package's get_ece, get_ece_em and
+   lower_bound_scaling_ce(p=2, debias=True, mode="top-label"). The package is timed at --ref-n (default 10^5) and,
+   unless --no-ref-full, at N as well; ratios are reported at both sizes, never extrapolated.
+2. The binning core from top-1 confidences and hits (N,): adacal's kernels vs the package on the same 1-D arrays
+   (its binary path), and binning alone: adacal's bin_statistics vs sklearn.calibration.calibration_curve.
+3. ECE_SWEEP scaling: time per sample from 10^4 to 10^6 (N log N would grow by log(N) only).
+
+Results are written (atomically) to benchmarks/results/bench_metrics.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from adacal import __version__  # noqa: E402
+from adacal.metrics import (  # noqa: E402
+    bin_statistics,
+    compute_metrics,
+    ece_debias,
+    ece_em,
+    ece_ew,
+    ece_sweep_em,
+    ece_sweep_ew,
+    prepare_predictions,
+    sweep_bins,
+)
+from adacal.reports import write_json  # noqa: E402
+
+ECE_NAMES = ["ece-ew", "ece-em", "ece-debias", "ece-sweep-ew", "ece-sweep-em"]
+
+
+def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    times, value = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        value = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), value
+
+
+def make_probs(n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """An over-confident classifier: ~70 % accurate, softmax of sharpened logits (float64 probabilities)."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, k, size=n)
+    probs = rng.standard_normal((n, k), dtype=np.float32)
+    hit = rng.random(n) < 0.7
+    probs[np.flatnonzero(hit), labels[hit]] += 3.0
+    probs *= 2.0
+    probs = probs.astype(np.float64)
+    probs -= probs.max(axis=1, keepdims=True)
+    np.exp(probs, out=probs)
+    probs /= probs.sum(axis=1, keepdims=True)
+    return probs, labels
+
+
+def top_label(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-1 confidences and hits of an over-confident model (accuracy = confidence ** 1.5)."""
+    rng = np.random.default_rng(seed)
+    conf = 0.1 + 0.9 * rng.beta(5.0, 1.5, size=n)
+    correct = (rng.random(n) < conf**1.5).astype(np.float64)
+    return conf, correct
+
+
+def row(name: str, ours: float, ref: float | None) -> str:
+    ratio = f"{ref / ours:8.1f}x" if ref is not None else "        -"
+    ref_text = f"{ref:9.3f}" if ref is not None else "        -"
+    return f"  {name:34s} {ours:9.3f} {ref_text} {ratio}"
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=1_000_000, help="samples for the main comparison")
+    parser.add_argument("--k", type=int, default=100, help="classes")
+    parser.add_argument("--ref-n", type=int, default=100_000, help="samples for the reference-package comparison")
+    parser.add_argument("--no-ref-full", action="store_true", help="do not time the reference package at --n")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sweep-n", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "bench_metrics.json")
+    args = parser.parse_args(argv)
+
+    import calibration  # the `uncertainty-calibration` package
+    from sklearn.calibration import calibration_curve
+
+    reference = {
+        "ece-ew": lambda p, y: calibration.get_ece(p, y, num_bins=15),
+        "ece-em": lambda p, y: calibration.get_ece_em(p, y, num_bins=15),
+        "ece-debias": lambda p, y: calibration.lower_bound_scaling_ce(
+            p, y, p=2, debias=True, num_bins=15, mode="top-label"
+        ),
+    }
+    ours = {
+        "ece-ew": ece_ew,
+        "ece-em": ece_em,
+        "ece-debias": ece_debias,
+        "ece-sweep-ew": ece_sweep_ew,
+        "ece-sweep-em": ece_sweep_em,
+    }
+    results: dict[str, Any] = {
+        "config": {"n": args.n, "k": args.k, "ref_n": args.ref_n, "repeats": args.repeats, "seed": args.seed,
+                   "sweep_n": args.sweep_n},
+        "machine": {"python": platform.python_version(), "numpy": np.__version__, "processor": platform.machine(),
+                    "adacal": __version__},
+        "units": "seconds (median of repeats); ratio = reference / adacal",
+    }
+    started = time.perf_counter()
+
+    # ------------------------------------------------------------------------------------------ 1. end to end
+    sizes = [args.ref_n] + ([args.n] if args.n != args.ref_n else [])
+    end_to_end: dict[str, Any] = {}
+    for n in sizes:
+        probs, labels = make_probs(n, args.k, args.seed)
+        timed_ref = n == args.ref_n or not args.no_ref_full
+        print(f"\nEnd to end from probabilities, N = {n:,}, K = {args.k}   (seconds; ratio = package / adacal)")
+        print(f"  {'metric':34s} {'adacal':>9s} {'package':>9s} {'ratio':>9s}")
+        block: dict[str, Any] = {}
+        for name, fn in ours.items():
+            t_ours, v_ours = median_time(lambda: fn(probs, labels), args.repeats)
+            entry: dict[str, Any] = {"adacal_s": t_ours, "value": v_ours}
+            if name in reference and timed_ref:
+                t_ref, v_ref = median_time(lambda: reference[name](probs, labels), args.repeats)
+                entry.update(package_s=t_ref, ratio=t_ref / t_ours, package_value=float(v_ref),
+                             abs_diff=abs(float(v_ref) - v_ours))
+            block[name] = entry
+            print(row(name, t_ours, entry.get("package_s")))
+        t_all, _ = median_time(lambda: compute_metrics(probs, labels, names=ECE_NAMES), args.repeats)
+        block["compute_metrics(all five ECEs)"] = {"adacal_s": t_all}
+        print(row("compute_metrics(all five ECEs)", t_all, None))
+        t_prep, _ = median_time(lambda: prepare_predictions(probs, labels).confidences, args.repeats)
+        block["validation + top-1 (shared)"] = {"adacal_s": t_prep}
+        print(row("  of which validation + top-1", t_prep, None))
+        end_to_end[str(n)] = block
+        del probs, labels
+    results["end_to_end"] = end_to_end
+
+    # ---------------------------------------------------------------------------- 2. core: from top-1 arrays
+    conf, correct = top_label(args.n, args.seed)
+    hits = correct.astype(np.int64)
+    print(f"\nCore from top-1 confidences and hits, N = {args.n:,}")
+    print(f"  {'metric':34s} {'adacal':>9s} {'package':>9s} {'ratio':>9s}")
+    core: dict[str, Any] = {}
+
+    def core_ece(binning: str, debias: bool) -> float:
+        stats = bin_statistics(conf, correct, n_bins=15, binning=binning)
+        if not debias:
+            return float(np.dot(stats.weights, np.abs(stats.gaps)))
+        ok = stats.counts >= 2
+        acc = stats.accuracy[ok]
+        square = np.dot(stats.weights[ok], stats.gaps[ok] ** 2 - acc * (1 - acc) / (stats.counts[ok] - 1))
+        return math.sqrt(max(square, 0.0))
+
+    for name, binning, debias in (("ece-ew", "equal-width", False), ("ece-em", "equal-mass", False),
+                                  ("ece-debias", "equal-mass", True)):
+        t_ours, v_ours = median_time(lambda: core_ece(binning, debias), args.repeats)
+        t_ref, v_ref = median_time(lambda: reference[name](conf, hits), args.repeats)
+        core[name] = {"adacal_s": t_ours, "package_s": t_ref, "ratio": t_ref / t_ours,
+                      "abs_diff": abs(float(v_ref) - v_ours)}
+        print(row(name, t_ours, t_ref))
+    for strategy, binning in (("uniform", "equal-width"), ("quantile", "equal-mass")):
+        t_ours, _ = median_time(lambda: bin_statistics(conf, correct, n_bins=15, binning=binning), args.repeats)
+        t_sk, _ = median_time(lambda: calibration_curve(hits, conf, n_bins=15, strategy=strategy), args.repeats)
+        key = f"binning {binning} vs sklearn calibration_curve({strategy})"
+        core[key] = {"adacal_s": t_ours, "sklearn_s": t_sk, "ratio": t_sk / t_ours}
+        print(row(f"bins {binning} (vs sklearn)", t_ours, t_sk))
+    results["core"] = core
+
+    # ----------------------------------------------------------------------------------------- 3. sweep scaling
+    print("\nECE_SWEEP scaling on top-1 arrays (over-confident model)")
+    print(f"  {'N':>10s} {'binning':12s} {'bins':>6s} {'seconds':>9s} {'us/sample':>10s} {'ns/(N log2 N)':>14s}")
+    sweep: list[dict[str, Any]] = []
+    for n in args.sweep_n:
+        c, h = top_label(n, args.seed + 1)
+        for binning in ("equal-mass", "equal-width"):
+            def run() -> float:
+                b = sweep_bins(c, h, binning=binning)
+                stats = bin_statistics(c, h, n_bins=b, binning=binning)
+                return float(np.dot(stats.weights, np.abs(stats.gaps)))
+
+            seconds, _ = median_time(run, args.repeats)
+            b = sweep_bins(c, h, binning=binning)
+            entry = {"n": n, "binning": binning, "bins": b, "seconds": seconds, "us_per_sample": 1e6 * seconds / n,
+                     "ns_per_n_log2_n": 1e9 * seconds / (n * math.log2(n))}
+            sweep.append(entry)
+            print(f"  {n:10,d} {binning:12s} {b:6d} {seconds:9.4f} {entry['us_per_sample']:10.3f} "
+                  f"{entry['ns_per_n_log2_n']:14.3f}")
+    results["sweep_scaling"] = sweep
+    results["total_seconds"] = time.perf_counter() - started
+    write_json(args.out, results)
+    print(f"\nTotal {results['total_seconds']:.0f} s. Wrote {args.out}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""The shared calibrator interface: registry sweep, JSON round trips, save/load, and clear errors."""
+
+import json
+
+import numpy as np
+import pytest
+
+from adacal.calibrators import (
+    CALIBRATORS,
+    Calibrator,
+    TemperatureScaling,
+    build_calibrator,
+    load_calibrator,
+    save_calibrator,
+)
+from adacal.errors import InputError, NotFittedError, UnknownNameError
+from adacal.reports import make_report, read_json, write_json
+
+NAMES = CALIBRATORS.names()
+
+
+@pytest.fixture(scope="module")
+def small():
+    rng = np.random.default_rng(3)
+    logits = rng.normal(0.0, 3.0, size=(300, 4))
+    labels = np.where(rng.random(300) < 0.7, logits.argmax(axis=1), rng.integers(0, 4, size=300))
+    new_logits = rng.normal(0.0, 3.0, size=(100, 4))
+    return logits, labels, new_logits
+
+
+@pytest.fixture(scope="module")
+def fitted(small):
+    logits, labels, _ = small
+    return {name: build_calibrator(name).fit(logits, labels) for name in NAMES}
+
+
+def test_registry_has_every_method():
+    assert NAMES == ["ets", "histogram", "isotonic", "spline", "temperature"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_registry_sweep(small, fitted, name):
+    _, _, new_logits = small
+    calibrator = fitted[name]
+    assert calibrator.name == name and calibrator.num_classes_ == 4
+    probs = calibrator.transform(new_logits)
+    assert probs.shape == (100, 4) and probs.dtype == np.float64
+    assert np.isfinite(probs).all() and (probs >= 0).all() and (probs <= 1).all()
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-12)
+    np.testing.assert_array_equal(probs.argmax(axis=1), new_logits.argmax(axis=1))  # every method keeps the argmax
+    assert isinstance(calibrator.summary(), dict)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_dict_and_file_round_trips_give_identical_outputs(small, fitted, name, tmp_path):
+    _, _, new_logits = small
+    calibrator = fitted[name]
+    data = calibrator.to_dict()
+    assert set(data) == {"method", "format_version", "options", "params", "num_classes"}
+    assert data["method"] == name and data["format_version"] == 1
+    expected = calibrator.transform(new_logits)
+    through_json = Calibrator.from_dict(json.loads(json.dumps(data, allow_nan=False)))
+    assert type(through_json) is type(calibrator)
+    np.testing.assert_array_equal(through_json.transform(new_logits), expected)
+    np.testing.assert_array_equal(type(calibrator).from_dict(data).transform(new_logits), expected)
+    path = save_calibrator(calibrator, tmp_path / "calibrator.json")
+    saved = read_json(path)
+    assert saved["kind"] == "calibrator" and saved["schema_version"] == 1 and "adacal_version" in saved
+    np.testing.assert_array_equal(load_calibrator(path).transform(new_logits), expected)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_unfitted_use_is_a_clear_error(small, name, tmp_path):
+    calibrator = build_calibrator(name)
+    message = f"{type(calibrator).__name__} is not fitted yet; call fit\\(logits, labels\\) first."
+    for use in (lambda: calibrator.transform(small[2]), calibrator.to_dict,
+                lambda: save_calibrator(calibrator, tmp_path / "c.json")):
+        with pytest.raises(NotFittedError, match=message):
+            use()
+    assert not (tmp_path / "c.json").exists()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_wrong_number_of_classes_is_an_input_error(fitted, name):
+    with pytest.raises(InputError, match=r"Expected logits with 4 classes \(as in fit\), got shape \(5, 3\)"):
+        fitted[name].transform(np.zeros((5, 3)))
+
+
+def test_bad_fit_inputs_are_input_errors(small):
+    logits, labels, _ = small
+    bad = logits.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(InputError, match="finite"):
+        TemperatureScaling().fit(bad, labels)
+    with pytest.raises(InputError, match="Expected labels to have 300 entries"):
+        TemperatureScaling().fit(logits, labels[:-1])
+    with pytest.raises(InputError, match=r"Expected labels in \[0, 3\]"):
+        TemperatureScaling().fit(logits, labels + 1)
+
+
+def test_unknown_names_and_options():
+    with pytest.raises(UnknownNameError, match="Unknown calibrator 'temprature'. Did you mean 'temperature'"):
+        build_calibrator("temprature")
+    with pytest.raises(InputError, match="does not take option\\(s\\) n_bins; it takes: none"):
+        build_calibrator("isotonic", n_bins=10)
+    with pytest.raises(InputError, match="Expected n_knots to be an integer >= 3, got 2"):
+        build_calibrator("spline", n_knots=2)
+    with pytest.raises(InputError, match="Expected n_bins to be a positive integer, got 0"):
+        build_calibrator("histogram", n_bins=0)
+
+
+def test_from_dict_rejects_wrong_method_version_and_params(fitted):
+    data = fitted["temperature"].to_dict()
+    with pytest.raises(InputError, match="Expected a 'ets' calibrator, got method 'temperature'"):
+        type(fitted["ets"]).from_dict(data)
+    with pytest.raises(InputError, match="Expected calibrator format_version 1, got 2"):
+        Calibrator.from_dict({**data, "format_version": 2})
+    with pytest.raises(UnknownNameError, match="Unknown calibrator 'platt'"):
+        Calibrator.from_dict({**data, "method": "platt"})
+    with pytest.raises(InputError, match="Expected valid params for the 'temperature' calibrator"):
+        Calibrator.from_dict({**data, "params": {"temperature": -1.0}})
+    with pytest.raises(InputError, match="Expected valid params for the 'ets' calibrator"):
+        Calibrator.from_dict({**fitted["ets"].to_dict(), "params": {"temperature": 1.0, "weights": [0.5, 0.6, 0.1]}})
+    with pytest.raises(InputError, match="num_classes to be an integer >= 2"):
+        Calibrator.from_dict({**data, "num_classes": 1})
+
+
+def test_load_calibrator_rejects_other_files(fitted, tmp_path):
+    report = tmp_path / "calibrate.json"
+    write_json(report, make_report("calibrate", config={}, results={"calibrators": {}, "best": None}))
+    with pytest.raises(InputError, match="to be a 'calibrator' report, got a 'calibrate' report"):
+        load_calibrator(report)
+    path = save_calibrator(fitted["temperature"], tmp_path / "t.json")
+    saved = read_json(path)
+    saved["results"]["calibrator"]["format_version"] = 99
+    write_json(path, saved)
+    with pytest.raises(InputError, match="Cannot load the calibrator in .*t.json: Expected calibrator format_version 1"):
+        load_calibrator(path)
+    with pytest.raises(InputError, match="does not exist"):
+        load_calibrator(tmp_path / "missing.json")

@@ -1,0 +1,89 @@
+"""Temperature scaling: recovers a known temperature, minimises what it claims to, never changes the argmax."""
+
+import numpy as np
+import pytest
+from calibration import get_ece, get_ece_em
+from scipy.special import log_softmax, softmax
+
+from adacal.calibrators import TemperatureScaling, build_calibrator
+from adacal.errors import InputError, UnknownNameError
+
+
+@pytest.mark.parametrize(("true_temperature", "objectives"), [(0.6, ["nll"]), (2.5, ["nll", "ece-em"])])
+def test_recovers_known_temperature(problem, true_temperature, objectives):
+    logits, labels = problem(n=20_000, k=10, sigma=4.0, true_temperature=true_temperature, seed=0)
+    tolerance = {"nll": 0.05, "ece-em": 0.1 + 1e-9}  # the paper's grid has a step of 0.1
+    for objective in objectives:
+        fitted = TemperatureScaling(objective=objective).fit(logits, labels).temperature_
+        assert abs(fitted - true_temperature) <= tolerance[objective], objective
+
+
+def _reference_nll(logits, labels, temperature):
+    return -np.mean(log_softmax(logits / temperature, axis=1)[np.arange(labels.size), labels])
+
+
+def test_nll_objective_minimises_nll(problem):
+    logits, labels = problem(n=1000, k=5, sigma=3.0, true_temperature=1.7, seed=1)
+    fitted = TemperatureScaling(objective="nll").fit(logits, labels).temperature_
+    coarse = np.geomspace(0.05, 20.0, 400)  # ratio 1.015 between neighbours
+    coarse_best = coarse[np.argmin([_reference_nll(logits, labels, t) for t in coarse])]
+    assert abs(np.log(coarse_best / fitted)) <= 0.016  # the same basin: nothing better elsewhere in [0.05, 20]
+    fine = np.arange(fitted - 0.01, fitted + 0.01, 1e-4)
+    fine_best = fine[np.argmin([_reference_nll(logits, labels, t) for t in fine])]
+    assert abs(fine_best - fitted) < 1e-3
+    assert _reference_nll(logits, labels, fitted) <= min(_reference_nll(logits, labels, t) for t in fine) + 1e-12
+
+
+@pytest.mark.parametrize(("objective", "reference_ece"), [("ece-em", get_ece_em), ("ece-ew", get_ece)])
+def test_grid_objective_matches_published_ece(problem, objective, reference_ece):
+    """The grid T is the argmin of ECE as computed by the `uncertainty-calibration` package."""
+    logits, labels = problem(n=1000, k=4, sigma=3.0, true_temperature=1.8, seed=2)
+    fitted = TemperatureScaling(objective=objective).fit(logits, labels).temperature_
+    grid = np.arange(1, 101) / 10.0
+    eces = np.array([reference_ece(softmax(logits / t, axis=1), labels, num_bins=15) for t in grid])
+    assert fitted in grid
+    assert reference_ece(softmax(logits / fitted, axis=1), labels, num_bins=15) <= eces.min() + 1e-9
+
+
+def test_grid_ties_go_to_temperature_closest_to_one():
+    logits = np.zeros((50, 3))  # every temperature gives the same probabilities, so every ECE ties
+    labels = np.arange(50) % 3
+    assert TemperatureScaling(objective="ece-em").fit(logits, labels).temperature_ == 1.0
+
+
+@pytest.mark.parametrize("objective", ["nll", "ece-em", "ece-ew"])
+def test_scaling_never_changes_the_argmax(problem, objective):
+    logits, labels = problem(n=3000, k=7, sigma=2.0, true_temperature=0.4, seed=3)
+    calibrator = TemperatureScaling(objective=objective).fit(logits, labels)
+    probs = calibrator.transform(logits)
+    np.testing.assert_array_equal(probs.argmax(axis=1), logits.argmax(axis=1))
+    np.testing.assert_allclose(probs, softmax(logits / calibrator.temperature_, axis=1), rtol=1e-12, atol=1e-15)
+
+
+def test_probabilities_as_input_are_taken_as_log_probabilities(problem):
+    logits, labels = problem(n=2000, k=5, sigma=3.0, true_temperature=1.5, seed=4)
+    from_logits = TemperatureScaling().fit(logits, labels)
+    from_probs = TemperatureScaling().fit(softmax(logits, axis=1), labels)
+    assert from_probs.temperature_ == pytest.approx(from_logits.temperature_, abs=1e-6)
+    np.testing.assert_allclose(
+        from_probs.transform(softmax(logits, axis=1)), from_logits.transform(logits), atol=1e-6
+    )
+
+
+def test_shuffling_changes_nothing(problem):
+    logits, labels = problem(n=1500, k=4, sigma=3.0, true_temperature=1.3, seed=5)
+    order = np.random.default_rng(0).permutation(labels.size)
+    for objective in ("nll", "ece-em"):
+        a = TemperatureScaling(objective=objective).fit(logits, labels).temperature_
+        b = TemperatureScaling(objective=objective).fit(logits[order], labels[order]).temperature_
+        assert a == pytest.approx(b, abs=1e-7)
+
+
+def test_library_default_objective_is_nll_and_options_are_checked():
+    assert TemperatureScaling().objective == "nll"
+    with pytest.raises(UnknownNameError, match="Did you mean 'ece-em'"):
+        build_calibrator("temperature", objective="ece_em")
+    with pytest.raises(InputError, match="Expected n_bins to be a positive integer, got 0"):
+        build_calibrator("temperature", n_bins=0)
+    with pytest.raises(TypeError):
+        TemperatureScaling("nll")  # options are keyword-only

@@ -1,0 +1,185 @@
+"""`adacal calibrate` through CliRunner on tiny predictions: reports, tables, saved calibrators, one-line errors."""
+
+import json
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from adacal.calibrators import CALIBRATORS, load_calibrator
+from adacal.cli import app
+from adacal.predictions import Predictions
+
+runner = CliRunner()
+
+
+def _split(rng, n, k=4):
+    logits = rng.normal(0.0, 4.0, size=(n, k))
+    probs = np.exp(logits / 2.0)
+    probs /= probs.sum(axis=1, keepdims=True)
+    labels = (probs.cumsum(axis=1) < rng.random((n, 1))).sum(axis=1).clip(max=k - 1)
+    return logits.astype(np.float32), labels.astype(np.int64)
+
+
+@pytest.fixture(scope="module")
+def arrays():
+    rng = np.random.default_rng(0)
+    (val_logits, val_labels), (test_logits, test_labels) = _split(rng, 400), _split(rng, 400)
+    return {"val_logits": val_logits, "val_labels": val_labels, "test_logits": test_logits, "test_labels": test_labels}
+
+
+@pytest.fixture
+def preds(tmp_path, arrays):
+    path = tmp_path / "preds.npz"
+    np.savez(path, **arrays)
+    return path
+
+
+@pytest.fixture
+def run_folder(tmp_path, arrays):
+    run = tmp_path / "runs" / "20240101-000000-toy-mlp-ce"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "config.json").write_text('{"kind": "train-config"}\n')
+    (run / "checkpoints" / "last.pt").write_bytes(b"not read: predictions.npz is there")
+    np.savez(run / "predictions.npz", **arrays)
+    return run
+
+
+def _snapshot(root):
+    return {p.relative_to(root): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _invoke(*args):
+    return runner.invoke(app, ["calibrate", *map(str, args)])
+
+
+def test_temperature_on_a_predictions_file_with_json(preds, tmp_path):
+    out = tmp_path / "out" / "calibrate.json"
+    result = _invoke(preds, "--json", out)
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["kind"] == "calibrate" and report["schema_version"] == 1
+    assert report["config"] == {"method": "temperature", "objective": "ece-em", "n_bins": 15, "input": str(preds)}
+    assert report["input"]["path"] == str(preds)
+    entry = report["results"]["calibrators"]["temperature"]
+    assert report["results"]["best"] == "temperature"
+    assert entry["params"]["temperature"] in np.arange(1, 101) / 10.0
+    assert entry["calibrator"]["method"] == "temperature"
+    for part in ("val", "test_pre", "test_post"):
+        assert {"ece_em", "ece_ew", "ece_debias", "nll", "brier", "error"} <= set(entry[part])
+    assert entry["test_post"]["ece_em"] < entry["test_pre"]["ece_em"]
+    assert entry["test_post"]["error"] == entry["test_pre"]["error"]
+    assert "temperature" in result.stdout and "uncalibrated" in result.stdout
+
+
+def test_predictions_file_without_json_writes_nothing(preds, tmp_path):
+    before = _snapshot(tmp_path)
+    result = _invoke(preds, "--objective", "nll")
+    assert result.exit_code == 0, result.output
+    assert "use --json" in result.stdout
+    assert _snapshot(tmp_path) == before
+
+
+def test_run_folder_gets_calibrate_json_and_nothing_else_changes(run_folder):
+    before = _snapshot(run_folder)
+    result = _invoke(run_folder, "--quiet")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    after = _snapshot(run_folder)
+    assert set(after) - set(before) == {Path("calibrate.json")}
+    assert all(after[name] == content for name, content in before.items())
+    report = json.loads((run_folder / "calibrate.json").read_text())
+    assert "temperature" in report["results"]["calibrators"]
+
+
+def test_checkpoint_in_a_run_uses_the_run_predictions(run_folder):
+    result = _invoke(run_folder / "checkpoints" / "last.pt", "--method", "histogram", "--n-bins", "5")
+    assert result.exit_code == 0, result.output
+    report = json.loads((run_folder / "calibrate.json").read_text())
+    assert report["config"]["objective"] is None
+    assert report["results"]["calibrators"]["histogram"]["calibrator"]["options"] == {"n_bins": 5}
+
+
+def test_run_without_predictions_recomputes_from_the_checkpoint(run_folder, arrays, monkeypatch):
+    """Without predictions.npz the checkpoint is run (adacal.training.predict_checkpoint, faked: no torch here)."""
+    (run_folder / "predictions.npz").unlink()
+    calls = []
+
+    def fake_predict_checkpoint(path, *, split="test", data_dir=None, device="auto"):
+        calls.append((path.name, split))
+        return Predictions(arrays[f"{split}_logits"].astype(np.float64), arrays[f"{split}_labels"])
+
+    fake_training = types.SimpleNamespace(predict_checkpoint=fake_predict_checkpoint)
+    monkeypatch.setitem(sys.modules, "adacal.training", fake_training)
+    result = _invoke(run_folder, "--quiet")
+    assert result.exit_code == 0, result.output
+    assert calls == [("last.pt", "val"), ("last.pt", "test")]
+    assert not (run_folder / "predictions.npz").exists()
+    assert (run_folder / "calibrate.json").is_file()
+
+
+def test_method_all_table_best_first_and_save(preds, tmp_path):
+    out, saved = tmp_path / "all.json", tmp_path / "best.json"
+    result = _invoke(preds, "--method", "all", "--json", out, "--save", saved)
+    assert result.exit_code == 0, result.output
+    for name in ["uncalibrated", *CALIBRATORS.names()]:
+        assert name in result.stdout
+    results = json.loads(out.read_text())["results"]
+    order = list(results["calibrators"])
+    assert sorted(order) == CALIBRATORS.names()
+    eces = [results["calibrators"][name]["test_post"]["ece_em"] for name in order]
+    assert eces == sorted(eces) and results["best"] == order[0]
+    lines = [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
+    assert [name for name in lines if name in order] == order  # the table is best first too
+    calibrator = load_calibrator(saved)
+    assert calibrator.name == results["best"]
+    assert calibrator.to_dict() == results["calibrators"][results["best"]]["calibrator"]
+
+
+def _write(path, **arrays):
+    np.savez(path, **arrays)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("no-val", "validation predictions"),
+        ("n-mismatch", "to have 400 entries"),
+        ("nan", "finite"),
+        ("unknown-method", "Did you mean 'temperature'"),
+        ("n-bins-0", "Expected --n-bins to be a positive integer, got 0."),
+        ("unknown-objective", "Unknown objective 'ece'"),
+        ("objective-with-spline", "--objective only with --method temperature or all"),
+        ("missing", "does not exist"),
+        ("not-a-run", "not_a_run"),
+        ("json-input", "ending in .npz or .pt"),
+        ("save-to-folder", "Expected --save to be a file path"),
+    ],
+)
+def test_bad_input_is_one_line_error_and_writes_nothing(tmp_path, arrays, case, message):
+    good = _write(tmp_path / "good.npz", **arrays)
+    args = {
+        "no-val": [_write(tmp_path / "t.npz", test_logits=arrays["test_logits"], test_labels=arrays["test_labels"])],
+        "n-mismatch": [_write(tmp_path / "m.npz", **{**arrays, "val_labels": arrays["val_labels"][:-1]})],
+        "nan": [_write(tmp_path / "n.npz", **{**arrays, "test_logits": np.full_like(arrays["test_logits"], np.nan)})],
+        "unknown-method": [good, "--method", "temprature"],
+        "n-bins-0": [good, "--n-bins", "0"],
+        "unknown-objective": [good, "--objective", "ece"],
+        "objective-with-spline": [good, "--method", "spline", "--objective", "nll"],
+        "missing": [tmp_path / "nope.npz"],
+        "not-a-run": [(tmp_path / "not_a_run").mkdir() or tmp_path / "not_a_run"],
+        "json-input": [(tmp_path / "c.json").write_text("{}") and tmp_path / "c.json"],
+        "save-to-folder": [good, "--save", tmp_path],
+    }[case]
+    before = _snapshot(tmp_path)
+    result = _invoke(*args, "--json", tmp_path / "report.json")
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error:"), result.stderr
+    assert message in lines[0]
+    assert "Traceback" not in result.output
+    assert _snapshot(tmp_path) == before

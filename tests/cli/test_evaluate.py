@@ -1,0 +1,387 @@
+"""`adacal evaluate` through CliRunner, and its library side adacal.evaluation (input resolution, results, report)."""
+
+import json
+import sys
+import types
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from adacal.arrays import softmax
+from adacal.errors import InputError
+from adacal.evaluation import (
+    calibrated_probs,
+    check_bootstrap,
+    evaluate_predictions,
+    evaluation_report,
+    resolve_evaluation_input,
+)
+from adacal.metrics import METRIC_NAMES, compute_metrics, metric_key
+from adacal.predictions import Predictions
+from adacal.cli import app
+
+runner = CliRunner()
+N, K = 120, 4
+
+
+def sample(n=N, k=K, seed=0):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, k, size=n)
+    logits = rng.normal(size=(n, k)).astype(np.float32)
+    logits[np.arange(n), labels] += 1.5
+    return logits, labels
+
+
+@pytest.fixture()
+def npz(tmp_path):
+    logits, labels = sample()
+    path = tmp_path / "preds.npz"
+    np.savez(path, logits=logits, labels=labels)
+    return path
+
+
+def invoke(*args):
+    return runner.invoke(app, ["evaluate", *map(str, args)])
+
+
+def assert_one_line_error(result, fragment=None):
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert "Traceback" not in result.output
+    if fragment is not None:
+        assert fragment in lines[0], lines[0]
+
+
+def make_run(tmp_path, *, with_predictions=True, with_checkpoint=True):
+    run = tmp_path / "runs" / "20240101-000000-cifar10-resnet20-adafocal"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text("{}")
+    val_logits, val_labels = sample(50, K, 1)
+    test_logits, test_labels = sample(80, K, 2)
+    if with_predictions:
+        np.savez(run / "predictions.npz", val_logits=val_logits, val_labels=val_labels,
+                 test_logits=test_logits, test_labels=test_labels)
+    if with_checkpoint:
+        (run / "checkpoints").mkdir()
+        torch.save({"format": "adacal-checkpoint", "format_version": 1, "epoch": 3}, run / "checkpoints" / "last.pt")
+    return run, test_logits, test_labels
+
+
+@pytest.fixture()
+def fake_training(monkeypatch):
+    """Stand-in for adacal.training.predict_checkpoint (runs a model in the real thing): records its calls."""
+    calls = []
+    logits, labels = sample(60, K, 3)
+
+    def predict_checkpoint(path, *, split="test", data_dir=None, device="auto"):
+        calls.append({"path": str(path), "split": split, "device": device})
+        return Predictions(logits=logits.astype(np.float64), labels=labels)
+
+    module = types.ModuleType("adacal.training")
+    module.predict_checkpoint = predict_checkpoint
+    monkeypatch.setitem(sys.modules, "adacal.training", module)
+    return calls, logits, labels
+
+
+class HalfTemperature:
+    name = "temperature"
+
+    def transform(self, logits):
+        return softmax(np.asarray(logits) / 2.0)
+
+
+@pytest.fixture()
+def fake_calibrators(monkeypatch):
+    module = types.ModuleType("adacal.calibrators")
+    module.load_calibrator = lambda path: HalfTemperature()
+    monkeypatch.setitem(sys.modules, "adacal.calibrators", module)
+
+
+# ---------------------------------------------------------------------------------------------------- success
+
+
+def test_default_prints_table_and_writes_nothing(npz):
+    result = invoke(npz)
+    assert result.exit_code == 0, result.output
+    assert "input assumed: logits" in result.stdout
+    for name in METRIC_NAMES:
+        assert name in result.stdout
+    assert sorted(p.name for p in npz.parent.iterdir()) == ["preds.npz"]
+
+
+def test_table_shows_percentages(npz):
+    logits, labels = sample()
+    value = compute_metrics(logits, labels, names=["ece-em"])["ece_em"]
+    result = invoke(npz, "--metrics", "ece-em")
+    assert f"{100 * value:.2f}" in result.stdout
+
+
+def test_json_report(npz, tmp_path):
+    out = tmp_path / "out" / "evaluate.json"
+    result = invoke(npz, "--json", out, "--n-bins", 10)
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["kind"] == "evaluate" and report["schema_version"] == 1
+    assert report["input"]["path"] == str(npz)
+    assert report["config"]["n_bins"] == 10 and report["config"]["metrics"] == list(METRIC_NAMES)
+    results = report["results"]
+    assert results["assumed_input"] == "logits"
+    assert results["n_samples"] == N and results["num_classes"] == K
+    logits, labels = sample()
+    expected = compute_metrics(logits, labels, n_bins=10)
+    assert results["metrics"] == pytest.approx(expected, abs=1e-12)
+    for binning in ("equal_width", "equal_mass"):
+        assert sum(results["bins"][binning]["counts"]) == N
+        assert len(results["bins"][binning]["counts"]) == 10
+    assert "bootstrap" not in results
+
+
+def test_probabilities_are_detected_and_reported(tmp_path):
+    logits, labels = sample()
+    path = tmp_path / "probs.npz"
+    np.savez(path, logits=softmax(logits.astype(np.float64)), labels=labels)
+    result = invoke(path, "--json", tmp_path / "r.json")
+    assert result.exit_code == 0, result.output
+    assert "input assumed: probabilities" in result.stdout
+    assert json.loads((tmp_path / "r.json").read_text())["results"]["assumed_input"] == "probs"
+
+
+def test_pt_predictions_and_split_keys(tmp_path):
+    logits, labels = sample()
+    path = tmp_path / "preds.pt"
+    torch.save({"logits": torch.from_numpy(logits), "labels": torch.from_numpy(labels)}, path)
+    assert invoke(path, "--quiet").exit_code == 0
+    split = tmp_path / "split.npz"
+    np.savez(split, val_logits=logits[:20], val_labels=labels[:20], test_logits=logits[20:], test_labels=labels[20:])
+    result = invoke(split, "--json", tmp_path / "r.json")
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "r.json").read_text())["results"]["n_samples"] == N - 20
+
+
+def test_metric_selection_and_bootstrap(npz, tmp_path):
+    out = tmp_path / "r.json"
+    args = [npz, "--metrics", "nll,ece_em", "--bootstrap", 40, "--seed", 1, "--json", out]
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    assert "95% CI" in result.stdout
+    results = json.loads(out.read_text())["results"]
+    assert list(results["metrics"]) == ["nll", "ece_em"]
+    assert set(results["bootstrap"]) == {"nll", "ece_em"}
+    interval = results["bootstrap"]["ece_em"]
+    assert interval["low"] <= interval["high"] and interval["std"] > 0
+    assert invoke(*args).exit_code == 0
+    assert json.loads(out.read_text())["results"]["bootstrap"] == results["bootstrap"]
+
+
+def test_quiet_prints_nothing(npz):
+    result = invoke(npz, "--quiet")
+    assert result.exit_code == 0 and result.stdout == ""
+
+
+def test_run_folder_uses_predictions_and_writes_evaluate_json(tmp_path, fake_training):
+    calls, _, _ = fake_training
+    run, test_logits, test_labels = make_run(tmp_path)
+    before = (run / "predictions.npz").read_bytes()
+    result = invoke(run)
+    assert result.exit_code == 0, result.output
+    assert "Wrote" in result.stdout
+    report = json.loads((run / "evaluate.json").read_text())
+    assert report["results"]["n_samples"] == 80
+    assert report["results"]["metrics"] == pytest.approx(compute_metrics(test_logits, test_labels), abs=1e-12)
+    assert report["input"]["path"] == str(run / "predictions.npz")
+    assert report["config"]["source"]["kind"] == "run"
+    assert (run / "predictions.npz").read_bytes() == before
+    assert calls == []
+
+
+def test_run_folder_keeps_the_evaluate_json_train_wrote(tmp_path, fake_training):
+    run, _, _ = make_run(tmp_path)
+    (run / "evaluate.json").write_text('{"written": "by train"}')
+    out = tmp_path / "again.json"
+    result = invoke(run, "--n-bins", "10", "--json", out)
+    assert result.exit_code == 0, result.output
+    assert (run / "evaluate.json").read_text() == '{"written": "by train"}'
+    assert json.loads(out.read_text())["config"]["n_bins"] == 10
+    result = invoke(run)
+    assert result.exit_code == 0 and "Kept" in result.stdout
+    assert (run / "evaluate.json").read_text() == '{"written": "by train"}'
+
+
+def test_checkpoint_in_run_folder_uses_its_predictions(tmp_path, fake_training):
+    calls, _, _ = fake_training
+    run, _, _ = make_run(tmp_path)
+    result = invoke(run / "checkpoints" / "last.pt", "--quiet")
+    assert result.exit_code == 0, result.output
+    report = json.loads((run / "evaluate.json").read_text())
+    assert report["config"]["source"]["kind"] == "checkpoint"
+    assert report["config"]["source"]["source"] == "predictions.npz"
+    assert calls == []
+
+
+def test_run_without_predictions_runs_the_checkpoint(tmp_path, fake_training):
+    calls, logits, labels = fake_training
+    run, _, _ = make_run(tmp_path, with_predictions=False)
+    result = invoke(run, "--device", "cpu", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert calls == [{"path": str(run / "checkpoints" / "last.pt"), "split": "test", "device": "cpu"}]
+    report = json.loads((run / "evaluate.json").read_text())
+    assert report["results"]["metrics"] == pytest.approx(compute_metrics(logits, labels), abs=1e-12)
+    assert report["input"]["path"] == str(run / "checkpoints" / "last.pt")
+
+
+def test_checkpoint_outside_a_run_folder(tmp_path, fake_training):
+    calls, _, _ = fake_training
+    path = tmp_path / "model.pt"
+    torch.save({"format": "adacal-checkpoint", "format_version": 1}, path)
+    result = invoke(path, "--json", tmp_path / "r.json", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert len(calls) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pt", "r.json"]
+
+
+def test_calibrator_output_is_evaluated(npz, tmp_path, fake_calibrators):
+    cal = tmp_path / "temperature.json"
+    cal.write_text("{}")
+    out = tmp_path / "r.json"
+    result = invoke(npz, "--calibrator", cal, "--json", out)
+    assert result.exit_code == 0, result.output
+    assert "calibrated by" in result.stdout
+    logits, labels = sample()
+    report = json.loads(out.read_text())
+    assert report["config"]["calibrator"] == str(cal)
+    expected = compute_metrics(softmax(logits.astype(np.float64) / 2.0), labels)
+    assert report["results"]["metrics"] == pytest.approx(expected, abs=1e-9)
+
+
+def test_calibrator_on_a_run_does_not_overwrite_evaluate_json(tmp_path, fake_training, fake_calibrators):
+    run, _, _ = make_run(tmp_path)
+    cal = tmp_path / "temperature.json"
+    cal.write_text("{}")
+    result = invoke(run, "--calibrator", cal, "--quiet")
+    assert result.exit_code == 0, result.output
+    assert not (run / "evaluate.json").exists()
+
+
+def test_help_has_an_example():
+    result = runner.invoke(app, ["evaluate", "--help"])
+    assert result.exit_code == 0
+    assert "adacal evaluate preds.npz" in " ".join(result.stdout.split())
+
+
+# ------------------------------------------------------------------------------------------------- bad input
+
+
+def _write(tmp_path, name, **arrays):
+    path = tmp_path / name
+    np.savez(path, **arrays)
+    return path
+
+
+BAD_FILES = {
+    "missing": (lambda t: t / "nope.npz", "does not exist"),
+    "suffix": (lambda t: (t / "preds.txt").write_text("x") and t / "preds.txt", "ending in .npz or .pt"),
+    "corrupt npz": (lambda t: (t / "bad.npz").write_bytes(b"not a zip") and t / "bad.npz", "readable .npz"),
+    # (predictions.py reports a garbage .pt as "Refusing to load ...: holds objects other than tensors": torch raises
+    # UnpicklingError for it, the same error as for a real pickle; still one clean line.)
+    "corrupt pt": (lambda t: (t / "bad.pt").write_bytes(b"garbage") and t / "bad.pt", "bad.pt"),
+    "missing keys": (lambda t: _write(t, "a.npz", logits=np.zeros((3, 2))), "labels"),
+    "1-D logits": (lambda t: _write(t, "a.npz", logits=np.zeros(3), labels=np.zeros(3, int)), "2-D"),
+    "N mismatch": (lambda t: _write(t, "a.npz", logits=np.zeros((3, 2)), labels=np.zeros(4, int)), "3 entries"),
+    "labels out of range": (lambda t: _write(t, "a.npz", logits=np.zeros((3, 2)), labels=[0, 1, 2]), "[0, 1]"),
+    "float labels": (lambda t: _write(t, "a.npz", logits=np.zeros((2, 2)), labels=[0.5, 1.0]), "integers"),
+    "NaN logits": (lambda t: _write(t, "a.npz", logits=[[np.nan, 0.0]], labels=[0]), "finite"),
+    "Inf logits": (lambda t: _write(t, "a.npz", logits=[[np.inf, 0.0]], labels=[0]), "finite"),
+    "empty": (lambda t: _write(t, "a.npz", logits=np.zeros((0, 3)), labels=np.zeros(0, int)), "at least one sample"),
+    "not a run": (lambda t: (t / "folder").mkdir() or t / "folder", "run folder"),
+    "pickle": (lambda t: torch.save({"x": object()}, t / "p.pt") or t / "p.pt", "Refusing to load"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_bad_input_files(tmp_path, case):
+    build, fragment = BAD_FILES[case]
+    out = tmp_path / "out.json"
+    result = invoke(build(tmp_path), "--json", out)
+    assert_one_line_error(result, fragment)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "options, fragment",
+    [
+        (["--n-bins", "0"], "Expected --n-bins to be a positive integer, got 0."),
+        (["--n-bins", "abc"], "--n-bins"),
+        (["--bootstrap", "-1"], "--bootstrap"),
+        (["--seed", "-3"], "--seed"),
+        (["--metrics", "ece-emm"], "Did you mean 'ece-em'?"),
+        (["--metrics", ","], "at least one metric"),
+        (["--calibrator", "missing.json"], "--calibrator"),
+        (["--unknown-flag"], "No such option"),
+    ],
+)
+def test_bad_options(npz, tmp_path, options, fragment):
+    out = tmp_path / "out.json"
+    result = invoke(npz, *options, "--json", out)
+    assert_one_line_error(result, fragment)
+    assert not out.exists()
+
+
+def test_json_path_that_is_a_folder(npz, tmp_path):
+    assert_one_line_error(invoke(npz, "--json", tmp_path), "is a folder")
+
+
+def test_run_folder_without_predictions_or_checkpoint(tmp_path):
+    run, _, _ = make_run(tmp_path, with_predictions=False, with_checkpoint=False)
+    assert_one_line_error(invoke(run), "has neither")
+    assert not (run / "evaluate.json").exists()
+
+
+def test_calibrator_needs_logits(tmp_path, fake_calibrators):
+    logits, labels = sample()
+    path = _write(tmp_path, "probs.npz", logits=softmax(logits.astype(np.float64)), labels=labels)
+    cal = tmp_path / "cal.json"
+    cal.write_text("{}")
+    out = tmp_path / "out.json"
+    assert_one_line_error(invoke(path, "--calibrator", cal, "--json", out), "Expected logits")
+    assert not out.exists()
+
+
+# ------------------------------------------------------------------------------------------------ library side
+
+
+def test_evaluate_predictions_structure():
+    logits, labels = sample()
+    results = evaluate_predictions(logits, labels, metric_names=["ece-em"], bootstrap=20, n_bins=5)
+    assert set(results) == {"metrics", "units", "assumed_input", "n_samples", "num_classes", "bins", "bootstrap"}
+    assert list(results["metrics"]) == ["ece_em"] and list(results["bootstrap"]) == ["ece_em"]
+    assert len(results["bins"]["equal_mass"]["edges"]) == 6
+
+
+def test_evaluation_report_envelope(npz):
+    logits, labels = sample()
+    report = evaluation_report(logits, labels, input_path=npz, source={"kind": "predictions"})
+    assert report["kind"] == "evaluate" and report["input"]["path"] == str(npz)
+    assert report["config"]["metrics"] == list(METRIC_NAMES)
+    assert set(report["results"]["metrics"]) == {metric_key(n) for n in METRIC_NAMES}
+
+
+def test_resolve_input_kinds(tmp_path, npz, fake_training):
+    assert resolve_evaluation_input(npz).kind == "predictions"
+    run, _, _ = make_run(tmp_path)
+    resolved = resolve_evaluation_input(run)
+    assert resolved.kind == "run" and resolved.run.root == run and resolved.source == "predictions.npz"
+    with pytest.raises(InputError, match="does not exist"):
+        resolve_evaluation_input(tmp_path / "missing")
+
+
+def test_library_option_checks():
+    assert check_bootstrap(0) == 0 and check_bootstrap(5) == 5
+    with pytest.raises(InputError, match="non-negative integer"):
+        check_bootstrap(-1)
+    with pytest.raises(InputError, match="non-negative integer"):
+        check_bootstrap(2.5)
+    with pytest.raises(InputError, match="return probabilities"):
+        calibrated_probs(types.SimpleNamespace(transform=lambda x: np.ones_like(x)), np.zeros((2, 3)) + [0, 1, 2])

@@ -1,0 +1,240 @@
+"""`adacal plot` through CliRunner on synthetic run folders (no trainer needed): files, formats, artists, errors."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from adacal import plots
+from adacal.arrays import softmax
+from adacal.cli import app
+from adacal.metrics.binning import bin_statistics
+from adacal.predictions import Predictions, save_split_predictions
+from adacal.reports import make_report, write_json
+
+runner = CliRunner()
+M = 4
+PNG, PDF = b"\x89PNG\r\n\x1a\n", b"%PDF-"
+
+
+def _logits(n, seed, scale):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 5, n)
+    logits = rng.normal(size=(n, 5))
+    logits[np.arange(n), labels] += 1.5
+    return (scale * logits).astype(np.float32), labels
+
+
+def _history(epochs, seed, adafocal):
+    rng = np.random.default_rng(seed)
+    records = []
+    for epoch in range(1, epochs + 1):
+        metrics = lambda: {"error": float(rng.uniform(0.1, 0.5)), "nll": 1.0,  # noqa: E731
+                           "ece_em": float(rng.uniform(0.01, 0.1)), "ece_ew": 0.05}
+        record = {"epoch": epoch, "lr": 0.1, "train": {"loss": 1.0, "accuracy": 0.6}, "val": metrics(), "test": metrics()}
+        if adafocal:
+            edges = np.concatenate([[0.0], np.sort(rng.uniform(0.4, 0.99, M - 1)), [1.0]])
+            confidence = (edges[:-1] + edges[1:]) / 2
+            update = {"edges": edges.tolist(), "gammas": rng.uniform(0.2, 5, M).tolist(),
+                      "val_confidence": confidence.tolist(), "val_accuracy": (confidence - 0.02).tolist(),
+                      "counts": [25] * M}
+            record["adafocal"] = {"updates": [update], "train_confidence": (confidence + 0.01).tolist(),
+                                  "train_counts": [100] * M}
+        records.append(record)
+    return records
+
+
+def _make_run(root, name, loss, seed=0, scale=1.0):
+    run = root / name
+    run.mkdir()
+    config = {"loss": loss, "model": "mlp", "dataset": "digits", "seed": seed, "epochs": 3}
+    write_json(run / "config.json", make_report("train-config", config=config, results={}))
+    lines = [json.dumps(r) for r in _history(3, seed, adafocal=loss == "adafocal")]
+    (run / "history.jsonl").write_text("\n".join(lines) + "\n")
+    save_split_predictions(run / "predictions.npz", val=Predictions(*_logits(100, seed, scale)),
+                           test=Predictions(*_logits(200, seed + 50, scale)))
+    return run
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    made = {
+        "ce": _make_run(root, "ce", "ce", seed=0, scale=2.0),
+        "ce-seed1": _make_run(root, "ce-seed1", "ce", seed=1, scale=2.0),
+        "adafocal": _make_run(root, "adafocal", "adafocal", seed=2),
+    }
+    ood = make_report("ood", config={}, results={
+        "in": {"name": "digits", "n": 10}, "out": {"name": "noise", "n": 10}, "temperature": 1.2,
+        "temperature_source": "fitted",
+        "scores": {"entropy": {
+            "pre": {"auroc": 0.75, "aupr_in": 0.7, "aupr_out": 0.7, "fpr_at_95_tpr": 0.5,
+                    "roc": {"fpr": [0.0, 0.2, 1.0], "tpr": [0.0, 0.7, 1.0]}},
+            "post": {"auroc": 0.8, "aupr_in": 0.7, "aupr_out": 0.7, "fpr_at_95_tpr": 0.4,
+                     "roc": {"fpr": [0.0, 0.1, 1.0], "tpr": [0.0, 0.7, 1.0]}}}}})
+    write_json(made["adafocal"] / "ood.json", ood)
+    write_json(made["ce"] / "ood.json", ood)
+    return made
+
+
+@pytest.fixture
+def captured(monkeypatch):
+    """The figures the CLI saves, to inspect their artists."""
+    figures = []
+    original = plots.save_figure
+
+    def save(fig, path, **kwargs):
+        figures.append(fig)
+        return original(fig, path, **kwargs)
+
+    monkeypatch.setattr(plots, "save_figure", save)
+    return figures
+
+
+def _ok(args):
+    result = runner.invoke(app, ["plot", *args])
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def _error(args):
+    result = runner.invoke(app, ["plot", *args])
+    assert result.exit_code != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error:"), result.stderr
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+def _stats(run, binning="equal-width", n_bins=15):
+    with np.load(run / "predictions.npz") as data:
+        probs, labels = softmax(data["test_logits"].astype(np.float64)), data["test_labels"]
+    return bin_statistics(probs.max(axis=1), probs.argmax(axis=1) == labels, n_bins=n_bins, binning=binning)
+
+
+def _bar_heights(fig):
+    heights = []
+    for ax in fig.axes:
+        if ax.get_label().startswith("reliability:"):
+            (bars,) = [c for c in ax.containers if c.get_label() == "Accuracy"]
+            heights.append([r.get_height() for r in bars.patches])
+    return heights
+
+
+def test_reliability_of_run_folders_defaults_into_the_first_run(runs, captured):
+    result = _ok(["reliability", str(runs["ce"]), str(runs["adafocal"]), "--binning", "equal-mass", "--n-bins", "10",
+                  "--dpi", "40"])
+    out = runs["ce"] / "plots" / "reliability.png"
+    assert out.read_bytes().startswith(PNG) and str(out) in result.stdout
+    (fig,) = captured
+    expected = [_stats(runs[name], "equal-mass", 10).accuracy for name in ("ce", "adafocal")]
+    np.testing.assert_array_equal(_bar_heights(fig), expected)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_label().startswith("reliability:")]
+    assert titles[0].startswith("CE\n") and titles[1].startswith("AdaFocal\n")
+
+
+def test_reliability_of_predictions_file_and_evaluate_json(runs, tmp_path, captured):
+    predictions = tmp_path / "preds.npz"
+    predictions.write_bytes((runs["ce"] / "predictions.npz").read_bytes())
+    stats = _stats(runs["ce"])
+    evaluate = tmp_path / "eval.json"
+    write_json(evaluate, make_report("evaluate", config={}, results={
+        "bins": {"equal_width": stats.to_dict(), "equal_mass": _stats(runs["ce"], "equal-mass").to_dict()}}))
+    _ok(["reliability", str(predictions), str(evaluate), "--labels", "file,report", "--title", "Two inputs",
+         "--dpi", "30"])
+    assert (tmp_path / "preds-reliability.png").read_bytes().startswith(PNG)  # default: beside the first input
+    np.testing.assert_array_equal(_bar_heights(captured[0]), [stats.accuracy, stats.accuracy])
+    titles = [ax.get_title() for ax in captured[0].axes if ax.get_label().startswith("reliability:")]
+    assert [t.split("\n")[0] for t in titles] == ["file", "report"]
+
+
+def test_reliability_with_calibrated_adds_the_calibrated_panel(runs, tmp_path, captured):
+    calibrators = pytest.importorskip("adacal.calibrators")
+    with np.load(runs["ce"] / "predictions.npz") as data:
+        val_logits, val_labels, test_logits = data["val_logits"], data["val_labels"], data["test_logits"]
+        test_labels = data["test_labels"]
+    calibrator = calibrators.build_calibrator("temperature").fit(val_logits, val_labels)
+    write_json(tmp_path / "calibrate.json", make_report("calibrate", config={}, results={
+        "calibrators": {"temperature": {"params": {}, "calibrator": calibrator.to_dict()}}, "best": "temperature"}))
+    _ok(["reliability", str(runs["ce"]), "--calibrated", str(tmp_path / "calibrate.json"),
+         "--out", str(tmp_path / "cal.png"), "--dpi", "30"])
+    probs = np.asarray(calibrator.transform(test_logits), dtype=np.float64)
+    expected = bin_statistics(probs.max(axis=1), probs.argmax(axis=1) == test_labels).accuracy
+    heights = _bar_heights(captured[0])
+    assert len(heights) == 2
+    np.testing.assert_allclose(heights[1], expected, atol=1e-12)
+
+
+def test_gamma_writes_one_panel_per_requested_bin(runs, tmp_path, captured):
+    _ok(["gamma", str(runs["adafocal"]), "--bins", "0,3", "--out", str(tmp_path / "gamma.pdf")])
+    assert (tmp_path / "gamma.pdf").read_bytes().startswith(PDF)
+    (fig,) = captured
+    assert sorted(ax.get_label() for ax in fig.axes if ax.get_label().startswith("gamma:")) == ["gamma:bin-0", "gamma:bin-3"]
+    history = plots.load_history(runs["adafocal"] / "history.jsonl")
+    (gamma_ax,) = [ax for ax in fig.axes if ax.get_label() == "gamma:bin-3"]
+    np.testing.assert_array_equal(gamma_ax.get_lines()[0].get_ydata(),
+                                  [r["adafocal"]["updates"][0]["gammas"][3] for r in history])
+
+
+def test_correspondence_curves_and_roc_write_their_files(runs, tmp_path):
+    _ok(["correspondence", str(runs["adafocal"]), "--bins", "1", "--dpi", "30"])
+    assert (runs["adafocal"] / "plots" / "correspondence.png").read_bytes().startswith(PNG)
+    _ok(["curves", str(runs["ce"]), str(runs["ce-seed1"]), str(runs["adafocal"]), "--out", str(tmp_path / "c.png"),
+         "--dpi", "30"])
+    assert (tmp_path / "c.png").read_bytes().startswith(PNG)
+    _ok(["roc", str(runs["ce"] / "ood.json"), str(runs["adafocal"]), "--out", str(tmp_path / "roc.svg")])
+    assert "<svg" in (tmp_path / "roc.svg").read_text()
+
+
+def test_same_input_gives_identical_bytes(runs, tmp_path):
+    # (SVG determinism is checked in tests/test_plots.py)
+    for name in ("a", "b"):
+        _ok(["gamma", str(runs["adafocal"]), "--bins", "2", "--out", str(tmp_path / f"{name}.png"), "--dpi", "30"])
+    assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
+
+
+def test_gamma_on_a_run_without_adafocal_is_a_one_line_error(runs):
+    for command in ("gamma", "correspondence"):
+        message = _error([command, str(runs["ce"])])
+        assert message == f"Error: {runs['ce']} was trained with --loss ce; plot {command} needs an adafocal run."
+    assert not (runs["ce"] / "plots" / "gamma.png").exists()
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["gamma", "{adafocal}", "--bins", "0,4"], rf"\[0, {M - 1}\], got 4"),
+        (["gamma", "{adafocal}", "--bins", "zero"], "comma-separated"),
+        (["reliability", "{adafocal}", "--out", "{tmp}/x.jpg"], r"\.png, \.svg or \.pdf"),
+        (["reliability", "{tmp}/missing.npz", "--out", "{tmp}/x.png"], "does not exist"),
+        (["reliability", "{adafocal}", "--binning", "quantile", "--out", "{tmp}/x.png"], "equal-width, equal-mass"),
+        (["reliability", "{adafocal}", "--n-bins", "0", "--out", "{tmp}/x.png"], "--n-bins"),
+        (["reliability", "{adafocal}", "{ce}", "--labels", "one", "--out", "{tmp}/x.png"], "--labels"),
+        (["reliability", "{adafocal}/ood.json", "--out", "{tmp}/x.png"], "'evaluate' report, got a 'ood' report"),
+        (["roc", "{adafocal}/config.json", "--out", "{tmp}/x.png"], "'ood' report, got a 'train-config' report"),
+        (["roc", "{adafocal}", "--score", "energy", "--out", "{tmp}/x.png"], "energy"),
+        (["curves", "{tmp}", "--out", "{tmp}/x.png"], "run folder"),
+        (["reliability", "{adafocal}", "--dpi", "0", "--out", "{tmp}/x.png"], "--dpi"),
+        (["reliability", "{adafocal}", "--bogus"], "No such option"),
+    ],
+)
+def test_bad_input_is_one_line_error_and_writes_nothing(runs, tmp_path, args, match):
+    names = {"adafocal": runs["adafocal"], "ce": runs["ce"], "tmp": tmp_path}
+    before = _files(runs["ce"].parent)
+    message = _error([a.format(**names) for a in args])
+    assert re.search(match, message), message
+    assert list(tmp_path.iterdir()) == []
+    assert _files(runs["ce"].parent) == before
+
+
+def _files(root):
+    return sorted(str(p) for p in root.rglob("*"))
+
+
+def test_plot_help_lists_subcommands():
+    result = runner.invoke(app, ["plot", "--help"])
+    assert result.exit_code == 0
+    for name in ("reliability", "gamma", "curves", "correspondence", "roc"):
+        assert name in result.stdout

@@ -1,0 +1,256 @@
+"""`adacal train` end to end on tiny data: the run folder, exact resume, one-line errors, refusing pickled
+checkpoints, SIGTERM, a CIFAR-10 slice, and data-parallel training on two CPU processes."""
+
+import json
+import multiprocessing
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+import adacal
+from adacal.cli import app
+
+runner = CliRunner()
+REPO = Path(adacal.__file__).resolve().parents[1]
+SHARED_DATA = Path(adacal.__file__).resolve().parents[2] / "shared" / "data"
+TINY = ["--device", "cpu", "--train-subset", "320", "--batch-size", "32"]
+EXACT = [*TINY, "--optimizer", "sgd", "--lr", "0.05", "--milestones", "3", "--seed", "3"]
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def _only_run(out: Path) -> Path:
+    runs = list(out.iterdir())
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def _train(*args: str):
+    return runner.invoke(app, ["train", *args])
+
+
+def _history(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+
+
+def test_train_writes_a_complete_run_folder(tmp_path):
+    result = _train("--epochs", "2", "--out", str(tmp_path), *TINY)
+    assert result.exit_code == 0, result.output
+    run = _only_run(tmp_path)
+    assert run.name.endswith("-digits-mlp-adafocal")
+    assert "epoch 2/2" in result.stdout and "Test metrics" in result.stdout and str(run) in result.stdout
+
+    config = json.loads((run / "config.json").read_text())
+    assert config["kind"] == "train-config" and config["config"]["seed"] == 0 and config["config"]["epochs"] == 2
+    assert set(config["results"]["versions"]) == {"adacal", "torch", "numpy", "python"}
+    assert config["results"]["split"]["sizes"]["train"] == 320
+
+    history = _history(run)
+    assert [h["epoch"] for h in history] == [1, 2]
+    for line in history:
+        assert set(line["train"]) == {"loss", "accuracy"} and set(line["val"]) == {"error", "nll", "ece_em", "ece_ew"}
+        ada = line["adafocal"]
+        assert len(ada["train_confidence"]) == len(ada["train_counts"]) == 15 and sum(ada["train_counts"]) == 320
+        (update,) = ada["updates"]
+        assert set(update) == {"edges", "gammas", "val_confidence", "val_accuracy", "counts"}
+        assert len(update["gammas"]) == 15 and len(update["edges"]) == 16
+
+    checkpoint = torch.load(run / "checkpoints" / "last.pt", weights_only=True)
+    assert checkpoint["format"] == "adacal-checkpoint" and checkpoint["epoch"] == 2
+    assert checkpoint["loss_state"]["gammas"].tolist() == history[-1]["adafocal"]["updates"][0]["gammas"]
+    assert (run / "checkpoints" / "best.pt").is_file()
+
+    with np.load(run / "predictions.npz") as arrays:
+        assert arrays["val_logits"].dtype == np.float32 and arrays["test_labels"].dtype == np.int64
+        assert arrays["val_logits"].shape == (360, 10) and arrays["test_logits"].shape == (360, 10)
+    report = json.loads((run / "evaluate.json").read_text())
+    assert report["kind"] == "evaluate" and {"error", "ece_em", "ece_ew", "nll"} <= set(report["results"]["metrics"])
+
+
+def test_test_subset_scores_the_first_n_test_samples(tmp_path):
+    result = _train("--epochs", "1", "--out", str(tmp_path), "--test-subset", "50", "--quiet", *TINY)
+    assert result.exit_code == 0, result.output
+    run = _only_run(tmp_path)
+    config = json.loads((run / "config.json").read_text())
+    assert config["results"]["split"]["sizes"]["test"] == 50 and config["config"]["test_subset"] == 50
+    from adacal.data import load_dataset
+
+    expected = load_dataset("digits").test.labels[:50].numpy()
+    with np.load(run / "predictions.npz") as arrays:
+        assert arrays["test_logits"].shape == (50, 10) and arrays["val_logits"].shape == (360, 10)
+        np.testing.assert_array_equal(arrays["test_labels"], expected)
+    assert json.loads((run / "evaluate.json").read_text())["results"]["n_samples"] == 50
+    assert _train("--test-subset", "0", "--out", str(tmp_path)).exit_code == 2
+
+
+def test_resume_reproduces_an_uninterrupted_run_exactly(tmp_path):
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    assert _train("--epochs", "4", "--out", str(straight), "--quiet", *EXACT).exit_code == 0
+    assert _train("--epochs", "2", "--out", str(split), "--quiet", *EXACT).exit_code == 0
+    run = _only_run(split)
+    resumed = _train("--resume", str(run), "--epochs", "4", "--quiet")
+    assert resumed.exit_code == 0, resumed.output
+    assert resumed.stdout.strip().splitlines()[-1] == str(run)
+    a = torch.load(_only_run(straight) / "checkpoints" / "last.pt", weights_only=True)
+    b = torch.load(run / "checkpoints" / "last.pt", weights_only=True)
+    assert b["epoch"] == 4 and b["config"]["epochs"] == 4
+    for key, value in a["model_state"].items():
+        assert torch.equal(value, b["model_state"][key]), key
+    assert torch.equal(a["loss_state"]["gammas"], b["loss_state"]["gammas"])
+    assert a["scheduler_state"]["_last_lr"] == b["scheduler_state"]["_last_lr"]  # the milestone at 3 fired once
+    drop = lambda lines: [{k: v for k, v in line.items() if k != "seconds"} for line in lines]  # noqa: E731
+    assert drop(_history(_only_run(straight))) == drop(_history(run))
+    results = [json.loads((r / "evaluate.json").read_text())["results"] for r in (_only_run(straight), run)]
+    assert results[0] == results[1]
+    resumes = json.loads((run / "config.json").read_text())["results"]["resumes"]
+    assert resumes[0]["from_epoch"] == 2 and resumes[0]["epochs"] == 4
+
+
+def _one_line_error(result) -> str:
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--dataset", "cifar1"], "Unknown dataset 'cifar1'. Did you mean 'cifar10'?"),
+        (["--model", "resnet21"], "Unknown model 'resnet21'. Did you mean 'resnet20'?"),
+        (["--loss", "adafocla"], "Unknown loss 'adafocla'. Did you mean 'adafocal'?"),
+        (["--loss", "ce", "--gamma", "2"], "--gamma does not apply to --loss ce"),
+        (["--epochs", "0"], "Expected --epochs to be a positive integer, got 0."),
+        (["--milestones", "5,x"], "Expected --milestones to be comma-separated epoch numbers"),
+        (["--update-every", "sometimes"], "--update-every"),
+        (["--gamma-max", "-5"], "--gamma-max to be greater than --gamma-min"),
+    ],
+)
+def test_bad_options_fail_in_one_line_before_training(tmp_path, args, expected):
+    line = _one_line_error(_train("--out", str(tmp_path / "runs"), *args))
+    assert expected in line
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_resume_refuses_conflicting_options_and_pickled_checkpoints(tmp_path):
+    assert _train("--epochs", "1", "--out", str(tmp_path / "runs"), "--quiet", *TINY).exit_code == 0
+    run = _only_run(tmp_path / "runs")
+    line = _one_line_error(_train("--resume", str(run), "--epochs", "2", "--lr", "0.5"))
+    assert "--lr 0.5 conflicts with the resumed run's" in line
+
+    marker = tmp_path / "created-by-unpickling.txt"
+
+    class CreatesAFile:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    torch.save({"format": "adacal-checkpoint", "format_version": 1, "payload": CreatesAFile()}, run / "checkpoints" / "last.pt")
+    line = _one_line_error(_train("--resume", str(run), "--epochs", "2"))
+    assert "Refusing to load" in line and "weights_only=True" in line
+    assert not marker.exists()
+
+
+def test_sigterm_stops_with_a_resume_hint_and_a_loadable_checkpoint(tmp_path):
+    command = [sys.executable, "-m", "adacal", "train", "--epochs", "1000", "--out", str(tmp_path), *TINY]
+    process = subprocess.Popen(
+        command, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        for line in process.stdout:
+            if line.startswith("epoch 1/"):
+                process.send_signal(signal.SIGTERM)
+                break
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130, stderr
+    assert "Interrupted at epoch" in stderr and "resume with: adacal train --resume" in stderr and "--epochs 1000" in stderr
+    run = _only_run(tmp_path)
+    checkpoint = torch.load(run / "checkpoints" / "last.pt", weights_only=True)
+    assert checkpoint["epoch"] >= 1
+    assert len(_history(run)) == checkpoint["epoch"]
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "cifar10.npz").is_file(), reason="shared CIFAR-10 arrays not present")
+def test_resnet20_on_a_cifar10_slice(tmp_path):
+    with np.load(SHARED_DATA / "cifar10.npz") as full:
+        # Images are sorted by class: a stride keeps every class.
+        np.savez(
+            tmp_path / "cifar10.npz", train_x=full["train_x"][::50], train_y=full["train_y"][::50],
+            test_x=full["test_x"][::50], test_y=full["test_y"][::50], classes=full["classes"],
+        )
+    result = _train(
+        "--dataset", "cifar10", "--data-dir", str(tmp_path), "--model", "resnet20", "--train-subset", "256",
+        "--val-size", "200", "--epochs", "1", "--batch-size", "64", "--device", "cpu", "--out", str(tmp_path / "runs"),
+    )
+    assert result.exit_code == 0, result.output
+    run = _only_run(tmp_path / "runs")
+    assert run.name.endswith("-cifar10-resnet20-adafocal")
+    with np.load(run / "predictions.npz") as arrays:
+        assert arrays["test_logits"].shape == (200, 10) and arrays["val_logits"].shape == (200, 10)
+    assert torch.load(run / "checkpoints" / "last.pt", weights_only=True)["input_shape"] == [3, 32, 32]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _ddp_rank(rank: int, port: int, out: Path) -> None:
+    """One rank, with the environment torchrun gives it."""
+    from adacal.training import TrainConfig, train
+
+    os.environ.update(
+        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
+    )
+    torch.set_num_threads(1)
+    result = train(TrainConfig(dataset="digits", device="cpu", epochs=1, train_subset=256, batch_size=32,
+                               out=str(out / "runs")))
+    (out / f"rank{rank}.json").write_text(
+        json.dumps({"gammas": result.gammas, "run_dir": str(result.run_dir), "metrics": result.test_metrics})
+    )
+
+
+def test_data_parallel_training_on_two_cpu_processes(tmp_path):
+    """What `torchrun --nproc_per_node=2 -m adacal train` sets up: two ranks, gloo, one run folder, the same γ.
+
+    The ranks are forked from this process (torch already imported), which keeps the test to seconds.
+    """
+    context = multiprocessing.get_context("fork")
+    port = _free_port()
+    processes = [context.Process(target=_ddp_rank, args=(rank, port, tmp_path)) for rank in range(2)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+    assert [p.exitcode for p in processes] == [0, 0]
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    assert ranks[0]["gammas"] == ranks[1]["gammas"] and len(ranks[0]["gammas"]) == 15
+    assert ranks[0]["metrics"] == ranks[1]["metrics"] and ranks[0]["run_dir"] == ranks[1]["run_dir"]
+    run = _only_run(tmp_path / "runs")
+    history = _history(run)
+    assert len(history) == 1 and sum(history[0]["adafocal"]["train_counts"]) == 256  # both ranks' samples
+    assert history[0]["adafocal"]["updates"][0]["gammas"] == ranks[0]["gammas"]
+    assert (run / "evaluate.json").is_file() and (run / "checkpoints" / "last.pt").is_file()

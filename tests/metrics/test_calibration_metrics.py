@@ -1,0 +1,396 @@
+"""Calibration metrics against slow loops, the published `uncertainty-calibration` package, hand-worked examples,
+and invariants (range, calibrated data, permutation, torch vs numpy, logits vs softmax)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import slow_metrics as slow
+from adacal.arrays import softmax
+from adacal.errors import InputError, UnknownNameError
+from adacal.metrics import (
+    METRIC_NAMES,
+    METRICS,
+    brier,
+    classwise_ece,
+    compute_metrics,
+    ece_debias,
+    ece_em,
+    ece_ew,
+    ece_sweep_em,
+    ece_sweep_ew,
+    error,
+    mce,
+    metric_key,
+    nll,
+    prepare_predictions,
+    reliability,
+)
+
+calibration = pytest.importorskip("calibration")  # the `uncertainty-calibration` package (Kumar et al. 2019)
+
+
+def make_logits(n, k, seed, scale=2.0):
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(n, k)) * scale
+    labels = rng.integers(0, k, size=n)
+    # Make the model better than chance so bins see both hits and misses.
+    hit = rng.random(n) < 0.6
+    logits[hit, labels[hit]] += 2.0
+    return logits, labels
+
+
+def calibrated_sample(n, k, seed):
+    """Probabilities from a Dirichlet, labels drawn from them: a perfectly calibrated model."""
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet(np.full(k, 0.3), size=n)
+    cumulative = probs.cumsum(axis=1)
+    labels = np.minimum((rng.random((n, 1)) > cumulative).sum(axis=1), k - 1)
+    return probs, labels
+
+
+def tied_probs():
+    """Dyadic probabilities (exact in floating point) with many ties and top confidences of exactly 1."""
+    rng = np.random.default_rng(7)
+    top = rng.choice([0.5, 0.625, 0.75, 0.875, 1.0], size=120)
+    probs = np.stack([top, 1.0 - top], axis=1)
+    swap = rng.random(120) < 0.5
+    probs[swap] = probs[swap][:, ::-1]
+    labels = rng.integers(0, 2, size=120)
+    return probs, labels
+
+
+BINNED = {
+    "ece_ew": (ece_ew, slow.ece_ew),
+    "ece_em": (ece_em, slow.ece_em),
+    "ece_debias": (ece_debias, slow.ece_debias),
+    "mce": (mce, slow.mce),
+    "classwise_ece": (classwise_ece, slow.classwise_ece),
+}
+
+
+# ---------------------------------------------------------------------------------------- slow reference loops
+
+
+@pytest.mark.parametrize("name", sorted(BINNED))
+@pytest.mark.parametrize("n, k, n_bins, seed", [(300, 10, 15, 0), (50, 3, 15, 1), (7, 4, 15, 2), (200, 2, 5, 3)])
+def test_binned_metrics_match_slow_loops(name, n, k, n_bins, seed):
+    logits, labels = make_logits(n, k, seed)
+    probs = softmax(logits)
+    fast, reference = BINNED[name]
+    assert fast(logits, labels, n_bins=n_bins) == pytest.approx(reference(probs, labels, n_bins), abs=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(BINNED))
+def test_binned_metrics_match_slow_loops_with_ties_and_exact_ones(name):
+    probs, labels = tied_probs()
+    fast, reference = BINNED[name]
+    for n_bins in (1, 4, 15, 200):
+        assert fast(probs, labels, n_bins=n_bins) == pytest.approx(reference(probs, labels, n_bins), abs=1e-12)
+
+
+def test_marginal_debias_matches_slow_loop():
+    logits, labels = make_logits(120, 4, 5)
+    expected = slow.ece_debias(softmax(logits), labels, 15, mode="marginal")
+    assert ece_debias(logits, labels, mode="marginal") == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("n, k, seed", [(400, 10, 0), (60, 3, 1), (9, 5, 2)])
+def test_nll_brier_error_match_slow_loops(n, k, seed):
+    logits, labels = make_logits(n, k, seed)
+    probs = softmax(logits)
+    assert nll(logits, labels) == pytest.approx(slow.nll(logits, labels), rel=1e-12)
+    assert brier(logits, labels) == pytest.approx(slow.brier(probs, labels), abs=1e-12)
+    assert error(logits, labels) == pytest.approx(slow.error(probs, labels), abs=1e-15)
+
+
+@pytest.mark.parametrize("binning, metric", [("equal-mass", ece_sweep_em), ("equal-width", ece_sweep_ew)])
+@pytest.mark.parametrize("n, k, seed", [(150, 10, 0), (40, 3, 1), (3, 2, 2)])
+def test_sweeps_match_slow_loops(binning, metric, n, k, seed):
+    logits, labels = make_logits(n, k, seed)
+    expected = slow.ece_sweep(softmax(logits), labels, binning)
+    assert metric(logits, labels) == pytest.approx(expected, abs=1e-12)
+
+
+# ------------------------------------------------------------------------------- the published reference package
+
+
+def _continuous_cases():
+    for n, k, seed in [(1000, 10, 0), (300, 3, 1), (40, 5, 2), (10, 4, 3), (500, 2, 4)]:
+        logits, labels = make_logits(n, k, seed)
+        yield softmax(logits), labels
+
+
+def _reference_cases():
+    yield from _continuous_cases()
+    yield tied_probs()
+    # Exact 0/1 entries: confident one-hot rows (some wrong) among continuous ones.
+    probs, labels = next(_continuous_cases())
+    probs = probs.copy()
+    probs[:100] = np.eye(10)[np.arange(100) % 10]
+    yield probs, labels
+
+
+@pytest.mark.parametrize("case", list(range(7)))
+def test_ece_ew_and_em_match_uncertainty_calibration(case):
+    probs, labels = list(_reference_cases())[case]
+    assert ece_ew(probs, labels) == pytest.approx(calibration.get_ece(probs, labels, num_bins=15), abs=1e-6)
+    assert ece_em(probs, labels) == pytest.approx(calibration.get_ece_em(probs, labels, num_bins=15), abs=1e-6)
+
+
+@pytest.mark.parametrize("case", list(range(7)))
+def test_debias_top_label_matches_uncertainty_calibration(case):
+    probs, labels = list(_reference_cases())[case]
+    expected = calibration.lower_bound_scaling_ce(probs, labels, p=2, debias=True, num_bins=15, mode="top-label")
+    assert ece_debias(probs, labels) == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize("case", list(range(5)))
+def test_debias_marginal_matches_get_calibration_error(case):
+    probs, labels = list(_continuous_cases())[case]
+    assert not calibration.is_discrete(probs)  # so the package takes its continuous (scaling) branch
+    assert ece_debias(probs, labels, mode="marginal") == pytest.approx(
+        calibration.get_calibration_error(probs, labels), abs=1e-6
+    )
+
+
+def test_debias_marginal_matches_package_with_ties_and_zeros():
+    probs, labels = tied_probs()
+    expected = calibration.lower_bound_scaling_ce(probs, labels, p=2, debias=True, num_bins=15, mode="marginal")
+    assert ece_debias(probs, labels, mode="marginal") == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize("n_bins", [1, 2, 10, 30])
+def test_other_bin_counts_match_the_package(n_bins):
+    probs, labels = next(_continuous_cases())
+    assert ece_ew(probs, labels, n_bins=n_bins) == pytest.approx(calibration.get_ece(probs, labels, num_bins=n_bins), abs=1e-6)
+    assert ece_em(probs, labels, n_bins=n_bins) == pytest.approx(
+        calibration.get_ece_em(probs, labels, num_bins=n_bins), abs=1e-6
+    )
+    assert ece_debias(probs, labels, n_bins=n_bins) == pytest.approx(
+        calibration.lower_bound_scaling_ce(probs, labels, p=2, debias=True, num_bins=n_bins, mode="top-label"), abs=1e-6
+    )
+
+
+# ------------------------------------------------------------------------------------------ hand-worked examples
+
+# Four samples, two classes. Top-1 (confidence, correct):
+#   [1, 0] label 0 -> (1.0, 1);  [1, 0] label 1 -> (1.0, 0);  [0.75, 0.25] label 0 -> (0.75, 1);
+#   [0.5, 0.5] label 1 -> tie, class 0 predicted -> (0.5, 0).
+HAND_PROBS = np.array([[1.0, 0.0], [1.0, 0.0], [0.75, 0.25], [0.5, 0.5]])
+HAND_LABELS = np.array([0, 1, 0, 1])
+
+
+def test_hand_worked_equal_width():
+    # 4 bins (0,.25] (.25,.5] (.5,.75] (.75,1]: 0.5 -> bin 1 (gap .5), 0.75 -> bin 2 (gap .25), the two 1.0s -> bin 3
+    # (conf 1, acc .5, gap .5); bin 0 empty. ECE = 1/4*.5 + 1/4*.25 + 2/4*.5 = .4375; MCE = .5. With 15 bins the
+    # groups are the same (0.5 in (7/15, 8/15], 0.75 in (11/15, 12/15], 1.0 in the last bin), so also .4375.
+    assert ece_ew(HAND_PROBS, HAND_LABELS, n_bins=4) == pytest.approx(0.4375, abs=1e-15)
+    assert ece_ew(HAND_PROBS, HAND_LABELS) == pytest.approx(0.4375, abs=1e-15)
+    assert mce(HAND_PROBS, HAND_LABELS, n_bins=4) == pytest.approx(0.5, abs=1e-15)
+    assert error(HAND_PROBS, HAND_LABELS) == 0.5
+    stats = reliability(HAND_PROBS, HAND_LABELS, n_bins=4)
+    assert stats.counts.tolist() == [0, 1, 1, 2]
+    assert stats.mean_confidence.tolist() == [0.0, 0.5, 0.75, 1.0]
+    assert stats.accuracy.tolist() == [0.0, 0.0, 1.0, 0.5]
+
+
+def test_hand_worked_equal_mass_with_ties():
+    # Sorted confidences .5 .75 1 1. Two bins: cut after 2 samples at (.75 + 1)/2 = .875: {.5,.75} conf .625 acc .5
+    # -> 1/2*.125; {1,1} acc .5 -> 1/2*.5; ECE = .3125.
+    assert ece_em(HAND_PROBS, HAND_LABELS, n_bins=2) == pytest.approx(0.3125, abs=1e-15)
+    # Three bins: array_split sizes 2,1,1 -> edges .875 and (1 + 1)/2 = 1: the tie at 1.0 is not split, bins hold
+    # 2, 2, 0 samples, and the ECE is again .3125.
+    stats = reliability(HAND_PROBS, HAND_LABELS, n_bins=3, binning="equal-mass")
+    assert stats.counts.tolist() == [2, 2, 0]
+    assert ece_em(HAND_PROBS, HAND_LABELS, n_bins=3) == pytest.approx(0.3125, abs=1e-15)
+    # N = 4 < 15 bins: one sample per bin (the tied 1.0s share one), ECE = 1/4*.5 + 1/4*.25 + 2/4*.5 = .4375.
+    assert ece_em(HAND_PROBS, HAND_LABELS, n_bins=15) == pytest.approx(0.4375, abs=1e-15)
+
+
+def test_hand_worked_debiased():
+    # Confidences .6 x3 (all correct) and .9 x3 (one correct). Two equal-mass bins split at .75.
+    # Bin .6: (C - A)^2 - A(1 - A)/(n - 1) = .4^2 - 0 = .16; bin .9: (.9 - 1/3)^2 - (1/3)(2/3)/2 = 289/900 - 100/900
+    # = .21. Weighted by 1/2 each: .185; ECE_DEBIAS = sqrt(.185). (Plain ECE_EM = .5*.4 + .5*17/30 = .48333...)
+    probs = np.array([[0.6, 0.4]] * 3 + [[0.9, 0.1]] * 3)
+    labels = np.array([0, 0, 0, 0, 1, 1])
+    assert ece_debias(probs, labels, n_bins=2) == pytest.approx(math.sqrt(0.185), abs=1e-12)
+    assert ece_em(probs, labels, n_bins=2) == pytest.approx(0.2 + 0.5 * 17 / 30, abs=1e-12)
+    # A bin of one sample has no variance estimate and counts 0; the negative total is clipped at 0.
+    assert ece_debias(HAND_PROBS, HAND_LABELS, n_bins=2) == 0.0
+
+
+def test_hand_worked_single_class_present():
+    # Labels all 0. Top-1: (.5, correct) and (.5 for class 1, wrong): one bin with conf .5, acc .5 -> ECE 0.
+    probs = np.array([[0.5, 0.25, 0.25], [0.25, 0.5, 0.25]])
+    labels = np.array([0, 0])
+    assert ece_ew(probs, labels, n_bins=4) == 0.0
+    assert error(probs, labels) == 0.5
+    # Classwise with 4 bins: class 0: p (.5, .25), y (1, 1) -> .5*|.25 - 1| + .5*|.5 - 1| = .625;
+    # class 1: p (.25, .5), y 0 -> .5*.25 + .5*.5 = .375; class 2: both .25 in bin 0 -> .25. Mean = 1.25/3.
+    assert classwise_ece(probs, labels, n_bins=4) == pytest.approx(1.25 / 3, abs=1e-15)
+    # Brier: (.5-1)^2 + .25^2 + .25^2 = .375 and (.25-1)^2 + .5^2 + .25^2 = .875 -> mean .625.
+    assert brier(probs, labels) == pytest.approx(0.625, abs=1e-15)
+    # NLL: -(log .5 + log .25)/2 = 1.5 log 2.
+    assert nll(probs, labels) == pytest.approx(1.5 * math.log(2), abs=1e-15)
+
+
+def test_hand_worked_classwise_with_exact_zero_and_one():
+    # Class 0: p (1, 0, .5), y (1, 0, 1), 2 bins: bin 0 holds 0 (first bin is closed below) and .5 -> |.5 - 1|/3;
+    # bin 1 holds 1 with y 1 -> 0. Class 1 mirrors it: |.5 - 0|/3. Mean = 1/6.
+    probs = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+    labels = np.array([0, 1, 0])
+    assert classwise_ece(probs, labels, n_bins=2) == pytest.approx(1 / 6, abs=1e-15)
+
+
+def test_perfect_one_hot_predictions_have_zero_error_everywhere():
+    labels = np.array([0, 1, 2, 1])
+    probs = np.eye(3)[labels]
+    values = compute_metrics(probs, labels)
+    for key, value in values.items():
+        assert value == pytest.approx(0.0, abs=1e-11), key
+
+
+def test_nll_of_probabilities_is_clipped():
+    probs = np.array([[1.0, 0.0], [0.5, 0.5]])
+    labels = np.array([1, 0])
+    assert nll(probs, labels) == pytest.approx((-math.log(1e-12) + math.log(2)) / 2)
+
+
+def test_nll_from_extreme_logits_stays_finite():
+    logits = np.array([[1000.0, -1000.0], [0.0, 0.0]])
+    labels = np.array([1, 0])
+    assert nll(logits, labels) == pytest.approx((2000.0 + math.log(2)) / 2)
+
+
+# ---------------------------------------------------------------------------------------------------- invariants
+
+
+def test_ece_tends_to_zero_for_a_calibrated_model():
+    small = ece_em(*calibrated_sample(1_000, 5, 0))
+    large_probs, large_labels = calibrated_sample(200_000, 5, 1)
+    large = ece_em(large_probs, large_labels)
+    assert large < 0.01 and large < small
+    assert ece_ew(large_probs, large_labels) < 0.01
+    assert ece_debias(large_probs, large_labels) < 0.01
+    assert classwise_ece(large_probs, large_labels) < 0.01
+
+
+def test_every_metric_is_permutation_invariant():
+    logits, labels = make_logits(300, 6, 3)
+    order = np.random.default_rng(0).permutation(300)
+    before = compute_metrics(logits, labels)
+    after = compute_metrics(logits[order], labels[order])
+    for key in before:
+        assert after[key] == pytest.approx(before[key], abs=1e-12), key
+
+
+def test_torch_and_numpy_inputs_agree():
+    logits, labels = make_logits(200, 5, 4)
+    from_numpy = compute_metrics(logits, labels)
+    from_torch = compute_metrics(torch.from_numpy(logits), torch.from_numpy(labels))
+    from_float32 = compute_metrics(torch.from_numpy(logits).float(), torch.from_numpy(labels))
+    assert from_torch == from_numpy
+    for key in from_numpy:
+        assert from_float32[key] == pytest.approx(from_numpy[key], abs=1e-5), key
+
+
+def test_logits_and_their_softmax_give_the_same_metrics():
+    logits, labels = make_logits(300, 8, 5)
+    from_logits = compute_metrics(logits, labels)
+    from_probs = compute_metrics(softmax(logits), labels)
+    assert prepare_predictions(logits, labels).assumed == "logits"
+    assert prepare_predictions(softmax(logits), labels).assumed == "probs"
+    for key in from_logits:
+        assert from_probs[key] == pytest.approx(from_logits[key], abs=1e-9), key
+
+
+def test_ece_values_are_fractions():
+    logits, labels = make_logits(500, 10, 6, scale=6.0)  # very over-confident
+    for key, value in compute_metrics(logits, labels).items():
+        if key not in ("nll", "brier"):
+            assert 0.0 <= value <= 1.0, key
+    assert 0.0 <= brier(logits, labels) <= 2.0
+
+
+# ------------------------------------------------------------------------------------ registry and compute_metrics
+
+
+def test_registry_sweep_every_name_runs():
+    logits, labels = make_logits(100, 4, 7)
+    assert set(METRICS.names()) == set(METRIC_NAMES)
+    values = compute_metrics(logits, labels)
+    assert list(values) == [metric_key(name) for name in METRIC_NAMES]
+    for name in METRIC_NAMES:
+        value = METRICS.get(name)(logits, labels, n_bins=15)
+        assert isinstance(value, float) and math.isfinite(value)
+        assert value == values[metric_key(name)]
+
+
+def test_compute_metrics_selects_names_in_either_spelling():
+    logits, labels = make_logits(50, 3, 8)
+    values = compute_metrics(logits, labels, names="ece-em, nll")
+    assert list(values) == ["ece_em", "nll"]
+    assert list(compute_metrics(logits, labels, names=["ece_sweep_em"])) == ["ece_sweep_em"]
+
+
+def test_compute_metrics_validates_once(monkeypatch):
+    import adacal.metrics.calibration as module
+
+    calls = []
+    original = module.check_scores
+    monkeypatch.setattr(module, "check_scores", lambda *a, **k: calls.append(1) or original(*a, **k))
+    logits, labels = make_logits(50, 3, 8)
+    compute_metrics(logits, labels)
+    assert len(calls) == 1
+
+
+def test_unknown_metric_suggests_the_closest_name():
+    with pytest.raises(UnknownNameError, match="Did you mean 'ece-em'"):
+        compute_metrics(np.eye(2), [0, 1], names=["ece-emm"])
+    with pytest.raises(InputError, match="at least one metric"):
+        compute_metrics(np.eye(2), [0, 1], names=" , ")
+
+
+@pytest.mark.parametrize("n_bins", [0, -1, 1.5, True, "15"])
+def test_bad_n_bins_is_an_input_error(n_bins):
+    with pytest.raises(InputError, match="Expected n_bins to be a positive integer"):
+        ece_em(np.eye(2), [0, 1], n_bins=n_bins)
+
+
+def test_bad_inputs_are_input_errors():
+    with pytest.raises(InputError, match="2-D"):
+        ece_ew(np.ones(3), [0, 1, 0])
+    with pytest.raises(InputError, match="3 entries"):
+        ece_ew(np.eye(3), [0, 1])
+    with pytest.raises(InputError, match=r"labels in \[0, 2\]"):
+        ece_ew(np.eye(3), [0, 1, 3])
+    with pytest.raises(InputError, match="finite"):
+        nll(np.array([[np.nan, 0.0]]), [0])
+    with pytest.raises(InputError, match="mode"):
+        ece_debias(np.eye(2), [0, 1], mode="classwise")
+    with pytest.raises(InputError, match="binning"):
+        reliability(np.eye(2), [0, 1], binning="quantile")
+
+
+@pytest.mark.parametrize("n, k", [(1000, 10), (70_001, 3), (3, 70_000)])
+def test_block_computation_equals_arrays_to_probs_exactly(n, k):
+    # Per-sample quantities are computed over blocks of rows; they must equal the whole-matrix computation of
+    # adacal.arrays (to_probs, then argmax / max) bit for bit, for logits and for (float32) probabilities.
+    from adacal.arrays import check_scores, to_probs
+
+    rng = np.random.default_rng(n)
+    logits = rng.normal(size=(n, k)) * 3
+    labels = rng.integers(0, k, size=n)
+    for scores in (logits, to_probs(logits)[0].astype(np.float32)):
+        probs, assumed = to_probs(check_scores(scores))
+        pred = prepare_predictions(scores, labels)
+        assert pred.assumed == assumed
+        assert np.array_equal(pred.predictions, probs.argmax(axis=1))
+        assert np.array_equal(pred.confidences, probs.max(axis=1))
+        assert np.array_equal(pred.probs, probs)
+        onehot = np.zeros_like(probs)
+        onehot[np.arange(n), labels] = 1.0
+        np.testing.assert_allclose(pred.brier_terms, ((probs - onehot) ** 2).sum(axis=1), rtol=0, atol=1e-12)

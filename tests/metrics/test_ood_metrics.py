@@ -1,0 +1,129 @@
+"""OOD scores and detection metrics (OOD is the positive class; higher score = more OOD)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.special import logsumexp
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from adacal.arrays import softmax
+from adacal.errors import InputError, UnknownNameError
+from adacal.metrics import (
+    OOD_SCORES,
+    energy_score,
+    entropy,
+    entropy_score,
+    max_prob_score,
+    ood_metrics,
+    ood_scores,
+    roc_curve_points,
+)
+
+
+def logits_pair(seed=0, shift=2.0):
+    rng = np.random.default_rng(seed)
+    in_logits = rng.normal(size=(300, 10))
+    in_logits[np.arange(300), rng.integers(0, 10, 300)] += 4.0  # confident in-distribution predictions
+    out_logits = rng.normal(size=(200, 10)) + rng.normal(size=(200, 1))
+    return in_logits, out_logits
+
+
+def test_entropy_values():
+    assert entropy(np.full((1, 4), 0.25))[0] == pytest.approx(math.log(4))
+    assert entropy(np.eye(3)).tolist() == [0.0, 0.0, 0.0]  # 0 log 0 counts as 0
+    assert entropy(np.array([[0.5, 0.5, 0.0]]))[0] == pytest.approx(math.log(2))
+    with pytest.raises(InputError, match="probabilities"):
+        entropy(np.array([[2.0, -1.0]]))
+
+
+def test_scores_from_logits_and_probs_agree():
+    in_logits, _ = logits_pair()
+    probs = softmax(in_logits)
+    assert entropy_score(in_logits) == pytest.approx(entropy(probs))
+    assert entropy_score(probs) == pytest.approx(entropy(probs))
+    assert max_prob_score(in_logits) == pytest.approx(1 - probs.max(axis=1))
+    assert energy_score(in_logits) == pytest.approx(-logsumexp(in_logits, axis=1))
+    assert entropy_score(torch.from_numpy(in_logits)) == pytest.approx(entropy(probs))
+
+
+def test_energy_needs_logits():
+    with pytest.raises(InputError, match="energy score"):
+        energy_score(np.array([[0.3, 0.7]]))
+
+
+def test_ood_scores_by_name_and_temperature():
+    in_logits, _ = logits_pair()
+    assert set(OOD_SCORES.names()) == {"entropy", "max-prob", "energy"}
+    assert ood_scores(in_logits, "entropy") == pytest.approx(entropy(softmax(in_logits)))
+    assert ood_scores(in_logits, "energy", temperature=2.0) == pytest.approx(-logsumexp(in_logits / 2.0, axis=1))
+    with pytest.raises(UnknownNameError, match="Did you mean 'entropy'"):
+        ood_scores(in_logits, "entropie")
+    with pytest.raises(InputError, match="temperature"):
+        ood_scores(in_logits, "entropy", temperature=0.0)
+
+
+def test_auroc_equals_sklearn_on_entropy_scores():
+    in_logits, out_logits = logits_pair()
+    in_scores, out_scores = entropy_score(in_logits), entropy_score(out_logits)
+    metrics = ood_metrics(in_scores, out_scores)
+    is_ood = np.r_[np.zeros(300), np.ones(200)]
+    scores = np.r_[in_scores, out_scores]
+    assert metrics["auroc"] == pytest.approx(roc_auc_score(is_ood, scores), abs=1e-15)
+    assert metrics["aupr_out"] == pytest.approx(average_precision_score(is_ood, scores), abs=1e-15)
+    assert metrics["aupr_in"] == pytest.approx(average_precision_score(1 - is_ood, -scores), abs=1e-15)
+    assert 0.5 < metrics["auroc"] < 1.0
+
+
+def test_identical_sets_give_half_and_separable_sets_give_one():
+    scores = np.random.default_rng(0).random(100)
+    assert ood_metrics(scores, scores)["auroc"] == pytest.approx(0.5)
+    separable = ood_metrics(np.linspace(0, 1, 50), np.linspace(2, 3, 30))
+    assert separable == pytest.approx({"auroc": 1.0, "aupr_in": 1.0, "aupr_out": 1.0, "fpr_at_95_tpr": 0.0})
+    reversed_ = ood_metrics(np.linspace(2, 3, 30), np.linspace(0, 1, 50))
+    assert reversed_["auroc"] == 0.0 and reversed_["fpr_at_95_tpr"] == 1.0
+
+
+def _slow_fpr_at_95(in_scores, out_scores):
+    """Highest threshold t flagging (score >= t) at least 95% of OOD samples; the fraction of in-dist flagged."""
+    for t in sorted(set(in_scores) | set(out_scores), reverse=True):
+        if sum(s >= t for s in out_scores) >= 0.95 * len(out_scores):
+            return sum(s >= t for s in in_scores) / len(in_scores)
+    raise AssertionError
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fpr_at_95_tpr_against_a_slow_threshold_scan(seed):
+    rng = np.random.default_rng(seed)
+    in_scores = np.round(rng.normal(size=80), 1)  # rounded: ties
+    out_scores = np.round(rng.normal(size=60) + 1.5, 1)
+    assert ood_metrics(in_scores, out_scores)["fpr_at_95_tpr"] == pytest.approx(
+        _slow_fpr_at_95(in_scores.tolist(), out_scores.tolist())
+    )
+
+
+def test_roc_curve_points():
+    in_logits, out_logits = logits_pair()
+    curve = roc_curve_points(entropy_score(in_logits), entropy_score(out_logits))
+    fpr, tpr = curve[:2]
+    assert fpr[0] == 0.0 and tpr[-1] == 1.0 and fpr[-1] == 1.0
+    assert np.all(np.diff(fpr) >= 0) and np.all(np.diff(tpr) >= 0)
+    assert np.trapezoid(tpr, fpr) == pytest.approx(ood_metrics(entropy_score(in_logits), entropy_score(out_logits))["auroc"])
+    as_dict = curve.to_dict()
+    assert set(as_dict) == {"fpr", "tpr"} and as_dict["fpr"] == fpr.tolist()
+    assert curve["tpr"] is curve.tpr
+
+
+@pytest.mark.parametrize(
+    "in_scores, out_scores, message",
+    [
+        ([], [1.0], "at least one score"),
+        ([[1.0, 2.0]], [1.0], "1-D"),
+        ([1.0, np.nan], [1.0], "finite"),
+        (["a"], [1.0], "numeric"),
+    ],
+)
+def test_bad_score_vectors(in_scores, out_scores, message):
+    with pytest.raises(InputError, match=message):
+        ood_metrics(np.asarray(in_scores), out_scores)

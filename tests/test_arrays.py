@@ -1,0 +1,108 @@
+"""adacal.arrays: every validation message, numeric helpers, probability detection."""
+
+import numpy as np
+import pytest
+import torch
+
+from adacal.arrays import (
+    check_labels,
+    check_predictions,
+    check_scores,
+    log_softmax,
+    looks_like_probs,
+    softmax,
+    to_numpy,
+    to_probs,
+)
+from adacal.errors import InputError
+
+
+def test_to_numpy_handles_torch_lists_and_bfloat16():
+    assert to_numpy([1, 2]).tolist() == [1, 2]
+    tensor = torch.tensor([[1.5, 2.0]], requires_grad=True)
+    assert to_numpy(tensor).tolist() == [[1.5, 2.0]]
+    bf16 = to_numpy(torch.tensor([1.0, 2.0], dtype=torch.bfloat16))
+    assert bf16.dtype == np.float64 and bf16.tolist() == [1.0, 2.0]
+    assert to_numpy(torch.tensor([1, 2])).dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    "scores, message",
+    [
+        (np.array([["a", "b"]]), r"Expected logits to be numeric, got dtype <U1\."),
+        (np.array([[object(), 1]], dtype=object), r"Expected logits to be numeric, got dtype object\."),
+        (np.ones(3), r"Expected logits to be 2-D \(samples, classes\), got shape \(3,\)\."),
+        (np.ones((2, 2, 2)), r"Expected logits to be 2-D \(samples, classes\), got shape \(2, 2, 2\)\."),
+        (np.ones((0, 3)), r"Expected logits to hold at least one sample, got shape \(0, 3\)\."),
+        (np.ones((4, 1)), r"Expected logits to have at least 2 classes, got shape \(4, 1\)\."),
+        (np.array([[np.nan, 0.0], [np.inf, 1.0], [0.0, 1.0]]), r"Expected logits to be finite, found NaN or Inf in 2 row\(s\)\."),
+    ],
+)
+def test_check_scores_messages(scores, message):
+    with pytest.raises(InputError, match=message):
+        check_scores(scores)
+
+
+def test_check_scores_names_the_input_and_converts():
+    with pytest.raises(InputError, match="Expected preds.npz:logits to be 2-D"):
+        check_scores(np.ones(2), name="preds.npz:logits")
+    checked = check_scores(np.array([[1, 2]], dtype=np.int32))
+    assert checked.dtype == np.float64
+    assert check_scores(torch.ones(2, 3, dtype=torch.float16)).dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    "labels, kwargs, message",
+    [
+        (np.zeros((2, 2), dtype=int), {}, r"Expected labels to be 1-D, got shape \(2, 2\)\."),
+        (np.zeros(3, dtype=int), {"n": 4}, r"Expected labels to have 4 entries \(one per sample\), got 3\."),
+        (np.array(["a", "b"]), {}, r"Expected labels to be integers, got dtype <U1\."),
+        (np.array([0.0, 1.5]), {}, r"Expected labels to be integers, got non-integer values\."),
+        (np.array([0.0, np.nan]), {}, r"Expected labels to be integers, got non-integer values\."),
+        (np.array([-1, 0]), {"num_classes": 3}, r"Expected labels in \[0, 2\], got values from -1 to 0\."),
+        (np.array([0, 3]), {"num_classes": 3}, r"Expected labels in \[0, 2\], got values from 0 to 3\."),
+        (np.array([-2, 0]), {}, r"Expected labels in \[0, \.\.\.\], got values from -2 to 0\."),
+    ],
+)
+def test_check_labels_messages(labels, kwargs, message):
+    with pytest.raises(InputError, match=message):
+        check_labels(labels, **kwargs)
+
+
+def test_check_labels_accepts_integer_valued_floats_torch_and_empty():
+    assert check_labels(np.array([0.0, 2.0]), num_classes=3).tolist() == [0, 2]
+    assert check_labels(torch.tensor([1, 0])).dtype == np.int64
+    assert check_labels(np.array([], dtype=float)).shape == (0,)
+    with pytest.raises(InputError, match="Expected targets to be 1-D"):
+        check_labels(np.zeros((1, 1)), name="targets")
+
+
+def test_softmax_and_log_softmax_are_stable():
+    logits = np.array([[1000.0, 1000.0], [-1000.0, 0.0], [0.0, 0.0]])
+    probs = softmax(logits)
+    assert np.isfinite(probs).all()
+    assert probs[0].tolist() == [0.5, 0.5] and probs[1].tolist() == [0.0, 1.0]
+    log_probs = log_softmax(logits)
+    assert log_probs[1].tolist() == [-1000.0, 0.0]
+    assert np.allclose(np.exp(log_softmax(np.array([[1.0, 2.0, 3.0]]))), softmax(np.array([[1.0, 2.0, 3.0]])))
+
+
+def test_looks_like_probs_and_to_probs():
+    probs = np.array([[0.2, 0.8], [0.5, 0.5]])
+    assert looks_like_probs(probs)
+    assert looks_like_probs(np.array([[0.2, 0.80005]]))  # float32 rounding is tolerated
+    assert not looks_like_probs(np.array([[0.2, 0.81]]))
+    assert not looks_like_probs(np.array([[-0.2, 1.2]]))  # sums to 1 but outside [0, 1]
+    out, assumed = to_probs(np.array([[0.2, 0.80005]]))
+    assert assumed == "probs" and out.sum() == pytest.approx(1.0, abs=1e-15)
+    out, assumed = to_probs(np.array([[0.0, np.log(3.0)]]))
+    assert assumed == "logits" and out[0].tolist() == pytest.approx([0.25, 0.75])
+
+
+def test_check_predictions():
+    probs, labels, assumed = check_predictions(np.array([[2.0, 0.0]]), [0])
+    assert assumed == "logits" and labels.tolist() == [0] and probs.sum() == pytest.approx(1.0)
+    with pytest.raises(InputError, match="Expected labels to have 1 entries"):
+        check_predictions(np.array([[2.0, 0.0]]), [0, 1])
+    with pytest.raises(InputError, match=r"Expected labels in \[0, 1\]"):
+        check_predictions(np.array([[2.0, 0.0]]), [2])

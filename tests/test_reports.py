@@ -1,0 +1,150 @@
+"""adacal.reports: atomic writes (old file kept, no temp files left), the report envelope, run folders."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from adacal import __version__
+from adacal import reports
+from adacal.errors import InputError
+from adacal.reports import (
+    SCHEMA_VERSION,
+    atomic_torch_save,
+    file_sha256,
+    make_report,
+    new_run_dir,
+    read_json,
+    read_report,
+    to_jsonable,
+    write_json,
+)
+
+
+def listing(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_write_json_roundtrip_and_no_temp_files(tmp_path):
+    target = tmp_path / "sub" / "report.json"
+    write_json(target, {"a": np.float32(0.5), "b": np.arange(3), "c": float("nan")})
+    assert json.loads(target.read_text()) == {"a": 0.5, "b": [0, 1, 2], "c": None}
+    assert listing(target.parent) == ["report.json"]
+
+
+def test_failed_serialisation_keeps_the_old_file(tmp_path, monkeypatch):
+    target = tmp_path / "report.json"
+    write_json(target, {"version": "old"})
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("serialisation failed")
+
+    monkeypatch.setattr(reports.json, "dumps", broken)
+    with pytest.raises(RuntimeError, match="serialisation failed"):
+        write_json(target, {"version": "new"})
+    assert json.loads(target.read_text()) == {"version": "old"}
+    assert listing(tmp_path) == ["report.json"]
+
+
+@pytest.mark.parametrize("error, expected", [(OSError(28, "No space left on device"), InputError), (KeyboardInterrupt(), KeyboardInterrupt)])
+def test_failed_rename_keeps_the_old_file_and_removes_the_temp(tmp_path, monkeypatch, error, expected):
+    target = tmp_path / "report.json"
+    write_json(target, {"version": "old"})
+
+    def broken(src, dst):
+        raise error
+
+    monkeypatch.setattr(reports.os, "replace", broken)
+    with pytest.raises(expected) as info:
+        write_json(target, {"version": "new"})
+    if expected is InputError:
+        assert "Cannot write" in str(info.value) and "No space left" in str(info.value)
+    assert json.loads(target.read_text()) == {"version": "old"}
+    assert listing(tmp_path) == ["report.json"]
+
+
+def test_failure_while_writing_removes_the_temp(tmp_path):
+    def write(handle):
+        handle.write("partial")
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        reports.atomic_write(tmp_path / "x.txt", write)
+    assert listing(tmp_path) == []
+
+
+def test_unwritable_folder_is_an_input_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(InputError, match="Cannot write"):
+        write_json(blocker / "report.json", {})
+
+
+def test_atomic_torch_save_roundtrip(tmp_path):
+    target = tmp_path / "state.pt"
+    atomic_torch_save({"w": torch.ones(2)}, target)
+    assert torch.load(target, weights_only=True)["w"].tolist() == [1.0, 1.0]
+    assert listing(tmp_path) == ["state.pt"]
+
+
+def test_to_jsonable_types():
+    value = to_jsonable({1: (np.int64(3), torch.tensor([1.5]), float("inf"), Path("a") / "b")})
+    assert value == {"1": [3, [1.5], None, str(Path("a") / "b")]}
+    assert to_jsonable(np.bool_(True)) is True
+
+
+def test_make_report_envelope(tmp_path):
+    source = tmp_path / "preds.npz"
+    source.write_bytes(b"abc")
+    report = make_report("evaluate", config={"n_bins": 15}, results={"x": 1}, input_path=source)
+    assert report["schema_version"] == SCHEMA_VERSION
+    assert report["kind"] == "evaluate" and report["adacal_version"] == __version__
+    assert report["created"].endswith("+00:00")
+    assert report["input"] == {"path": str(source), "sha256": file_sha256(source)}
+    assert file_sha256(source) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # sha256("abc")
+    assert list(report)[-2:] == ["config", "results"]
+    assert "input" not in make_report("evaluate", config={}, results={})
+
+
+def test_read_report_checks_envelope_and_kind(tmp_path):
+    path = tmp_path / "report.json"
+    write_json(path, make_report("evaluate", config={}, results={"a": 1}))
+    assert read_report(path, kind="evaluate")["results"] == {"a": 1}
+    with pytest.raises(InputError, match=r"Expected .*report.json to be a 'calibrate' report, got a 'evaluate' report\."):
+        read_report(path, kind="calibrate")
+    write_json(path, {"results": {}})
+    with pytest.raises(InputError, match="no schema_version/results"):
+        read_report(path)
+    write_json(path, {"schema_version": 99, "results": {}})
+    with pytest.raises(InputError, match="schema_version 1, got 99"):
+        read_report(path)
+    path.write_text("{not json")
+    with pytest.raises(InputError, match="could not be parsed"):
+        read_report(path)
+    with pytest.raises(InputError, match="does not exist"):
+        read_json(tmp_path / "missing.json")
+
+
+def test_new_run_dir_never_reuses(tmp_path):
+    first = new_run_dir(tmp_path / "runs", "exp")
+    second = new_run_dir(tmp_path / "runs", "exp")
+    (tmp_path / "runs" / "exp-3").mkdir()
+    third = new_run_dir(tmp_path / "runs", "exp")
+    assert [first.name, second.name, third.name] == ["exp", "exp-2", "exp-4"]
+    assert all(p.is_dir() for p in (first, second, third))
+
+
+def test_new_run_dir_under_a_file_is_an_input_error(tmp_path):
+    blocker = tmp_path / "runs"
+    blocker.write_text("")
+    with pytest.raises(InputError, match="Cannot create the output folder"):
+        new_run_dir(blocker, "exp")
+
+
+def test_json_has_no_nan_literals(tmp_path):
+    path = tmp_path / "r.json"
+    write_json(path, {"x": [math.nan, 1.0]})
+    assert "NaN" not in path.read_text()

@@ -1,0 +1,128 @@
+"""The training loop on tiny digits runs: progress events, γ-updates every n batches, NaN stops, selection,
+inference from checkpoints and up-front errors."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import adacal.losses
+import adacal.models
+from adacal.errors import InputError
+from adacal.predictions import load_split_predictions
+from adacal.training import NonFiniteLossError, TrainConfig, load_checkpoint, predict_checkpoint, train
+
+TINY = dict(dataset="digits", device="cpu", train_subset=320, batch_size=32, optimizer="sgd", lr=0.1)
+
+
+def test_progress_events_and_run_folder(tmp_path):
+    events = []
+    result = train(TrainConfig(out=str(tmp_path), epochs=2, **TINY), progress=lambda name, info: events.append(name))
+    assert events[0] == "train_start" and events[-1] == "train_end"
+    assert events.count("epoch_end") == 2 and events.count("batch_end") == 20 and events.count("update") == 2
+    assert events.index("evaluate_start") > events.index("epoch_end")
+    history = [json.loads(line) for line in result.run_dir.joinpath("history.jsonl").read_text().splitlines()]
+    assert [h["epoch"] for h in history] == [1, 2]
+    assert len(result.gammas) == 15 and result.gammas == history[-1]["adafocal"]["updates"][-1]["gammas"]
+    assert 0 <= result.test_metrics["error"] <= 1 and result.selected_epoch == 2
+
+
+class _BatchNormNet(nn.Module):
+    """A tiny model with batch norm that records, on every forward with gradients, whether BN was in train mode."""
+
+    def __init__(self, *, num_classes, input_shape, **_):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(input_shape[0], 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, num_classes))
+        self.modes = []
+
+    def forward(self, inputs):
+        if torch.is_grad_enabled():
+            self.modes.append(all(m.training for m in self.modules() if isinstance(m, nn.BatchNorm1d)))
+        return self.body(inputs)
+
+
+def test_model_is_back_in_train_mode_after_per_batch_updates(tmp_path, monkeypatch):
+    built = []
+
+    def fake_build_model(name, *, num_classes, input_shape, **options):
+        built.append(_BatchNormNet(num_classes=num_classes, input_shape=input_shape))
+        return built[-1]
+
+    monkeypatch.setattr(adacal.models, "build_model", fake_build_model)
+    updates = []
+    train(
+        TrainConfig(out=str(tmp_path), epochs=1, update_every="3", **TINY),
+        progress=lambda name, info: updates.append(info["batch"]) if name == "update" else None,
+    )
+    assert updates == [3, 6, 9]  # 10 batches, an update after every third, none at the epoch end
+    assert len(built[0].modes) == 10 and all(built[0].modes)
+
+
+class _NaNAfter(nn.Module):
+    """Cross-entropy that returns NaN from the `bad_call`-th training batch on."""
+
+    needs_validation = False
+
+    def __init__(self, bad_call):
+        super().__init__()
+        self.calls, self.bad_call = 0, bad_call
+
+    def forward(self, logits, labels):
+        self.calls += 1
+        loss = nn.functional.cross_entropy(logits, labels)
+        return loss * float("nan") if self.calls >= self.bad_call else loss
+
+
+def test_nan_loss_stops_naming_epoch_and_batch_and_keeps_last_checkpoint(tmp_path, monkeypatch):
+    monkeypatch.setattr(adacal.losses, "build_loss", lambda name, **options: _NaNAfter(13))
+    with pytest.raises(NonFiniteLossError, match=r"became NaN at epoch 2, batch 3 .*last good checkpoint") as info:
+        train(TrainConfig(out=str(tmp_path), epochs=3, loss="ce", **TINY))
+    assert "\n" not in str(info.value)
+    (run,) = tmp_path.iterdir()
+    checkpoint = load_checkpoint(run / "checkpoints" / "last.pt")
+    assert checkpoint["epoch"] == 1
+    assert all(torch.isfinite(t).all() for t in checkpoint["model_state"].values())
+    assert not (run / "evaluate.json").exists()
+
+
+def test_best_val_selection_and_predict_checkpoint(tmp_path):
+    result = train(TrainConfig(out=str(tmp_path), epochs=3, select="best-val", loss="ce", **TINY))
+    best = load_checkpoint(result.run_dir / "checkpoints" / "best.pt")
+    assert result.selected_epoch == best["epoch"] == result.best_epoch
+    assert best["best_metric"]["value"] == pytest.approx(result.best_val_accuracy)
+    saved = load_split_predictions(result.run_dir / "predictions.npz")
+    again = predict_checkpoint(result.run_dir / "checkpoints" / "best.pt", split="test", device="cpu")
+    np.testing.assert_allclose(again.logits, saved["test"].logits, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(again.labels, saved["test"].labels)
+    report = json.loads((result.run_dir / "evaluate.json").read_text())
+    assert report["kind"] == "evaluate" and report["results"]["metrics"]["error"] == pytest.approx(
+        result.test_metrics["error"]
+    )
+
+
+def test_bf16_autocast_on_cpu_trains(tmp_path):
+    result = train(TrainConfig(out=str(tmp_path), epochs=1, amp=True, **TINY))
+    assert np.isfinite(result.test_metrics["nll"])
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"channels_last": True}, "--channels-last applies to image datasets only"),
+        ({"model": "resnet20"}, "Model 'resnet20' reads images"),
+        ({"loss": "ce", "loss_options": {"gamma": 2.0}}, "--gamma does not apply to --loss ce"),
+        ({"dataset": "digitz"}, "Did you mean 'digits'"),
+    ],
+)
+def test_cheap_errors_come_before_any_run_folder(tmp_path, options, message):
+    with pytest.raises(InputError, match=message):
+        train(TrainConfig(out=str(tmp_path / "runs"), epochs=1, **{**TINY, **options}))
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_cuda_requested_without_cuda_is_a_clear_error(tmp_path):
+    with pytest.raises(InputError, match="--device cuda"):
+        train(TrainConfig(out=str(tmp_path), epochs=1, **{**TINY, "device": "cuda"}))
