@@ -343,9 +343,9 @@ def ood_from_model(
     torch_device = resolve_device(device)
     trained = str(checkpoint["dataset"]).lower()
     input_shape = tuple(int(v) for v in checkpoint["input_shape"])
-    config = checkpoint.get("config") if isinstance(checkpoint.get("config"), dict) else {}
+    options = training.checkpoint_data_options(checkpoint, checkpoint_path)
     if data_dir is None:
-        data_dir = config.get("data_dir")
+        data_dir = options["data_dir"]
 
     # The OOD set first: a shape the model cannot take is reported before the model or the in-distribution data.
     ood_split, ood_shape = load_ood_split(
@@ -362,9 +362,9 @@ def ood_from_model(
         same = in_name == trained
         dataset = load_dataset(
             in_name, data_dir=data_dir, download=download,
-            seed=int(config.get("seed") or 0) if same else 0,
-            val_size=config.get("val_size") if same else None,
-        ).limit_test(config.get("test_subset") if same else None)
+            seed=options["seed"] if same else 0,
+            val_size=options["val_size"] if same else None,
+        ).limit_test(options["test_subset"] if same else None)
         if tuple(dataset.input_shape) != input_shape:
             raise InputError(
                 f"Expected {in_name} inputs of shape {input_shape} like the model's input, got {tuple(dataset.input_shape)}."

@@ -70,6 +70,11 @@ def load_predictions(path: str | os.PathLike, *, split: str = "test") -> Predict
     arrays = read_arrays(path)
     if "logits" in arrays or "labels" in arrays:
         return _pair(arrays, path, "logits", "labels")
+    if f"{split}_logits" not in arrays and f"{split}_labels" not in arrays:
+        raise InputError(
+            f"Expected {path} to contain logits and labels (or {split}_logits and {split}_labels); "
+            f"it has: {', '.join(sorted(arrays)) or 'nothing'}."
+        )
     return _pair(arrays, path, f"{split}_logits", f"{split}_labels")
 
 
@@ -77,6 +82,11 @@ def load_split_predictions(path: str | os.PathLike) -> dict[str, Predictions | N
     """Validation and test predictions from a file with `val_logits`, `val_labels`, `test_logits`, `test_labels`."""
     path = Path(path)
     arrays = read_arrays(path)
+    if "test_logits" not in arrays and "test_labels" not in arrays:
+        raise InputError(
+            f"Expected {path} to hold val_logits, val_labels, test_logits and test_labels (like a run's "
+            f"predictions.npz); it has: {', '.join(sorted(arrays)) or 'nothing'}."
+        )
     test = _pair(arrays, path, "test_logits", "test_labels")
     val = _pair(arrays, path, "val_logits", "val_labels") if "val_logits" in arrays or "val_labels" in arrays else None
     if val is not None and val.num_classes != test.num_classes:

@@ -43,8 +43,21 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+def _current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# Read once, at import (single-threaded): changing the umask to read it is not thread-safe.
+_FILE_MODE = 0o666 & ~_current_umask()
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], *, binary: bool = False) -> Path:
-    """Write through `write(file)` into a temp file beside `path`, then rename over it: readers see old or new, never half."""
+    """Write through `write(file)` into a temp file beside `path`, then rename over it: readers see old or new, never half.
+
+    The file gets the permissions a plain `open(path, "w")` would give (0o666 less the umask), not the temp file's 0o600.
+    """
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     try:
@@ -53,6 +66,8 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], *, binar
     except OSError as exc:
         raise InputError(f"Cannot write {path}: {exc.strerror or exc}.") from None
     try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:
             write(handle)
             handle.flush()

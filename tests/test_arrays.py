@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from adacal.arrays import (
+    check_scores_and_row_sums,
     check_labels,
     check_predictions,
     check_scores,
@@ -106,3 +107,27 @@ def test_check_predictions():
         check_predictions(np.array([[2.0, 0.0]]), [0, 1])
     with pytest.raises(InputError, match=r"Expected labels in \[0, 1\]"):
         check_predictions(np.array([[2.0, 0.0]]), [2])
+
+
+def test_finiteness_check_survives_row_sums_that_overflow():
+    huge = np.array([[1e308, 1e308, -5.0], [0.0, 1.0, 2.0]])
+    scores, row_sums = check_scores_and_row_sums(huge)
+    assert np.isinf(row_sums[0]) and scores is not None  # finite entries whose sum overflows are accepted
+    for bad in (np.nan, np.inf, -np.inf):
+        values = huge.copy()
+        values[1, 2] = bad
+        with pytest.raises(InputError, match=r"found NaN or Inf in 1 row\(s\)"):
+            check_scores(values)
+
+
+def test_looks_like_probs_with_given_row_sums_matches_computing_them():
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(5), size=20)
+    for scores in (probs, probs * (1 + 5e-5), rng.normal(size=(20, 5)), probs * 1.01):
+        assert looks_like_probs(scores, scores.sum(axis=1)) == looks_like_probs(scores)
+
+
+def test_float32_rounding_above_one_still_counts_as_probabilities():
+    probs = np.array([[np.nextafter(np.float32(1), np.float32(2)), 0.0], [0.25, 0.75]], dtype=np.float32)
+    assert probs[0, 0] > 1.0 and looks_like_probs(check_scores(probs))
+    assert not looks_like_probs(np.array([[1.5, -0.5], [0.25, 0.75]]))

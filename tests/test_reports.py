@@ -2,6 +2,8 @@
 
 import json
 import math
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -81,6 +83,18 @@ def test_unwritable_folder_is_an_input_error(tmp_path):
     blocker.write_text("not a folder")
     with pytest.raises(InputError, match="Cannot write"):
         write_json(blocker / "report.json", {})
+
+
+@pytest.mark.skipif(not hasattr(os, "fchmod"), reason="POSIX permissions")
+def test_atomic_files_get_the_permissions_of_a_plain_open(tmp_path):
+    """Not the 0o600 of the temp file: a report or checkpoint is as readable as any file the user writes."""
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    for write in (lambda p: write_json(p, {}), lambda p: atomic_torch_save({}, p)):
+        target = tmp_path / "atomic"
+        write(target)
+        assert stat.S_IMODE(target.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode)
+        target.unlink()
 
 
 def test_atomic_torch_save_roundtrip(tmp_path):

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import check_labels, check_scores, looks_like_probs
+from adacal.arrays import check_labels, check_scores_and_row_sums, looks_like_probs
 from adacal.errors import InputError
 from adacal.metrics.binning import (
     BINNINGS,
@@ -64,8 +64,10 @@ class PreparedPredictions:
         assumed: str,
         *,
         source: tuple[PreparedPredictions, np.ndarray] | None = None,
+        row_sums: np.ndarray | None = None,
     ) -> None:
         self._scores = scores
+        self._row_sums = row_sums if assumed == "probs" else None  # the validation pass computed them already
         self.labels = labels
         self.assumed = assumed
         self._source = source
@@ -173,6 +175,11 @@ def _per_sample_quantities(pred: PreparedPredictions, group: str) -> dict[str, n
     """One pass over blocks of rows: group "top" gives predictions and confidences, group "scoring" the true-class
     log-probabilities and Brier terms (separate, so that an ECE alone does not pay for the others)."""
     n = pred.n_samples
+    if group == "top" and pred._row_sums is not None and pred._scores is not None:
+        # Probabilities are the rows over their sums: dividing a row by a positive constant keeps its argmax (up to
+        # ties made by rounding), so one argmax pass over the raw rows gives the top class and its probability.
+        top = np.argmax(pred._scores, axis=1)
+        return {"predictions": top, "confidences": pred._scores[np.arange(n), top] / pred._row_sums}
     out = {name: np.empty(n, dtype=np.int64 if name == "predictions" else np.float64) for name in _GROUPS[group]}
     for rows, probs, shifted, sums in pred.blocks():
         index = np.arange(probs.shape[0])
@@ -199,9 +206,10 @@ def prepare_predictions(scores: Any, labels: Any) -> PreparedPredictions:
     """
     if isinstance(scores, PreparedPredictions):
         return scores
-    checked = check_scores(scores, name="scores")
+    checked, row_sums = check_scores_and_row_sums(scores, name="scores")
     labels = check_labels(labels, n=checked.shape[0], num_classes=checked.shape[1])
-    return PreparedPredictions(checked, labels, "probs" if looks_like_probs(checked) else "logits")
+    assumed = "probs" if looks_like_probs(checked, row_sums) else "logits"
+    return PreparedPredictions(checked, labels, assumed, row_sums=row_sums)
 
 
 def _check_prepared(scores: Any, labels: Any, n_bins: Any) -> tuple[PreparedPredictions, int]:

@@ -10,7 +10,7 @@ save/load), loop (Trainer, train), inference (predict, predict_checkpoint), dist
 
 from adacal.training.checkpoints import load_checkpoint, save_checkpoint
 from adacal.training.config import TrainConfig, UpdateSchedule, parse_update_every, resolve_config
-from adacal.training.inference import build_model_from_checkpoint, predict, predict_checkpoint
+from adacal.training.inference import build_model_from_checkpoint, checkpoint_data_options, predict, predict_checkpoint
 from adacal.training.loop import NonFiniteLossError, Trainer, TrainingInterrupted, TrainResult, train
 from adacal.training.progress import TrainingProgress
 
@@ -23,6 +23,7 @@ __all__ = [
     "TrainingProgress",
     "UpdateSchedule",
     "build_model_from_checkpoint",
+    "checkpoint_data_options",
     "load_checkpoint",
     "parse_update_every",
     "predict",

@@ -128,7 +128,30 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     missing = [key for key in REQUIRED_KEYS if key not in checkpoint]
     if missing:
         raise CheckpointError(f"Expected {path} to contain {', '.join(missing)}, but it does not.")
+    _check_fields(checkpoint, path)
     return checkpoint
+
+
+def _is_count(value: Any, minimum: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _check_fields(checkpoint: dict[str, Any], path: Path) -> None:
+    """The types of the fields adacal reads from a checkpoint: a file from elsewhere is not trusted to have them."""
+    expected = {
+        "model_name": ("a name", lambda v: isinstance(v, str) and v != ""),
+        "model_options": ("a dict", lambda v: isinstance(v, dict)),
+        "dataset": ("a name", lambda v: isinstance(v, str) and v != ""),
+        "num_classes": ("an integer >= 1", lambda v: _is_count(v, 1)),
+        "input_shape": ("a list of positive integers",
+                        lambda v: isinstance(v, (list, tuple)) and len(v) > 0 and all(_is_count(s, 1) for s in v)),
+        "config": ("a dict", lambda v: isinstance(v, dict)),
+        "epoch": ("an integer >= 0", lambda v: _is_count(v, 0)),
+        "model_state": ("a dict of tensors", lambda v: isinstance(v, dict)),
+    }
+    for key, (kind, ok) in expected.items():
+        if not ok(checkpoint[key]):
+            raise CheckpointError(f"Expected '{key}' in {path} to be {kind}, got {checkpoint[key]!r:.60}.")
 
 
 def resolve_checkpoint_path(path: str | os.PathLike, which: str = "last") -> Path:

@@ -207,7 +207,7 @@ def parse_update_every(value: Any) -> UpdateSchedule:
 
 def preset_values(dataset: str, preset: str) -> dict[str, Any]:
     if preset not in PRESETS:
-        raise InputError(f"Expected --preset to be one of {', '.join(PRESETS)}, got {preset!r}.")
+        raise _choice_error("--preset", preset, PRESETS)
     if preset == "paper":
         if dataset not in PAPER_PRESETS:
             raise InputError(
@@ -241,6 +241,15 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
     return resolved
 
 
+def _choice_error(flag: str, value: Any, choices: tuple[str, ...]) -> InputError:
+    """An option outside its choices: the choices, and the closest one when the value looks like a typo."""
+    from adacal.errors import closest_name
+
+    suggestion = closest_name(str(value), choices)
+    hint = f" Did you mean '{suggestion}'?" if suggestion else ""
+    return InputError(f"Expected {flag} to be one of {', '.join(choices)}, got {value!r}.{hint}")
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -270,7 +279,7 @@ def validate_config(config: TrainConfig) -> None:
     if any(b <= a for a, b in zip(milestones, milestones[1:])):
         raise InputError(f"Expected --milestones to be strictly increasing, got {','.join(map(str, milestones))}.")
     if config.optimizer not in OPTIMIZERS:
-        raise InputError(f"Expected --optimizer to be one of {', '.join(OPTIMIZERS)}, got {config.optimizer!r}.")
+        raise _choice_error("--optimizer", config.optimizer, OPTIMIZERS)
     if config.momentum is not None:
         if config.optimizer != "sgd":
             raise InputError(f"--momentum applies to --optimizer sgd only, got --optimizer {config.optimizer}.")
@@ -285,7 +294,7 @@ def validate_config(config: TrainConfig) -> None:
         raise InputError(f"Expected --device to be auto, cpu or cuda (or cuda:N), got {config.device!r}.")
     parse_update_every(config.update_every)
     if config.select not in SELECTIONS:
-        raise InputError(f"Expected --select to be one of {', '.join(SELECTIONS)}, got {config.select!r}.")
+        raise _choice_error("--select", config.select, SELECTIONS)
     if config.grad_clip is not None and (not _is_number(config.grad_clip) or config.grad_clip <= 0):
         raise InputError(f"Expected --grad-clip to be a positive number, got {config.grad_clip!r}.")
     _require_int(config.eval_test_every, "--eval-test-every", 0)

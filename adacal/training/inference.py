@@ -92,13 +92,15 @@ def slice_split(split: Any, start: int, stop: int) -> Any:
 
 def build_model_from_checkpoint(checkpoint: dict[str, Any]) -> tuple[torch.nn.Module, str]:
     """Rebuild the architecture a checkpoint was trained with and load its weights; returns (model, dataset name)."""
-    from adacal.models import build_model
+    from adacal.models import build_model, rebuild_options
 
     model = build_model(
         checkpoint["model_name"],
         num_classes=int(checkpoint["num_classes"]),
         input_shape=tuple(int(s) for s in checkpoint["input_shape"]),
-        **dict(checkpoint.get("model_options") or {}),
+        # Init-only options (a GloVe file, a vocabulary) are dropped: the weights carry their effect, and a path
+        # inside a checkpoint must not make adacal read a file.
+        **rebuild_options(dict(checkpoint.get("model_options") or {})),
     )
     try:
         model.load_state_dict(checkpoint["model_state"])
@@ -109,6 +111,47 @@ def build_model_from_checkpoint(checkpoint: dict[str, Any]) -> tuple[torch.nn.Mo
         ) from None
     model.eval()
     return model, str(checkpoint["dataset"])
+
+
+def checkpoint_data_options(checkpoint: dict[str, Any], path: str | os.PathLike) -> dict[str, Any]:
+    """The data options a checkpoint's run trained with (seed, subsets, validation size, data folder, channels_last).
+
+    A checkpoint may come from anywhere, so each value is checked before use (a wrong type is a CheckpointError), and
+    the recorded data folder is used only when it is an existing folder: a path read from a file never makes adacal
+    create folders or download data into a place the user did not name (otherwise the default data folder is used).
+    """
+    config = checkpoint.get("config")
+    if config is None:
+        config = {}
+    if not isinstance(config, dict):
+        raise CheckpointError(f"Expected the training options in {path} to be a dict, got {type(config).__name__}.")
+
+    def integer(key: str, minimum: int) -> int | None:
+        value = config.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise CheckpointError(
+                f"Expected the training option {key} in {path} to be an integer >= {minimum}, got {value!r}."
+            )
+        return value
+
+    data_dir = config.get("data_dir")
+    if data_dir is not None and not isinstance(data_dir, str):
+        raise CheckpointError(f"Expected the training option data_dir in {path} to be a folder path, got {data_dir!r}.")
+    if data_dir is not None and not os.path.isdir(os.path.expanduser(data_dir)):
+        data_dir = None
+    channels_last = config.get("channels_last", False)
+    if not isinstance(channels_last, bool):
+        raise CheckpointError(f"Expected the training option channels_last in {path} to be true or false, got {channels_last!r}.")
+    return {
+        "data_dir": data_dir,
+        "seed": integer("seed", 0) or 0,
+        "train_subset": integer("train_subset", 1),
+        "val_size": integer("val_size", 1),
+        "test_subset": integer("test_subset", 1),
+        "channels_last": channels_last,
+    }
 
 
 def predict_checkpoint(
@@ -123,19 +166,20 @@ def predict_checkpoint(
 
     if split not in SPLITS:
         raise InputError(f"Expected split to be one of {', '.join(SPLITS)}, got {split!r}.")
-    checkpoint = load_checkpoint(resolve_checkpoint_path(path))
+    checkpoint_path = resolve_checkpoint_path(path)
+    checkpoint = load_checkpoint(checkpoint_path)
+    options = checkpoint_data_options(checkpoint, checkpoint_path)
     torch_device = resolve_device(device)
     model, dataset_name = build_model_from_checkpoint(checkpoint)
-    config = checkpoint.get("config") or {}
     dataset = load_dataset(
         dataset_name,
-        data_dir=data_dir if data_dir is not None else config.get("data_dir"),
-        seed=int(config.get("seed") or 0),
-        train_subset=config.get("train_subset"),
-        val_size=config.get("val_size"),
-    ).limit_test(config.get("test_subset"))
+        data_dir=data_dir if data_dir is not None else options["data_dir"],
+        seed=options["seed"],
+        train_subset=options["train_subset"],
+        val_size=options["val_size"],
+    ).limit_test(options["test_subset"])
     data_split = getattr(dataset, split)
-    channels_last = bool(config.get("channels_last")) and dataset.kind == "image"
+    channels_last = options["channels_last"] and dataset.kind == "image"
     model = model.to(torch_device)
     if channels_last:
         model = model.to(memory_format=torch.channels_last)

@@ -405,15 +405,52 @@ class Trainer:
             save_checkpoint(checkpoint, self.folder.checkpoint(which))
 
     def _append_history(self, record: dict[str, Any]) -> None:
+        """Append one line; a failed write (disk full) is cut back off, so the file never ends in half a line."""
         if not self.dist.is_main:
             return
         from adacal.reports import to_jsonable
 
         line = json.dumps(to_jsonable(record), allow_nan=False) + "\n"
-        with open(self.folder.history, "a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+        path = self.folder.history
+        size = path.stat().st_size if path.exists() else 0
+        try:
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(line)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.truncate(path, size)
+            raise InputError(f"Cannot write {path}: {exc.strerror or exc}.") from None
+
+    @contextlib.contextmanager
+    def _writing(self):
+        """Around the run's file writes: when one fails (disk full, folder gone), the error also says which
+        checkpoint is intact and how to resume from it (nothing half-written replaced a good file)."""
+        try:
+            yield
+        except InputError as exc:
+            last = self.folder.checkpoint("last")
+            if not last.is_file():
+                raise
+            raise InputError(
+                f"{str(exc).rstrip('.')}; training stopped with {last} intact at epoch {self._completed}; "
+                f"resume with: adacal train --resume {self.folder.root} --epochs {self.config.epochs}"
+            ) from None
+
+    def _remove_stale_temp_files(self) -> None:
+        """A run killed during a write (SIGKILL, power loss) leaves the temp file of that atomic write behind; the
+        file it was replacing is intact, so resuming deletes the leftover (the `.<name>.*.tmp` files of what train
+        writes, nothing else)."""
+        if not self.dist.is_main:
+            return
+        written = [self.folder.config, self.folder.history, self.folder.predictions,
+                   self.folder.report(EVALUATE_FILE), self.folder.checkpoint("last"), self.folder.checkpoint("best")]
+        for target in written:
+            if target.parent.is_dir():
+                for path in target.parent.glob(f".{target.name}.*.tmp"):
+                    with contextlib.suppress(OSError):
+                        path.unlink()
 
     def _truncate_history(self, last_epoch: int) -> None:
         """Keep the history lines of epochs 1..last_epoch (a crash may have left one for an epoch not checkpointed)."""
@@ -551,7 +588,7 @@ class Trainer:
         improved = self.best_metric is None or accuracy > self.best_metric["value"]
         if improved:
             self.best_metric = {"name": "val_accuracy", "value": accuracy, "epoch": epoch}
-        with guard.critical():
+        with guard.critical(), self._writing():
             self._append_history(history)
             checkpoint = self.checkpoint(epoch)
             if improved:
@@ -571,7 +608,8 @@ class Trainer:
                     with guard.critical():
                         self._save("last", self.checkpoint(0))  # so even an interrupt in epoch 1 can be resumed
                 else:
-                    with guard.critical():
+                    with guard.critical(), self._writing():
+                        self._remove_stale_temp_files()
                         self._truncate_history(self.start_epoch)
                 self.emit(
                     "train_start", run_dir=self.folder.root, start_epoch=self.start_epoch, epochs=config.epochs,
@@ -610,14 +648,16 @@ class Trainer:
         report: dict[str, Any] = {}
         if self.dist.is_main:
             with guard.critical():
-                save_split_predictions(
-                    self.folder.predictions,
-                    val=Predictions(logits=val_logits, labels=val_labels),
-                    test=Predictions(logits=test_logits, labels=test_labels),
-                )
+                with self._writing():
+                    save_split_predictions(
+                        self.folder.predictions,
+                        val=Predictions(logits=val_logits, labels=val_labels),
+                        test=Predictions(logits=test_logits, labels=test_labels),
+                    )
                 report = evaluation_report(test_logits, test_labels, run=self.folder)
                 report["config"]["model"] = {"selected_epoch": selected_epoch, "select": config.select}
-                write_json(self.folder.report(EVALUATE_FILE), report)
+                with self._writing():
+                    write_json(self.folder.report(EVALUATE_FILE), report)
         report = self.dist.broadcast(report)
         gammas = None
         gamma_tensor = getattr(self.loss, "gammas", None)

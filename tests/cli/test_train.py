@@ -189,6 +189,97 @@ def test_sigterm_stops_with_a_resume_hint_and_a_loadable_checkpoint(tmp_path):
     assert len(_history(run)) == checkpoint["epoch"]
 
 
+INTERRUPT = ["--device", "cpu", "--train-subset", "64", "--batch-size", "32", "--optimizer", "sgd", "--lr", "0.05",
+             "--milestones", "3", "--seed", "3", "--epochs", "5"]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("uninterrupted")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert _train(*INTERRUPT, "--out", str(out), "--quiet").exit_code == 0
+    finally:
+        torch.set_num_threads(threads)
+    return _only_run(out)
+
+
+def _signal_at_batch(signum: int, n: int) -> None:
+    """Deliver `signum` to this process in the middle of the n-th training step."""
+    from adacal.losses.adafocal import AdaFocalLoss
+
+    forward, calls = AdaFocalLoss.forward, iter(range(1, 10**6))
+
+    def patched(self, logits, labels):
+        if self.training and next(calls) == n:
+            os.kill(os.getpid(), signum)
+        return forward(self, logits, labels)
+
+    AdaFocalLoss.forward = patched
+
+
+def _signal_in_checkpoint_write(signum: int, n: int) -> None:
+    """Deliver `signum` while the n-th checkpoint is being written (the write itself then goes on)."""
+    save, calls = torch.save, iter(range(1, 10**6))
+
+    def patched(obj, f, *args, **kwargs):
+        if next(calls) == n:
+            os.kill(os.getpid(), signum)
+        return save(obj, f, *args, **kwargs)
+
+    torch.save = patched
+
+
+def _cli_child(args, stderr_path, hook) -> None:
+    """`adacal train ...` in a forked process (stdout discarded, stderr to a file) with a signal hook installed."""
+    torch.set_num_threads(1)
+    sys.stdout = open(os.devnull, "w")
+    sys.stderr = open(stderr_path, "w", buffering=1)
+    hook()
+    app(args=args, prog_name="adacal")
+
+
+@pytest.mark.parametrize(
+    "where, signum",
+    [("mid-batch", signal.SIGINT), ("mid-batch", signal.SIGTERM), ("checkpoint write", signal.SIGINT),
+     ("checkpoint write", signal.SIGTERM)],
+    ids=["ctrl-c mid-batch", "sigterm mid-batch", "ctrl-c during checkpoint write", "sigterm during checkpoint write"],
+)
+def test_interrupt_writes_a_checkpoint_and_the_printed_command_resumes_exactly(
+    uninterrupted, tmp_path, where, signum
+):
+    """Ctrl-C / SIGTERM anywhere: exit 130, one stderr line with the resume command; a signal during a checkpoint
+    write waits for the write to finish; running the printed command ends exactly as the uninterrupted run."""
+    hook = (lambda: _signal_at_batch(signum, 5)) if where == "mid-batch" else (
+        lambda: _signal_in_checkpoint_write(signum, 4))
+    stderr = tmp_path / "stderr.txt"
+    process = multiprocessing.get_context("fork").Process(
+        target=_cli_child, args=(["train", *INTERRUPT, "--out", str(tmp_path / "runs")], stderr, hook))
+    process.start()
+    process.join(timeout=60)
+    assert process.exitcode == 130, stderr.read_text()
+    (line,) = stderr.read_text().strip().splitlines()
+    run = _only_run(tmp_path / "runs")
+    assert line.startswith("Interrupted at epoch ") and line.endswith(f"resume with: adacal train --resume {run} --epochs 5")
+    checkpoint = torch.load(run / "checkpoints" / "last.pt", weights_only=True)
+    assert len(_history(run)) == checkpoint["epoch"]
+    # Batch 5 is the first of epoch 3; checkpoint write 4 is epoch 2's first (after epoch 0's, epoch 1's best and last).
+    assert line.startswith("Interrupted at epoch 3 batch 1;" if where == "mid-batch" else "Interrupted at epoch 2 ")
+    assert checkpoint["epoch"] == 2
+    assert not list(run.rglob("*.tmp"))
+
+    resumed = _train(*line.split("resume with: adacal train ")[1].split(), "--quiet")
+    assert resumed.exit_code == 0, resumed.output
+    a = torch.load(uninterrupted / "checkpoints" / "last.pt", weights_only=True)
+    b = torch.load(run / "checkpoints" / "last.pt", weights_only=True)
+    for key, value in a["model_state"].items():
+        assert torch.equal(value, b["model_state"][key]), key
+    assert torch.equal(a["loss_state"]["gammas"], b["loss_state"]["gammas"])
+    drop = lambda lines: [{k: v for k, v in line.items() if k != "seconds"} for line in lines]  # noqa: E731
+    assert drop(_history(uninterrupted)) == drop(_history(run))
+
+
 @pytest.mark.skipif(not (SHARED_DATA / "cifar10.npz").is_file(), reason="shared CIFAR-10 arrays not present")
 def test_resnet20_on_a_cifar10_slice(tmp_path):
     with np.load(SHARED_DATA / "cifar10.npz") as full:

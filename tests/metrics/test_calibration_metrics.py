@@ -340,8 +340,8 @@ def test_compute_metrics_validates_once(monkeypatch):
     import adacal.metrics.calibration as module
 
     calls = []
-    original = module.check_scores
-    monkeypatch.setattr(module, "check_scores", lambda *a, **k: calls.append(1) or original(*a, **k))
+    original = module.check_scores_and_row_sums
+    monkeypatch.setattr(module, "check_scores_and_row_sums", lambda *a, **k: calls.append(1) or original(*a, **k))
     logits, labels = make_logits(50, 3, 8)
     compute_metrics(logits, labels)
     assert len(calls) == 1
@@ -394,3 +394,14 @@ def test_block_computation_equals_arrays_to_probs_exactly(n, k):
         onehot = np.zeros_like(probs)
         onehot[np.arange(n), labels] = 1.0
         np.testing.assert_allclose(pred.brier_terms, ((probs - onehot) ** 2).sum(axis=1), rtol=0, atol=1e-12)
+
+
+def test_top_label_of_probabilities_is_that_of_the_normalised_rows():
+    rng = np.random.default_rng(3)
+    probs = rng.dirichlet(np.ones(6), size=500) * (1 + rng.uniform(-5e-5, 5e-5, size=(500, 1)))  # sums within 1e-4
+    labels = rng.integers(0, 6, size=500)
+    pred = prepare_predictions(probs, labels)
+    assert pred.assumed == "probs"
+    normalised = probs / probs.sum(axis=1, keepdims=True)
+    np.testing.assert_array_equal(pred.predictions, normalised.argmax(axis=1))
+    np.testing.assert_allclose(pred.confidences, normalised.max(axis=1), rtol=0, atol=1e-15)

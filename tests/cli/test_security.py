@@ -1,0 +1,215 @@
+"""Files from elsewhere are data, never code: a pickle payload in a checkpoint or .pt predictions file is refused by
+every command without running, and paths written inside reports or checkpoints are never followed blindly."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from adacal.cli import app
+
+runner = CliRunner()
+
+
+class CreatesAFile:
+    """Unpickling this object opens (creates) `path`: proof that code ran."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    from adacal.training import TrainConfig, train
+
+    root = tmp_path_factory.mktemp("security")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        result = train(TrainConfig(dataset="digits", device="cpu", epochs=1, train_subset=64, batch_size=32,
+                                   out=str(root / "runs")))
+    finally:
+        torch.set_num_threads(threads)
+    return result.run_dir
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p): (p.stat().st_mtime_ns, p.stat().st_size if p.is_file() else -1) for p in [root, *root.rglob("*")]}
+
+
+def _one_line_error(result) -> str:
+    assert result.exit_code != 0, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+@pytest.fixture()
+def payloads(tmp_path, trained):
+    """A run folder whose checkpoints carry a payload (and no predictions.npz, so commands must read a checkpoint),
+    and a .pt predictions file with one."""
+    marker = tmp_path / "payload-ran.txt"
+    run = tmp_path / "run"
+    shutil.copytree(trained, run)
+    (run / "predictions.npz").unlink()
+    checkpoint = torch.load(trained / "checkpoints" / "last.pt", weights_only=True)
+    for which in ("last", "best"):
+        torch.save({**checkpoint, "payload": CreatesAFile(marker)}, run / "checkpoints" / f"{which}.pt")
+    with np.load(trained / "predictions.npz") as arrays:
+        logits, labels = torch.from_numpy(arrays["test_logits"]), torch.from_numpy(arrays["test_labels"])
+    torch.save({"logits": logits, "labels": labels, "test_logits": logits, "test_labels": labels,
+                "val_logits": logits, "val_labels": labels, "payload": CreatesAFile(marker)}, tmp_path / "preds.pt")
+    np.savez(tmp_path / "clean.npz", logits=logits.numpy(), labels=labels.numpy())
+    return {"marker": marker, "run": run, "preds": tmp_path / "preds.pt", "clean": tmp_path / "clean.npz"}
+
+
+COMMANDS = {
+    "evaluate checkpoint": lambda p: ["evaluate", str(p["run"] / "checkpoints" / "last.pt")],
+    "evaluate run": lambda p: ["evaluate", str(p["run"])],
+    "calibrate run": lambda p: ["calibrate", str(p["run"])],
+    "ood model": lambda p: ["ood", "--model", str(p["run"]), "--in", "digits", "--out", "digits"],
+    "plot reliability": lambda p: ["plot", "reliability", str(p["preds"]), "--out", str(p["run"].parent / "r.png")],
+    "train resume": lambda p: ["train", "--resume", str(p["run"]), "--epochs", "2"],
+    "evaluate pt predictions": lambda p: ["evaluate", str(p["preds"])],
+    "calibrate pt predictions": lambda p: ["calibrate", str(p["preds"])],
+    "ood in-preds": lambda p: ["ood", "--in-preds", str(p["preds"]), "--out-preds", str(p["clean"])],
+    "ood out-preds": lambda p: ["ood", "--in-preds", str(p["clean"]), "--out-preds", str(p["preds"])],
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_pickle_payloads_are_refused_and_never_run(payloads, tmp_path, monkeypatch, command):
+    monkeypatch.chdir(tmp_path)
+    before = _snapshot(tmp_path)
+    line = _one_line_error(runner.invoke(app, COMMANDS[command](payloads)))
+    assert "Refusing to load" in line and "weights_only=True" in line, line
+    assert not payloads["marker"].exists()
+    assert _snapshot(tmp_path) == before
+
+
+def test_the_payload_does_run_when_unpickled_without_weights_only(payloads):
+    """The control: the payload is real, so the refusals above are what kept it from running."""
+    torch.load(payloads["preds"], weights_only=False)
+    assert payloads["marker"].exists()
+
+
+# ------------------------------------------------------------------------------------- paths inside reports
+
+
+def _with_paths(report: dict, payload: Path, target: Path) -> dict:
+    """A report whose path fields point at a payload to read and at a file to (not) write."""
+    report = json.loads(json.dumps(report))
+    report["input"] = {"path": str(payload), "sha256": "0" * 64}
+    report["config"].update({"model": str(payload), "checkpoint": str(payload), "in_preds": str(payload),
+                             "out_preds": str(payload), "input": str(payload), "json": str(target),
+                             "out": str(target), "data_dir": str(target.parent / "new-data-folder")})
+    return report
+
+
+def test_paths_inside_reports_are_never_read_or_written(payloads, trained, tmp_path, monkeypatch):
+    """plot roc / plot reliability / ood read only the numbers of the reports they are given; the paths a report
+    names (its input, model, predictions, output) are neither opened nor written."""
+    from adacal.ood import detect_ood, ood_report
+    from adacal.reports import write_json
+
+    monkeypatch.chdir(tmp_path)
+    target = tmp_path / "written-because-a-report-said-so.json"
+    run = tmp_path / "run_with_reports"
+    shutil.copytree(trained, run)
+    with np.load(run / "predictions.npz") as arrays:
+        test_logits, val_logits, val_labels = arrays["test_logits"], arrays["val_logits"], arrays["val_labels"]
+    ood = ood_report(detect_ood(test_logits, val_logits, temperature=1.5), config={"in": "digits", "out": "x"})
+    write_json(tmp_path / "ood.json", _with_paths(ood, payloads["preds"], target))
+    evaluate = json.loads((run / "evaluate.json").read_text())
+    write_json(tmp_path / "evaluate.json", _with_paths(evaluate, payloads["preds"], target))
+    assert runner.invoke(app, ["calibrate", str(run), "--quiet"]).exit_code == 0
+    calibrate = json.loads((run / "calibrate.json").read_text())
+    write_json(run / "calibrate.json", _with_paths(calibrate, payloads["preds"], target))
+    before = _snapshot(tmp_path)
+
+    results = [
+        runner.invoke(app, ["plot", "roc", str(tmp_path / "ood.json"), "--out", str(tmp_path / "roc.png")]),
+        runner.invoke(app, ["plot", "reliability", str(tmp_path / "evaluate.json"), "--out", str(tmp_path / "r.png")]),
+        runner.invoke(app, ["plot", "reliability", str(run), "--calibrated", str(run / "calibrate.json"),
+                            "--out", str(tmp_path / "c.png")]),
+        runner.invoke(app, ["ood", "--model", str(run), "--in", "digits", "--out", "digits", "--quiet"]),
+    ]
+    for result in results:
+        assert result.exit_code == 0, result.output
+    assert not payloads["marker"].exists() and not target.exists()
+    assert not (tmp_path / "new-data-folder").exists()
+    after = _snapshot(tmp_path)
+    changed = {Path(p).name for p in after if after[p] != before.get(p)}
+    assert changed == {tmp_path.name, "roc.png", "r.png", "c.png", "ood.json", run.name}, changed
+    assert json.loads((run / "ood.json").read_text())["results"]["temperature_source"] == "calibrate.json"
+
+
+def test_a_data_folder_named_in_a_checkpoint_is_not_created(tmp_path, monkeypatch):
+    """A checkpoint records the data folder its run used; one that does not exist here is ignored (the default data
+    folder is used) instead of being created and downloaded into."""
+    from adacal.models import build_model
+    from adacal.training.checkpoints import make_checkpoint, save_checkpoint
+
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.default_rng(0)
+    np.savez(data / "cifar10.npz", train_x=rng.integers(0, 255, (30, 32, 32, 3), dtype=np.uint8),
+             train_y=np.arange(30) % 10, test_x=rng.integers(0, 255, (10, 32, 32, 3), dtype=np.uint8),
+             test_y=np.arange(10), classes=np.array([f"c{i}" for i in range(10)]))
+    monkeypatch.setenv("ADACAL_DATA", str(data))
+    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "somewhere" / "else"
+    torch.manual_seed(0)
+    model = build_model("resnet20", num_classes=10, input_shape=(3, 32, 32))
+    checkpoint = make_checkpoint(model_name="resnet20", model_options={}, dataset="cifar10", num_classes=10,
+                                 input_shape=(3, 32, 32), epoch=1, model_state=model.state_dict(),
+                                 config={"seed": 0, "val_size": 10, "data_dir": str(elsewhere)})
+    save_checkpoint(checkpoint, tmp_path / "model.pt")
+    result = runner.invoke(app, ["evaluate", str(tmp_path / "model.pt"), "--device", "cpu", "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "somewhere").exists()
+
+
+def test_a_file_named_in_a_checkpoints_model_options_is_never_read(tmp_path):
+    """Init-only model options (a GloVe embeddings file) inside a checkpoint are ignored: the weights are in it."""
+    from adacal.models import build_model
+    from adacal.training import build_model_from_checkpoint
+    from adacal.training.checkpoints import make_checkpoint
+
+    model = build_model("textcnn", num_classes=3, input_shape=(12,), vocab_size=40)
+    named = tmp_path / "glove-that-is-not-there.txt"
+    checkpoint = make_checkpoint(model_name="textcnn", dataset="20newsgroups", num_classes=3, input_shape=(12,),
+                                 model_options={"vocab_size": 40, "embeddings": str(named), "vocab": ["a", "b"]},
+                                 config={}, epoch=1, model_state=model.state_dict())
+    rebuilt, _ = build_model_from_checkpoint(checkpoint)
+    for key, value in model.state_dict().items():
+        assert torch.equal(rebuilt.state_dict()[key], value)
+
+
+@pytest.mark.parametrize("option", ["evaluate --calibrator", "plot reliability --calibrated"])
+def test_calibrators_and_reports_are_read_as_json_never_unpickled(payloads, tmp_path, monkeypatch, option):
+    import pickle
+
+    calibrator = tmp_path / "calibrator.json"
+    calibrator.write_bytes(pickle.dumps(CreatesAFile(payloads["marker"])))
+    command, flag = option.rsplit(" ", 1)
+    args = [*command.split(), str(payloads["clean"]), flag, str(calibrator)]
+    if command.startswith("plot"):
+        args += ["--out", str(tmp_path / "r.png")]
+    monkeypatch.chdir(tmp_path)
+    before = _snapshot(tmp_path)
+    line = _one_line_error(runner.invoke(app, args))
+    assert "could not be parsed" in line, line
+    assert not payloads["marker"].exists()
+    assert _snapshot(tmp_path) == before
