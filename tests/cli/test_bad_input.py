@@ -30,7 +30,7 @@ K = 10
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory):
+def base(tmp_path_factory, one_torch_thread):
     """One tiny trained run and a report of each kind, built once (about a second)."""
     from adacal.calibrators import build_calibrator, save_calibrator
     from adacal.ood import detect_ood, ood_report
@@ -38,13 +38,9 @@ def base(tmp_path_factory):
     from adacal.training import TrainConfig, train
 
     root = tmp_path_factory.mktemp("bad-input")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_torch_thread():
         result = train(TrainConfig(dataset="digits", device="cpu", epochs=1, train_subset=64, batch_size=32,
                                    out=str(root / "runs")))
-    finally:
-        torch.set_num_threads(threads)
     run = result.run_dir
     with np.load(run / "predictions.npz") as arrays:
         split = {key: arrays[key] for key in arrays.files}

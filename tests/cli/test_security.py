@@ -28,17 +28,13 @@ class CreatesAFile:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+def trained(tmp_path_factory, one_torch_thread):
     from adacal.training import TrainConfig, train
 
     root = tmp_path_factory.mktemp("security")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_torch_thread():
         result = train(TrainConfig(dataset="digits", device="cpu", epochs=1, train_subset=64, batch_size=32,
                                    out=str(root / "runs")))
-    finally:
-        torch.set_num_threads(threads)
     return result.run_dir
 
 

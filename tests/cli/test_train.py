@@ -26,11 +26,9 @@ EXACT = [*TINY, "--optimizer", "sgd", "--lr", "0.05", "--milestones", "3", "--se
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(one_torch_thread):
+    with one_torch_thread():
+        yield
 
 
 def _env() -> dict[str, str]:
@@ -194,14 +192,10 @@ INTERRUPT = ["--device", "cpu", "--train-subset", "64", "--batch-size", "32", "-
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory):
+def uninterrupted(tmp_path_factory, one_torch_thread):
     out = tmp_path_factory.mktemp("uninterrupted")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_torch_thread():
         assert _train(*INTERRUPT, "--out", str(out), "--quiet").exit_code == 0
-    finally:
-        torch.set_num_threads(threads)
     return _only_run(out)
 
 

@@ -117,15 +117,11 @@ def _resume(run: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
+def reference(tmp_path_factory, one_torch_thread):
     """The uninterrupted run every interrupted one must end up equal to."""
     out = tmp_path_factory.mktemp("reference")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_torch_thread():
         train(TrainConfig(**OPTIONS, epochs=EPOCHS, out=str(out)))
-    finally:
-        torch.set_num_threads(threads)
     return _outcome(_only_run(out))
 
 
