@@ -26,6 +26,15 @@ def check_scores(scores: Any, *, name: str = "logits") -> np.ndarray:
 
 def check_scores_and_row_sums(scores: Any, *, name: str = "logits") -> tuple[np.ndarray, np.ndarray]:
     """`check_scores`, also returning the row sums it computed (they tell probabilities from logits)."""
+    array = check_score_shape(scores, name=name)
+    with np.errstate(over="ignore", invalid="ignore"):
+        row_sums = array.sum(axis=1)
+    check_finite_rows(array, row_sums, name=name)
+    return array, row_sums
+
+
+def check_score_shape(scores: Any, *, name: str = "logits") -> np.ndarray:
+    """The dtype and shape checks of `check_scores` (not finiteness): a float64 (N, K) array, N >= 1, K >= 2."""
     array = to_numpy(scores)
     if array.dtype == object or not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
         raise InputError(f"Expected {name} to be numeric, got dtype {array.dtype}.")
@@ -36,14 +45,18 @@ def check_scores_and_row_sums(scores: Any, *, name: str = "logits") -> tuple[np.
         raise InputError(f"Expected {name} to hold at least one sample, got shape {array.shape}.")
     if array.shape[1] < 2:
         raise InputError(f"Expected {name} to have at least 2 classes, got shape {array.shape}.")
-    # NaN and Inf propagate into a row's sum, so one pass checks finiteness and gives the sums; only a sum that
-    # overflowed from finite values needs the element-wise look.
-    with np.errstate(over="ignore", invalid="ignore"):
-        row_sums = array.sum(axis=1)
+    return array
+
+
+def check_finite_rows(array: np.ndarray, row_sums: np.ndarray, *, name: str = "logits") -> None:
+    """Raise unless every entry of `array` is finite, given its row sums.
+
+    NaN and Inf propagate into a row's sum, so finite sums prove finite entries; only a sum that overflowed from
+    finite values needs the element-wise look.
+    """
     if not np.isfinite(row_sums).all() and not np.isfinite(array).all():
         bad = int((~np.isfinite(array)).any(axis=1).sum())
         raise InputError(f"Expected {name} to be finite, found NaN or Inf in {bad} row(s).")
-    return array, row_sums
 
 
 def check_labels(labels: Any, *, n: int | None = None, num_classes: int | None = None, name: str = "labels") -> np.ndarray:
@@ -78,16 +91,18 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
 
 
-def looks_like_probs(scores: np.ndarray, row_sums: np.ndarray | None = None) -> bool:
+def looks_like_probs(scores: np.ndarray, row_sums: np.ndarray | None = None, minimum: float | None = None) -> bool:
     """True when every entry is non-negative and every row sums to 1 within PROB_SUM_TOLERANCE (float32 rounding).
 
     No entry then exceeds 1 + PROB_SUM_TOLERANCE, so a float32 softmax output of 1.0000001 still counts as a
-    probability. `row_sums` (from `check_scores_and_row_sums`) saves a pass; the sums are checked first since logits
-    fail there.
+    probability. `row_sums` and `minimum` (the smallest entry), when a caller has them, save passes over `scores`;
+    the sums are checked first since logits fail there.
     """
     if row_sums is None:
         row_sums = scores.sum(axis=1)
-    return bool(np.abs(row_sums - 1.0).max() <= PROB_SUM_TOLERANCE and scores.min() >= 0.0)
+    if not np.abs(row_sums - 1.0).max() <= PROB_SUM_TOLERANCE:
+        return False
+    return bool((scores.min() if minimum is None else minimum) >= 0.0)
 
 
 def to_probs(scores: np.ndarray) -> tuple[np.ndarray, str]:

@@ -215,7 +215,7 @@ def register(app: typer.Typer) -> None:
         data_dir: Annotated[Path | None, typer.Option(help="Where datasets are (default $ADACAL_DATA or ~/.cache/adacal).")] = None,
         train_subset: Annotated[int | None, typer.Option(help="Train on the first N training samples only (val and test unchanged).")] = None,
         val_size: Annotated[int | None, typer.Option(help="Validation samples split off the training set (default per dataset).")] = None,
-        test_subset: Annotated[int | None, typer.Option(help="Score only the first N test samples (quick experiments; the full test set by default).")] = None,
+        test_subset: Annotated[int | None, typer.Option(help="Score only a fixed seeded sample of N test samples, every class represented (quick experiments; the full test set by default).")] = None,
         preset: Annotated[str | None, typer.Option(help="quick (default) or paper: where options you leave out come from.")] = None,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final summary line and the run folder.")] = False,
     ) -> None:

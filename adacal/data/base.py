@@ -18,6 +18,9 @@ DatasetKind = Literal["image", "vector", "text"]
 
 DATASETS: Registry[Dataset] = Registry("dataset")
 
+# The seed of the test sample `--test-subset N` keeps: fixed, so every run of a comparison sees the same images.
+TEST_SUBSET_SEED = 0
+
 # Per-channel mean and std of the training images, on the [0, 1] scale. Published constants (hardcoded so a loader
 # needs no pass over the data). The CIFAR-10 std is the true per-pixel std (0.2470, ...); kuangliu's and the AdaFocal
 # reference code use (0.2023, 0.1994, 0.2010), the std of per-image means, which only rescales the inputs slightly.
@@ -79,12 +82,19 @@ class Dataset:
         return getattr(self, name)
 
     def limit_test(self, n: int | None) -> Dataset:
-        """Keep only the first `n` test samples (quick experiments); None keeps them all. Recorded in split_info."""
+        """Keep `n` test samples (quick experiments); None keeps them all. Recorded in split_info.
+
+        A seeded random sample kept in the original order, not the first n: test sets are often sorted by class (the
+        prepared CIFAR-10 arrays are), and their first n would hold a single class. The seed is fixed, so runs with
+        different training seeds are scored on the same test images.
+        """
         if n is None or n >= len(self.test):
             return self
-        self.test = self.test.subset(np.arange(n))
+        keep = np.sort(np.random.default_rng(TEST_SUBSET_SEED).choice(len(self.test), size=n, replace=False))
+        self.test = self.test.subset(keep)
         sizes = {**self.split_info.get("sizes", {}), "test": int(n)}
-        self.split_info = {**self.split_info, "test_subset": int(n), "sizes": sizes}
+        self.split_info = {**self.split_info, "test_subset": int(n), "test_subset_seed": TEST_SUBSET_SEED,
+                           "sizes": sizes}
         return self
 
     @property

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import check_labels, check_scores_and_row_sums, looks_like_probs
+from adacal.arrays import check_finite_rows, check_labels, check_score_shape, looks_like_probs
 from adacal.errors import InputError
 from adacal.metrics.binning import (
     BINNINGS,
@@ -65,9 +65,12 @@ class PreparedPredictions:
         *,
         source: tuple[PreparedPredictions, np.ndarray] | None = None,
         row_sums: np.ndarray | None = None,
+        top: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         self._scores = scores
-        self._row_sums = row_sums if assumed == "probs" else None  # the validation pass computed them already
+        # The validation pass computed these already: row sums, and each row's argmax and largest raw entry.
+        self._row_sums = row_sums if assumed == "probs" else None
+        self._top = top if assumed == "probs" else None
         self.labels = labels
         self.assumed = assumed
         self._source = source
@@ -177,9 +180,9 @@ def _per_sample_quantities(pred: PreparedPredictions, group: str) -> dict[str, n
     n = pred.n_samples
     if group == "top" and pred._row_sums is not None and pred._scores is not None:
         # Probabilities are the rows over their sums: dividing a row by a positive constant keeps its argmax (up to
-        # ties made by rounding), so one argmax pass over the raw rows gives the top class and its probability.
-        top = np.argmax(pred._scores, axis=1)
-        return {"predictions": top, "confidences": pred._scores[np.arange(n), top] / pred._row_sums}
+        # ties made by rounding), so the raw rows' argmax and maximum give the top class and its probability.
+        top, top_values = pred._top if pred._top is not None else _row_tops(pred._scores)
+        return {"predictions": top, "confidences": top_values / pred._row_sums}
     out = {name: np.empty(n, dtype=np.int64 if name == "predictions" else np.float64) for name in _GROUPS[group]}
     for rows, probs, shifted, sums in pred.blocks():
         index = np.arange(probs.shape[0])
@@ -206,10 +209,39 @@ def prepare_predictions(scores: Any, labels: Any) -> PreparedPredictions:
     """
     if isinstance(scores, PreparedPredictions):
         return scores
-    checked, row_sums = check_scores_and_row_sums(scores, name="scores")
+    checked = check_score_shape(scores, name="scores")
+    row_sums, minimum, top = _scan_rows(checked)
+    check_finite_rows(checked, row_sums, name="scores")
     labels = check_labels(labels, n=checked.shape[0], num_classes=checked.shape[1])
-    assumed = "probs" if looks_like_probs(checked, row_sums) else "logits"
-    return PreparedPredictions(checked, labels, assumed, row_sums=row_sums)
+    assumed = "probs" if looks_like_probs(checked, row_sums, minimum) else "logits"
+    return PreparedPredictions(checked, labels, assumed, row_sums=row_sums, top=top)
+
+
+def _scan_rows(array: np.ndarray) -> tuple[np.ndarray, float, tuple[np.ndarray, np.ndarray]]:
+    """Row sums, the smallest entry, and each row's argmax and maximum, in one pass over cache-sized blocks of rows.
+
+    On large inputs reading the (N, K) array from memory is the cost (not the arithmetic): everything validation and
+    the top-label metrics need from the raw rows comes from a single read.
+    """
+    n, k = array.shape
+    step = max(1, _BLOCK_ENTRIES // k)
+    row_sums = np.empty(n)
+    top = np.empty(n, dtype=np.int64)
+    top_values = np.empty(n)
+    minimum = np.inf
+    with np.errstate(over="ignore", invalid="ignore"):
+        for start in range(0, n, step):
+            block = array[start:start + step]
+            block.sum(axis=1, out=row_sums[start:start + step])
+            block.argmax(axis=1, out=top[start:start + step])
+            top_values[start:start + step] = block[np.arange(block.shape[0]), top[start:start + step]]
+            minimum = min(minimum, float(block.min()))
+    return row_sums, minimum, (top, top_values)
+
+
+def _row_tops(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    top = np.argmax(array, axis=1)
+    return top, array[np.arange(array.shape[0]), top]
 
 
 def _check_prepared(scores: Any, labels: Any, n_bins: Any) -> tuple[PreparedPredictions, int]:

@@ -83,7 +83,7 @@ def test_train_writes_a_complete_run_folder(tmp_path):
     assert report["kind"] == "evaluate" and {"error", "ece_em", "ece_ew", "nll"} <= set(report["results"]["metrics"])
 
 
-def test_test_subset_scores_the_first_n_test_samples(tmp_path):
+def test_test_subset_scores_a_fixed_seeded_sample_of_n_test_samples(tmp_path):
     result = _train("--epochs", "1", "--out", str(tmp_path), "--test-subset", "50", "--quiet", *TINY)
     assert result.exit_code == 0, result.output
     run = _only_run(tmp_path)
@@ -91,7 +91,7 @@ def test_test_subset_scores_the_first_n_test_samples(tmp_path):
     assert config["results"]["split"]["sizes"]["test"] == 50 and config["config"]["test_subset"] == 50
     from adacal.data import load_dataset
 
-    expected = load_dataset("digits").test.labels[:50].numpy()
+    expected = load_dataset("digits").limit_test(50).test.labels.numpy()
     with np.load(run / "predictions.npz") as arrays:
         assert arrays["test_logits"].shape == (50, 10) and arrays["val_logits"].shape == (360, 10)
         np.testing.assert_array_equal(arrays["test_labels"], expected)

@@ -69,6 +69,23 @@ def test_split_determinism_no_overlap_and_subset(small_dir):
     assert torch.equal(sub.val.inputs, wide.val.inputs) and sub.split_info["train_subset"] == 50
 
 
+def test_test_subset_samples_every_class_of_a_class_sorted_test_set(tmp_path):
+    arrays = make_arrays(n_test=200)
+    arrays["test_y"] = np.repeat(np.arange(10), 20)  # sorted by class, like the shared CIFAR-10 file
+    np.savez(tmp_path / "cifar10.npz", **arrays)
+    full = load_dataset("cifar10", data_dir=tmp_path, seed=0, download=False)
+    first = load_dataset("cifar10", data_dir=tmp_path, seed=0, download=False).limit_test(40)
+    other_seed = load_dataset("cifar10", data_dir=tmp_path, seed=5, download=False).limit_test(40)
+    assert len(first.test) == 40 and first.split_info["sizes"]["test"] == 40
+    # the first 40 would be two classes; a sample of 40 out of 10 × 20 holds (nearly) all of them
+    assert len(set(first.test.labels.tolist())) >= 8
+    # the same images whatever the run's seed, in the test set's own order, each one a real test image
+    assert torch.equal(first.test.inputs, other_seed.test.inputs)
+    positions = [next(i for i in range(200) if torch.equal(full.test.inputs[i], x)) for x in first.test.inputs]
+    assert positions == sorted(positions) and len(set(positions)) == 40
+    assert torch.equal(full.test.labels[positions], first.test.labels)
+
+
 def test_offline_without_file_names_the_path(tmp_path):
     with pytest.raises(DataUnavailableError, match=r"Put cifar10\.npz \(keys train_x, train_y, test_x, test_y, classes\) in ") as info:
         load_dataset("cifar10", data_dir=tmp_path, download=False)

@@ -340,8 +340,8 @@ def test_compute_metrics_validates_once(monkeypatch):
     import adacal.metrics.calibration as module
 
     calls = []
-    original = module.check_scores_and_row_sums
-    monkeypatch.setattr(module, "check_scores_and_row_sums", lambda *a, **k: calls.append(1) or original(*a, **k))
+    original = module.check_score_shape
+    monkeypatch.setattr(module, "check_score_shape", lambda *a, **k: calls.append(1) or original(*a, **k))
     logits, labels = make_logits(50, 3, 8)
     compute_metrics(logits, labels)
     assert len(calls) == 1
@@ -405,3 +405,26 @@ def test_top_label_of_probabilities_is_that_of_the_normalised_rows():
     normalised = probs / probs.sum(axis=1, keepdims=True)
     np.testing.assert_array_equal(pred.predictions, normalised.argmax(axis=1))
     np.testing.assert_allclose(pred.confidences, normalised.max(axis=1), rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("k", [3, 100])
+def test_one_pass_validation_scan_matches_whole_array_results_across_blocks(k):
+    import adacal.metrics.calibration as module
+
+    n = 3 * (module._BLOCK_ENTRIES // k) + 7  # several blocks and a ragged last one
+    logits, labels = make_logits(n, k, 11)
+    probs = softmax(logits)
+    prepared = module.prepare_predictions(probs, labels)
+    assert prepared.assumed == "probs"
+    np.testing.assert_array_equal(prepared.predictions, probs.argmax(axis=1))
+    np.testing.assert_allclose(prepared.confidences, probs.max(axis=1) / probs.sum(axis=1), rtol=0, atol=1e-15)
+    assert ece_em(probs, labels) == pytest.approx(slow.ece_em(probs, labels), abs=1e-12)
+    # one negative entry in the last block, or a NaN in the middle one, is still seen
+    shifted = probs.copy()
+    shifted[-1, 0] = -1e-9
+    shifted[-1, 1] += 1e-9
+    assert module.prepare_predictions(shifted, labels).assumed == "logits"
+    broken = probs.copy()
+    broken[n // 2, 1] = np.nan
+    with pytest.raises(InputError, match="NaN or Inf in 1 row"):
+        module.prepare_predictions(broken, labels)
