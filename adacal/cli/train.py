@@ -19,9 +19,10 @@ epoch, with AdaFocal's bins and gammas), checkpoints/last.pt and best.pt, predic
 Options left out come from the preset: 'quick' by default (digits: 30 epochs of SGD, seconds on a laptop CPU),
 or 'paper' (--preset paper) for the paper's protocol on cifar10, cifar100, tiny-imagenet, imagenet, 20newsgroups.
 
-Ctrl-C or SIGTERM stops training with exit code 130 and prints the command that resumes it; checkpoints/last.pt
-always holds the last completed epoch, so a resumed run repeats the interrupted epoch from its start and ends exactly
-as an uninterrupted run would (same device).
+Ctrl-C or SIGTERM stops training with exit code 130 and prints the command that resumes it. During an epoch's
+batches the current batch is finished first and checkpoints/interrupted.pt is written, so the resumed run continues
+from the next batch (a second Ctrl-C stops at once); checkpoints/last.pt always holds the last completed epoch. Either
+way the resumed run ends exactly as an uninterrupted run would (same device).
 
 Examples:
 
@@ -184,6 +185,7 @@ def register(app: typer.Typer) -> None:
         dataset: Annotated[str | None, typer.Option(help="Dataset name: digits (default), cifar10, cifar100, svhn, tiny-imagenet, imagenet, 20newsgroups.")] = None,
         model: Annotated[str | None, typer.Option(help="Model name (resnet20, resnet50, resnet110, wrn-26-10, densenet121, mlp, textcnn, torchvision:<name>); default per dataset.")] = None,
         loss: Annotated[str | None, typer.Option(help="Loss: adafocal (default), ce, focal, flsd-53, inverse-focal, calfocal, brier, mmce, label-smoothing.")] = None,
+        embeddings: Annotated[Path | None, typer.Option(help="GloVe text file ('word v1 v2 ...' per line, .gz too) whose vectors initialise --model textcnn's embeddings (the words of the training vocabulary it has); default: trained from scratch.")] = None,
         gamma: Annotated[float | None, typer.Option(help="γ of focal / inverse-focal.")] = None,
         lam: Annotated[float | None, typer.Option(help="λ of the AdaFocal γ-update (and CalFocal); paper: 1.")] = None,
         gamma_max: Annotated[float | None, typer.Option(help="AdaFocal upper bound on γ; paper: 20.")] = None,
@@ -225,7 +227,8 @@ def register(app: typer.Typer) -> None:
         options = locals()
         given_loss = {key: options[flag] for flag, key in LOSS_FLAGS.items() if options[flag] is not None}
         config = TrainConfig(
-            dataset=dataset, model=model, loss=loss, loss_options=given_loss or None, epochs=epochs,
+            dataset=dataset, model=model, loss=loss, loss_options=given_loss or None,
+            model_options={"embeddings": str(embeddings)} if embeddings is not None else None, epochs=epochs,
             batch_size=batch_size, lr=lr, milestones=parse_milestones(milestones), lr_decay=lr_decay,
             momentum=momentum, weight_decay=weight_decay, optimizer=optimizer, seed=seed, device=device, amp=amp,
             channels_last=channels_last, update_every=update_every, select=select, grad_clip=grad_clip,

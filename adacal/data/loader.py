@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from adacal.data.augment import augment_batch
+from adacal.data.augment import augment_batch, draw_augmentation
 from adacal.data.base import Dataset, Split, check_int, normalization
 from adacal.errors import InputError
 
@@ -168,12 +168,24 @@ class BatchLoader:
     # ---------------------------------------------------------------------------------------------------- batches
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        return self.iterate()
+
+    def iterate(self, start_batch: int = 0) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """This epoch's batches after the first `start_batch` ones: exactly the tail of a full iteration (the
+        augmentation draws of the skipped batches are replayed, cheap, so the generator is where it would be)."""
+        n_batches = len(self)
+        check_int("start_batch", start_batch, minimum=0)
+        if start_batch > n_batches:
+            raise InputError(f"Expected start_batch in [0, {n_batches}] for {n_batches} batches, got {start_batch}.")
         order = self.indices()
         generator = self.augmentation_generator() if self.augment else None
-        n_batches = len(self)
+        if generator is not None:
+            for b in range(start_batch):
+                size = len(order[b * self.batch_size : (b + 1) * self.batch_size])
+                draw_augmentation(size, padding=self.padding, generator=generator)
         if self._on_device:
             order = order.to(self.device)
-        for b in range(n_batches):
+        for b in range(start_batch, n_batches):
             index = order[b * self.batch_size : (b + 1) * self.batch_size]
             inputs = self._fetch(self._inputs, index)
             labels = self._fetch(self._labels, index)

@@ -223,9 +223,17 @@ def check_model_input(model: nn.Module, input_shape: Sequence[int]) -> None:
         raise InputError(f"Model '{name}' was built for inputs of shape {built}, got inputs of shape {shape}.")
 
 
-def rebuild_options(options: dict[str, Any]) -> dict[str, Any]:
-    """Options to rebuild a model whose weights come from a checkpoint: init-only ones (GloVe file, vocab) dropped."""
-    return {k: v for k, v in options.items() if k not in INIT_ONLY_OPTIONS}
+def rebuild_options(options: dict[str, Any], model: nn.Module | None = None) -> dict[str, Any]:
+    """Options to rebuild a model whose weights come from a checkpoint: init-only ones (GloVe file, vocab) dropped.
+
+    Pass the built `model` to keep what an init-only option decided: a textcnn whose embeddings came from a GloVe
+    file has that file's embedding_dim, which the rebuilt model needs.
+    """
+    kept = {k: v for k, v in options.items() if k not in INIT_ONLY_OPTIONS}
+    embedding = getattr(model, "embedding", None)
+    if options.get("embeddings") is not None and isinstance(embedding, nn.Embedding):
+        kept.setdefault("embedding_dim", int(embedding.embedding_dim))
+    return kept
 
 
 def model_options_for_dataset(name: str, dataset: Any, options: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -85,7 +85,8 @@ def make_checkpoint(
     best_metric: dict[str, Any] | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
-    """The checkpoint dict of CONTRACTS.md (extra keys, e.g. `scaler_state`, are allowed)."""
+    """The checkpoint dict of CONTRACTS.md (extra keys, e.g. `scaler_state`, are allowed; a mid-epoch checkpoint
+    (checkpoints/interrupted.pt) adds `partial_epoch`, see `adacal.training.loop`)."""
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -152,6 +153,31 @@ def _check_fields(checkpoint: dict[str, Any], path: Path) -> None:
     for key, (kind, ok) in expected.items():
         if not ok(checkpoint[key]):
             raise CheckpointError(f"Expected '{key}' in {path} to be {kind}, got {checkpoint[key]!r:.60}.")
+    partial = checkpoint.get("partial_epoch")
+    if partial is not None:
+        _check_partial_epoch(partial, int(checkpoint["epoch"]), path)
+
+
+def _check_partial_epoch(partial: Any, epoch: int, path: Path) -> None:
+    """`partial_epoch` of a mid-epoch (interrupted.pt) checkpoint: epoch `epoch + 1` trained up to batch `batch`."""
+    def is_number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
+
+    expected = {
+        "epoch": (f"the integer {epoch + 1} (the epoch after 'epoch')", lambda v: _is_count(v, 1) and v == epoch + 1),
+        "batch": ("an integer >= 1", lambda v: _is_count(v, 1)),
+        "seen": ("an integer >= 1", lambda v: _is_count(v, 1)),
+        "correct": ("an integer >= 0", lambda v: _is_count(v, 0)),
+        "loss_sum": ("a finite number", is_number),
+        "updates": ("a list of dicts", lambda v: isinstance(v, list) and all(isinstance(u, dict) for u in v)),
+    }
+    if not isinstance(partial, dict):
+        raise CheckpointError(f"Expected 'partial_epoch' in {path} to be a dict, got {partial!r:.60}.")
+    for key, (kind, ok) in expected.items():
+        if key not in partial or not ok(partial[key]):
+            raise CheckpointError(f"Expected 'partial_epoch.{key}' in {path} to be {kind}, got {partial.get(key)!r:.60}.")
+    if partial["correct"] > partial["seen"]:
+        raise CheckpointError(f"Expected 'partial_epoch.correct' in {path} to be at most its 'seen', but it is not.")
 
 
 def resolve_checkpoint_path(path: str | os.PathLike, which: str = "last") -> Path:

@@ -364,17 +364,39 @@ def _keyword_defaults(factory: Any) -> dict[str, Any]:
 def check_names(config: TrainConfig) -> None:
     """Dataset, model and loss names exist (unknown → error with the closest match); loss options fit the loss."""
     from adacal.data import dataset_names
-    from adacal.errors import unknown_name
+    from adacal.errors import UnknownNameError, unknown_name
     from adacal.losses import LOSSES
-    from adacal.models import MODELS
+    from adacal.models import MODELS, TORCHVISION_PREFIX, torchvision_model_names
 
     if config.dataset not in dataset_names():
         raise unknown_name("dataset", str(config.dataset), dataset_names())
-    if config.model is not None and not str(config.model).startswith("torchvision:") and config.model not in MODELS:
-        raise unknown_name("model", str(config.model), MODELS.names())
+    model = str(config.model)
+    if config.model is not None and model.startswith(TORCHVISION_PREFIX):
+        name = model[len(TORCHVISION_PREFIX) :]
+        if name not in torchvision_model_names():
+            raise unknown_name("torchvision model", name, torchvision_model_names())
+    elif config.model is not None and model not in MODELS:
+        error = unknown_name("model", model, MODELS.names())
+        raise UnknownNameError(f"{error} Any torchvision classifier works as {TORCHVISION_PREFIX}<name>.")
     if config.loss not in LOSSES:
         raise unknown_name("loss", str(config.loss), LOSSES.names())
     check_loss_options(config.loss, config.loss_options or {})
+
+
+def check_model_options(config: TrainConfig) -> None:
+    """Options that shape the model of a new run: --embeddings names an existing file and goes with textcnn."""
+    from pathlib import Path
+
+    from adacal.models import default_model
+
+    embeddings = (config.model_options or {}).get("embeddings")
+    if embeddings is None:
+        return
+    model = config.model or default_model(str(config.dataset))
+    if model != "textcnn":
+        raise InputError(f"--embeddings applies to --model textcnn only, got --model {model}.")
+    if not Path(str(embeddings)).expanduser().is_file():
+        raise InputError(f"Expected --embeddings to be a GloVe text file, but {embeddings} does not exist.")
 
 
 def merge_resume_config(saved: dict[str, Any], given: TrainConfig) -> TrainConfig:
@@ -419,6 +441,7 @@ __all__ = [
     "validate_config",
     "check_names",
     "check_loss_options",
+    "check_model_options",
     "merge_resume_config",
     "preset_values",
     "PAPER_PRESETS",

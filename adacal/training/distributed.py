@@ -95,6 +95,20 @@ class DistributedContext:
         dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
         return bool(tensor.item() > 0)
 
+    def broadcast_buffers(self, module: torch.nn.Module) -> None:
+        """Copy rank 0's buffers (batch-norm running statistics) to every rank, in place.
+
+        DDP broadcasts them at the start of each training forward, but every rank then updates its own copy from its
+        own batch, so after training they differ by a batch. Call this before an evaluation whose shards are computed
+        on different ranks, so that every shard is scored by the model rank 0 checkpoints.
+        """
+        if not self.enabled:
+            return
+        import torch.distributed as dist
+
+        for buffer in module.buffers():
+            dist.broadcast(buffer, src=0)
+
     def shard_bounds(self, n: int) -> tuple[int, int]:
         """Contiguous [start, stop) of `n` items for this rank; concatenating shards in rank order gives 0..n."""
         per_rank, extra = divmod(n, self.world_size)

@@ -9,9 +9,21 @@ Resume: `TrainConfig(resume=RUN_OR_CHECKPOINT, epochs=N)` continues the run in i
 Model, optimiser, scheduler, loss state (γ, bins, history) and all random generator states are restored, so on the
 same machine and device a resumed run reproduces the uninterrupted run exactly.
 
-Interrupts (Ctrl-C, SIGTERM): the loop stops and raises `TrainingInterrupted`; checkpoints/last.pt holds the state at
-the end of the last completed epoch (checkpoint writes are never cut in half), so resuming repeats the interrupted epoch
-from its start, which keeps the result exact.
+Interrupts (Ctrl-C, SIGTERM) during the training batches of an epoch are deferred to the end of the current batch
+(forward, backward, optimiser step and any per-N-batches γ-update): the loop then writes checkpoints/interrupted.pt —
+the state after that batch: `epoch` = the last completed epoch, `partial_epoch` = {epoch, batch, loss_sum, correct,
+seen, updates} (the epoch's totals and γ-update records so far), RNG states taken at that batch boundary — and raises
+`TrainingInterrupted`, whose message names the file and the resume command. A second signal while one is pending stops
+at once (checkpoints/last.pt still holds the last completed epoch). Outside the batches (validation, checkpoint writes
+held until they finish, the final evaluation) an interrupt stops at once, as before, with last.pt as the resume point.
+
+Resuming a run folder uses interrupted.pt when its `epoch` equals last.pt's (otherwise it is stale, e.g. left by a
+SIGKILL after the next epoch finished, and ignored) and continues its epoch at the next batch: `BatchLoader.iterate`
+replays the order and augmentation draws, so the result is exactly that of an uninterrupted run. interrupted.pt is
+deleted as soon as the next end-of-epoch last.pt is written; last.pt keeps meaning "the end of an epoch" (what
+evaluate, calibrate, ood and plot read). Under torchrun (world_size > 1) ranks may be between different batches when a
+signal arrives, so there is no mid-epoch checkpoint there: an interrupt stops at once and resuming repeats the
+interrupted epoch from its start (exact too).
 """
 
 from __future__ import annotations
@@ -47,6 +59,7 @@ from adacal.training.checkpoints import (
 )
 from adacal.training.config import (
     TrainConfig,
+    check_model_options,
     check_names,
     merge_resume_config,
     parse_update_every,
@@ -60,16 +73,20 @@ from adacal.training.schedules import build_scheduler
 
 VAL_METRICS = ("error", "nll", "ece_em", "ece_ew")
 N_BINS = 15
+INTERRUPTED = "interrupted"  # checkpoints/interrupted.pt: the mid-epoch checkpoint an interrupt writes
 CUDA_SYNC_EVERY = 25  # batches between reads of the loss on a GPU (each read waits for the GPU)
 
 
 class TrainingInterrupted(Exception):
-    """Ctrl-C or SIGTERM stopped training; checkpoints/last.pt holds the last completed epoch."""
+    """Ctrl-C or SIGTERM stopped training; checkpoints/last.pt holds the last completed epoch and `saved` (when not
+    None) the mid-epoch checkpoint written after batch `batch` of epoch `epoch`."""
 
     def __init__(
-        self, *, run_dir: Path, epoch: int, batch: int, epochs: int, checkpoint_epoch: int, phase: str = "training"
+        self, *, run_dir: Path, epoch: int, batch: int, epochs: int, checkpoint_epoch: int, phase: str = "training",
+        saved: Path | None = None,
     ) -> None:
         self.run_dir = Path(run_dir)
+        self.saved = Path(saved) if saved is not None else None
         self.epoch = epoch
         self.batch = batch
         self.epochs = epochs
@@ -87,7 +104,8 @@ class TrainingInterrupted(Exception):
             f"during the final evaluation after epoch {self.checkpoint_epoch}" if self.phase == "evaluation"
             else f"at epoch {self.epoch} batch {self.batch}"
         )
-        return f"Interrupted {where}; resume with: {self.resume_command}"
+        saved = f"; saved {self.saved}" if self.saved is not None else ""
+        return f"Interrupted {where}{saved}; resume with: {self.resume_command}"
 
 
 class NonFiniteLossError(AdacalError):
@@ -120,12 +138,18 @@ class TrainResult:
 
 class InterruptGuard:
     """SIGINT/SIGTERM raise KeyboardInterrupt in the main loop, except inside `critical()` (checkpoint writes), where
-    they are held until the write has finished."""
+    they are held until the write has finished, and inside `deferring()` (the training batches), where the first one
+    only sets `pending` for the loop to act on at a batch boundary and a second one raises at once."""
 
     def __init__(self) -> None:
         self._previous: dict[int, Any] = {}
         self._depth = 0
+        self._deferring = False
         self._pending = False
+
+    @property
+    def pending(self) -> bool:
+        return self._pending
 
     def __enter__(self) -> InterruptGuard:
         if threading.current_thread() is threading.main_thread():
@@ -142,10 +166,26 @@ class InterruptGuard:
         self._previous.clear()
 
     def _handle(self, signum: int, frame: Any) -> None:
-        if self._depth:
+        if self._depth or (self._deferring and not self._pending):
             self._pending = True
             return
         raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def deferring(self):
+        """Signals set `pending` instead of raising (a second one raises); a signal still pending when the block ends
+        normally raises KeyboardInterrupt then."""
+        self._deferring = True
+        try:
+            yield
+        except BaseException:
+            self._pending = False
+            raise
+        finally:
+            self._deferring = False
+        if self._pending:
+            self._pending = False
+            raise KeyboardInterrupt
 
     @contextlib.contextmanager
     def critical(self):
@@ -300,6 +340,10 @@ class Trainer:
         self._batch = 0
         self._completed = 0
         self._phase = "training"
+        self._guard: InterruptGuard | None = None
+        self._partial: dict[str, Any] | None = None  # partial_epoch of the checkpoint resumed from, until used
+        self.resumed_batch: int | None = None
+        self._saved_interrupted: Path | None = None
 
     def _autocast(self) -> Any:
         if self.amp_dtype is None:
@@ -324,6 +368,7 @@ class Trainer:
     def predict_split(self, split: str) -> tuple[np.ndarray, np.ndarray]:
         """Logits and labels of a whole split (sharded across ranks and gathered in order), eval mode, no grad."""
         loader = self._eval_loader(split)
+        self.dist.broadcast_buffers(self.net)  # every shard scored by the model rank 0 checkpoints
         if loader is None:
             num_classes = int(self.dataset.num_classes)
             logits, labels = np.zeros((0, num_classes), np.float32), np.zeros(0, np.int64)
@@ -353,10 +398,12 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------------------ state
 
-    def checkpoint(self, epoch: int) -> dict[str, Any]:
+    def checkpoint(self, epoch: int, partial_epoch: dict[str, Any] | None = None) -> dict[str, Any]:
         extra: dict[str, Any] = {}
         if self.scaler is not None:
             extra["scaler_state"] = self.scaler.state_dict()
+        if partial_epoch is not None:
+            extra["partial_epoch"] = partial_epoch
         return make_checkpoint(
             model_name=self.model_name,
             model_options=_plain(self.model_options),
@@ -399,6 +446,15 @@ class Trainer:
         self.resumed_from = self.start_epoch
         self._completed = self._epoch = self.start_epoch
         self.best_metric = checkpoint.get("best_metric")
+        partial = checkpoint.get("partial_epoch")
+        if partial is not None:
+            if partial["batch"] > len(self.train_loader):
+                raise CheckpointError(
+                    f"Expected the mid-epoch checkpoint's batch {partial['batch']} to be within the "
+                    f"{len(self.train_loader)} batches of an epoch of this run, but it is not."
+                )
+            self._partial = partial
+            self.resumed_batch = int(partial["batch"])
 
     def _save(self, which: str, checkpoint: dict[str, Any]) -> None:
         if self.dist.is_main:
@@ -445,7 +501,8 @@ class Trainer:
         if not self.dist.is_main:
             return
         written = [self.folder.config, self.folder.history, self.folder.predictions,
-                   self.folder.report(EVALUATE_FILE), self.folder.checkpoint("last"), self.folder.checkpoint("best")]
+                   self.folder.report(EVALUATE_FILE), self.folder.checkpoint("last"), self.folder.checkpoint("best"),
+                   self.folder.checkpoint(INTERRUPTED)]
         for target in written:
             if target.parent.is_dir():
                 for path in target.parent.glob(f".{target.name}.*.tmp"):
@@ -480,55 +537,69 @@ class Trainer:
         loss_fn.train()
         self.emit("epoch_start", epoch=epoch, epochs=self.config.epochs, batches=n_batches)
 
+        # Continuing an epoch from a mid-epoch checkpoint: its totals and γ-update records so far.
+        partial, self._partial = (self._partial if self._partial and self._partial["epoch"] == epoch else None), None
+        start = int(partial["batch"]) if partial else 0
         batch_losses = torch.zeros(n_batches, device=device)
-        loss_sum = torch.zeros((), device=device, dtype=torch.float64)
-        correct = torch.zeros((), device=device, dtype=torch.int64)
-        seen = 0
-        checked = 0
-        updates: list[dict[str, Any]] = []
+        loss_sum = torch.tensor(float(partial["loss_sum"]) if partial else 0.0, device=device, dtype=torch.float64)
+        correct = torch.tensor(int(partial["correct"]) if partial else 0, device=device, dtype=torch.int64)
+        seen = int(partial["seen"]) if partial else 0
+        checked = start
+        updates: list[dict[str, Any]] = [dict(u) for u in partial["updates"]] if partial else []
         cached_val: tuple[np.ndarray, np.ndarray] | None = None
-        for batch, (inputs, labels) in enumerate(loader, start=1):
-            self._batch = batch
-            with self._autocast():
-                logits = model(inputs)
-            value = loss_fn(logits.float(), labels)
-            batch_losses[batch - 1] = value.detach()
-            if batch % sync_every == 0 or batch == n_batches:
-                window = batch_losses[checked:batch]
-                bad = not bool(torch.isfinite(window).all())
-                if self.dist.any(bad, device):
-                    self._raise_non_finite(epoch, checked, batch, window)
-                checked = batch
-            optimizer.zero_grad(set_to_none=True)
-            if self.scaler is not None:
-                self.scaler.scale(value).backward()
-                if grad_clip is not None:
-                    self.scaler.unscale_(optimizer)
-                    torch.nn.utils.clip_grad_norm_(self.net.parameters(), grad_clip)
-                self.scaler.step(optimizer)
-                self.scaler.update()
-            else:
-                value.backward()
-                if grad_clip is not None:
-                    torch.nn.utils.clip_grad_norm_(self.net.parameters(), grad_clip)
-                optimizer.step()
-            size = labels.shape[0]
-            seen += size
-            loss_sum += value.detach().double() * size
-            correct += (logits.detach().argmax(dim=1) == labels).sum()
+        guard = self._guard if not self.dist.enabled else None
+        with guard.deferring() if guard is not None else contextlib.nullcontext():
+            for batch, (inputs, labels) in enumerate(loader.iterate(start), start=start + 1):
+                self._batch = batch
+                with self._autocast():
+                    logits = model(inputs)
+                value = loss_fn(logits.float(), labels)
+                batch_losses[batch - 1] = value.detach()
+                if batch % sync_every == 0 or batch == n_batches:
+                    window = batch_losses[checked:batch]
+                    bad = not bool(torch.isfinite(window).all())
+                    if self.dist.any(bad, device):
+                        self._raise_non_finite(epoch, checked, batch, window)
+                    checked = batch
+                optimizer.zero_grad(set_to_none=True)
+                if self.scaler is not None:
+                    self.scaler.scale(value).backward()
+                    if grad_clip is not None:
+                        self.scaler.unscale_(optimizer)
+                        torch.nn.utils.clip_grad_norm_(self.net.parameters(), grad_clip)
+                    self.scaler.step(optimizer)
+                    self.scaler.update()
+                else:
+                    value.backward()
+                    if grad_clip is not None:
+                        torch.nn.utils.clip_grad_norm_(self.net.parameters(), grad_clip)
+                    optimizer.step()
+                size = labels.shape[0]
+                seen += size
+                loss_sum += value.detach().double() * size
+                correct += (logits.detach().argmax(dim=1) == labels).sum()
 
-            if every is not None and batch % every == 0:
-                # γ-update from a validation pass in eval mode; `predict` puts the model back in train mode.
-                cached_val = self.predict_split("val")
-                record = self._update_loss(*cached_val)
-                updates.append(record)
-                self.emit("update", epoch=epoch, batch=batch, record=record)
-                if batch != n_batches:
-                    cached_val = None
-            if batch % sync_every == 0 or batch == n_batches:
-                self.emit(
-                    "batch_end", epoch=epoch, batch=batch, batches=n_batches, running_loss=float(loss_sum) / max(seen, 1)
-                )
+                if every is not None and batch % every == 0:
+                    # γ-update from a validation pass in eval mode; `predict` puts the model back in train mode.
+                    cached_val = self.predict_split("val")
+                    record = self._update_loss(*cached_val)
+                    updates.append(record)
+                    self.emit("update", epoch=epoch, batch=batch, record=record)
+                    if batch != n_batches:
+                        cached_val = None
+                if batch % sync_every == 0 or batch == n_batches:
+                    self.emit(
+                        "batch_end", epoch=epoch, batch=batch, batches=n_batches,
+                        running_loss=float(loss_sum) / max(seen, 1),
+                    )
+                if guard is not None and guard.pending:
+                    if checked < batch:  # never save a state whose latest losses were not checked yet (GPU)
+                        window = batch_losses[checked:batch]
+                        if not bool(torch.isfinite(window).all()):
+                            self._raise_non_finite(epoch, checked, batch, window)
+                    self._save_interrupted(
+                        guard, epoch, batch, loss_sum=loss_sum, correct=correct, seen=seen, updates=updates
+                    )
         totals = torch.stack([loss_sum, correct.double(), torch.tensor(float(seen), device=device, dtype=torch.float64)])
         if self.dist.enabled:
             import torch.distributed as tdist
@@ -541,6 +612,25 @@ class Trainer:
             "every": every,
             "cached_val": cached_val,
         }
+
+    def _save_interrupted(
+        self, guard: InterruptGuard, epoch: int, batch: int, *, loss_sum: torch.Tensor, correct: torch.Tensor,
+        seen: int, updates: list[dict[str, Any]],
+    ) -> None:
+        """Write checkpoints/interrupted.pt (the state after `batch` of `epoch`), then raise KeyboardInterrupt: the
+        pending signal is raised when `critical()` ends, after the write."""
+        partial = {"epoch": epoch, "batch": batch, "loss_sum": float(loss_sum), "correct": int(correct),
+                   "seen": int(seen), "updates": [dict(u) for u in updates]}
+        with guard.critical(), self._writing():
+            self._save(INTERRUPTED, self.checkpoint(epoch - 1, partial_epoch=partial))
+            self._saved_interrupted = self.folder.checkpoint(INTERRUPTED)
+        raise KeyboardInterrupt
+
+    def _discard_interrupted(self) -> None:
+        """A mid-epoch checkpoint is superseded once last.pt holds a later epoch end."""
+        if self.dist.is_main:
+            with contextlib.suppress(FileNotFoundError):
+                self.folder.checkpoint(INTERRUPTED).unlink()
 
     def _raise_non_finite(self, epoch: int, checked: int, batch: int, window: torch.Tensor) -> None:
         values = window.detach().cpu()
@@ -595,6 +685,7 @@ class Trainer:
                 self._save("best", checkpoint)
             self._save("last", checkpoint)
             self._completed = epoch
+            self._discard_interrupted()
             self.dist.barrier()
         return history
 
@@ -603,6 +694,7 @@ class Trainer:
         started = time.perf_counter()
         config = self.config
         with InterruptGuard() as guard:
+            self._guard = guard
             try:
                 if self.resumed_from is None:
                     with guard.critical():
@@ -630,8 +722,10 @@ class Trainer:
             except KeyboardInterrupt:
                 raise TrainingInterrupted(
                     run_dir=self.folder.root, epoch=self._epoch, batch=self._batch, epochs=config.epochs,
-                    checkpoint_epoch=self._completed, phase=self._phase,
+                    checkpoint_epoch=self._completed, phase=self._phase, saved=self._saved_interrupted,
                 ) from None
+            finally:
+                self._guard = None
         self.emit("train_end", result=result)
         return result
 
@@ -715,9 +809,12 @@ def train(config: TrainConfig, progress: Any = None) -> TrainResult:
                 f"Expected --epochs to be at least the {checkpoint['epoch']} epoch(s) {checkpoint_path} has completed, "
                 f"got {resolved.epochs}."
             )
+        checkpoint = _continue_interrupted_epoch(checkpoint_path, checkpoint, resolved.epochs)
     else:
         resolved = resolve_config(config)
     check_names(resolved)
+    if checkpoint is None:
+        check_model_options(resolved)
     device = dist.device_for(resolve_device(resolved.device))
     if checkpoint is None and dist.is_main:
         _check_writable(resolved.out)
@@ -735,6 +832,10 @@ def train(config: TrainConfig, progress: Any = None) -> TrainResult:
         resolved.model = model_name
         check_input_shape(model_name, tuple(dataset.input_shape), kind=dataset.kind)
         model_options = model_options_for_dataset(model_name, dataset, resolved.model_options or {})
+        if checkpoint is not None:
+            # The weights come from the checkpoint: a resumed run never rereads an initialisation file (GloVe) and
+            # builds the architecture the checkpoint recorded (e.g. the embedding size that file had).
+            model_options = rebuild_options({**model_options, **checkpoint["model_options"]})
         if checkpoint is not None and checkpoint["model_name"] != model_name:
             raise InputError(
                 f"Expected the checkpoint's model '{checkpoint['model_name']}' to match --model {model_name}."
@@ -751,17 +852,49 @@ def train(config: TrainConfig, progress: Any = None) -> TrainResult:
             run = RunFolder(Path(dist.broadcast(root)))
         trainer = Trainer(
             resolved, dataset=dataset, model=model, loss=loss, model_name=model_name,
-            model_options=rebuild_options(model_options),
+            model_options=rebuild_options(model_options, model),
             device=device, run=run, dist=dist, progress=progress,
         )
         if checkpoint is not None:
             trainer.load_state(checkpoint)
         if dist.is_main:
-            _write_config(run, resolved, dataset, resumed_from=trainer.resumed_from)
+            _write_config(run, resolved, dataset, resumed_from=trainer.resumed_from, resumed_batch=trainer.resumed_batch)
         dist.barrier()
         return trainer.run()
     finally:
         dist.teardown()
+
+
+def _continue_interrupted_epoch(path: Path, checkpoint: dict[str, Any], epochs: int) -> dict[str, Any]:
+    """The checkpoint to resume from: checkpoints/interrupted.pt instead of the run's last.pt when it continues
+    last.pt's epoch (same `epoch`) and that epoch is within --epochs; a stale or unreadable one is ignored (last.pt
+    is always a correct resume point: the interrupted epoch is then repeated from its start)."""
+    partial = checkpoint.get("partial_epoch")
+    if partial is not None:  # a mid-epoch checkpoint given directly
+        if epochs < partial["epoch"]:
+            raise InputError(
+                f"Expected --epochs to be at least {partial['epoch']} to finish the interrupted epoch {path} holds, "
+                f"got {epochs}."
+            )
+        return checkpoint
+    candidate = path.with_name(f"{INTERRUPTED}.pt")
+    if path.name != "last.pt" or not candidate.is_file():
+        return checkpoint
+    from adacal.errors import CheckpointError
+
+    try:
+        interrupted = load_checkpoint(candidate)
+    except CheckpointError:
+        return checkpoint
+    partial = interrupted.get("partial_epoch")
+    if (
+        partial is None
+        or interrupted["epoch"] != checkpoint["epoch"]
+        or interrupted["model_name"] != checkpoint["model_name"]
+        or epochs < partial["epoch"]
+    ):
+        return checkpoint
+    return interrupted
 
 
 def _loader_options(config: TrainConfig) -> dict[str, Any]:
@@ -774,11 +907,16 @@ def _loader_options(config: TrainConfig) -> dict[str, Any]:
     return {}
 
 
-def _write_config(run: RunFolder, config: TrainConfig, dataset: Any, *, resumed_from: int | None) -> None:
+def _write_config(
+    run: RunFolder, config: TrainConfig, dataset: Any, *, resumed_from: int | None, resumed_batch: int | None = None
+) -> None:
     results: dict[str, Any] = {"split": _plain(dataset.split_info), "versions": versions()}
     if resumed_from is not None and run.config.exists():
         previous = read_json(run.config).get("results", {})
         resumes = list(previous.get("resumes", []))
-        resumes.append({"from_epoch": resumed_from, "epochs": config.epochs, "versions": versions()})
+        resume: dict[str, Any] = {"from_epoch": resumed_from}
+        if resumed_batch is not None:  # from a mid-epoch checkpoint: epoch from_epoch + 1 after this batch
+            resume["from_batch"] = resumed_batch
+        resumes.append({**resume, "epochs": config.epochs, "versions": versions()})
         results = {**previous, "resumes": resumes}
     write_json(run.config, make_report("train-config", config=config.to_dict(), results=results))

@@ -134,6 +134,8 @@ def _one_line_error(result) -> str:
     [
         (["--dataset", "cifar1"], "Unknown dataset 'cifar1'. Did you mean 'cifar10'?"),
         (["--model", "resnet21"], "Unknown model 'resnet21'. Did you mean 'resnet20'?"),
+        (["--model", "resnet21"], "Any torchvision classifier works as torchvision:<name>."),
+        (["--model", "torchvision:resnet5"], "Unknown torchvision model 'resnet5'. Did you mean 'resnet50'?"),
         (["--loss", "adafocla"], "Unknown loss 'adafocla'. Did you mean 'adafocal'?"),
         (["--loss", "ce", "--gamma", "2"], "--gamma does not apply to --loss ce"),
         (["--epochs", "0"], "Expected --epochs to be a positive integer, got 0."),
@@ -243,8 +245,9 @@ def _cli_child(args, stderr_path, hook) -> None:
 def test_interrupt_writes_a_checkpoint_and_the_printed_command_resumes_exactly(
     uninterrupted, tmp_path, where, signum
 ):
-    """Ctrl-C / SIGTERM anywhere: exit 130, one stderr line with the resume command; a signal during a checkpoint
-    write waits for the write to finish; running the printed command ends exactly as the uninterrupted run."""
+    """Ctrl-C / SIGTERM anywhere: exit 130, one stderr line with the resume command; a signal in a training step
+    finishes the batch and saves checkpoints/interrupted.pt; a signal during a checkpoint write waits for the write to
+    finish; running the printed command ends exactly as the uninterrupted run."""
     hook = (lambda: _signal_at_batch(signum, 5)) if where == "mid-batch" else (
         lambda: _signal_in_checkpoint_write(signum, 4))
     stderr = tmp_path / "stderr.txt"
@@ -262,6 +265,14 @@ def test_interrupt_writes_a_checkpoint_and_the_printed_command_resumes_exactly(
     assert line.startswith("Interrupted at epoch 3 batch 1;" if where == "mid-batch" else "Interrupted at epoch 2 ")
     assert checkpoint["epoch"] == 2
     assert not list(run.rglob("*.tmp"))
+    # Mid-batch: the batch is finished and checkpoints/interrupted.pt saved, so the resumed run starts at batch 2.
+    saved = run / "checkpoints" / "interrupted.pt"
+    if where == "mid-batch":
+        assert f"; saved {saved}; resume with:" in line
+        partial = torch.load(saved, weights_only=True)["partial_epoch"]
+        assert (partial["epoch"], partial["batch"]) == (3, 1)
+    else:
+        assert not saved.exists() and "saved" not in line
 
     resumed = _train(*line.split("resume with: adacal train ")[1].split(), "--quiet")
     assert resumed.exit_code == 0, resumed.output
@@ -272,6 +283,12 @@ def test_interrupt_writes_a_checkpoint_and_the_printed_command_resumes_exactly(
     assert torch.equal(a["loss_state"]["gammas"], b["loss_state"]["gammas"])
     drop = lambda lines: [{k: v for k, v in line.items() if k != "seconds"} for line in lines]  # noqa: E731
     assert drop(_history(uninterrupted)) == drop(_history(run))
+    assert not saved.exists()
+    assert json.loads((uninterrupted / "evaluate.json").read_text())["results"] == json.loads(
+        (run / "evaluate.json").read_text())["results"]
+    with np.load(uninterrupted / "predictions.npz") as expected, np.load(run / "predictions.npz") as actual:
+        for key in expected.files:
+            np.testing.assert_array_equal(expected[key], actual[key])
 
 
 @pytest.mark.skipif(not (SHARED_DATA / "cifar10.npz").is_file(), reason="shared CIFAR-10 arrays not present")
@@ -315,14 +332,12 @@ def _ddp_rank(rank: int, port: int, out: Path) -> None:
     )
 
 
-def test_data_parallel_training_on_two_cpu_processes(tmp_path):
-    """What `torchrun --nproc_per_node=2 -m adacal train` sets up: two ranks, gloo, one run folder, the same γ.
-
-    The ranks are forked from this process (torch already imported), which keeps the test to seconds.
-    """
+def _run_two_ranks(target, out: Path) -> None:
+    """Fork two ranks of `target(rank, port, out)` (torch is already imported, which keeps it to seconds); both must
+    exit cleanly within two minutes."""
     context = multiprocessing.get_context("fork")
     port = _free_port()
-    processes = [context.Process(target=_ddp_rank, args=(rank, port, tmp_path)) for rank in range(2)]
+    processes = [context.Process(target=target, args=(rank, port, out)) for rank in range(2)]
     for process in processes:
         process.start()
     for process in processes:
@@ -331,6 +346,14 @@ def test_data_parallel_training_on_two_cpu_processes(tmp_path):
         if process.is_alive():
             process.kill()
     assert [p.exitcode for p in processes] == [0, 0]
+
+
+def test_data_parallel_training_on_two_cpu_processes(tmp_path):
+    """What `torchrun --nproc_per_node=2 -m adacal train` sets up: two ranks, gloo, one run folder, the same γ.
+
+    The ranks are forked from this process (torch already imported), which keeps the test to seconds.
+    """
+    _run_two_ranks(_ddp_rank, tmp_path)
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
     assert ranks[0]["gammas"] == ranks[1]["gammas"] and len(ranks[0]["gammas"]) == 15
     assert ranks[0]["metrics"] == ranks[1]["metrics"] and ranks[0]["run_dir"] == ranks[1]["run_dir"]
@@ -339,3 +362,94 @@ def test_data_parallel_training_on_two_cpu_processes(tmp_path):
     assert len(history) == 1 and sum(history[0]["adafocal"]["train_counts"]) == 256  # both ranks' samples
     assert history[0]["adafocal"]["updates"][0]["gammas"] == ranks[0]["gammas"]
     assert (run / "evaluate.json").is_file() and (run / "checkpoints" / "last.pt").is_file()
+
+
+class _BatchNormMLP(torch.nn.Module):
+    """A digits model with batch norm, whose running statistics each DDP rank updates from its own batches."""
+
+    def __init__(self, num_classes: int = 10, features: int = 64):
+        super().__init__()
+        torch.manual_seed(0)
+        self.body = torch.nn.Sequential(
+            torch.nn.Linear(features, 32), torch.nn.BatchNorm1d(32), torch.nn.ReLU(), torch.nn.Linear(32, num_classes)
+        )
+
+    def forward(self, inputs):
+        return self.body(inputs)
+
+
+def _ddp_batch_norm_rank(rank: int, port: int, out: Path) -> None:
+    """One rank training _BatchNormMLP; it writes the weights and buffers it ends with."""
+    import adacal.models
+    from adacal.training import TrainConfig, train
+
+    built = []
+    adacal.models.build_model = lambda name, **_: built.append(_BatchNormMLP()) or built[-1]  # forked child only
+    os.environ.update(
+        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
+    )
+    torch.set_num_threads(1)
+    train(TrainConfig(dataset="digits", device="cpu", epochs=2, train_subset=256, batch_size=32, out=str(out / "runs")))
+    state = {key: value.tolist() for key, value in built[0].state_dict().items()}
+    (out / f"rank{rank}.json").write_text(json.dumps(state))
+
+
+def test_data_parallel_ranks_hold_one_model_and_predictions_are_the_checkpoints(tmp_path):
+    """Gradients are averaged (both ranks end with the same weights), and the gathered validation and test logits are
+    those of the checkpointed model: each rank scores its shard with rank 0's batch-norm statistics, not its own."""
+    _run_two_ranks(_ddp_batch_norm_rank, tmp_path)
+    states = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    assert states[0] == states[1]
+
+    run = _only_run(tmp_path / "runs")
+    model = _BatchNormMLP()
+    model.load_state_dict(torch.load(run / "checkpoints" / "last.pt", weights_only=True)["model_state"])
+    model.eval()
+    from adacal.data import load_dataset
+
+    data = load_dataset("digits", train_subset=256)
+    with torch.no_grad(), np.load(run / "predictions.npz") as arrays:
+        for split in ("val", "test"):
+            expected = model(getattr(data, split).inputs).numpy()
+            np.testing.assert_allclose(arrays[f"{split}_logits"], expected, rtol=1e-5, atol=1e-5)
+
+
+def _tiny_newsgroups(folder: Path) -> Path:
+    import gzip
+
+    words = ["space", "graphics", "atheism"]
+    with gzip.open(folder / "20newsgroups.jsonl.gz", "wt", encoding="utf-8") as handle:
+        for i in range(150):
+            split, label = ("train" if i < 120 else "test"), i % 3
+            text = f"Subject: post\n\ncommon {words[label]} topic word{i % 7} " * 3
+            record = {"split": split, "label": label, "group": words[label], "id": i, "text": text}
+            handle.write(json.dumps(record) + "\n")
+    glove = folder / "glove.txt"
+    glove.write_text("common 0.1 0.2 0.3 0.4 0.5 0.6 0.7\nspace 1 2 3 4 5 6 7\nnotinvocab 9 9 9 9 9 9 9\n")
+    return glove
+
+
+def test_embeddings_initialise_textcnn_from_a_glove_file(tmp_path):
+    glove = _tiny_newsgroups(tmp_path)
+    data = ["--dataset", "20newsgroups", "--data-dir", str(tmp_path), "--val-size", "20", "--device", "cpu"]
+    result = _train(*data, "--embeddings", str(glove), "--epochs", "1", "--out", str(tmp_path / "runs"), "--quiet")
+    assert result.exit_code == 0, result.output
+    run = _only_run(tmp_path / "runs")
+    assert json.loads((run / "config.json").read_text())["config"]["model_options"] == {"embeddings": str(glove)}
+    checkpoint = torch.load(run / "checkpoints" / "last.pt", weights_only=True)
+    assert checkpoint["model_name"] == "textcnn"
+    assert checkpoint["model_state"]["embedding.weight"].shape[1] == 7  # the file's dimension, not the default 100
+
+    glove.unlink()  # a resumed run and `adacal evaluate` take the weights from the checkpoint, not from the file
+    resumed = _train("--resume", str(run), "--epochs", "2", "--quiet")
+    assert resumed.exit_code == 0, resumed.output
+    from adacal.training import predict_checkpoint
+
+    assert predict_checkpoint(run, split="test", device="cpu").logits.shape == (30, 3)
+
+    missing = _one_line_error(_train(*data, "--embeddings", str(glove), "--out", str(tmp_path / "more")))
+    assert f"Expected --embeddings to be a GloVe text file, but {glove} does not exist." in missing
+    some_file = str(tmp_path / "20newsgroups.jsonl.gz")
+    wrong = _one_line_error(_train("--embeddings", some_file, "--out", str(tmp_path / "more")))
+    assert "--embeddings applies to --model textcnn only, got --model mlp." in wrong
+    assert not (tmp_path / "more").exists()

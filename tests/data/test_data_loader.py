@@ -188,3 +188,25 @@ def test_loader_over_a_real_dataset_split():
     digits = load_dataset("digits")
     loader = BatchLoader(digits.train, 256, dataset=digits, shuffle=True)
     assert sum(len(y) for _, y in loader) == len(digits.train)
+
+
+@pytest.mark.parametrize("start", [0, 1, 2, 3])
+def test_iterate_from_a_batch_yields_exactly_the_tail_of_a_full_epoch(start):
+    """Continuing an interrupted epoch: batches start+1.. are bit-identical (order and augmentation) to a full pass."""
+    data = image_dataset(45)  # batches of 16, 16, 13
+    loader = BatchLoader(data.train, 16, dataset=data, shuffle=True, augment=True, device="cpu", seed=5)
+    loader.set_epoch(3)
+    full = [(x.clone(), y.clone()) for x, y in loader]
+    tail = [(x.clone(), y.clone()) for x, y in loader.iterate(start_batch=start)]
+    assert len(tail) == len(full) - start
+    for (x1, y1), (x2, y2) in zip(full[start:], tail):
+        assert torch.equal(x1, x2) and torch.equal(y1, y2)
+
+
+def test_iterate_refuses_a_start_batch_past_the_epoch():
+    data = image_dataset(45)
+    loader = BatchLoader(data.train, 16, dataset=data, shuffle=True, augment=True, device="cpu")
+    with pytest.raises(InputError, match=r"start_batch in \[0, 3\].*got 4"):
+        next(loader.iterate(start_batch=4))
+    with pytest.raises(InputError, match="start_batch"):
+        next(loader.iterate(start_batch=-1))

@@ -92,3 +92,26 @@ def test_foreign_files_are_refused(tmp_path):
         load_checkpoint(tmp_path / "missing.pt")
     with pytest.raises(CheckpointError, match="has none"):
         resolve_checkpoint_path(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "partial, expected",
+    [
+        ({"epoch": 2, "batch": 1, "loss_sum": 1.0, "correct": 1, "seen": 2, "updates": []}, "partial_epoch.epoch"),
+        ({"epoch": 3, "batch": 0, "loss_sum": 1.0, "correct": 1, "seen": 2, "updates": []}, "partial_epoch.batch"),
+        ({"epoch": 3, "batch": 1, "loss_sum": float("nan"), "correct": 1, "seen": 2, "updates": []},
+         "partial_epoch.loss_sum"),
+        ({"epoch": 3, "batch": 1, "loss_sum": 1.0, "correct": 3, "seen": 2, "updates": []}, "at most its 'seen'"),
+        ({"epoch": 3, "batch": 1, "loss_sum": 1.0, "correct": 1, "seen": 2, "updates": [1]}, "partial_epoch.updates"),
+        ({"epoch": 3, "batch": 1, "loss_sum": 1.0, "correct": 1, "seen": 2}, "partial_epoch.updates"),
+        ([3, 1], "'partial_epoch' .* to be a dict"),
+    ],
+)
+def test_mid_epoch_checkpoints_are_checked(tmp_path, partial, expected):
+    path = tmp_path / "interrupted.pt"
+    good = {"epoch": 3, "batch": 1, "loss_sum": 1.5, "correct": 1, "seen": 2, "updates": [{"gammas": [1.0]}]}
+    save_checkpoint({**_checkpoint(torch.nn.Linear(5, 3)), "partial_epoch": good}, path)
+    assert load_checkpoint(path)["partial_epoch"] == good
+    save_checkpoint({**_checkpoint(torch.nn.Linear(5, 3)), "partial_epoch": partial}, path)
+    with pytest.raises(CheckpointError, match=expected):
+        load_checkpoint(path)

@@ -466,3 +466,119 @@ def test_two_runs_started_in_the_same_second_never_share_a_folder(reference, tmp
     assert [run.name for run in runs] == ["20240101-000000-digits-mlp-adafocal", "20240101-000000-digits-mlp-adafocal-2"]
     for run in runs:  # each complete and untouched by the other (same seed: both equal the reference)
         _assert_same(_outcome(run), reference)
+
+
+# ------------------------------------------------------------------------------- Ctrl-C / SIGTERM mid-epoch
+# In this process: the signal handlers are installed by `train` in the main thread; a patched call sends the signal.
+
+# Dropout (the torch RNG stream must continue exactly) and a γ-update after every batch (records of the epoch so far
+# and AdaFocal's C_train accumulators travel in the mid-epoch checkpoint).
+MID_EPOCH = {**OPTIONS, "model": "mlp", "model_options": {"dropout": 0.3}, "update_every": "1"}
+
+
+@pytest.fixture(scope="module")
+def mid_epoch_reference(tmp_path_factory, one_torch_thread):
+    out = tmp_path_factory.mktemp("mid-epoch-reference")
+    with one_torch_thread():
+        train(TrainConfig(**MID_EPOCH, epochs=EPOCHS, out=str(out)))
+    return _outcome(_only_run(out))
+
+
+def _signals_in_training_step(monkeypatch, n: int, signums: tuple[int, ...]) -> None:
+    """Send `signums` to this process inside the n-th training forward of the loss (before backward and step)."""
+    from adacal.losses.adafocal import AdaFocalLoss
+
+    forward, calls = AdaFocalLoss.forward, itertools.count(1)
+
+    def patched(self, logits, labels):
+        if self.training and next(calls) == n:
+            for signum in signums:
+                os.kill(os.getpid(), signum)
+        return forward(self, logits, labels)
+
+    monkeypatch.setattr(AdaFocalLoss, "forward", patched)
+
+
+def _signal_in_gamma_update(monkeypatch, n: int, signum: int) -> None:
+    """Send `signum` during the n-th γ-update's validation pass."""
+    from adacal.training.loop import Trainer
+
+    update, calls = Trainer._update_loss, itertools.count(1)
+
+    def patched(self, logits, labels):
+        if next(calls) == n:
+            os.kill(os.getpid(), signum)
+        return update(self, logits, labels)
+
+    monkeypatch.setattr(Trainer, "_update_loss", patched)
+
+
+def _interrupt(monkeypatch, out: Path, install) -> tuple[Path, "TrainingInterrupted"]:
+    from adacal.training import TrainingInterrupted
+
+    install()
+    with pytest.raises(TrainingInterrupted) as raised:
+        train(TrainConfig(**MID_EPOCH, epochs=EPOCHS, out=str(out)))
+    monkeypatch.undo()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+    return _only_run(out), raised.value
+
+
+@pytest.mark.parametrize(
+    "where, signum, epoch, batch",
+    [("step", signal.SIGINT, 3, 1), ("step", signal.SIGTERM, 3, 2), ("gamma-update", signal.SIGINT, 3, 1)],
+    ids=["ctrl-c in a step", "sigterm in an epoch's last step", "ctrl-c in a per-batch gamma-update"],
+)
+def test_interrupt_mid_epoch_writes_interrupted_pt_and_resume_continues_exactly(
+    mid_epoch_reference, tmp_path, monkeypatch, where, signum, epoch, batch
+):
+    n = (epoch - 1) * 2 + batch  # 2 batches per epoch, one γ-update per batch
+    install = (lambda: _signals_in_training_step(monkeypatch, n, (signum,))) if where == "step" else (
+        lambda: _signal_in_gamma_update(monkeypatch, n, signum))
+    run, interrupted = _interrupt(monkeypatch, tmp_path, install)
+
+    saved = run / "checkpoints" / "interrupted.pt"
+    assert interrupted.saved == saved and (interrupted.epoch, interrupted.batch) == (epoch, batch)
+    assert interrupted.message == (
+        f"Interrupted at epoch {epoch} batch {batch}; saved {saved}; resume with: adacal train --resume {run} "
+        f"--epochs {EPOCHS}"
+    )
+    mid = load_checkpoint(saved)
+    assert mid["epoch"] == epoch - 1 == load_checkpoint(run / "checkpoints" / "last.pt")["epoch"]
+    partial = mid["partial_epoch"]
+    assert (partial["epoch"], partial["batch"], partial["seen"]) == (epoch, batch, 32 * batch)
+    assert len(partial["updates"]) == batch  # this epoch's γ-updates so far
+    assert len(_history(run)) == epoch - 1 and _temp_files(run) == []
+
+    _resume(run)
+    assert not saved.exists()  # superseded by the next end-of-epoch last.pt
+    resumes = json.loads((run / "config.json").read_text())["results"]["resumes"]
+    assert resumes == [{"from_epoch": epoch - 1, "from_batch": batch, "epochs": EPOCHS, "versions": resumes[0]["versions"]}]
+    _assert_same(_outcome(run), mid_epoch_reference)
+
+
+def test_a_second_signal_stops_at_once_and_resume_repeats_the_epoch(mid_epoch_reference, tmp_path, monkeypatch):
+    run, interrupted = _interrupt(
+        monkeypatch, tmp_path, lambda: _signals_in_training_step(monkeypatch, 5, (signal.SIGINT, signal.SIGINT)))
+    assert interrupted.saved is None and (interrupted.epoch, interrupted.batch) == (3, 1)
+    assert "saved" not in interrupted.message and interrupted.message.endswith(f"--epochs {EPOCHS}")
+    assert not (run / "checkpoints" / "interrupted.pt").exists()
+    assert load_checkpoint(run / "checkpoints" / "last.pt")["epoch"] == 2
+    _resume(run)
+    assert json.loads((run / "config.json").read_text())["results"]["resumes"][0]["from_epoch"] == 2
+    _assert_same(_outcome(run), mid_epoch_reference)
+
+
+def test_a_stale_interrupted_checkpoint_is_ignored(mid_epoch_reference, tmp_path, monkeypatch):
+    """interrupted.pt of epoch 3 left beside a last.pt of epoch 4 (a SIGKILL after epoch 4 was saved, before the file
+    was deleted): resuming continues from last.pt, not from the old mid-epoch state."""
+    run, _ = _interrupt(monkeypatch, tmp_path, lambda: _signals_in_training_step(monkeypatch, 5, (signal.SIGTERM,)))
+    saved = run / "checkpoints" / "interrupted.pt"
+    stale = saved.read_bytes()
+    train(TrainConfig(resume=str(run), epochs=4))
+    assert not saved.exists()
+    saved.write_bytes(stale)
+    _resume(run)
+    last_resume = json.loads((run / "config.json").read_text())["results"]["resumes"][-1]
+    assert last_resume["from_epoch"] == 4 and "from_batch" not in last_resume
+    _assert_same(_outcome(run), mid_epoch_reference)

@@ -126,3 +126,44 @@ def test_cheap_errors_come_before_any_run_folder(tmp_path, options, message):
 def test_cuda_requested_without_cuda_is_a_clear_error(tmp_path):
     with pytest.raises(InputError, match="--device cuda"):
         train(TrainConfig(out=str(tmp_path), epochs=1, **{**TINY, "device": "cuda"}))
+
+
+@pytest.mark.parametrize("update_every, per_epoch", [("epoch", ["val"]), ("5", ["val", "val"])])
+def test_one_validation_pass_serves_both_monitoring_and_the_update(tmp_path, monkeypatch, update_every, per_epoch):
+    """10 batches an epoch: an end-of-epoch update, or updates after batches 5 and 10, the last of which also gives
+    the epoch's validation metrics; never a second validation pass for monitoring."""
+    import adacal.training.loop as loop
+
+    passes, updates = [], []
+    predict_split = loop.Trainer.predict_split
+
+    def counting(self, split):
+        passes.append(split)
+        return predict_split(self, split)
+
+    monkeypatch.setattr(loop.Trainer, "predict_split", counting)
+    result = train(
+        TrainConfig(out=str(tmp_path), epochs=2, update_every=update_every, **TINY),
+        progress=lambda name, info: updates.append(info["record"]) if name == "update" else None,
+    )
+    assert passes == per_epoch * 2 + ["val", "test"]
+    assert len(updates) == len(per_epoch) * 2
+    history = [json.loads(line) for line in result.run_dir.joinpath("history.jsonl").read_text().splitlines()]
+    for line in history:
+        # The update and the monitoring saw the same logits: the update's bins hold the reported validation error.
+        last = line["adafocal"]["updates"][-1]
+        correct = sum(a * n for a, n in zip(last["val_accuracy"], last["counts"]))
+        assert 1 - correct / sum(last["counts"]) == pytest.approx(line["val"]["error"])
+
+
+def test_resume_continues_the_random_stream_of_dropout_exactly(tmp_path):
+    options = dict(TINY, model_options={"dropout": 0.5}, milestones=(2,), seed=5)
+    straight = train(TrainConfig(out=str(tmp_path / "straight"), epochs=3, **options))
+    first = train(TrainConfig(out=str(tmp_path / "split"), epochs=1, **options))
+    resumed = train(TrainConfig(resume=str(first.run_dir), epochs=3))
+    a = load_checkpoint(straight.run_dir / "checkpoints" / "last.pt")
+    b = load_checkpoint(resumed.run_dir / "checkpoints" / "last.pt")
+    assert b["epoch"] == 3 and b["config"]["model_options"] == {"dropout": 0.5}
+    for key, value in a["model_state"].items():
+        assert torch.equal(value, b["model_state"][key]), key
+    assert resumed.test_metrics == straight.test_metrics
