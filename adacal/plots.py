@@ -187,6 +187,19 @@ def _finite(values: Any) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
 
+def _percent(axis: Any) -> None:
+    """Show a probability axis (data kept as fractions, as the metrics return them) in % without a per-tick sign;
+    the axis label carries the unit."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(_percent_tick))
+
+
+def _percent_tick(value: float, _position: Any = None) -> str:
+    """A fraction as a percentage with only the digits it needs: 0.2 → "20", 0.975 → "97.5"."""
+    return "0" if abs(value) < 1e-12 else f"{100.0 * value:.6g}"
+
+
 def _title(fig: Figure, title: str | None) -> None:
     if title:
         fig.suptitle(title, fontweight="bold")
@@ -276,13 +289,15 @@ def reliability_diagram(
             summary = f"{name} {100 * ece:.2f} %" + ("" if accuracy is None else f" · Acc. {100 * accuracy:.1f} %")
             ax.set_title(f"{panel.label}\n{summary}")
             if k == 0:
-                ax.set_ylabel("Accuracy")
+                ax.set_ylabel("Accuracy (%)")
                 hist_ax.set_ylabel("Samples (%)")
             else:
                 ax.tick_params(labelleft=False)
                 hist_ax.tick_params(labelleft=False)
             ax.tick_params(labelbottom=False)
-            hist_ax.set_xlabel("Confidence")
+            hist_ax.set_xlabel("Confidence (%)")
+        _percent(first_main.xaxis)
+        _percent(first_main.yaxis)
         first_main.set_xlim(0.0, 1.0)
         first_main.set_ylim(0.0, 1.0)
         first_main.set_aspect("auto")
@@ -485,57 +500,57 @@ def gamma_dynamics(
     *,
     title: str | None = None,
 ) -> Figure:
-    """AdaFocal's dynamics per validation bin (the paper's figure 5): a panel per bin with E_val,i = C_val,i − A_val,i
-    (%, zero line dashed), γ_t on a twin axis, and the bin's boundaries as a shaded band beneath."""
+    """AdaFocal's dynamics per validation bin (the paper's figure 5): a panel per bin with, stacked on one epoch axis,
+    E_val,i = C_val,i − A_val,i (%, zero line dashed), γ_t (a dotted zero line where it goes negative: inverse focal)
+    and the bin's boundaries as a shaded band."""
     series = adafocal_series(history)
     chosen = check_bins(bins, series.n_bins)
     x = series.update_epochs
     error = 100.0 * series.calibration_error
     ncols, nrows = _panel_size(len(chosen))
     with _style():
-        fig = _new_figure(3.2 * ncols + 0.3, 3.0 * nrows + 0.5)
+        fig = _new_figure(3.2 * ncols + 0.3, 3.7 * nrows + 0.5)
         fig.get_layout_engine().set(hspace=0.0, h_pad=0.03)
-        cells = _panel_grid(fig, len(chosen), [2.6, 1.0])
-        first = first_gamma = first_edges = None
+        cells = _panel_grid(fig, len(chosen), [1.9, 1.3, 1.0])
+        first = None
+        handles: dict[str, Any] = {}
         for k, b in enumerate(chosen):
             ax = fig.add_subplot(cells[k][0], sharex=first, label=f"error:bin-{b}")
             first = first or ax
-            edge_ax = fig.add_subplot(cells[k][1], sharex=first, label=f"edges:bin-{b}")
+            gamma_ax = fig.add_subplot(cells[k][1], sharex=first, label=f"gamma:bin-{b}")
+            edge_ax = fig.add_subplot(cells[k][2], sharex=first, label=f"edges:bin-{b}")
             ax.axhline(0.0, color=_REFERENCE, linestyle="--", linewidth=0.9, label="E = 0", zorder=1)
             ax.plot(x, error[:, b], color=_E_COLOR, label=r"$E_{val,i} = C_{val,i} - A_{val,i}$", zorder=3,
                     **_marker(x.size))
             ax.set_title(f"Bin {b}")
-            ax.tick_params(axis="y", colors=_E_COLOR, labelbottom=False)
-            ax.tick_params(axis="x", labelbottom=False)
-            gamma_ax = ax.twinx()
-            gamma_ax.set_label(f"gamma:bin-{b}")
-            gamma_ax.grid(False)
-            gamma_ax.spines["right"].set_visible(True)
-            gamma_ax.plot(x, series.gammas[:, b], color=_GAMMA_COLOR, linestyle="-", label=r"$\gamma_t$", zorder=2,
+            gammas = series.gammas[:, b]
+            gamma_ax.plot(x, gammas, color=_GAMMA_COLOR, linestyle="-", label=r"$\gamma_t$", zorder=3,
                           **_marker(x.size))
-            gamma_ax.tick_params(axis="y", colors=_GAMMA_COLOR)
+            if np.nanmin(gammas) < 0:
+                gamma_ax.axhline(0.0, color=_BAND_COLOR, linestyle=":", linewidth=1.2, zorder=1,
+                                 label=r"$\gamma = 0$ (below: inverse focal)")
             lower, upper = series.edges[:, b], series.edges[:, b + 1]
             edge_ax.fill_between(x, lower, upper, color=_BAND_COLOR, alpha=0.45, linewidth=0, label="Bin boundaries")
             edge_ax.plot(x, lower, color=_BAND_COLOR, linewidth=0.9)
             edge_ax.plot(x, upper, color=_BAND_COLOR, linewidth=0.9)
-            first_gamma = first_gamma or gamma_ax
-            first_edges = first_edges or edge_ax
-            col = k % ncols
-            if col == 0:
-                ax.set_ylabel(r"$E_{val}$ (%)", color=_E_COLOR)
-                edge_ax.set_ylabel("Edges")
-            if col == ncols - 1 or k == len(chosen) - 1:
-                gamma_ax.set_ylabel(r"$\gamma_t$", color=_GAMMA_COLOR)
+            _percent(edge_ax.yaxis)
+            for panel in (ax, gamma_ax, edge_ax):
+                handles.update((label, h) for h, label in zip(*panel.get_legend_handles_labels()))
+            if k % ncols == 0:
+                ax.set_ylabel(r"$E_{val}$ (%)")
+                gamma_ax.set_ylabel(r"$\gamma_t$")
+                edge_ax.set_ylabel("Bin edges (%)")
+            for panel in (ax, gamma_ax):
+                panel.tick_params(axis="x", labelbottom=False)
             if k >= len(chosen) - ncols:
                 edge_ax.set_xlabel("Epoch")
             else:
                 edge_ax.tick_params(labelbottom=False)
-        handles = [
-            *first.get_legend_handles_labels()[0][::-1],
-            *first_gamma.get_legend_handles_labels()[0],
-            *first_edges.get_legend_handles_labels()[0],
-        ]
-        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False)
+        order = [r"$E_{val,i} = C_{val,i} - A_{val,i}$", "E = 0", r"$\gamma_t$", r"$\gamma = 0$ (below: inverse focal)",
+                 "Bin boundaries"]
+        labels = [label for label in order if label in handles]
+        fig.legend([handles[label] for label in labels], labels, loc="outside lower center", ncols=len(labels),
+                   frameon=False)
         _title(fig, title or "AdaFocal: calibration error and γ per validation bin")
     return fig
 
@@ -576,8 +591,9 @@ def correspondence(
             ax.plot(x_val, a_val[:, b], color=_REFERENCE, linestyle=":", linewidth=1.8, label=r"$A_{val}$", zorder=4)
             ax.set_title(f"Bin {b}")
             _limit_to_lines(ax, c_train[:, b], c_val[:, b], a_val[:, b])
+            _percent(ax.yaxis)
             if k % ncols == 0:
-                ax.set_ylabel("Confidence / accuracy")
+                ax.set_ylabel("Confidence / accuracy (%)")
             if k >= len(chosen) - ncols:
                 ax.set_xlabel("Epoch")
             else:
@@ -604,7 +620,7 @@ def _limit_to_lines(ax: Axes, *series: np.ndarray) -> None:
 # ------------------------------------------------------------------------------------------------- training curves
 
 
-_CURVE_METRICS = (("error", "Error (%)"), ("ece_em", "ECE-EM (%)"))
+_CURVE_METRICS = (("error", "error (%)"), ("ece_em", "ECE-EM (%)"))
 
 
 @dataclass(frozen=True)
@@ -677,7 +693,7 @@ def training_curves(
     styles = _repeat_styles(colors)
     split_name = {"val": "Validation", "test": "Test"}[split]
     with _style():
-        fig = _new_figure(8.6, 3.4)
+        fig = _new_figure(8.6, 3.6 + 0.2 * math.ceil(len(labels) / 3))
         axes = [fig.add_subplot(1, 2, i + 1, label=f"curves:{metric}") for i, (metric, _) in enumerate(_CURVE_METRICS)]
         for ax, (metric, unit) in zip(axes, _CURVE_METRICS):
             for label, color, style in zip(labels, colors, styles):
@@ -694,7 +710,7 @@ def training_curves(
             ax.set_title(f"{split_name} {unit.replace(' (%)', '')}")
             ax.set_ylim(bottom=0.0)
         handles, legend_labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, legend_labels, loc="outside right upper", frameon=False)
+        fig.legend(handles, legend_labels, loc="outside lower center", ncols=min(len(handles), 3), frameon=False)
         _title(fig, title)
     return fig
 
@@ -720,6 +736,19 @@ def _roc_block(results: Mapping[str, Any], score: str, label: str) -> Mapping[st
     return scores[score]
 
 
+def _repeat_markers(colors: Sequence[str]) -> list[dict[str, Any]]:
+    """Markers that tell apart curves sharing a colour (the same loss, e.g. two seeds): none for the first."""
+    seen: dict[str, int] = {}
+    markers = []
+    for color in colors:
+        k = seen.get(color, 0)
+        seen[color] = k + 1
+        shape = ("", "o", "s", "^", "D", "v")[k % 6]
+        markers.append({"marker": shape, "markevery": 0.08, "markersize": 4.0, "markerfacecolor": "white"}
+                       if shape else {})
+    return markers
+
+
 def roc_curves(
     reports: Sequence[RocInput | tuple[str, Mapping[str, Any]]],
     *,
@@ -739,7 +768,8 @@ def roc_curves(
         fig = _new_figure(5.2, 6.0)
         ax = fig.add_subplot(1, 1, 1, label="roc")
         ax.plot([0, 1], [0, 1], color="#888888", linestyle=":", linewidth=1.0, label="Chance (AUROC 50 %)")
-        for item, block, color, out in zip(items, blocks, colors, outs):
+        markers = _repeat_markers(colors)
+        for item, block, color, out, marker in zip(items, blocks, colors, outs, markers):
             name = item.label if len(set(outs)) == 1 else f"{item.label} → {out}"
             temperature = item.results.get("temperature")
             for stage, style in (("pre", "-"), ("post", "--")):
@@ -755,13 +785,15 @@ def roc_curves(
                     f"post-T (T = {temperature:.2f})" if isinstance(temperature, (int, float)) else "post-T")
                 auroc = entry.get("auroc")
                 auroc_text = f"AUROC {100 * auroc:.2f} %" if isinstance(auroc, (int, float)) else "AUROC n/a"
-                line = ax.plot(fpr, tpr, color=color, linestyle=style,
+                line = ax.plot(fpr, tpr, color=color, linestyle=style, **marker,
                                label=f"{name}, {stage_name}: {auroc_text}")[0]
                 line.set_gid(f"roc:{item.label}:{stage}")
         ax.set_xlim(0.0, 1.0)
         ax.set_ylim(0.0, 1.005)
-        ax.set_xlabel("False positive rate (in-distribution flagged)")
-        ax.set_ylabel("True positive rate (OOD detected)")
+        _percent(ax.xaxis)
+        _percent(ax.yaxis)
+        ax.set_xlabel("False positive rate (%): in-distribution flagged")
+        ax.set_ylabel("True positive rate (%): OOD detected")
         shift = f"{ins[0]} → {outs[0]}" if len(set(ins)) == 1 and len(set(outs)) == 1 else "in vs out of distribution"
         ax.set_title(f"OOD detection, {shift} (score: {score})")
         fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=1, frameon=False)
@@ -843,10 +875,28 @@ def parse_labels(text: str | None, count: int) -> list[str] | None:
     return labels
 
 
-def _unique(labels: list[str], details: list[str]) -> list[str]:
-    """Add a detail (model, folder) to labels that would otherwise repeat."""
-    repeated = {label for label in labels if labels.count(label) > 1}
-    return [f"{label} ({detail})" if label in repeated and detail else label for label, detail in zip(labels, details)]
+def _unique(labels: list[str], details: list[tuple[str, ...]]) -> list[str]:
+    """Tell apart labels that would otherwise repeat: each input offers details in order of preference (model,
+    dataset, seed, folder), and a repeated label gets the first detail that differs between all its inputs."""
+    final = list(labels)
+    for label in {label for label in labels if labels.count(label) > 1}:
+        group = [i for i, other in enumerate(labels) if other == label]
+        width = max(len(details[i]) for i in group)
+        options = [[details[i][k] if k < len(details[i]) else "" for i in group] for k in range(width)]
+        chosen = next((values for values in options if len(set(values)) == len(group) and all(values)), None)
+        if chosen is None:
+            continue
+        for i, detail in zip(group, chosen):
+            final[i] = f"{label} ({detail})"
+    return final
+
+
+def _run_details(info: RunInfo | None, path: Path) -> tuple[str, ...]:
+    if info is None:
+        return (path.parent.name, path.name, str(path))
+    seed = info.config.get("seed")
+    return (info.option("model", ""), info.option("dataset", ""), "" if seed is None else f"seed {seed}",
+            info.root.name, path.name)
 
 
 def _run_label(info: RunInfo) -> str:
@@ -963,7 +1013,7 @@ def reliability_inputs(
         run_root = path if path.is_dir() else (path.parent if is_run_folder(path.parent) else None)
         info = read_run(run_root) if run_root is not None else None
         names.append(_run_label(info) if info is not None else path.stem)
-        details.append((info.option("model", "") or info.root.name) if info is not None else path.parent.name)
+        details.append(_run_details(info, path))
         if path.is_dir():
             path = require_run_folder(path).predictions
             if not path.is_file():
@@ -1031,7 +1081,7 @@ def roc_inputs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None 
         info = read_run(path.parent) if is_run_folder(path.parent) else None
         loss = info.loss if info is not None else str(report.get("config", {}).get("loss") or "")
         names.append(display_name(loss) if loss and loss != "?" else path.stem)
-        details.append(info.root.name if info is not None else path.parent.name)
+        details.append(_run_details(info, path))
         losses.append(loss or None)
         items.append(report["results"])
     final = list(labels) if labels is not None else _unique(names, details)

@@ -136,7 +136,7 @@ def test_gamma_panels_match_requested_bins_and_history_values():
     epochs = [r["epoch"] for r in history]
     for b in (0, 2, 4):
         (gamma_ax,) = _axes(fig, f"gamma:bin-{b}")
-        (line,) = gamma_ax.get_lines()
+        (line,) = [l for l in gamma_ax.get_lines() if l.get_label() == r"$\gamma_t$"]
         np.testing.assert_array_equal(line.get_xdata(), epochs)
         np.testing.assert_array_equal(line.get_ydata(), [r["adafocal"]["updates"][0]["gammas"][b] for r in history])
         (error_ax,) = _axes(fig, f"error:bin-{b}")
@@ -151,10 +151,28 @@ def test_gamma_default_is_every_bin_and_several_updates_spread_over_the_epoch():
     history = _history(epochs=2, updates_per_epoch=2)
     fig = plots.gamma_dynamics(history)
     assert len(_axes(fig, "error:")) == M
-    (line,) = _axes(fig, "gamma:bin-1")[0].get_lines()
+    (line,) = [l for l in _axes(fig, "gamma:bin-1")[0].get_lines() if l.get_label() == r"$\gamma_t$"]
     np.testing.assert_allclose(line.get_xdata(), [0.5, 1.0, 1.5, 2.0])
     np.testing.assert_array_equal(
         line.get_ydata(), [u["gammas"][1] for r in history for u in r["adafocal"]["updates"]])
+
+
+def test_gamma_has_its_own_axis_below_the_error_with_a_zero_line_only_when_negative():
+    history = _history(epochs=3)
+    for record, sign in zip(history, (1, -1, 1)):  # bin 0 goes negative (inverse focal) once, bin 1 never does
+        record["adafocal"]["updates"][0]["gammas"][0] = sign * 0.2
+        record["adafocal"]["updates"][0]["gammas"][1] = 2.0
+    fig = plots.gamma_dynamics(history, bins=[0, 1])
+    fig.draw_without_rendering()
+    for b in (0, 1):
+        error_ax, gamma_ax, edge_ax = (_axes(fig, f"{kind}:bin-{b}")[0] for kind in ("error", "gamma", "edges"))
+        # stacked as in the paper's figure 5, not a twin axis whose zero would not line up with E = 0
+        assert error_ax.get_position().y0 > gamma_ax.get_position().y1 - 1e-9
+        assert gamma_ax.get_position().y0 > edge_ax.get_position().y1 - 1e-9
+    zero_lines = {b: [l for l in _axes(fig, f"gamma:bin-{b}")[0].get_lines() if "gamma = 0" in l.get_label()]
+                  for b in (0, 1)}
+    assert len(zero_lines[0]) == 1 and list(zero_lines[0][0].get_ydata()) == [0, 0]
+    assert zero_lines[1] == []
 
 
 @pytest.mark.parametrize("bins, match", [([0, M], rf"\[0, {M - 1}\], got {M}"), ([-1], "got -1"), ([], "at least one")])
@@ -220,7 +238,7 @@ def test_curves_fall_back_to_validation_and_align_epochs():
     summary = plots.summarize_curve([short, long], "val", "error")
     np.testing.assert_array_equal(summary.epochs, [1, 2, 3])
     fig = plots.training_curves({"CE": [short, long]})
-    assert _axes(fig, "curves:error")[0].get_ylabel() == "Validation Error (%)"
+    assert _axes(fig, "curves:error")[0].get_ylabel() == "Validation error (%)"
     with pytest.raises(InputError, match="split"):
         plots.training_curves({"CE": [short]}, split="train")
 
@@ -251,6 +269,16 @@ def test_roc_curves_plot_the_report_and_auroc_in_legend():
         plots.roc_curves([("CE", _ood_results())], score="energy")
 
 
+def test_roc_curves_of_the_same_loss_differ_by_marker():
+    fig = plots.roc_curves([plots.RocInput(f"AdaFocal (seed {s})", _ood_results(), "adafocal") for s in (0, 1)]
+                           + [plots.RocInput("CE", _ood_results(), "ce")])
+    lines = {line.get_gid(): line for line in _axes(fig, "roc")[0].get_lines() if line.get_gid()}
+    seed0, seed1 = lines["roc:AdaFocal (seed 0):pre"], lines["roc:AdaFocal (seed 1):pre"]
+    assert seed0.get_color() == seed1.get_color() == plots.loss_color("adafocal")
+    assert seed0.get_marker() in ("", "None", None) and seed1.get_marker() not in ("", "None", None)
+    assert lines["roc:CE:pre"].get_marker() in ("", "None", None)
+
+
 # ------------------------------------------------------------------------------------------------ saving
 
 
@@ -260,7 +288,7 @@ def small_figure_factory():
     return lambda: plots.reliability_diagram([("CE", bin_statistics(confidences, correct, n_bins=5))])
 
 
-@pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG\r\n\x1a\n"), (".svg", b"<?xml")])
+@pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG\r\n\x1a\n"), (".svg", b"<?xml"), (".pdf", b"%PDF-")])
 def test_save_figure_is_deterministic(tmp_path, small_figure_factory, suffix, magic):
     first = plots.save_figure(small_figure_factory(), tmp_path / f"a{suffix}", dpi=40)
     second = plots.save_figure(small_figure_factory(), tmp_path / f"b{suffix}", dpi=40)
@@ -280,6 +308,54 @@ def test_save_figure_rejects_unknown_extension_and_bad_dpi(tmp_path, small_figur
     with pytest.raises(InputError, match="--dpi"):
         plots.save_figure(small_figure_factory(), tmp_path / "x.png", dpi=0)
     assert list(tmp_path.iterdir()) == []
+
+
+def _all_figures():
+    confidences, correct = _confidences()
+    return {
+        "reliability": plots.reliability_diagram([("CE", bin_statistics(confidences, correct)),
+                                                  ("AdaFocal", bin_statistics(confidences, correct))]),
+        "gamma": plots.gamma_dynamics(_history(), bins=[0, 2, 4]),
+        "correspondence": plots.correspondence(_history(), bins=[0, 2, 4]),
+        "curves": plots.training_curves({"CE": [_history(seed=s) for s in range(2)], "AdaFocal": [_history()]},
+                                        losses={"CE": "ce", "AdaFocal": "adafocal"}),
+        "roc": plots.roc_curves([plots.RocInput("CE", _ood_results(), "ce"),
+                                 plots.RocInput("AdaFocal", _ood_results(0.9), "adafocal")]),
+    }
+
+
+def test_probability_axes_are_labelled_and_ticked_in_percent():
+    figures = _all_figures()
+    percent_axes = {
+        "reliability": [("reliability:0", "y"), ("histogram:0", "x")],
+        "gamma": [("edges:bin-0", "y")],
+        "correspondence": [("confidence:bin-0", "y")],
+        "roc": [("roc", "x"), ("roc", "y")],
+    }
+    for name, wanted in percent_axes.items():
+        for label, which in wanted:
+            (ax,) = _axes(figures[name], label)
+            axis = ax.xaxis if which == "x" else ax.yaxis
+            assert "(%)" in axis.get_label().get_text(), (name, label, which)
+            assert axis.get_major_formatter()(0.975, 0) == "97.5", (name, label, which)  # data stay fractions
+    for ax in _axes(figures["curves"], "curves:"):
+        assert ax.get_ylabel().endswith("(%)")
+    assert plots._percent_tick(0.2) == "20" and plots._percent_tick(-0.005) == "-0.5"
+    assert plots._percent_tick(0.6000000000000001) == "60" and plots._percent_tick(1e-17) == "0"
+
+
+def test_legends_sit_outside_every_axes():
+    for name, fig in _all_figures().items():
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        renderer = canvas.get_renderer()
+        assert fig.legends, name
+        for legend in fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]:
+            box = legend.get_window_extent(renderer)
+            for ax in fig.axes:
+                assert not box.overlaps(ax.get_window_extent(renderer)), (name, ax.get_label())
 
 
 def test_colours_are_fixed_per_loss_and_distinct():

@@ -2,6 +2,7 @@
 
 import json
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -150,6 +151,20 @@ def test_reliability_of_predictions_file_and_evaluate_json(runs, tmp_path, captu
     assert [t.split("\n")[0] for t in titles] == ["file", "report"]
 
 
+def test_repeated_losses_are_told_apart_by_the_first_differing_detail(runs, tmp_path, captured):
+    _ok(["reliability", str(runs["ce"]), str(runs["ce-seed1"]), str(runs["adafocal"]), "--out",
+         str(tmp_path / "r.png"), "--dpi", "30"])
+    titles = [ax.get_title().split("\n")[0] for ax in captured[0].axes if ax.get_label().startswith("reliability:")]
+    assert titles == ["CE (seed 0)", "CE (seed 1)", "AdaFocal"]  # same model and dataset: the seed differs
+    run = tmp_path / "ce"
+    shutil.copytree(runs["ce"], run)
+    write_json(run / "evaluate.json", make_report("evaluate", config={}, results={
+        "bins": {"equal_width": _stats(run).to_dict()}}))
+    _ok(["reliability", str(run), str(run / "evaluate.json"), "--out", str(tmp_path / "r.png"), "--dpi", "30"])
+    titles = [ax.get_title().split("\n")[0] for ax in captured[1].axes if ax.get_label().startswith("reliability:")]
+    assert titles == ["CE (ce)", "CE (evaluate.json)"]
+
+
 def test_reliability_with_calibrated_adds_the_calibrated_panel(runs, tmp_path, captured):
     calibrators = pytest.importorskip("adacal.calibrators")
     with np.load(runs["ce"] / "predictions.npz") as data:
@@ -212,8 +227,8 @@ def test_gamma_on_a_run_without_adafocal_is_a_one_line_error(runs):
         (["reliability", "{adafocal}", "--binning", "quantile", "--out", "{tmp}/x.png"], "equal-width, equal-mass"),
         (["reliability", "{adafocal}", "--n-bins", "0", "--out", "{tmp}/x.png"], "--n-bins"),
         (["reliability", "{adafocal}", "{ce}", "--labels", "one", "--out", "{tmp}/x.png"], "--labels"),
-        (["reliability", "{adafocal}/ood.json", "--out", "{tmp}/x.png"], "'evaluate' report, got a 'ood' report"),
-        (["roc", "{adafocal}/config.json", "--out", "{tmp}/x.png"], "'ood' report, got a 'train-config' report"),
+        (["reliability", "{adafocal}/ood.json", "--out", "{tmp}/x.png"], "kind 'evaluate', got one of kind 'ood'"),
+        (["roc", "{adafocal}/config.json", "--out", "{tmp}/x.png"], "kind 'ood', got one of kind 'train-config'"),
         (["roc", "{adafocal}", "--score", "energy", "--out", "{tmp}/x.png"], "energy"),
         (["curves", "{tmp}", "--out", "{tmp}/x.png"], "run folder"),
         (["reliability", "{adafocal}", "--dpi", "0", "--out", "{tmp}/x.png"], "--dpi"),
