@@ -9,6 +9,9 @@ import numpy as np
 from adacal.errors import InputError
 
 PROB_SUM_TOLERANCE = 1e-4
+# Rows of non-negative scores whose sums are this close to 1, but not within the rounding tolerance, are almost surely
+# probabilities that do not sum to 1 (truncated, or rounded to few digits) rather than logits: see check_not_near_probs.
+NEAR_PROB_SUM_TOLERANCE = 0.1
 
 
 def to_numpy(values: Any) -> np.ndarray:
@@ -91,18 +94,63 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
 
 
-def looks_like_probs(scores: np.ndarray, row_sums: np.ndarray | None = None, minimum: float | None = None) -> bool:
-    """True when every entry is non-negative and every row sums to 1 within PROB_SUM_TOLERANCE (float32 rounding).
+def probability_tolerance(scores: Any) -> float:
+    """How far from 1 the rows of probabilities stored in the dtype of `scores` (numpy or torch) may sum.
 
-    No entry then exceeds 1 + PROB_SUM_TOLERANCE, so a float32 softmax output of 1.0000001 still counts as a
+    PROB_SUM_TOLERANCE (float32 rounding) for float32 and wider or non-float input; 4 machine epsilons for narrower
+    floats, whose rounding alone moves a row sum by up to one epsilon (float16 probabilities sum to 1 only within
+    ~1e-3, bfloat16 within ~1e-2).
+    """
+    dtype = getattr(scores, "dtype", None)
+    if hasattr(scores, "detach"):
+        import torch
+
+        eps = torch.finfo(dtype).eps if dtype.is_floating_point else 0.0
+    elif isinstance(dtype, np.dtype) and np.issubdtype(dtype, np.floating):
+        eps = float(np.finfo(dtype).eps)
+    else:
+        eps = 0.0
+    return max(PROB_SUM_TOLERANCE, 4.0 * eps)
+
+
+def looks_like_probs(
+    scores: np.ndarray,
+    row_sums: np.ndarray | None = None,
+    minimum: float | None = None,
+    *,
+    tolerance: float = PROB_SUM_TOLERANCE,
+) -> bool:
+    """True when every entry is non-negative and every row sums to 1 within `tolerance` (default: float32 rounding;
+    see `probability_tolerance` for narrower input dtypes).
+
+    No entry then exceeds 1 + tolerance, so a float32 softmax output of 1.0000001 still counts as a
     probability. `row_sums` and `minimum` (the smallest entry), when a caller has them, save passes over `scores`;
     the sums are checked first since logits fail there.
     """
     if row_sums is None:
         row_sums = scores.sum(axis=1)
-    if not np.abs(row_sums - 1.0).max() <= PROB_SUM_TOLERANCE:
+    if not np.abs(row_sums - 1.0).max() <= tolerance:
         return False
     return bool((scores.min() if minimum is None else minimum) >= 0.0)
+
+
+def check_not_near_probs(scores: np.ndarray, *, name: str = "logits") -> None:
+    """Raise when scores that will be taken as logits look like probabilities whose rows do not sum to 1.
+
+    That is: every entry in [0, 1] and every row sum within NEAR_PROB_SUM_TOLERANCE of 1 (but not all within the
+    rounding tolerance, or they would have been taken as probabilities). Softmax of such values is nearly uniform, so
+    every metric would silently describe a different model.
+    """
+    if scores.size == 0 or scores.min() < 0.0 or scores.max() > 1.0:
+        return
+    row_sums = scores.sum(axis=1)
+    deviation = float(np.abs(row_sums - 1.0).max())
+    if deviation <= NEAR_PROB_SUM_TOLERANCE:
+        raise InputError(
+            f"Expected {name} to be logits or probabilities whose rows sum to 1, got values in [0, 1] whose rows "
+            f"sum to {row_sums.min():.6g} to {row_sums.max():.6g}: renormalise the probabilities "
+            f"(p / p.sum(axis=1)) or pass logits."
+        )
 
 
 def to_probs(scores: np.ndarray) -> tuple[np.ndarray, str]:

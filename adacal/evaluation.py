@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import check_scores, looks_like_probs
+from adacal.arrays import check_not_near_probs, check_scores, looks_like_probs
 from adacal.errors import InputError
 from adacal.metrics.binning import check_n_bins
 from adacal.metrics.bootstrap import bootstrap_prepared, check_confidence, check_seed
 from adacal.metrics.calibration import compute_prepared, prepare_predictions, resolve_metric_names
 from adacal.predictions import Predictions, read_arrays, load_predictions
 from adacal.reports import make_report
-from adacal.runs import RunFolder, find_run_folder, require_run_folder
+from adacal.runs import RunFolder, find_run_folder, predictions_are_from, require_run_folder, selected_checkpoint
 
 CHECKPOINT_FORMAT = "adacal-checkpoint"
 INPUT_KINDS = ("predictions", "checkpoint", "run")
@@ -59,16 +59,17 @@ def check_bootstrap(n_resamples: Any, *, name: str = "bootstrap") -> int:
     return int(n_resamples)
 
 
-def _predictions_of_run(run: RunFolder, checkpoint: Path | None, given: Path, kind: str, **predict_options: Any) -> EvaluationInput:
-    if run.predictions.is_file():
+def _predictions_of_run(
+    run: RunFolder, checkpoint: Path | None, given: Path, kind: str, contents: dict[str, Any] | None = None,
+    **predict_options: Any,
+) -> EvaluationInput:
+    """The run's predictions.npz when it holds the outputs asked for (the run's selected model, or the checkpoint
+    given, whose loaded `contents` tell its epoch); otherwise the checkpoint's own test logits (a best.pt of another
+    epoch than the model training evaluated is scored itself, not described by the other model's predictions)."""
+    if run.predictions.is_file() and (checkpoint is None or predictions_are_from(run, contents)):
         return EvaluationInput(load_predictions(run.predictions), kind, given, run.predictions, run, "predictions.npz")
     if checkpoint is None:
-        checkpoint = run.checkpoint("last")
-        if not checkpoint.is_file():
-            raise InputError(
-                f"Expected the run folder {run.root} to hold {run.predictions.name} or {checkpoint.relative_to(run.root)}, "
-                f"but it has neither."
-            )
+        checkpoint = selected_checkpoint(run)  # the model training selected (best.pt for --select best-val)
     from adacal.training import predict_checkpoint
 
     predictions = predict_checkpoint(checkpoint, split="test", **predict_options)
@@ -95,7 +96,7 @@ def resolve_evaluation_input(
                 from adacal.training import predict_checkpoint
 
                 return EvaluationInput(predict_checkpoint(path, split="test", **options), "checkpoint", path, path, None, "checkpoint")
-            return _predictions_of_run(run, path, path, "checkpoint", **options)
+            return _predictions_of_run(run, path, path, "checkpoint", contents, **options)
     return EvaluationInput(load_predictions(path), "predictions", path, path, None, "file")
 
 
@@ -125,12 +126,15 @@ def evaluate_predictions(
     bootstrap: int = 0,
     seed: int = 0,
     confidence: float = 0.95,
+    name: str = "scores",
 ) -> dict[str, Any]:
     """The `results` block of an evaluate report.
 
     {"metrics": {snake_key: fraction (nll in nats, brier in [0, 2])}, "units", "assumed_input": "logits"|"probs",
      "n_samples", "num_classes", "bins": {"equal_width": ..., "equal_mass": ...} (top-1 reliability, n_bins each),
      "bootstrap": {snake_key: {"low", "high", "std"}} only when bootstrap > 0}.
+    Scores in [0, 1] whose rows sum to nearly but not quite 1 are an InputError naming `name`: probabilities that
+    do not sum to 1, which would otherwise be taken as logits.
     """
     names = resolve_metric_names(metric_names)
     n_bins = check_n_bins(n_bins)
@@ -138,6 +142,8 @@ def evaluate_predictions(
     seed = check_seed(seed)
     confidence = check_confidence(confidence)
     pred = prepare_predictions(scores, labels)
+    if pred.assumed == "logits" and pred.scores is not None:
+        check_not_near_probs(pred.scores, name=name)
     results: dict[str, Any] = {
         "metrics": compute_prepared(pred, names, n_bins),
         "units": "fractions in [0, 1], not % (nll in nats; brier in [0, 2])",
@@ -191,8 +197,10 @@ def evaluation_report(
     calibrator: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """The full evaluate report (kind "evaluate"): the common envelope around `evaluate_predictions`' results."""
+    name = "scores" if input_path is None else f"the scores in {Path(input_path).name}"
     results = evaluate_predictions(
-        scores, labels, n_bins=n_bins, metric_names=metric_names, bootstrap=bootstrap, seed=seed, confidence=confidence
+        scores, labels, n_bins=n_bins, metric_names=metric_names, bootstrap=bootstrap, seed=seed, confidence=confidence,
+        name=name,
     )
     config = evaluation_config(
         n_bins=n_bins, metric_names=metric_names, bootstrap=bootstrap, seed=seed, confidence=confidence,

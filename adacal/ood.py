@@ -24,7 +24,7 @@ from adacal.arrays import check_labels, check_scores, looks_like_probs
 from adacal.errors import InputError, unknown_name
 from adacal.predictions import Predictions, read_arrays
 from adacal.reports import make_report, read_report
-from adacal.runs import EVALUATE_FILE, RunFolder, find_run_folder, require_run_folder
+from adacal.runs import RunFolder, find_run_folder, predictions_are_from, require_run_folder, selected_checkpoint
 
 OOD_SCORES = ("entropy", "max-prob", "energy")
 DEFAULT_CORRUPTION = "gaussian_noise"
@@ -285,16 +285,7 @@ def resolve_checkpoint(model_path: str | os.PathLike) -> tuple[Path, RunFolder |
     if not path.is_dir():
         return path, find_run_folder(path)
     run = require_run_folder(path)
-    order = ["last", "best"]
-    try:
-        if read_report(run.config).get("config", {}).get("select") == "best-val":
-            order = ["best", "last"]
-    except InputError:
-        pass
-    for which in order:
-        if run.checkpoint(which).is_file():
-            return run.checkpoint(which), run
-    raise InputError(f"Expected a checkpoint in {run.checkpoints}, but it holds no last.pt or best.pt.")
+    return selected_checkpoint(run), run
 
 
 def ood_from_model(
@@ -424,29 +415,11 @@ def _saved_predictions(run: RunFolder | None, checkpoint: dict[str, Any], *, in_
     (evaluate.json's selected_epoch; for --select last, the final epoch). Anything else — another dataset, a run
     resumed or still training, a checkpoint from another epoch — is scored by the model instead.
     """
-    if run is None or in_name != str(checkpoint["dataset"]).lower() or not run.predictions.is_file():
-        return None
-    selected = _selected_epoch(run, checkpoint)
-    if selected is None or selected != int(checkpoint["epoch"]):
+    if run is None or in_name != str(checkpoint["dataset"]).lower() or not predictions_are_from(run, checkpoint):
         return None
     from adacal.predictions import load_split_predictions
 
     return load_split_predictions(run.predictions)
-
-
-def _selected_epoch(run: RunFolder, checkpoint: dict[str, Any]) -> int | None:
-    """The epoch whose model produced the run's predictions.npz, or None when that cannot be told."""
-    try:
-        config = read_report(run.report(EVALUATE_FILE)).get("config", {})
-    except InputError:
-        config = {}
-    for holder in (config, config.get("model")):
-        if isinstance(holder, dict) and isinstance(holder.get("selected_epoch"), int):
-            return int(holder["selected_epoch"])
-    train_config = checkpoint.get("config") or {}
-    if train_config.get("select") == "last" and isinstance(train_config.get("epochs"), int):
-        return int(train_config["epochs"])
-    return None
 
 
 def _limit_indices(n: int, limit: int | None, seed: int) -> np.ndarray | None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import check_labels, check_scores
+from adacal.arrays import PROB_SUM_TOLERANCE, check_labels, check_scores, looks_like_probs, probability_tolerance
 from adacal.errors import InputError
 from adacal.reports import atomic_write, safe_torch_load
 
@@ -57,7 +57,12 @@ def _pair(arrays: dict[str, Any], path: Path, scores_key: str, labels_key: str) 
         raise InputError(
             f"Expected {path} to contain {' and '.join(missing)}; it has: {', '.join(sorted(arrays)) or 'nothing'}."
         )
+    tolerance = probability_tolerance(arrays[scores_key])
     logits = check_scores(arrays[scores_key], name=f"{path.name}:{scores_key}")
+    if tolerance > PROB_SUM_TOLERANCE and looks_like_probs(logits, tolerance=tolerance):
+        # float16/bfloat16 probabilities sum to 1 only within their rounding: normalise them here, in float64, so that
+        # everything downstream takes them as probabilities (the normalisation changes no metric).
+        logits = logits / logits.sum(axis=1, keepdims=True)
     labels = check_labels(
         arrays[labels_key], n=logits.shape[0], num_classes=logits.shape[1], name=f"{path.name}:{labels_key}"
     )

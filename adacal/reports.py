@@ -173,7 +173,7 @@ def read_report(path: str | os.PathLike, kind: str | None = None) -> dict[str, A
             f"Expected {path} to have schema_version {SCHEMA_VERSION}, got {report['schema_version']!r}."
         )
     if kind is not None and report.get("kind") != kind:
-        raise InputError(f"Expected {path} to be a '{kind}' report, got a '{report.get('kind')}' report.")
+        raise InputError(f"Expected {path} to be a report of kind '{kind}', got one of kind '{report.get('kind')}'.")
     return report
 
 

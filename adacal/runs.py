@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from adacal.errors import InputError
+from adacal.reports import read_report
 
 CONFIG_FILE = "config.json"
 HISTORY_FILE = "history.jsonl"
@@ -71,3 +73,47 @@ def require_run_folder(path: str | os.PathLike) -> RunFolder:
             raise InputError(f"Expected a run folder or checkpoint at {path}, but it does not exist.")
         raise InputError(f"Expected {path} to be a run folder written by 'adacal train' (no {CONFIG_FILE} found).")
     return run
+
+
+def selected_checkpoint(run: RunFolder) -> Path:
+    """The checkpoint of the model training selected — best.pt for a run trained with --select best-val, else
+    last.pt (falling back to the other when it is missing) — the one its predictions.npz and evaluate.json describe."""
+    order = ["last", "best"]
+    try:
+        if read_report(run.config).get("config", {}).get("select") == "best-val":
+            order = ["best", "last"]
+    except InputError:
+        pass
+    for which in order:
+        if run.checkpoint(which).is_file():
+            return run.checkpoint(which)
+    raise InputError(
+        f"Expected the run folder {run.root} to hold {PREDICTIONS_FILE} or a checkpoint ({CHECKPOINT_DIR}/last.pt "
+        "or best.pt), but it has neither."
+    )
+
+
+def predictions_are_from(run: RunFolder, checkpoint: dict[str, Any]) -> bool:
+    """Whether the run's predictions.npz exists and holds this (loaded) checkpoint's outputs: its epoch is the one
+    training evaluated. Unknown (no evaluate.json, a --select best-val run without it) counts as no."""
+    epoch = checkpoint.get("epoch")
+    if not run.predictions.is_file() or not isinstance(epoch, int):
+        return False
+    selected = _selected_epoch(run, checkpoint)
+    return selected is not None and selected == epoch
+
+
+def _selected_epoch(run: RunFolder, checkpoint: dict[str, Any]) -> int | None:
+    """The epoch whose model produced the run's predictions.npz, or None when that cannot be told."""
+    try:
+        config = read_report(run.report(EVALUATE_FILE)).get("config", {})
+    except InputError:
+        config = {}
+    for holder in (config, config.get("model")):
+        if isinstance(holder, dict) and isinstance(holder.get("selected_epoch"), int):
+            return int(holder["selected_epoch"])
+    train_config = checkpoint.get("config")
+    train_config = train_config if isinstance(train_config, dict) else {}
+    if train_config.get("select") == "last" and isinstance(train_config.get("epochs"), int):
+        return int(train_config["epochs"])
+    return None

@@ -5,12 +5,15 @@ import pytest
 import torch
 
 from adacal.arrays import (
+    PROB_SUM_TOLERANCE,
+    check_not_near_probs,
     check_scores_and_row_sums,
     check_labels,
     check_predictions,
     check_scores,
     log_softmax,
     looks_like_probs,
+    probability_tolerance,
     softmax,
     to_numpy,
     to_probs,
@@ -131,3 +134,30 @@ def test_float32_rounding_above_one_still_counts_as_probabilities():
     probs = np.array([[np.nextafter(np.float32(1), np.float32(2)), 0.0], [0.25, 0.75]], dtype=np.float32)
     assert probs[0, 0] > 1.0 and looks_like_probs(check_scores(probs))
     assert not looks_like_probs(np.array([[1.5, -0.5], [0.25, 0.75]]))
+
+
+def test_probability_tolerance_follows_the_input_dtype():
+    assert probability_tolerance(np.zeros((1, 2))) == PROB_SUM_TOLERANCE
+    assert probability_tolerance(np.zeros((1, 2), dtype=np.float32)) == PROB_SUM_TOLERANCE
+    assert probability_tolerance([[0.5, 0.5]]) == PROB_SUM_TOLERANCE
+    assert probability_tolerance(np.zeros((1, 2), dtype=np.int64)) == PROB_SUM_TOLERANCE
+    assert probability_tolerance(np.zeros((1, 2), dtype=np.float16)) == pytest.approx(4 * 2.0**-10)
+    assert probability_tolerance(torch.zeros(1, 2, dtype=torch.bfloat16)) == pytest.approx(4 * 2.0**-7)
+    assert probability_tolerance(torch.zeros(1, 2)) == PROB_SUM_TOLERANCE
+    # float16 probabilities of 10 classes sum to 1 only within ~1e-3: they pass with their own tolerance only
+    probs = softmax(np.random.default_rng(0).normal(size=(500, 10)) * 2).astype(np.float16)
+    wide = probs.astype(np.float64)
+    assert not looks_like_probs(wide)
+    assert looks_like_probs(wide, tolerance=probability_tolerance(probs))
+
+
+def test_check_not_near_probs():
+    for name, scores in {
+        "truncated": np.array([[0.6, 0.3, 0.05], [0.2, 0.2, 0.6]]),
+        "rounded": np.array([[0.33, 0.33, 0.33], [0.5, 0.25, 0.25]]),
+    }.items():
+        with pytest.raises(InputError, match=r"Expected x to be logits or probabilities whose rows sum to 1, got"):
+            check_not_near_probs(scores, name="x")
+    # logits: negative entries, entries above 1, rows far from summing to 1 (all-zero logits: a uniform model)
+    for scores in (np.array([[-0.1, 0.6, 0.5]]), np.array([[1.2, 0.0]]), np.zeros((3, 4)), np.full((2, 3), 0.9)):
+        check_not_near_probs(scores)

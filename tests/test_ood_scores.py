@@ -169,7 +169,7 @@ def test_temperature_from_calibrate_json(tmp_path):
     assert ood.temperature_from_calibration(path) is None
     assert ood.resolve_temperature(calibration=path) == (None, "none")
     write_json(path, make_report("evaluate", config={}, results={}))
-    with pytest.raises(InputError, match="'calibrate' report"):
+    with pytest.raises(InputError, match="report of kind 'calibrate'"):
         ood.temperature_from_calibration(path)
 
 

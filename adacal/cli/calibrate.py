@@ -13,7 +13,8 @@ HELP = (
     "Fit post-hoc calibrators on validation logits and judge them on test.\n\n"
     "RUN_OR_PREDICTIONS is a run folder written by 'adacal train' (or a checkpoint or predictions.npz inside one), "
     "or a predictions file (.npz or .pt) holding val_logits, val_labels, test_logits and test_labels. For a run, its "
-    "predictions.npz is used (recomputed from the checkpoint when it is absent) and the report is written to "
+    "predictions.npz is used (for a checkpoint, only when it holds that checkpoint's outputs); otherwise the logits "
+    "are recomputed from the checkpoint (for a run folder, the one training selected). The report is written to "
     "calibrate.json in the run folder; nothing else there is touched. For a predictions file the results are only "
     "printed unless --json is given.\n\n"
     "Methods: temperature (temperature scaling), ets (ensemble temperature scaling, Zhang et al. 2020), spline "
@@ -57,7 +58,7 @@ def _load_inputs(source: Path) -> tuple[Any, Any, Path, Any]:
     """(validation predictions, test predictions, the file they came from, the run folder or None)."""
     from adacal.errors import InputError
     from adacal.predictions import load_split_predictions
-    from adacal.runs import find_run_folder, require_run_folder
+    from adacal.runs import find_run_folder, require_run_folder, selected_checkpoint
 
     if not source.exists():
         raise InputError(f"Expected a run folder, checkpoint or predictions file at {source}, but it does not exist.")
@@ -72,18 +73,14 @@ def _load_inputs(source: Path) -> tuple[Any, Any, Path, Any]:
             run, checkpoint = found, source
     if run is None:
         splits, input_path = load_split_predictions(source), source
-    elif run.predictions.is_file():
+    elif run.predictions.is_file() and (checkpoint is None or _predictions_are_from(run, checkpoint)):
         splits, input_path = load_split_predictions(run.predictions), run.predictions
     else:
-        candidates = [checkpoint] if checkpoint is not None else [run.checkpoint("last"), run.checkpoint("best")]
-        existing = [path for path in candidates if path.is_file()]
-        if not existing:
-            raise InputError(
-                f"Expected {run.root} to hold predictions.npz or a checkpoint in checkpoints/, found neither."
-            )
+        if checkpoint is None:
+            checkpoint = selected_checkpoint(run)  # the model training selected (best.pt for --select best-val)
         from adacal.training import predict_checkpoint
 
-        input_path = existing[0]
+        input_path = checkpoint
         splits = {split: predict_checkpoint(input_path, split=split) for split in ("val", "test")}
     if splits.get("val") is None:
         raise InputError(
@@ -91,6 +88,15 @@ def _load_inputs(source: Path) -> tuple[Any, Any, Path, Any]:
             "found none."
         )
     return splits["val"], splits["test"], input_path, run
+
+
+def _predictions_are_from(run: Any, checkpoint: Path) -> bool:
+    """Whether the run's predictions.npz holds this checkpoint's outputs (else a best.pt of another epoch than the
+    model training evaluated would be calibrated with the other model's logits)."""
+    from adacal.runs import predictions_are_from
+    from adacal.training import load_checkpoint
+
+    return predictions_are_from(run, load_checkpoint(checkpoint))
 
 
 def _describe(params: dict[str, Any]) -> str:
@@ -239,7 +245,7 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
-        quiet: Annotated[bool, typer.Option("--quiet", help="Print nothing but errors.")] = False,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
     ) -> None:
         run_calibrate(
             source, method=method, objective=objective, n_bins=n_bins, json_path=json_path, save=save, quiet=quiet

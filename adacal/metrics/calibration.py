@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import check_finite_rows, check_labels, check_score_shape, looks_like_probs
+from adacal.arrays import check_finite_rows, check_labels, check_score_shape, looks_like_probs, probability_tolerance
 from adacal.errors import InputError
 from adacal.metrics.binning import (
     BINNINGS,
@@ -76,6 +76,11 @@ class PreparedPredictions:
         self._source = source
         self._probs: np.ndarray | None = None
         self._cache: dict[Any, Any] = {}
+
+    @property
+    def scores(self) -> np.ndarray | None:
+        """The validated (N, K) float64 scores as given (logits or unnormalised probabilities); None after `take`."""
+        return self._scores
 
     @property
     def n_samples(self) -> int:
@@ -205,15 +210,18 @@ def prepare_predictions(scores: Any, labels: Any) -> PreparedPredictions:
     """Validate scores (N, K) and labels (N,) once, with the checks of `adacal.arrays.check_predictions`.
 
     Rows all in [0, 1] summing to 1 (`arrays.looks_like_probs`) are taken as probabilities, anything else as logits,
-    exactly as `arrays.to_probs` decides; the raw logits are kept so that the NLL uses a log-softmax.
+    as `arrays.to_probs` decides, except that the tolerance on the row sums follows the input's dtype
+    (`arrays.probability_tolerance`: float16 probabilities sum to 1 only within ~1e-3); the raw logits are kept so
+    that the NLL uses a log-softmax.
     """
     if isinstance(scores, PreparedPredictions):
         return scores
+    tolerance = probability_tolerance(scores)
     checked = check_score_shape(scores, name="scores")
     row_sums, minimum, top = _scan_rows(checked)
     check_finite_rows(checked, row_sums, name="scores")
     labels = check_labels(labels, n=checked.shape[0], num_classes=checked.shape[1])
-    assumed = "probs" if looks_like_probs(checked, row_sums, minimum) else "logits"
+    assumed = "probs" if looks_like_probs(checked, row_sums, minimum, tolerance=tolerance) else "logits"
     return PreparedPredictions(checked, labels, assumed, row_sums=row_sums, top=top)
 
 

@@ -128,7 +128,7 @@ def test_from_dict_rejects_wrong_method_version_and_params(fitted):
 def test_load_calibrator_rejects_other_files(fitted, tmp_path):
     report = tmp_path / "calibrate.json"
     write_json(report, make_report("calibrate", config={}, results={"calibrators": {}, "best": None}))
-    with pytest.raises(InputError, match="to be a 'calibrator' report, got a 'calibrate' report"):
+    with pytest.raises(InputError, match="to be a report of kind 'calibrator', got one of kind 'calibrate'"):
         load_calibrator(report)
     path = save_calibrator(fitted["temperature"], tmp_path / "t.json")
     saved = read_json(path)

@@ -9,13 +9,13 @@ from adacal.calibrators import TemperatureScaling, build_calibrator
 from adacal.errors import InputError, UnknownNameError
 
 
-@pytest.mark.parametrize(("true_temperature", "objectives"), [(0.6, ["nll"]), (2.5, ["nll", "ece-em"])])
-def test_recovers_known_temperature(problem, true_temperature, objectives):
+@pytest.mark.parametrize("true_temperature", [0.6, 2.5])
+def test_recovers_known_temperature(problem, true_temperature):
+    """Within 0.05 at N = 20,000 for every objective (T0 is on the paper's 0.1 grid, so the grid ones hit it)."""
     logits, labels = problem(n=20_000, k=10, sigma=4.0, true_temperature=true_temperature, seed=0)
-    tolerance = {"nll": 0.05, "ece-em": 0.1 + 1e-9}  # the paper's grid has a step of 0.1
-    for objective in objectives:
+    for objective in ("nll", "ece-em", "ece-ew"):
         fitted = TemperatureScaling(objective=objective).fit(logits, labels).temperature_
-        assert abs(fitted - true_temperature) <= tolerance[objective], objective
+        assert abs(fitted - true_temperature) <= 0.05, objective
 
 
 def _reference_nll(logits, labels, temperature):

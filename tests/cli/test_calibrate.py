@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from adacal.calibrators import CALIBRATORS, load_calibrator
 from adacal.cli import app
 from adacal.predictions import Predictions
+from adacal.reports import make_report
 
 runner = CliRunner()
 
@@ -38,12 +39,22 @@ def preds(tmp_path, arrays):
     return path
 
 
+def _checkpoint(path, *, epoch, select="last", epochs=2):
+    """A small adacal checkpoint (never run here: only its epoch and config are read)."""
+    from adacal.training.checkpoints import make_checkpoint, save_checkpoint
+
+    checkpoint = make_checkpoint(model_name="mlp", model_options={}, dataset="digits", num_classes=4, input_shape=(5,),
+                                 config={"select": select, "epochs": epochs}, epoch=epoch, model_state={})
+    return save_checkpoint(checkpoint, path)
+
+
 @pytest.fixture
 def run_folder(tmp_path, arrays):
+    """A finished 2-epoch run (--select last): predictions.npz holds the outputs of last.pt (epoch 2)."""
     run = tmp_path / "runs" / "20240101-000000-toy-mlp-ce"
     (run / "checkpoints").mkdir(parents=True)
     (run / "config.json").write_text('{"kind": "train-config"}\n')
-    (run / "checkpoints" / "last.pt").write_bytes(b"not read: predictions.npz is there")
+    _checkpoint(run / "checkpoints" / "last.pt", epoch=2)
     np.savez(run / "predictions.npz", **arrays)
     return run
 
@@ -119,6 +130,44 @@ def test_run_without_predictions_recomputes_from_the_checkpoint(run_folder, arra
     assert calls == [("last.pt", "val"), ("last.pt", "test")]
     assert not (run_folder / "predictions.npz").exists()
     assert (run_folder / "calibrate.json").is_file()
+
+
+def _fake_predict(monkeypatch, arrays, calls):
+    import adacal.training
+
+    def fake_predict_checkpoint(path, *, split="test", data_dir=None, device="auto"):
+        calls.append((Path(path).name, split))
+        return Predictions(arrays[f"{split}_logits"].astype(np.float64) * 3.0, arrays[f"{split}_labels"])
+
+    monkeypatch.setattr(adacal.training, "predict_checkpoint", fake_predict_checkpoint)
+
+
+def test_checkpoint_of_another_epoch_is_scored_itself(run_folder, arrays, monkeypatch):
+    """best.pt from epoch 1 is not the model whose logits predictions.npz holds (last.pt, epoch 2)."""
+    _checkpoint(run_folder / "checkpoints" / "best.pt", epoch=1)
+    calls = []
+    _fake_predict(monkeypatch, arrays, calls)
+    result = _invoke(run_folder / "checkpoints" / "best.pt", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert calls == [("best.pt", "val"), ("best.pt", "test")]
+    report = json.loads((run_folder / "calibrate.json").read_text())
+    assert report["input"]["path"] == str(run_folder / "checkpoints" / "best.pt")
+    result = _invoke(run_folder / "checkpoints" / "last.pt", "--quiet")  # epoch 2: the saved predictions
+    assert result.exit_code == 0, result.output
+    assert len(calls) == 2
+    assert json.loads((run_folder / "calibrate.json").read_text())["input"]["path"] == str(run_folder / "predictions.npz")
+
+
+def test_best_val_run_without_predictions_uses_best_checkpoint(run_folder, arrays, monkeypatch):
+    (run_folder / "predictions.npz").unlink()
+    (run_folder / "config.json").write_text(json.dumps(make_report("train-config", config={"select": "best-val"},
+                                                                   results={})))
+    _checkpoint(run_folder / "checkpoints" / "best.pt", epoch=1, select="best-val")
+    calls = []
+    _fake_predict(monkeypatch, arrays, calls)
+    result = _invoke(run_folder, "--quiet")
+    assert result.exit_code == 0, result.output
+    assert calls == [("best.pt", "val"), ("best.pt", "test")]
 
 
 def test_method_all_table_best_first_and_save(preds, tmp_path):

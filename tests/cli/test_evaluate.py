@@ -20,6 +20,7 @@ from adacal.evaluation import (
 )
 from adacal.metrics import METRIC_NAMES, compute_metrics, metric_key
 from adacal.predictions import Predictions
+from adacal.reports import make_report
 from adacal.cli import app
 
 runner = CliRunner()
@@ -66,7 +67,8 @@ def make_run(tmp_path, *, with_predictions=True, with_checkpoint=True):
                  test_logits=test_logits, test_labels=test_labels)
     if with_checkpoint:
         (run / "checkpoints").mkdir()
-        torch.save({"format": "adacal-checkpoint", "format_version": 1, "epoch": 3}, run / "checkpoints" / "last.pt")
+        torch.save({"format": "adacal-checkpoint", "format_version": 1, "epoch": 3,
+                    "config": {"select": "last", "epochs": 3}}, run / "checkpoints" / "last.pt")
     return run, test_logits, test_labels
 
 
@@ -149,6 +151,25 @@ def test_probabilities_are_detected_and_reported(tmp_path):
     assert json.loads((tmp_path / "r.json").read_text())["results"]["assumed_input"] == "probs"
 
 
+@pytest.mark.parametrize("low_precision", ["float16 npz", "bfloat16 pt"])
+def test_low_precision_probabilities_are_taken_as_probabilities(tmp_path, low_precision):
+    # their rows sum to 1 only within float16/bfloat16 rounding (beyond the float32 tolerance)
+    logits, labels = sample(n=400, k=10)
+    probs = softmax(logits.astype(np.float64))
+    if low_precision == "float16 npz":
+        path = tmp_path / "probs.npz"
+        np.savez(path, logits=probs.astype(np.float16), labels=labels)
+    else:
+        path = tmp_path / "probs.pt"
+        torch.save({"logits": torch.from_numpy(probs).bfloat16(), "labels": torch.from_numpy(labels)}, path)
+    result = invoke(path, "--json", tmp_path / "r.json")
+    assert result.exit_code == 0, result.output
+    assert "input assumed: probabilities" in result.stdout
+    report = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert report["assumed_input"] == "probs"
+    assert report["metrics"]["ece_em"] == pytest.approx(compute_metrics(probs, labels)["ece_em"], abs=1e-2)
+
+
 def test_pt_predictions_and_split_keys(tmp_path):
     logits, labels = sample()
     path = tmp_path / "preds.pt"
@@ -219,6 +240,31 @@ def test_checkpoint_in_run_folder_uses_its_predictions(tmp_path, fake_training):
     assert report["config"]["source"]["kind"] == "checkpoint"
     assert report["config"]["source"]["source"] == "predictions.npz"
     assert calls == []
+
+
+def test_checkpoint_of_another_epoch_runs_itself_not_the_run_predictions(tmp_path, fake_training):
+    """predictions.npz holds last.pt's outputs (epoch 3); best.pt from epoch 1 is another model."""
+    calls, logits, labels = fake_training
+    run, _, _ = make_run(tmp_path)
+    torch.save({"format": "adacal-checkpoint", "format_version": 1, "epoch": 1,
+                "config": {"select": "last", "epochs": 3}}, run / "checkpoints" / "best.pt")
+    out = tmp_path / "best.json"
+    result = invoke(run / "checkpoints" / "best.pt", "--json", out, "--quiet")
+    assert result.exit_code == 0, result.output
+    assert calls == [{"path": str(run / "checkpoints" / "best.pt"), "split": "test", "device": "auto"}]
+    report = json.loads(out.read_text())
+    assert report["results"]["metrics"] == pytest.approx(compute_metrics(logits, labels), abs=1e-12)
+    assert report["config"]["source"]["source"] == "checkpoint"
+
+
+def test_best_val_run_without_predictions_runs_its_best_checkpoint(tmp_path, fake_training):
+    calls, _, _ = fake_training
+    run, _, _ = make_run(tmp_path, with_predictions=False)
+    (run / "config.json").write_text(json.dumps(make_report("train-config", config={"select": "best-val"}, results={})))
+    torch.save({"format": "adacal-checkpoint", "format_version": 1, "epoch": 1}, run / "checkpoints" / "best.pt")
+    result = invoke(run, "--quiet")
+    assert result.exit_code == 0, result.output
+    assert [call["path"] for call in calls] == [str(run / "checkpoints" / "best.pt")]
 
 
 def test_run_without_predictions_runs_the_checkpoint(tmp_path, fake_training):
@@ -297,6 +343,10 @@ BAD_FILES = {
     "empty": (lambda t: _write(t, "a.npz", logits=np.zeros((0, 3)), labels=np.zeros(0, int)), "at least one sample"),
     "not a run": (lambda t: (t / "folder").mkdir() or t / "folder", "run folder"),
     "pickle": (lambda t: torch.save({"x": object()}, t / "p.pt") or t / "p.pt", "Refusing to load"),
+    "unnormalised probabilities": (
+        lambda t: _write(t, "a.npz", logits=[[0.6, 0.3, 0.05], [0.2, 0.2, 0.6]], labels=[0, 2]),
+        "to be logits or probabilities whose rows sum to 1",
+    ),
 }
 
 

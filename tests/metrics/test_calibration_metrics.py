@@ -307,6 +307,18 @@ def test_logits_and_their_softmax_give_the_same_metrics():
         assert from_probs[key] == pytest.approx(from_logits[key], abs=1e-9), key
 
 
+def test_float16_probabilities_are_taken_as_probabilities():
+    # float16 rounding moves row sums by ~1e-3, beyond the float32 tolerance: the dtype's own tolerance applies
+    logits, labels = make_logits(400, 10, 9)
+    probs16 = softmax(logits).astype(np.float16)
+    assert np.abs(probs16.astype(np.float64).sum(axis=1) - 1).max() > 1e-4
+    assert prepare_predictions(probs16, labels).assumed == "probs"
+    assert prepare_predictions(torch.from_numpy(softmax(logits)).bfloat16(), labels).assumed == "probs"
+    reference = compute_metrics(logits, labels)
+    for key, value in compute_metrics(probs16, labels).items():
+        assert value == pytest.approx(reference[key], abs=2e-3), key
+
+
 def test_ece_values_are_fractions():
     logits, labels = make_logits(500, 10, 6, scale=6.0)  # very over-confident
     for key, value in compute_metrics(logits, labels).items():
