@@ -25,11 +25,12 @@
 # Machine notes for this project's lent GPU machines:
 # - they have torch 2.11 (adacal works with 2.11-2.x; nothing here needs more);
 # - they cannot download: the data must travel with the working tree, at most 64 MiB in all per call. cifar10.npz is
-#   170 MB, so it has to be re-encoded or sliced first. Simple ways (not built here): keep train/test as separate
-#   np.savez_compressed files per class range and concatenate on the device; or, since ignored build outputs stay on
-#   the device between calls, carry it in <64 MiB chunks (`split -b 60M cifar10.npz cifar10.npz.part-`) over
-#   successive calls and `cat cifar10.npz.part-* > cifar10.npz` there. SVHN is not in ../shared/data: without it the
-#   SVHN OOD step is skipped (with a message).
+#   170 MB, so it travels JPEG-packed (58 MiB, ~40 dB PSNR against the shared copy) and is unpacked there:
+#     here:  echo /.data/ >> .git/info/exclude
+#            python benchmarks/pack_cifar10.py pack ../shared/data/cifar10.npz .data/cifar10.jpeg.npz
+#     there (run with carry [".data"]):  python benchmarks/pack_cifar10.py unpack .data/cifar10.jpeg.npz \
+#            /tmp/data/cifar10.npz && bash benchmarks/paper.sh --data /tmp/data ...
+#   SVHN is not in ../shared/data: without it the SVHN OOD step is skipped (with a message).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
