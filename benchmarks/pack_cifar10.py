@@ -14,13 +14,18 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # run from a checkout without installing
+
+from adacal.errors import AdacalError  # noqa: E402
+from adacal.reports import atomic_write  # noqa: E402
 
 SPLITS = ("train", "test")
 FORMAT = "adacal-jpeg-pack-1"
@@ -76,7 +81,7 @@ def pack(source: Path, target: Path, quality: int) -> dict[str, float]:
             # PSNR on a seeded sample of what was written (decoding all of it would double the time)
             picks = np.sort(np.random.default_rng(0).choice(len(images), size=min(2000, len(images)), replace=False))
             sample_psnr.append(psnr(images[picks], decode_images(data, offsets, picks)))
-    _write_npz_atomically(target, arrays)
+    atomic_write(target, lambda handle: np.savez(handle, **arrays), binary=True)
     return {"bytes": target.stat().st_size, "psnr_db": float(np.mean(sample_psnr))}
 
 
@@ -93,20 +98,8 @@ def unpack(source: Path, target: Path) -> dict[str, int]:
                                  f"{len(arrays[f'{split}_y'])} labels")
         if "classes" in npz.files:
             arrays["classes"] = npz["classes"]
-    _write_npz_atomically(target, arrays)
+    atomic_write(target, lambda handle: np.savez(handle, **arrays), binary=True)
     return {split: len(arrays[f"{split}_x"]) for split in SPLITS}
-
-
-def _write_npz_atomically(target: Path, arrays: dict[str, np.ndarray]) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            np.savez(stream, **arrays)
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             counts = unpack(args.source, args.target)
             print(f"wrote {args.target}: " + ", ".join(f"{n} {split}" for split, n in counts.items()) + " images")
-    except (OSError, ValueError, RuntimeError) as error:
+    except (AdacalError, OSError, ValueError, RuntimeError) as error:
         print(f"Error: {error}", file=sys.stderr)
         return 2
     return 0
