@@ -1,9 +1,51 @@
-"""Fixtures every test folder may use."""
+"""Fixtures every test folder may use, and the one way tests reach real data sets.
+
+Real-data tests read only from the folder named by the environment variable ADACAL_TEST_DATA (holding cifar10.npz,
+20newsgroups.jsonl.gz; formats in docs/data.md) and skip, with the reason shown by `-ra`, when it is unset. They carry
+the `real_data` marker (added here to every test that uses the `real_data_file` fixture), so
+`ADACAL_TEST_DATA=DIR python -m pytest -m real_data tests` runs just them.
+"""
 
 import contextlib
+import os
+from pathlib import Path
 
 import pytest
 import torch
+
+TEST_DATA_VARIABLE = "ADACAL_TEST_DATA"
+# Resolved once, at collection: tests that change the working directory still find a relative folder.
+_TEST_DATA = os.environ.get(TEST_DATA_VARIABLE, "").strip()
+TEST_DATA = Path(_TEST_DATA).expanduser().resolve() if _TEST_DATA else None
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", f"real_data: reads a real data set from ${TEST_DATA_VARIABLE} (skipped when it is unset)"
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "real_data_file" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.real_data)
+
+
+def real_data_path(name: str) -> Path:
+    """The file `name` in the $ADACAL_TEST_DATA folder: skip when the variable is unset, fail when the file the
+    variable promises is missing (a CI misconfiguration should not pass as a skip)."""
+    if TEST_DATA is None:
+        pytest.skip(f"real data: set {TEST_DATA_VARIABLE} to a folder holding {name} (see docs/data.md)")
+    path = TEST_DATA / name
+    if not path.is_file():
+        pytest.fail(f"{TEST_DATA_VARIABLE}={TEST_DATA} does not hold {name}", pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def real_data_file():
+    """`real_data_file("cifar10.npz")` → the path in $ADACAL_TEST_DATA, or a skip with the reason."""
+    return real_data_path
 
 
 @contextlib.contextmanager

@@ -9,11 +9,9 @@ import pytest
 from sklearn.metrics import roc_auc_score
 from typer.testing import CliRunner
 
-import adacal
 from adacal.cli import app
 
 runner = CliRunner()
-SHARED_DATA = Path(adacal.__file__).resolve().parents[2] / "shared" / "data"
 METRIC_KEYS = {"auroc", "aupr_in", "aupr_out", "fpr_at_95_tpr", "roc"}
 
 
@@ -207,23 +205,23 @@ def one_thread():
 
 
 @pytest.fixture(scope="module")
-def trained_run(tmp_path_factory, one_thread):
+def trained_run(tmp_path_factory, one_thread, real_data_file):
     """resnet20 trained for one epoch on 256 CIFAR-10 images, scored on the first 2,000 test images."""
-    if not (SHARED_DATA / "cifar10.npz").is_file():
-        pytest.skip(f"shared CIFAR-10 not found at {SHARED_DATA}")
+    real_data = real_data_file("cifar10.npz").parent
     from adacal.training import TrainConfig, train
 
     out = tmp_path_factory.mktemp("runs")
-    result = train(TrainConfig(dataset="cifar10", data_dir=str(SHARED_DATA), model="resnet20", loss="ce",
+    result = train(TrainConfig(dataset="cifar10", data_dir=str(real_data), model="resnet20", loss="ce",
                                train_subset=256, epochs=1, batch_size=64, val_size=256, test_subset=2000, out=str(out),
                                device="cpu"))
     return Path(result.run_dir)
 
 
-def test_trained_model_against_cifar10_c(trained_run, one_thread, tmp_path):
+def test_trained_model_against_cifar10_c(trained_run, one_thread, tmp_path, real_data_file):
+    real_data = real_data_file("cifar10.npz").parent
     before = _files(trained_run)
     result = runner.invoke(app, ["ood", "--in", "cifar10", "--out", "cifar10-c", "--severity", "5", "--model",
-                                 str(trained_run), "--data-dir", str(SHARED_DATA), "--limit", "1000", "--device", "cpu"])
+                                 str(trained_run), "--data-dir", str(real_data), "--limit", "1000", "--device", "cpu"])
     assert result.exit_code == 0, result.output
     report = json.loads((trained_run / "ood.json").read_text())
     assert _files(trained_run) == sorted([*before, Path("ood.json")])  # nothing train wrote is touched
@@ -241,7 +239,7 @@ def test_trained_model_against_cifar10_c(trained_run, one_thread, tmp_path):
 
     lone = tmp_path / "lone.pt"
     shutil.copy(trained_run / "checkpoints" / "last.pt", lone)
-    in_logits, out_logits, info = ood_from_model(lone, in_name="cifar10", out_name="cifar10-c", data_dir=SHARED_DATA,
+    in_logits, out_logits, info = ood_from_model(lone, in_name="cifar10", out_name="cifar10-c", data_dir=real_data,
                                                  device="cpu", limit=300, seed=3, with_val=True)
     saved = load_split_predictions(trained_run / "predictions.npz")
     picked = np.sort(np.random.default_rng(3).permutation(2000)[:300])  # the run's 2,000 test images

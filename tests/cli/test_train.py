@@ -20,7 +20,6 @@ from adacal.cli import app
 
 runner = CliRunner()
 REPO = Path(adacal.__file__).resolve().parents[1]
-SHARED_DATA = Path(adacal.__file__).resolve().parents[2] / "shared" / "data"
 TINY = ["--device", "cpu", "--train-subset", "320", "--batch-size", "32"]
 EXACT = [*TINY, "--optimizer", "sgd", "--lr", "0.05", "--milestones", "3", "--seed", "3"]
 
@@ -291,9 +290,8 @@ def test_interrupt_writes_a_checkpoint_and_the_printed_command_resumes_exactly(
             np.testing.assert_array_equal(expected[key], actual[key])
 
 
-@pytest.mark.skipif(not (SHARED_DATA / "cifar10.npz").is_file(), reason="shared CIFAR-10 arrays not present")
-def test_resnet20_on_a_cifar10_slice(tmp_path):
-    with np.load(SHARED_DATA / "cifar10.npz") as full:
+def test_resnet20_on_a_cifar10_slice(tmp_path, real_data_file):
+    with np.load(real_data_file("cifar10.npz")) as full:
         # Images are sorted by class: a stride keeps every class.
         np.savez(
             tmp_path / "cifar10.npz", train_x=full["train_x"][::50], train_y=full["train_y"][::50],

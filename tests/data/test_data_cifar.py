@@ -1,20 +1,17 @@
-"""CIFAR/SVHN from the prepared-array .npz (small files made here, and the shared real CIFAR-10 when present)."""
+"""CIFAR/SVHN from the prepared-array .npz (small files made here, and the real CIFAR-10 from $ADACAL_TEST_DATA)."""
 
 from __future__ import annotations
 
 import urllib.error
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-import adacal
 from adacal.data import load_dataset, write_image_npz
 from adacal.errors import DataUnavailableError, InputError
 
 CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
-SHARED = Path(adacal.__file__).resolve().parents[2] / "shared" / "data"
 
 
 def make_arrays(n_train=200, n_test=50, k=10, seed=0):
@@ -169,11 +166,9 @@ def test_svhn_default_val_is_a_tenth(tmp_path):
 # ------------------------------------------------------------------------------------------- the real CIFAR-10
 
 
-def test_shared_cifar10_paper_splits_with_train_subset():
-    path = SHARED / "cifar10.npz"
-    if not path.is_file():
-        pytest.skip("shared/data/cifar10.npz is not present")
-    data = load_dataset("cifar10", data_dir=SHARED, seed=0, train_subset=1000, download=False)
+def test_real_cifar10_paper_splits_with_train_subset(real_data_file):
+    path = real_data_file("cifar10.npz")
+    data = load_dataset("cifar10", data_dir=path.parent, seed=0, train_subset=1000, download=False)
     assert (len(data.train), len(data.val), len(data.test)) == (1000, 5000, 10000)
     assert data.split_info["train_pool"] == 45000 and data.split_info["val_size"] == 5000
     assert data.classes[:3] == ["airplane", "automobile", "bird"]

@@ -9,12 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-import adacal
 from adacal.data import build_vocab, encode, load_dataset, tokenize
 from adacal.errors import DataUnavailableError, InputError
 
 GROUPS = ["alt.atheism", "comp.graphics", "sci.space"]
-SHARED = Path(adacal.__file__).resolve().parents[2] / "shared" / "data"
 
 
 def write_jsonl(path: Path, records) -> Path:
@@ -100,9 +98,7 @@ def test_newsgroups_missing_and_bad_files(tmp_path):
 
 
 @pytest.mark.slow  # tokenising the full corpus takes ~5 s of CPU
-def test_shared_newsgroups_sizes():
-    if not (SHARED / "20newsgroups.jsonl.gz").is_file():
-        pytest.skip("shared/data/20newsgroups.jsonl.gz is not present")
-    data = load_dataset("20newsgroups", data_dir=SHARED, max_length=50, download=False)
+def test_real_newsgroups_sizes(real_data_file):
+    data = load_dataset("20newsgroups", data_dir=real_data_file("20newsgroups.jsonl.gz").parent, max_length=50, download=False)
     assert (len(data.train), len(data.val), len(data.test)) == (10414, 900, 7532)
     assert data.num_classes == 20 and data.classes[0] == "alt.atheism" and data.extra["vocab_size"] == 30000
