@@ -1,3 +1,37 @@
-"""adacal: calibration-aware training (AdaFocal), calibration metrics, post-hoc calibrators and OOD checks."""
+"""adacal: calibration-aware training (AdaFocal), calibration metrics, post-hoc calibrators and OOD checks.
+
+    import adacal
+    adacal.metrics.ece_ew(probs, labels)                     # ECE and friends
+    adacal.losses.build_loss("adafocal", num_classes=10)       # training losses by name
+    adacal.calibrators.build_calibrator("temperature")         # post-hoc calibrators by name
+    adacal.plots                                               # figures (matplotlib is imported only here)
+
+The subpackages load on first use, so `import adacal` stays fast and imports neither torch nor matplotlib.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# Public subpackages and modules, imported on first attribute access (PEP 562).
+_SUBMODULES = ("calibrators", "data", "losses", "metrics", "models", "ood", "plots", "training")
+
+__all__ = ["__version__", *_SUBMODULES]
+
+if TYPE_CHECKING:  # static analysers and IDEs see the real modules
+    from adacal import calibrators, data, losses, metrics, models, ood, plots, training  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"{__name__}.{name}")
+        globals()[name] = module  # later look-ups skip this hook
+        return module
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_SUBMODULES})
