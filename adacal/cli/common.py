@@ -58,6 +58,12 @@ def guarded(command: F) -> F:
 class OneLineErrorGroup(typer.core.TyperGroup):
     """A Typer group whose usage errors (bad option values, unknown options) print one `Error:` line, not a panel."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from adacal.cli.help_types import readable_types
+
+        readable_types(self)  # help shows TEXT / INTEGER / PATH, not <str> / <list[Path]>
+
     def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None, standalone_mode: bool = True, **extra: Any) -> Any:
         try:
             result = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra)

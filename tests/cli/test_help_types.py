@@ -1,0 +1,53 @@
+"""`--help` names value types in words command-line users know, never Python annotations like <list[Path]>."""
+
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from adacal.cli import app
+from adacal.cli.help_types import type_word
+
+runner = CliRunner()
+COMMANDS = [[], ["train"], ["evaluate"], ["calibrate"], ["ood"], ["plot"], ["plot", "reliability"], ["plot", "gamma"],
+            ["plot", "correspondence"], ["plot", "curves"], ["plot", "roc"]]
+PYTHON_TYPE = re.compile(r"<(str|int|float|bool|path|file|dir|list\[\w+\])>")
+
+
+def _help(args):
+    result = runner.invoke(app, [*args, "--help"], env={"COLUMNS": "250", "NO_COLOR": "1", "TERM": "dumb"})
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda args: " ".join(args) or "adacal")
+def test_help_shows_no_python_annotation(args):
+    text = _help(args)
+    assert not PYTHON_TYPE.search(text), PYTHON_TYPE.search(text).group(0)
+
+
+def _row(text, option):
+    return next(line for line in text.splitlines() if re.match(rf"\W*{re.escape(option)}(\s|,)", line))
+
+
+def test_each_kind_of_value_reads_as_a_word():
+    ood = _help(["ood"])
+    assert re.search(r"--limit\s+INTEGER\s", _row(ood, "--limit"))
+    assert re.search(r"--temperature\s+NUMBER\s", _row(ood, "--temperature"))
+    assert re.search(r"--scores\s+TEXT\s", _row(ood, "--scores"))
+    assert re.search(r"--model\s+PATH\s", _row(ood, "--model"))
+    # A flag takes no value, so it shows no type.
+    assert re.search(r"--fit-temperature\s+Fit T", _row(ood, "--fit-temperature"))
+    assert re.search(r"--help\s+Show this", _row(ood, "--help"))
+    # An argument taking several paths keeps its name and reads PATH...
+    assert re.search(r"OOD_JSON\s+PATH\.\.\.\s", _row(_help(["plot", "roc"]), "OOD_JSON"))
+
+
+def test_type_words_follow_the_parameter_not_its_name():
+    import typer.main
+
+    command = typer.main.get_command(app)
+    ood = command.commands["ood"]
+    words = {param.name: type_word(param) for param in ood.params}
+    assert words["limit"] == "INTEGER" and words["temperature"] == "NUMBER" and words["in_name"] == "TEXT"
+    assert words["data_dir"] == "PATH" and words["fit_temperature"] == "" and words["quiet"] == ""
