@@ -27,7 +27,7 @@ def test_help_shows_no_python_annotation(args):
 
 
 def _row(text, option):
-    return next(line for line in text.splitlines() if re.match(rf"\W*{re.escape(option)}(\s|,)", line))
+    return next(line for line in text.splitlines() if re.match(rf"\s*[│|]\s*(\*\s+)?{re.escape(option)}(\s|,)", line))
 
 
 def test_each_kind_of_value_reads_as_a_word():
