@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,14 @@ from adacal.arrays import check_labels, check_scores, looks_like_probs
 from adacal.errors import InputError, unknown_name
 from adacal.predictions import Predictions, read_arrays
 from adacal.reports import make_report, read_report
-from adacal.runs import RunFolder, find_run_folder, predictions_are_from, require_run_folder, selected_checkpoint
+from adacal.runs import (
+    OOD_FILE,
+    RunFolder,
+    find_run_folder,
+    predictions_are_from,
+    require_run_folder,
+    selected_checkpoint,
+)
 
 OOD_SCORES = ("entropy", "max-prob", "energy")
 DEFAULT_CORRUPTION = "gaussian_noise"
@@ -33,6 +41,7 @@ SEVERITIES = (1, 2, 3, 4, 5)
 TEMPERATURE_SOURCES = ("none", "option", "calibrate.json", "fitted")
 # The paper picks T on the validation set by minimising ECE_EM (PAPER.md, "Post-hoc calibration").
 FIT_OBJECTIVE = "ece-em"
+OOD_REPORT_PREFIX = "ood-"
 
 
 # ------------------------------------------------------------------------------------------------------- scores
@@ -179,6 +188,26 @@ def fit_temperature(val_logits: Any, val_labels: Any, *, objective: str = FIT_OB
     return check_temperature(calibrator.temperature_, name="the fitted temperature")
 
 
+def temperature_edge(temperature: float, *, objective: str = FIT_OBJECTIVE) -> dict[str, Any] | None:
+    """Where a fitted T sits on the edge of the range the fit searched, {"edge": "lower" | "upper", "range": [lo, hi]};
+    else None. A T on the edge is the best the search could return, not necessarily the best T: the model may need
+    a T beyond the range (the grid objectives search 0.1 ... 10 in steps of 0.1, "nll" searches [0.05, 20])."""
+    from adacal.calibrators.temperature import NLL_BOUNDS, TEMPERATURE_GRID
+
+    value = check_temperature(temperature, name="the fitted temperature")
+    if objective == "nll":
+        low, high = (float(v) for v in NLL_BOUNDS)
+        tolerance = 1e-3  # in log T: Brent's bounded search stops within xatol of a bound it presses against
+        at_low = abs(math.log(value) - math.log(low)) < tolerance
+        at_high = abs(math.log(value) - math.log(high)) < tolerance
+    else:
+        low, high = float(np.min(TEMPERATURE_GRID)), float(np.max(TEMPERATURE_GRID))
+        at_low, at_high = value <= low * (1 + 1e-9), value >= high * (1 - 1e-9)
+    if not (at_low or at_high):
+        return None
+    return {"edge": "lower" if at_low else "upper", "range": [low, high]}
+
+
 def resolve_temperature(
     *,
     temperature: float | None = None,
@@ -236,24 +265,27 @@ def load_validation_predictions(path: str | os.PathLike) -> Predictions | None:
 
 def check_ood_options(
     *,
-    in_name: str,
+    in_name: str | None,
     out_name: str,
     corruption: str | None = None,
     severity: int | None = None,
-) -> tuple[str, str, str | None, int | None]:
+) -> tuple[str | None, str, str | None, int | None]:
     """Check the names before any work; returns (in_name, out_name, corruption, severity) with defaults filled in.
 
-    `in_name` must be a registered dataset; `out_name` a registered dataset, a corrupted set ("cifar10-c",
-    "cifar100-c") or an .npz file of images. A corruption applies when asked for (--corruption or --severity) and by
-    default to the "-c" sets: gaussian_noise at severity 5, the paper's CIFAR-10-C setting.
+    `in_name` must be a registered dataset, or None for the dataset the model was trained on; `out_name` a registered
+    dataset, a corrupted set ("cifar10-c", "cifar100-c") or an .npz file of images. A corruption applies when asked
+    for (--corruption or --severity) and by default to the "-c" sets: gaussian_noise at severity 5, the paper's
+    CIFAR-10-C setting. Any of Hendrycks' 19 corruption names is accepted here; whether its files are there is
+    checked when the set is loaded.
     """
-    from adacal.data import CORRUPTIONS, dataset_names, ood_names
+    from adacal.data import check_corruption, dataset_names, ood_names
 
     choices = dataset_names()
-    key = str(in_name).lower()
-    if key not in choices:
-        raise unknown_name("dataset", str(in_name), choices)
-    in_name = key
+    if in_name is not None:
+        key = str(in_name).lower()
+        if key not in choices:
+            raise unknown_name("dataset", str(in_name), choices)
+        in_name = key
     out = str(out_name)
     if out.lower().endswith(".npz") or "/" in out or os.sep in out or Path(out).is_file():
         if not Path(out).expanduser().is_file():
@@ -267,10 +299,32 @@ def check_ood_options(
     ):
         raise InputError(f"Expected --severity to be an integer from 1 to 5, got {severity!r}.")
     if corruption is not None or severity is not None or out.endswith("-c"):
-        corruption = str(corruption or DEFAULT_CORRUPTION).lower()
-        CORRUPTIONS.get(corruption)  # unknown → error listing the corruptions
+        corruption = check_corruption(corruption or DEFAULT_CORRUPTION)  # unknown → error listing the corruptions
         severity = int(severity) if severity is not None else DEFAULT_SEVERITY
     return in_name, out, corruption, severity
+
+
+def ood_report_name(out_name: str, corruption: str | None = None, severity: int | None = None) -> str:
+    """The report file for one OOD set, so reports on different sets sit side by side in a run folder:
+    ood-svhn.json, ood-cifar10-c-gaussian_noise-5.json, ood-<stem>.json for an image or predictions file."""
+    text = str(out_name)
+    stem = Path(text).stem if _looks_like_file(text) else text.lower()
+    parts = [stem] + ([corruption, str(severity)] if corruption is not None else [])
+    name = "-".join(re.sub(r"[^A-Za-z0-9_.]+", "_", part).strip("._") or "set" for part in parts)
+    return f"{OOD_REPORT_PREFIX}{name}.json"
+
+
+def ood_report_paths(folder: str | os.PathLike) -> list[Path]:
+    """The OOD reports in a run folder: every ood-*.json (one per OOD set), and a single-file ood.json of older
+    versions, sorted by name."""
+    folder = Path(folder)
+    paths = sorted(folder.glob(f"{OOD_REPORT_PREFIX}*.json"))
+    legacy = folder / OOD_FILE
+    return ([legacy] if legacy.is_file() else []) + [p for p in paths if p.is_file()]
+
+
+def _looks_like_file(text: str) -> bool:
+    return text.lower().endswith((".npz", ".pt", ".npy", ".csv")) or "/" in text or os.sep in text or Path(text).is_file()
 
 
 def resolve_checkpoint(model_path: str | os.PathLike) -> tuple[Path, RunFolder | None]:
@@ -291,7 +345,7 @@ def resolve_checkpoint(model_path: str | os.PathLike) -> tuple[Path, RunFolder |
 def ood_from_model(
     model_path: str | os.PathLike,
     *,
-    in_name: str,
+    in_name: str | None = None,
     out_name: str,
     corruption: str | None = None,
     severity: int | None = None,
@@ -306,20 +360,26 @@ def ood_from_model(
     """Score the in-distribution test set and the OOD set with a trained adacal model: (in_logits, out_logits, info).
 
     - `model_path`: a run folder (its selected checkpoint) or a checkpoint file; loaded with weights_only=True.
-    - In-distribution: the test split of `in_name`. The run folder's predictions.npz test logits are reused when
-      `in_name` is the dataset the model was trained on and they came from this checkpoint (same epoch).
-    - OOD: `out_name` through `adacal.data.load_ood_split` (a dataset's test split, "cifar10-c" with `corruption`
-      and `severity`, or an .npz of images). Its images must have the model's input shape (checked before any
-      compute) and are normalised like the model's training data, which is what the model expects.
-    - `limit=N`: a seeded random N of each set (the same indices for CIFAR-10-C as for the CIFAR-10 test set it is
-      made from); `seed` also seeds the corruption noise.
+    - In-distribution: the test split of `in_name` (default: the dataset the model was trained on). The run folder's
+      predictions.npz test logits are reused when `in_name` is the training dataset and they came from this
+      checkpoint (same epoch).
+    - OOD: `out_name` through `adacal.data.load_ood_set` (a dataset's test split, "cifar10-c" with `corruption` and
+      `severity` from Hendrycks' files or generated, or an .npz of images). Its images must have the model's input
+      shape (checked before any compute) and are normalised like the model's training data.
+    - Equal sizes: a model trained with --test-subset m is scored on m in-distribution images; the OOD set is then
+      subsampled to m too — for CIFAR-10-C the corrupted versions of those same m images, else a seeded random m.
+    - `limit=N`: a seeded random N of each set (the same positions for CIFAR-10-C as for the CIFAR-10 test images it
+      is made from). Only the kept images are read (Hendrycks' files) or corrupted, so memory follows N.
     - `with_val`: info["val"] holds validation Predictions (from predictions.npz, else computed on the validation
       split the model was trained with) for fitting a temperature.
     Models run in eval mode without gradients. info: checkpoint, run (folder or None), dataset (trained on),
-    in_source ("predictions.npz" or "model"), device, in, out, corruption, severity, and val when asked.
+    in_source ("predictions.npz" or "model"), device, in, out, corruption, severity, out_source (dataset, file,
+    hendrycks-files or generated), out_files, out_size (samples in the whole OOD set), out_subsample (why and how
+    it was subsampled to the in-distribution size, or None), and val when asked.
     """
     from adacal import training
-    from adacal.data import BatchLoader, load_dataset, load_ood_split
+    from adacal.data import BatchLoader, load_dataset, load_ood_set
+    from adacal.data.base import TEST_SUBSET_SEED
     from adacal.training.inference import resolve_device
 
     in_name, out_name, corruption, severity = check_ood_options(
@@ -333,29 +393,52 @@ def ood_from_model(
     checkpoint = training.load_checkpoint(checkpoint_path)
     torch_device = resolve_device(device)
     trained = str(checkpoint["dataset"]).lower()
+    in_name = in_name or trained
     input_shape = tuple(int(v) for v in checkpoint["input_shape"])
     options = training.checkpoint_data_options(checkpoint, checkpoint_path)
     if data_dir is None:
         data_dir = options["data_dir"]
+    same = in_name == trained
+    test_subset = options["test_subset"] if same else None
+
+    # Which OOD samples to score, given the set's size: the in-distribution test subset's size (the same images for
+    # the corrupted copy of the training dataset), then --limit.
+    subsample: dict[str, Any] = {}
+
+    def select(n: int) -> np.ndarray | None:
+        rows = np.arange(n)
+        if test_subset is not None and int(test_subset) < n:
+            m = int(test_subset)
+            if out_name.endswith("-c") and out_name[:-2] == in_name:
+                # As Dataset.limit_test picks the test subset: the corrupted versions of the very same images.
+                rows = np.sort(np.random.default_rng(TEST_SUBSET_SEED).choice(n, size=m, replace=False))
+                why = f"the corrupted copies of the model's {m} {in_name} test-subset images"
+            else:
+                rows = np.sort(np.random.default_rng(seed).permutation(n)[:m])
+                why = f"a seeded random {m} (--seed {seed}) to match the model's {m}-image {in_name} test subset"
+            subsample.update({"from": int(n), "to": int(m), "reason": why})
+        index = _limit_indices(len(rows), limit, seed)
+        rows = rows if index is None else rows[index]
+        return None if len(rows) == n else rows
 
     # The OOD set first: a shape the model cannot take is reported before the model or the in-distribution data.
-    ood_split, ood_shape = load_ood_split(
-        out_name, data_dir=data_dir, corruption=corruption, severity=severity, seed=seed, download=download
+    ood = load_ood_set(
+        out_name, data_dir=data_dir, corruption=corruption, severity=severity, seed=seed, download=download,
+        select=select,
     )
-    if tuple(ood_shape) != input_shape:
-        raise InputError(f"Expected OOD images of shape {input_shape} like the model's input, got {tuple(ood_shape)}.")
-    if len(ood_split) == 0:
+    if tuple(ood.shape) != input_shape:
+        raise InputError(f"Expected OOD images of shape {input_shape} like the model's input, got {tuple(ood.shape)}.")
+    if len(ood.split) == 0:
         raise InputError(f"Expected the OOD set {out_name} to hold at least one sample, got none.")
 
     saved = _saved_predictions(run, checkpoint, in_name=in_name)
     dataset = None
     if saved is None or (with_val and saved["val"] is None):
-        same = in_name == trained
         dataset = load_dataset(
             in_name, data_dir=data_dir, download=download,
             seed=options["seed"] if same else 0,
             val_size=options["val_size"] if same else None,
-        ).limit_test(options["test_subset"] if same else None)
+        ).limit_test(test_subset)
         if tuple(dataset.input_shape) != input_shape:
             raise InputError(
                 f"Expected {in_name} inputs of shape {input_shape} like the model's input, got {tuple(dataset.input_shape)}."
@@ -379,7 +462,7 @@ def ood_from_model(
         in_logits, in_source = _subset_rows(saved["test"].logits, limit, seed), "predictions.npz"
     else:
         in_logits, in_source = logits_of(_subset_split(dataset.test, limit, seed)), "model"
-    out_logits = logits_of(_subset_split(ood_split, limit, seed))
+    out_logits = logits_of(ood.split)
     info: dict[str, Any] = {
         "checkpoint": str(checkpoint_path),
         "run": None if run is None else str(run.root),
@@ -390,6 +473,10 @@ def ood_from_model(
         "out": out_name,
         "corruption": corruption,
         "severity": severity,
+        "out_source": ood.source,
+        "out_files": list(ood.files),
+        "out_size": ood.size,
+        "out_subsample": subsample or None,
     }
     if with_val:
         if saved is not None and saved["val"] is not None:

@@ -16,10 +16,15 @@ HELP = (
     "AUPR-in, AUPR-out and FPR at 95% TPR, with OOD as the positive class, before and after temperature scaling. "
     "The temperature is --temperature T, else --fit-temperature (fitted on the validation logits, minimising ECE_EM "
     "as the paper does), else the one in the run's calibrate.json if there is one.\n\n"
-    "From a trained adacal model (a run folder or checkpoint), writing ood.json into the run folder or to --json PATH "
-    "(a checkpoint outside a run folder without --json: the table only):\n\n"
-    "  adacal ood --in cifar10 --out svhn --model runs/RUN\n\n"
-    "  adacal ood --in cifar10 --out cifar10-c --corruption gaussian_noise --severity 5 --model runs/RUN\n\n"
+    "From a trained adacal model (a run folder or checkpoint), writing one report per OOD set into the run folder "
+    "(ood-svhn.json, ood-cifar10-c-gaussian_noise-5.json, ood-<stem>.json for an image file) or to --json PATH (a "
+    "checkpoint outside a run folder without --json: the table only). --in defaults to the dataset the model was "
+    "trained on. A model trained with --test-subset m is compared with m OOD images (for CIFAR-10-C the corrupted "
+    "copies of the same m images).\n\n"
+    "  adacal ood --out svhn --model runs/RUN\n\n"
+    "  adacal ood --out cifar10-c --corruption fog --severity 5 --model runs/RUN --data-dir DIR\n\n"
+    "CIFAR-10-C: Hendrycks' published files are read from --data-dir (DIR/CIFAR-10-C/<corruption>.npy and "
+    "labels.npy; all 19 corruptions); without them gaussian_noise is generated (the report says which).\n\n"
     "From saved logits of any model (.npz or .pt with `logits`, or `test_logits` as in predictions.npz; labels "
     "optional), printing the table, and writing ood.json only with --json PATH:\n\n"
     "  adacal ood --in-preds cifar10_logits.npz --out-preds svhn_logits.npz --json ood.json"
@@ -32,8 +37,8 @@ def register(app: typer.Typer) -> None:
     def ood(
         in_name: Annotated[
             str | None,
-            typer.Option("--in", help="In-distribution dataset (the one the model was trained on), e.g. cifar10. "
-                                      "With --in-preds: only a name for the report."),
+            typer.Option("--in", help="In-distribution dataset, e.g. cifar10. [default with --model: the dataset the "
+                                      "model was trained on] With --in-preds: only a name for the report."),
         ] = None,
         out_name: Annotated[
             str | None,
@@ -53,7 +58,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         corruption: Annotated[
             str | None,
-            typer.Option("--corruption", help="Corrupt the OOD images (default for --out cifar10-c). [default: gaussian_noise]"),
+            typer.Option("--corruption", help="Corruption of the OOD images (default for --out cifar10-c): any of Hendrycks' "
+                                              "19 from the CIFAR-10-C files, or gaussian_noise generated. "
+                                              "[default: gaussian_noise]"),
         ] = None,
         severity: Annotated[
             int | None, typer.Option("--severity", help="Corruption severity, 1-5. [default: 5]")
@@ -83,14 +90,12 @@ def register(app: typer.Typer) -> None:
         ] = None,
         seed: Annotated[int, typer.Option("--seed", help="Seed for --limit and the corruption noise.")] = 0,
         json_path: Annotated[
-            Path | None, typer.Option("--json", help="Write the ood.json report here (instead of the run folder).")
+            Path | None, typer.Option("--json", help="Write the report here (instead of ood-<set>.json in the run folder).")
         ] = None,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print no table, only errors.")] = False,
     ) -> None:
         from adacal import ood as lib
         from adacal.reports import write_json
-        from adacal.runs import OOD_FILE
-
         score_names = lib.check_score_names(scores)
         if json_path is not None and json_path.is_dir():
             raise InputError(f"Expected --json to be a file path, but {json_path} is a folder.")
@@ -104,8 +109,8 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"Expected --severity to be an integer from 1 to 5, got {severity}.")
 
         if model is not None:
-            if in_name is None or out_name is None:
-                raise InputError("Expected --in and --out (dataset names) with --model.")
+            if out_name is None:
+                raise InputError("Expected --out (the OOD set: a dataset name, cifar10-c or an .npz of images) with --model.")
             in_name, out_name, corruption, severity = lib.check_ood_options(
                 in_name=in_name, out_name=out_name, corruption=corruption, severity=severity
             )
@@ -123,11 +128,14 @@ def register(app: typer.Typer) -> None:
                 )
             if fit_temperature:
                 value, source = lib.resolve_temperature(fit=True, val=info.get("val"))
-            target = json_path or (run_dir / OOD_FILE if run_dir is not None else None)
+            in_name = info["in"]
+            report_name = lib.ood_report_name(out_name, corruption, severity)
+            target = json_path or (run_dir / report_name if run_dir is not None else None)
             out_label = out_name if corruption is None else f"{out_name} {corruption} s{severity}"
             sources = {"model": str(model), "checkpoint": info["checkpoint"], "in_preds": None, "out_preds": None,
                        "in_source": info["in_source"], "data_dir": None if data_dir is None else str(data_dir),
-                       "limit": limit, "seed": seed}
+                       "limit": limit, "seed": seed, "out_source": info["out_source"], "out_files": info["out_files"],
+                       "out_size": info["out_size"], "out_subsample": info["out_subsample"]}
         elif in_preds is not None or out_preds is not None:
             if in_preds is None or out_preds is None:
                 raise InputError("Expected both --in-preds and --out-preds (saved logits), got only one.")
@@ -154,18 +162,20 @@ def register(app: typer.Typer) -> None:
             target = json_path
             sources = {"model": None, "checkpoint": None, "in_preds": str(in_preds), "out_preds": str(out_preds)}
         else:
-            raise InputError("Expected --model (with --in and --out) or --in-preds and --out-preds.")
+            raise InputError("Expected --model (with --out) or --in-preds and --out-preds.")
 
         results = lib.detect_ood(
             in_logits, out_logits, scores=score_names, temperature=value, temperature_source=source,
             in_name=in_name, out_name=out_label,
         )
+        edge = lib.temperature_edge(value, objective=lib.FIT_OBJECTIVE) if source == "fitted" else None
         config = {"in": in_name, "out": out_name, "corruption": corruption, "severity": severity,
-                  "scores": list(score_names), **sources, "temperature": value, "temperature_source": source}
+                  "scores": list(score_names), **sources, "temperature": value, "temperature_source": source,
+                  "temperature_edge": edge}
         report = lib.ood_report(results, config=config)
         written = write_json(target, report) if target is not None else None
         if not quiet:
-            _print_table(results, written)
+            _print_table(results, written, _notes(results, config))
 
 
 def _status(message: str, quiet: bool) -> Any:
@@ -180,7 +190,31 @@ def _status(message: str, quiet: bool) -> Any:
     return console.status(message)
 
 
-def _print_table(results: dict[str, Any], written: Path | None) -> None:
+def _notes(results: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    """What a reader of the table must know: where the OOD images came from, a subsampled OOD set, sets of
+    different sizes, a temperature fitted at the edge of its search range."""
+    notes = []
+    if config.get("out_source") == "hendrycks-files":
+        notes.append(f"OOD images: Hendrycks' CIFAR-C file {config['out_files'][0]}.")
+    elif config.get("out_source") == "generated" and config.get("corruption"):
+        notes.append(f"OOD images: {config['corruption']} generated by adacal (Hendrycks' CIFAR-C files not found "
+                     "under --data-dir).")
+    subsample = config.get("out_subsample")
+    if subsample:
+        notes.append(f"OOD set subsampled from {subsample['from']} to {subsample['to']}: {subsample['reason']}.")
+    n_in, n_out = results["in"]["n"], results["out"]["n"]
+    if n_in != n_out:
+        notes.append(f"The sets differ in size ({n_in} in-distribution, {n_out} OOD): AUROC and FPR@95 do not "
+                     "depend on the ratio, AUPR-in and AUPR-out do.")
+    edge = config.get("temperature_edge")
+    if edge:
+        low, high = edge["range"]
+        notes.append(f"The fitted T = {config['temperature']:.3g} is at the {edge['edge']} edge of its search range "
+                     f"[{low:g}, {high:g}]: the best T may lie beyond it.")
+    return notes
+
+
+def _print_table(results: dict[str, Any], written: Path | None, notes: list[str] = ()) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -211,5 +245,7 @@ def _print_table(results: dict[str, Any], written: Path | None) -> None:
     if not console.is_terminal:  # piped or captured: wide enough that the table never wraps
         console = Console(width=140 if post else 100)
     console.print(table)
+    for note in notes:
+        console.print(f"Note: {note}", soft_wrap=True, highlight=False, markup=False)
     if written is not None:
         console.print(f"Wrote {written}", soft_wrap=True, highlight=False)

@@ -24,11 +24,18 @@ from adacal.data.base import (
     normalization,
 )
 from adacal.data.corruptions import (
+    CIFAR_C_CORRUPTIONS,
     CORRUPTIONS,
     GAUSSIAN_NOISE_SIGMAS,
+    OODSet,
+    check_corruption,
+    cifar_c_folder,
     corrupt,
     corruption_names,
     gaussian_noise,
+    known_corruptions,
+    load_cifar_c,
+    load_ood_set,
     load_ood_split,
     ood_names,
 )
@@ -38,6 +45,7 @@ from adacal.data.loader import BatchLoader, resolve_device
 from adacal.data.text import build_vocab, encode, tokenize
 
 __all__ = [
+    "CIFAR_C_CORRUPTIONS",
     "CORRUPTIONS",
     "DATASETS",
     "GAUSSIAN_NOISE_SIGMAS",
@@ -46,9 +54,12 @@ __all__ = [
     "BatchLoader",
     "Dataset",
     "LazyImages",
+    "OODSet",
     "Split",
     "augment_batch",
     "build_vocab",
+    "check_corruption",
+    "cifar_c_folder",
     "corrupt",
     "corruption_names",
     "crop_and_flip",
@@ -57,7 +68,10 @@ __all__ = [
     "draw_augmentation",
     "encode",
     "gaussian_noise",
+    "known_corruptions",
+    "load_cifar_c",
     "load_dataset",
+    "load_ood_set",
     "load_ood_split",
     "normalization",
     "ood_names",

@@ -5,12 +5,18 @@ sigma = 0.04, 0.06, 0.08, 0.09, 0.10 for severities 1-5 (their CIFAR values), cl
 we round to the nearest grey level (np.rint); their script casts with np.uint8, which truncates and darkens images by
 half a grey level on average. The noise is generated in HWC order from numpy's default_rng(seed), so the same seed
 corrupts an image identically whether it is passed as NHWC or NCHW.
+
+Hendrycks' published CIFAR-10-C / CIFAR-100-C (https://zenodo.org/records/2535967) are read where a user has them:
+`<data-dir>/CIFAR-10-C/<corruption>.npy` (50,000 x 32 x 32 x 3 uint8: severities 1-5 one after another, 10,000
+images each, in the order of the CIFAR-10 test set) and `labels.npy` (50,000 labels); the folder may also be
+`<data-dir>` itself. All 19 corruptions work from the files; without them gaussian_noise is generated here.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +32,13 @@ from adacal.registry import Registry
 CORRUPTIONS: Registry[Any] = Registry("corruption")
 
 GAUSSIAN_NOISE_SIGMAS = (0.04, 0.06, 0.08, 0.09, 0.10)
+# The corruptions of Hendrycks & Dietterich's published CIFAR-10-C / CIFAR-100-C (15 main + 4 extra), as file stems.
+CIFAR_C_CORRUPTIONS = (
+    "gaussian_noise", "shot_noise", "impulse_noise", "defocus_blur", "glass_blur", "motion_blur", "zoom_blur",
+    "snow", "frost", "fog", "brightness", "contrast", "elastic_transform", "pixelate", "jpeg_compression",
+    "speckle_noise", "gaussian_blur", "spatter", "saturate",
+)
+CIFAR_C_SEVERITIES = 5
 _CHUNK = 1024  # images per noise draw: bounds the float32 working memory (~12 MB for 32x32x3 images)
 
 
@@ -88,6 +101,7 @@ def corrupt(images: Any, name: str, *, severity: int, seed: int = 0) -> Any:
 # ------------------------------------------------------------------------------------------------------ OOD sets
 
 _CORRUPTED_SETS = {"cifar10-c": "cifar10", "cifar100-c": "cifar100"}
+_CORRUPTED_FOLDERS = {"cifar10-c": "CIFAR-10-C", "cifar100-c": "CIFAR-100-C"}
 
 
 def ood_names() -> list[str]:
@@ -95,8 +109,100 @@ def ood_names() -> list[str]:
     return sorted({*_CORRUPTED_SETS, *DATASETS.names()})
 
 
+def known_corruptions() -> list[str]:
+    """Every corruption name --corruption accepts: the generated ones and those of Hendrycks' CIFAR-C files."""
+    return sorted({*CIFAR_C_CORRUPTIONS, *CORRUPTIONS.names()})
+
+
+def check_corruption(name: Any) -> str:
+    """A known corruption name (lower case); an unknown one is an error listing the names and the closest."""
+    key = str(name).strip().lower()
+    if key not in known_corruptions():
+        raise unknown_name("corruption", str(name), known_corruptions())
+    return key
+
+
 def _looks_like_path(name: str) -> bool:
     return name.lower().endswith(".npz") or os.sep in name or "/" in name or Path(name).is_file()
+
+
+@dataclass(frozen=True)
+class OODSet:
+    """An out-of-distribution set: the (possibly subsampled) split, the per-sample input shape, how many samples the
+    whole set holds, and where its images came from (`source`: "dataset", "file", "hendrycks-files" or
+    "generated"; `files`: the .npy files read, if any)."""
+
+    split: Split
+    shape: tuple[int, ...]
+    size: int
+    source: str
+    files: tuple[str, ...] = ()
+
+
+def cifar_c_folder(name: str, data_dir: str | os.PathLike | None) -> Path | None:
+    """The folder holding Hendrycks' files for "cifar10-c" / "cifar100-c" (one with labels.npy):
+    `<data-dir>/CIFAR-10-C`, else `<data-dir>` itself; None when neither has them."""
+    root = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
+    for folder in (root / _CORRUPTED_FOLDERS[name], root):
+        if (folder / "labels.npy").is_file():
+            return folder
+    return None
+
+
+def _load_npy(path: Path) -> np.ndarray:
+    """A memory-mapped .npy (only the rows indexed later are read); a damaged file is an InputError."""
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"Expected {path} to be a .npy array file, but it could not be read ({exc}).") from None
+
+
+def load_cifar_c(
+    folder: str | os.PathLike,
+    corruption: str,
+    *,
+    severity: int,
+    select: Callable[[int], np.ndarray | None] | None = None,
+) -> tuple[Split, int]:
+    """Images of one corruption and severity from Hendrycks' layout: (Split uint8 NCHW, images per severity).
+
+    `<folder>/<corruption>.npy` holds 5 x n images (severity s = rows (s-1)n ... sn-1) and `<folder>/labels.npy` their
+    n x 5 labels. `select(n)` may return the indices (into the n images of a severity) to keep; only those rows are
+    read from disk, so memory follows the selection, not the file.
+    """
+    folder = Path(folder)
+    corruption = check_corruption(corruption)
+    severity = _check_severity(severity)
+    images_path, labels_path = folder / f"{corruption}.npy", folder / "labels.npy"
+    if not images_path.is_file():
+        raise InputError(
+            f"Expected {images_path} (Hendrycks' CIFAR-C layout) for corruption '{corruption}', but it does not exist."
+        )
+    images, labels = _load_npy(images_path), _load_npy(labels_path)
+    if images.dtype != np.uint8 or images.ndim != 4 or images.shape[-1] != 3:
+        raise InputError(
+            f"Expected {images_path} to hold uint8 images (N, H, W, 3), got {images.dtype} {tuple(images.shape)}."
+        )
+    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer) or len(labels) != len(images):
+        raise InputError(
+            f"Expected {labels_path} to hold {len(images)} integer labels (one per image in {images_path.name}), "
+            f"got {labels.dtype} {tuple(labels.shape)}."
+        )
+    if len(images) == 0 or len(images) % CIFAR_C_SEVERITIES:
+        raise InputError(
+            f"Expected {images_path} to hold {CIFAR_C_SEVERITIES} severities of equally many images, "
+            f"got {len(images)} images."
+        )
+    n = len(images) // CIFAR_C_SEVERITIES
+    rows = np.arange(n) if select is None else select(n)
+    rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
+    start = (severity - 1) * n
+    picked = np.ascontiguousarray(images[start + rows])
+    picked_labels = np.asarray(labels[start + rows], dtype=np.int64)
+    if picked_labels.size and (picked_labels.min() < 0):
+        raise InputError(f"Expected non-negative labels in {labels_path}, got {int(picked_labels.min())}.")
+    inputs = torch.from_numpy(np.ascontiguousarray(picked.transpose(0, 3, 1, 2)))
+    return Split(inputs, torch.from_numpy(picked_labels)), n
 
 
 def load_ood_split(
@@ -108,39 +214,78 @@ def load_ood_split(
     seed: int = 0,
     download: bool = True,
 ) -> tuple[Split, tuple[int, ...]]:
-    """An out-of-distribution set as (Split, per-sample input shape).
+    """An out-of-distribution set as (Split, per-sample input shape); `load_ood_set` with its provenance."""
+    ood = load_ood_set(name, data_dir=data_dir, corruption=corruption, severity=severity, seed=seed, download=download)
+    return ood.split, ood.shape
 
-    - "cifar10-c" / "cifar100-c": the test set corrupted (corruption default gaussian_noise, severity default 5).
-    - any registered dataset name: its test split (corrupted when `corruption` or `severity` is given).
+
+def load_ood_set(
+    name: str,
+    *,
+    data_dir: str | os.PathLike | None = None,
+    corruption: str | None = None,
+    severity: int | None = None,
+    seed: int = 0,
+    download: bool = True,
+    select: Callable[[int], np.ndarray | None] | None = None,
+) -> OODSet:
+    """An out-of-distribution set.
+
+    - "cifar10-c" / "cifar100-c": corruption (default gaussian_noise) at severity (default 5) of the test set — read
+      from Hendrycks' files when `cifar_c_folder` finds them (every one of the 19 corruptions), else generated
+      (gaussian_noise only; source "generated").
+    - any registered dataset name: its test split (corrupted by a generator when `corruption` or `severity` is given).
     - a path to an .npz: images under key `x` or `test_x` (uint8 HWC), labels under `y` / `test_y` when present
       (else -1: OOD scoring needs none), corrupted when asked.
-    Images come back uint8 NCHW; feed them through `BatchLoader(split, ..., dataset=<training dataset>)` so they get
-    the in-distribution normalisation.
+    `select(n)` may return indices into the n samples of the set to keep (None: all); they are taken before any
+    corruption is generated. Images come back uint8 NCHW; feed them through `BatchLoader(split, ...,
+    dataset=<training dataset>)` so they get the in-distribution normalisation.
     """
     text = str(name)
-    corrupted_by_default = text.lower() in _CORRUPTED_SETS
+    key = text.lower()
+    corrupted_by_default = key in _CORRUPTED_SETS
     if corruption is not None or severity is not None or corrupted_by_default:
-        corruption = corruption or "gaussian_noise"
-        CORRUPTIONS.get(corruption)  # unknown → UnknownNameError with suggestions, before loading anything
+        corruption = check_corruption(corruption or "gaussian_noise")
         severity = _check_severity(5 if severity is None else severity)
+
+    if corrupted_by_default:
+        folder = cifar_c_folder(key, data_dir)
+        if folder is not None and (folder / f"{corruption}.npy").is_file():
+            split, size = load_cifar_c(folder, corruption, severity=severity, select=select)
+            files = (str(folder / f"{corruption}.npy"), str(folder / "labels.npy"))
+            return OODSet(split, tuple(int(v) for v in split.inputs.shape[1:]), size, "hendrycks-files", files)
+    if corruption is not None and corruption not in CORRUPTIONS:
+        where = cifar_c_folder(key, data_dir) if corrupted_by_default else None
+        hint = (f"{where} has no {corruption}.npy" if where is not None else
+                f"Hendrycks' CIFAR-C files were not found under {data_dir or default_data_dir()}")
+        raise InputError(
+            f"Expected corruption '{corruption}' from Hendrycks' CIFAR-10-C / CIFAR-100-C files (--out cifar10-c "
+            f"--data-dir DIR with DIR/CIFAR-10-C/{corruption}.npy and labels.npy), but {hint}; only "
+            f"{', '.join(CORRUPTIONS.names())} can be generated without them."
+        )
 
     if _looks_like_path(text):
         split = _load_npz_images(Path(text).expanduser())
-        shape = tuple(split.inputs.shape[1:])
+        shape, source = tuple(split.inputs.shape[1:]), "file"
     else:
-        key = text.lower()
         base = _CORRUPTED_SETS.get(key, key)
         if base not in DATASETS:
             raise unknown_name("OOD dataset", text, ood_names())
         split, shape, kind = _test_split(base, data_dir=data_dir, download=download)
+        source = "dataset"
         if corruption is not None and kind != "image":
             raise InputError(f"Expected an image dataset for corruption '{corruption}', got the {kind} dataset {base}.")
+    size = len(split)
+    rows = select(size) if select is not None else None
+    if rows is not None:
+        split = split.subset(np.asarray(rows, dtype=np.int64))
     if corruption is not None:
         if not isinstance(split.inputs, torch.Tensor):
             raise InputError(f"Corruptions need in-memory images; {text} is loaded lazily.")
         corrupt_fn: Callable[..., Any] = CORRUPTIONS.get(corruption)
         split = Split(corrupt_fn(split.inputs, severity=severity, seed=seed, layout="nchw"), split.labels)
-    return split, tuple(int(s) for s in shape)
+        source = "generated"
+    return OODSet(split, tuple(int(s) for s in shape), size, source)
 
 
 def _test_split(name: str, *, data_dir, download: bool) -> tuple[Split, tuple[int, ...], str]:

@@ -133,7 +133,7 @@ def _bad_inputs(tmp_path, pred_files, fake_checkpoint):
     ins, outs = str(pred_files[0]), str(pred_files[1])
     model = ["--model", str(fake_checkpoint)]
     return {
-        "neither": ([], r"Expected --model \(with --in and --out\) or --in-preds and --out-preds"),
+        "neither": ([], r"Expected --model \(with --out\) or --in-preds and --out-preds"),
         "both": ([*model, "--in-preds", ins, "--out-preds", outs], "either --model or --in-preds/--out-preds, not both"),
         "one preds": (["--in-preds", ins], "both --in-preds and --out-preds"),
         "nan": (["--in-preds", ins, "--out-preds", str(tmp_path / "nan.npz")], "nan.npz:logits to be finite"),
@@ -148,7 +148,7 @@ def _bad_inputs(tmp_path, pred_files, fake_checkpoint):
         "bad score": (["--in-preds", ins, "--out-preds", outs, "--scores", "entropy,energi"],
                       "Unknown OOD score 'energi'. Did you mean 'energy'"),
         "corruption with preds": (["--in-preds", ins, "--out-preds", outs, "--severity", "3"], "only with --model"),
-        "no names": ([*model], "Expected --in and --out"),
+        "no names": ([*model, "--in", "cifar10"], r"Expected --out \(the OOD set"),
         "unknown in": ([*model, "--in", "cifar1O", "--out", "svhn"], "Unknown dataset 'cifar1O'.*Choices: .*cifar10"),
         "unknown out": ([*model, "--in", "cifar10", "--out", "svhm"], "Unknown OOD dataset 'svhm'. Did you mean 'svhn'"),
         "severity": ([*model, "--in", "cifar10", "--out", "cifar10-c", "--severity", "7"],
@@ -186,7 +186,7 @@ def test_help_has_examples():
     result = runner.invoke(app, ["ood", "--help"])
     assert result.exit_code == 0
     text = " ".join(result.stdout.split())
-    assert "adacal ood --in cifar10 --out svhn --model runs/RUN" in text
+    assert "adacal ood --out svhn --model runs/RUN" in text and "ood-cifar10-c-gaussian_noise-5.json" in text
     assert "--in-preds" in text and "--fit-temperature" in text
 
 

@@ -118,7 +118,10 @@ def test_ood_errors(tmp_path, cifar_dir):
         load_ood_split(str(tmp_path / "float.npz"))
     with pytest.raises(InputError, match="does not exist"):
         load_ood_split(str(tmp_path / "missing.npz"))
-    with pytest.raises(UnknownNameError, match="corruption"):
-        load_ood_split("cifar10", data_dir=cifar_dir, corruption="fog")
+    with pytest.raises(UnknownNameError, match="Unknown corruption 'fgo'. Did you mean 'fog'"):
+        load_ood_split("cifar10-c", data_dir=cifar_dir, corruption="fgo")
+    # A real corruption that only Hendrycks' files hold: the error says where they were looked for.
+    with pytest.raises(InputError, match=r"Expected corruption 'fog' from Hendrycks' CIFAR-10-C.*not found under"):
+        load_ood_split("cifar10-c", data_dir=cifar_dir, corruption="fog")
     with pytest.raises(InputError, match="image dataset"):
         load_ood_split("digits", corruption="gaussian_noise")
