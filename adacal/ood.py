@@ -323,6 +323,18 @@ def ood_report_paths(folder: str | os.PathLike) -> list[Path]:
     return ([legacy] if legacy.is_file() else []) + [p for p in paths if p.is_file()]
 
 
+def run_ood_reports(folder: str | os.PathLike) -> list[Path]:
+    """The OOD reports of a run folder (`ood_report_paths`); a folder that is not a run or holds none is an error."""
+    run = require_run_folder(Path(folder))
+    paths = ood_report_paths(run.root)
+    if not paths:
+        raise InputError(
+            f"Expected OOD reports ({OOD_REPORT_PREFIX}*.json, written by 'adacal ood --model RUN') in {run.root}, "
+            "found none."
+        )
+    return paths
+
+
 def _looks_like_file(text: str) -> bool:
     return text.lower().endswith((".npz", ".pt", ".npy", ".csv")) or "/" in text or os.sep in text or Path(text).is_file()
 

@@ -30,7 +30,6 @@ from adacal.reports import atomic_write, read_report
 from adacal.runs import (
     CALIBRATE_FILE,
     HISTORY_FILE,
-    OOD_FILE,
     PREDICTIONS_FILE,
     is_run_folder,
     require_run_folder,
@@ -1071,12 +1070,13 @@ def roc_inputs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None 
     """OOD reports (ood.json, or run folders holding one), labelled by their run's loss where there is a run."""
     if not paths:
         raise InputError("Expected at least one ood.json, got none.")
+    from adacal.ood import run_ood_reports
+
+    paths = [report for path in map(Path, paths) for report in (run_ood_reports(path) if path.is_dir() else [path])]
     if labels is not None and len(labels) != len(paths):
         raise InputError(f"Expected one label per OOD_JSON ({len(paths)}), got {len(labels)}.")
     items, names, details, losses = [], [], [], []
-    for path in map(Path, paths):
-        if path.is_dir():
-            path = require_run_folder(path).report(OOD_FILE)
+    for path in paths:
         report = read_report(path, kind="ood")
         info = read_run(path.parent) if is_run_folder(path.parent) else None
         loss = info.loss if info is not None else str(report.get("config", {}).get("loss") or "")

@@ -125,3 +125,130 @@ def test_ood_errors(tmp_path, cifar_dir):
         load_ood_split("cifar10-c", data_dir=cifar_dir, corruption="fog")
     with pytest.raises(InputError, match="image dataset"):
         load_ood_split("digits", corruption="gaussian_noise")
+
+
+# ------------------------------------------------------------------------ Hendrycks' CIFAR-10-C layout (.npy files)
+
+HENDRYCKS_19 = [
+    "brightness", "contrast", "defocus_blur", "elastic_transform", "fog", "frost", "gaussian_blur", "gaussian_noise",
+    "glass_blur", "impulse_noise", "jpeg_compression", "motion_blur", "pixelate", "saturate", "shot_noise", "snow",
+    "spatter", "speckle_noise", "zoom_blur",
+]
+
+
+def write_hendrycks(folder, names=("fog",), n=20, seed=0):
+    """Files in Hendrycks' layout for n test images: <name>.npy (5n, 32, 32, 3) uint8 with every pixel of severity s
+    holding s * 10 + (image index % 10), and labels.npy (the n labels repeated per severity)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    index = np.arange(n)
+    images = np.zeros((5 * n, 32, 32, 3), dtype=np.uint8)
+    for s in range(1, 6):
+        images[(s - 1) * n : s * n] = (s * 10 + index % 10)[:, None, None, None]
+    labels = np.tile(np.random.default_rng(seed).integers(0, 10, n), 5)
+    for name in names:
+        np.save(folder / f"{name}.npy", images)
+    np.save(folder / "labels.npy", labels)
+    return images, labels
+
+
+def test_every_hendrycks_corruption_name_is_known_and_a_typo_gets_a_suggestion():
+    from adacal.data import CIFAR_C_CORRUPTIONS, check_corruption, known_corruptions
+
+    assert sorted(CIFAR_C_CORRUPTIONS) == HENDRYCKS_19 and len(set(CIFAR_C_CORRUPTIONS)) == 19
+    assert set(HENDRYCKS_19) <= set(known_corruptions())
+    assert check_corruption("Motion_Blur") == "motion_blur"
+    with pytest.raises(UnknownNameError, match="Did you mean 'jpeg_compression'"):
+        check_corruption("jpeg_compresion")
+
+
+@pytest.mark.parametrize("severity", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("nested", [True, False], ids=["CIFAR-10-C folder", "data-dir itself"])
+def test_hendrycks_files_give_the_severity_slice_and_its_labels(tmp_path, severity, nested):
+    from adacal.data import load_ood_set
+
+    folder = tmp_path / "CIFAR-10-C" if nested else tmp_path
+    images, labels = write_hendrycks(folder, names=("fog", "snow"))
+    ood = load_ood_set("cifar10-c", data_dir=tmp_path, corruption="fog", severity=severity, download=False)
+    assert ood.source == "hendrycks-files" and ood.size == 20 and ood.shape == (3, 32, 32)
+    assert ood.files[0] == str(folder / "fog.npy")
+    rows = slice((severity - 1) * 20, severity * 20)
+    assert ood.split.inputs.dtype == torch.uint8 and ood.split.inputs.shape == (20, 3, 32, 32)
+    np.testing.assert_array_equal(ood.split.inputs.numpy().transpose(0, 2, 3, 1), images[rows])
+    np.testing.assert_array_equal(ood.split.labels.numpy(), labels[rows])
+    assert int(ood.split.inputs[7, 0, 0, 0]) == severity * 10 + 7
+
+
+def test_hendrycks_selection_reads_only_the_selected_rows(tmp_path):
+    from adacal.data import load_cifar_c
+
+    images, labels = write_hendrycks(tmp_path, names=("zoom_blur",), n=20)
+    seen = []
+
+    def select(n):
+        seen.append(n)
+        return np.array([3, 0, 19])
+
+    split, per_severity = load_cifar_c(tmp_path, "zoom_blur", severity=2, select=select)
+    assert seen == [20] and per_severity == 20
+    np.testing.assert_array_equal(split.inputs.numpy().transpose(0, 2, 3, 1), images[[23, 20, 39]])
+    np.testing.assert_array_equal(split.labels.numpy(), labels[[23, 20, 39]])
+
+
+def test_without_the_files_gaussian_noise_is_generated_and_says_so(cifar_dir, tmp_path):
+    from adacal.data import load_ood_set
+
+    ood = load_ood_set("cifar10-c", data_dir=cifar_dir, download=False)
+    assert ood.source == "generated" and ood.files == () and ood.size == 30
+    # A folder holding other corruptions only: gaussian_noise is still generated, not an error.
+    write_hendrycks(cifar_dir / "CIFAR-10-C", names=("fog",), n=30)
+    try:
+        assert load_ood_set("cifar10-c", data_dir=cifar_dir, download=False).source == "generated"
+        assert load_ood_set("cifar10-c", data_dir=cifar_dir, corruption="fog", download=False).source == "hendrycks-files"
+        with pytest.raises(InputError, match=r"CIFAR-10-C has no snow\.npy; only gaussian_noise can be generated"):
+            load_ood_set("cifar10-c", data_dir=cifar_dir, corruption="snow", download=False)
+    finally:
+        for path in (cifar_dir / "CIFAR-10-C").iterdir():
+            path.unlink()
+        (cifar_dir / "CIFAR-10-C").rmdir()
+
+
+def test_generated_corruption_applies_to_the_selected_images_only(cifar_dir):
+    from adacal.data import load_ood_set
+
+    clean = load_dataset("cifar10", data_dir=cifar_dir, download=False).test
+    ood = load_ood_set("cifar10-c", data_dir=cifar_dir, severity=3, seed=4, download=False,
+                       select=lambda n: np.array([5, 1, 2]))
+    assert ood.size == 30 and len(ood.split) == 3
+    expected = gaussian_noise(clean.inputs[[5, 1, 2]], severity=3, seed=4, layout="nchw")
+    assert torch.equal(ood.split.inputs, expected) and torch.equal(ood.split.labels, clean.labels[[5, 1, 2]])
+
+
+def _bad_layouts(folder):
+    good = np.zeros((100, 32, 32, 3), dtype=np.uint8)
+    return {
+        "float": (good.astype(np.float32), np.zeros(100, dtype=np.int64), r"uint8 images \(N, H, W, 3\), got float32"),
+        "channels first": (good.transpose(0, 3, 1, 2), np.zeros(100, dtype=np.int64), r"got uint8 \(100, 3, 32, 32\)"),
+        "labels short": (good, np.zeros(99, dtype=np.int64), r"hold 100 integer labels .* got int64 \(99,\)"),
+        "float labels": (good, np.zeros(100), "integer labels"),
+        "not 5 severities": (good[:98], np.zeros(98, dtype=np.int64), "5 severities of equally many images, got 98"),
+    }
+
+
+@pytest.mark.parametrize("case", ["float", "channels first", "labels short", "float labels", "not 5 severities"])
+def test_hendrycks_files_of_the_wrong_layout_are_one_clear_error(tmp_path, case):
+    from adacal.data import load_cifar_c
+
+    images, labels, match = _bad_layouts(tmp_path)[case]
+    np.save(tmp_path / "fog.npy", images)
+    np.save(tmp_path / "labels.npy", labels)
+    with pytest.raises(InputError, match=match):
+        load_cifar_c(tmp_path, "fog", severity=1)
+
+
+def test_a_damaged_npy_file_is_an_input_error(tmp_path):
+    from adacal.data import load_cifar_c
+
+    write_hendrycks(tmp_path, names=("fog",))
+    (tmp_path / "fog.npy").write_bytes(b"not an array")
+    with pytest.raises(InputError, match=r"fog\.npy to be a \.npy array file"):
+        load_cifar_c(tmp_path, "fog", severity=1)
