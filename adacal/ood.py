@@ -310,7 +310,7 @@ def ood_report_name(out_name: str, corruption: str | None = None, severity: int 
     text = str(out_name)
     stem = Path(text).stem if _looks_like_file(text) else text.lower()
     parts = [stem] + ([corruption, str(severity)] if corruption is not None else [])
-    name = "-".join(re.sub(r"[^A-Za-z0-9_.]+", "_", part).strip("._") or "set" for part in parts)
+    name = "-".join(re.sub(r"[^A-Za-z0-9_.-]+", "_", part).strip("._-") or "set" for part in parts)
     return f"{OOD_REPORT_PREFIX}{name}.json"
 
 
