@@ -223,13 +223,16 @@ def test_trained_model_against_cifar10_c(trained_run, one_thread, tmp_path, real
     result = runner.invoke(app, ["ood", "--in", "cifar10", "--out", "cifar10-c", "--severity", "5", "--model",
                                  str(trained_run), "--data-dir", str(real_data), "--limit", "1000", "--device", "cpu"])
     assert result.exit_code == 0, result.output
-    report = json.loads((trained_run / "ood.json").read_text())
-    assert _files(trained_run) == sorted([*before, Path("ood.json")])  # nothing train wrote is touched
+    name = "ood-cifar10-c-gaussian_noise-5.json"
+    report = json.loads((trained_run / name).read_text())
+    assert _files(trained_run) == sorted([*before, Path(name)])  # nothing train wrote is touched
     _check_schema(report, ["entropy"], post=False)
     results = report["results"]
     assert results["in"]["n"] == 1000 and results["out"] == {"name": "cifar10-c gaussian_noise s5", "n": 1000}
     assert report["config"]["corruption"] == "gaussian_noise" and report["config"]["severity"] == 5
-    assert report["config"]["in_source"] == "predictions.npz"
+    assert report["config"]["in_source"] == "predictions.npz" and report["config"]["out_source"] == "generated"
+    # The run was scored on a 2,000-image test subset: the OOD side is the corrupted copies of those images.
+    assert report["config"]["out_subsample"]["from"] == 10000 and report["config"]["out_subsample"]["to"] == 2000
     assert "AUROC % pre" in result.stdout
 
     # A checkpoint outside its run folder: the model scores the test and validation sets itself. Its logits must
