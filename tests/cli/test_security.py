@@ -147,8 +147,8 @@ def test_paths_inside_reports_are_never_read_or_written(payloads, trained, tmp_p
     assert not (tmp_path / "new-data-folder").exists()
     after = _snapshot(tmp_path)
     changed = {Path(p).name for p in after if after[p] != before.get(p)}
-    assert changed == {tmp_path.name, "roc.png", "r.png", "c.png", "ood.json", run.name}, changed
-    assert json.loads((run / "ood.json").read_text())["results"]["temperature_source"] == "calibrate.json"
+    assert changed == {tmp_path.name, "roc.png", "r.png", "c.png", "ood-digits.json", run.name}, changed
+    assert json.loads((run / "ood-digits.json").read_text())["results"]["temperature_source"] == "calibrate.json"
 
 
 def test_a_data_folder_named_in_a_checkpoint_is_not_created(tmp_path, monkeypatch):
