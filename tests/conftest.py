@@ -35,11 +35,20 @@ def real_data_path(name: str) -> Path:
     """The file `name` in the $ADACAL_TEST_DATA folder: skip when the variable is unset, fail when the file the
     variable promises is missing (a CI misconfiguration should not pass as a skip)."""
     if TEST_DATA is None:
-        pytest.skip(f"real data: set {TEST_DATA_VARIABLE} to a folder holding {name} (see docs/data.md)")
+        _skip_at_test(f"real data: set {TEST_DATA_VARIABLE} to a folder holding {name} (see docs/data.md)")
     path = TEST_DATA / name
     if not path.is_file():
         pytest.fail(f"{TEST_DATA_VARIABLE}={TEST_DATA} does not hold {name}", pytrace=False)
     return path
+
+
+def _skip_at_test(reason: str) -> None:
+    """Skip, reported at the test's own line (`-ra` then says which tests skipped), not at this helper's."""
+    try:
+        exception = pytest.skip.Exception(reason, _use_item_location=True)
+    except TypeError:  # a pytest without the keyword: the location is this file's
+        pytest.skip(reason)
+    raise exception
 
 
 @pytest.fixture(scope="session")
