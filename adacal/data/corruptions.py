@@ -255,13 +255,19 @@ def load_ood_set(
             files = (str(folder / f"{corruption}.npy"), str(folder / "labels.npy"))
             return OODSet(split, tuple(int(v) for v in split.inputs.shape[1:]), size, "hendrycks-files", files)
     if corruption is not None and corruption not in CORRUPTIONS:
-        where = cifar_c_folder(key, data_dir) if corrupted_by_default else None
+        generated = ", ".join(CORRUPTIONS.names())
+        if not corrupted_by_default:
+            raise InputError(
+                f"Expected --corruption {generated} for {text} (the corruptions adacal generates), got '{corruption}'; "
+                f"'{corruption}' comes only from Hendrycks' files, with --out cifar10-c or cifar100-c."
+            )
+        where = cifar_c_folder(key, data_dir)
         hint = (f"{where} has no {corruption}.npy" if where is not None else
                 f"Hendrycks' CIFAR-C files were not found under {data_dir or default_data_dir()}")
         raise InputError(
-            f"Expected corruption '{corruption}' from Hendrycks' CIFAR-10-C / CIFAR-100-C files (--out cifar10-c "
-            f"--data-dir DIR with DIR/CIFAR-10-C/{corruption}.npy and labels.npy), but {hint}; only "
-            f"{', '.join(CORRUPTIONS.names())} can be generated without them."
+            f"Expected corruption '{corruption}' from Hendrycks' CIFAR-10-C / CIFAR-100-C files (--data-dir DIR with "
+            f"DIR/{_CORRUPTED_FOLDERS[key]}/{corruption}.npy and labels.npy), but {hint}; only {generated} can be "
+            "generated without them."
         )
 
     if _looks_like_path(text):

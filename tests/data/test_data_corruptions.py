@@ -123,6 +123,8 @@ def test_ood_errors(tmp_path, cifar_dir):
     # A real corruption that only Hendrycks' files hold: the error says where they were looked for.
     with pytest.raises(InputError, match=r"Expected corruption 'fog' from Hendrycks' CIFAR-10-C.*not found under"):
         load_ood_split("cifar10-c", data_dir=cifar_dir, corruption="fog")
+    with pytest.raises(InputError, match=r"--corruption gaussian_noise for cifar10 .* got 'fog'; 'fog' comes only"):
+        load_ood_split("cifar10", data_dir=cifar_dir, corruption="fog")
     with pytest.raises(InputError, match="image dataset"):
         load_ood_split("digits", corruption="gaussian_noise")
 
