@@ -159,12 +159,17 @@ def _bad_inputs(tmp_path, pred_files, fake_checkpoint):
                   r"Expected OOD images of shape \(3, 32, 32\) like the model's input, got \(3, 28, 28\)\."),
         "offline": ([*model, "--in", "cifar10", "--out", "svhn", "--no-download", "--data-dir",
                      str(tmp_path / "empty_data")], "SVHN is not in .* download is off"),
+        "corruption without files": ([*model, "--out", "cifar10-c", "--corruption", "snow", "--data-dir",
+                                      str(tmp_path / "empty_data")], r"snow\.npy and labels\.npy\), but Hendrycks'"),
+        "unknown corruption": ([*model, "--out", "cifar10-c", "--corruption", "gausian_noise"],
+                               "Unknown corruption 'gausian_noise'. Did you mean 'gaussian_noise'"),
     }
 
 
 CASES = ["neither", "both", "one preds", "nan", "k mismatch", "empty", "no logits", "missing file", "fit without val",
          "bad temperature", "both temperatures", "bad score", "corruption with preds", "no names", "unknown in",
-         "unknown out", "severity", "missing model", "not a checkpoint", "shape", "offline"]
+         "unknown out", "severity", "missing model", "not a checkpoint", "shape", "offline", "corruption without files",
+         "unknown corruption"]
 
 
 @pytest.mark.parametrize("case", CASES)
