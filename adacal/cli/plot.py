@@ -13,6 +13,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from adacal.cli.common import OneLineErrorGroup, guarded
+from adacal.errors import InputError
 
 HELP = (
     "Draw reliability diagrams, AdaFocal gamma dynamics, training curves and ROC curves as PNG, SVG or PDF.\n\n"
@@ -51,13 +52,43 @@ BinsOption = Annotated[
 ]
 
 
+def check_dpi(dpi: Any) -> int:
+    """--dpi as an int in [10, 2400]."""
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or not 10 <= dpi <= 2400:
+        raise InputError(f"Expected --dpi to be an integer between 10 and 2400, got {dpi!r}.")
+    return dpi
+
+
+def parse_bins(text: str | None) -> list[int] | None:
+    """Bin indices from "0,7,14" (None or "" → all bins)."""
+    if text is None or not text.strip():
+        return None
+    bins = []
+    for token in text.split(","):
+        token = token.strip()
+        if not token.lstrip("-").isdigit():
+            raise InputError(f"Expected --bins to be comma-separated bin indices such as 0,7,14, got {text!r}.")
+        bins.append(int(token))
+    return bins
+
+
+def parse_labels(text: str | None, count: int) -> list[str] | None:
+    """Panel labels from "a,b,c"; there must be one per input."""
+    if text is None:
+        return None
+    labels = [label.strip() for label in text.split(",")]
+    if len(labels) != count or not all(labels):
+        raise InputError(f"Expected --labels to give {count} non-empty label(s) separated by commas, got {text!r}.")
+    return labels
+
+
 def _draw(kind: str, first_input: Path, out: Optional[Path], dpi: int, build: Callable[[], Any]) -> None:
     """Check the output path, build the figure (which reads and checks the inputs), then write it atomically."""
     from adacal import plots
 
     target = out if out is not None else plots.default_output(first_input, kind)
     plots.figure_format(target)
-    plots.check_dpi(dpi)
+    check_dpi(dpi)
     figure = build()
     written = plots.save_figure(figure, target, dpi=dpi)
     typer.echo(f"Wrote {written}")
@@ -92,7 +123,7 @@ def reliability(
 
     def build() -> Any:
         panels = plots.reliability_inputs(
-            inputs, binning=binning, n_bins=n_bins, split=split, labels=plots.parse_labels(labels, len(inputs)),
+            inputs, binning=binning, n_bins=n_bins, split=split, labels=parse_labels(labels, len(inputs)),
             calibrated=calibrated, method=method,
         )
         return plots.reliability_diagram(panels, title=title)
@@ -105,7 +136,7 @@ def _draw_adafocal_run(kind: str, run: Path, bins: str | None, out: Path | None,
     from adacal import plots
 
     def build() -> Any:
-        chosen = plots.parse_bins(bins)
+        chosen = parse_bins(bins)
         _, history = plots.read_adafocal_run(run, kind)
         draw = plots.gamma_dynamics if kind == "gamma" else plots.correspondence
         return draw(history, chosen, title=title)
@@ -190,7 +221,7 @@ def roc(
     from adacal import plots
 
     def build() -> Any:
-        items = plots.roc_inputs(reports, plots.parse_labels(labels, len(reports)))
+        items = plots.roc_inputs(reports, parse_labels(labels, len(reports)))
         return plots.roc_curves(items, score=score, title=title)
 
     _draw("roc", reports[0], out, dpi, build)

@@ -11,6 +11,8 @@ from typer.testing import CliRunner
 from adacal import plots
 from adacal.arrays import softmax
 from adacal.cli import app
+from adacal.cli import plot as plot_cli
+from adacal.errors import InputError
 from adacal.metrics.binning import bin_statistics
 from adacal.predictions import Predictions, save_split_predictions
 from adacal.reports import make_report, write_json
@@ -242,6 +244,22 @@ def test_bad_input_is_one_line_error_and_writes_nothing(runs, tmp_path, args, ma
     assert re.search(match, message), message
     assert list(tmp_path.iterdir()) == []
     assert _files(runs["ce"].parent) == before
+
+
+def test_parse_bins_and_labels():
+    assert plot_cli.parse_bins("0, 7,14") == [0, 7, 14] and plot_cli.parse_bins(None) is None
+    with pytest.raises(InputError, match="--bins"):
+        plot_cli.parse_bins("0,seven")
+    assert plot_cli.parse_labels("a,b", 2) == ["a", "b"]
+    with pytest.raises(InputError, match="--labels"):
+        plot_cli.parse_labels("a,b", 3)
+
+
+def test_check_dpi():
+    assert plot_cli.check_dpi(150) == 150
+    for bad in (0, 9, 2401, True, 1.5):
+        with pytest.raises(InputError, match="--dpi"):
+            plot_cli.check_dpi(bad)
 
 
 def _files(root):
