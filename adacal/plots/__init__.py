@@ -5,8 +5,10 @@ display is needed) and `save_figure` writes it atomically as PNG, SVG or PDF. ma
 functions, so importing adacal never pays for it. The same input gives the same bytes: fixed style, no timestamps in
 SVG/PDF metadata, a fixed SVG hash salt.
 
-One module per figure family: `style` (palette, fonts, saving), `reliability_diagrams`, `adafocal` (γ dynamics,
-correspondence), `curves`, `roc`; `readers` turns adacal's files (run folders, predictions, reports) into their inputs.
+One module per figure family: `style` (palette, fonts, saving), `reliability_diagrams` (with the one-call
+`reliability`), `bands` (consistency and bootstrap bands, numpy only), `adafocal` (γ dynamics, correspondence),
+`curves`, `roc`; `readers` turns adacal's files (run folders, predictions, reports) into their inputs. (The module is
+not named `reliability`: that name is the one-call function.)
 
 Axes carry stable labels (`Axes.get_label()`) so callers and tests can find them: "reliability:<panel>",
 "histogram:<panel>", "error:bin-<i>", "gamma:bin-<i>", "edges:bin-<i>", "confidence:bin-<i>", "curves:error",
@@ -14,18 +16,38 @@ Axes carry stable labels (`Axes.get_label()`) so callers and tests can find them
 """
 
 from adacal.plots.adafocal import AdaFocalSeries, adafocal_series, check_bins, correspondence, gamma_dynamics
+from adacal.plots.bands import (
+    BAND_KINDS,
+    ReliabilityBands,
+    bootstrap_bands,
+    consistency_bands,
+    reliability_bands,
+)
 from adacal.plots.curves import CurveSummary, summarize_curve, training_curves
+from adacal.plots.outputs import (
+    check_replace,
+    clean_stale_temp_files,
+    comparison_output,
+    default_output,
+    figure_kind,
+)
 from adacal.plots.readers import (
     RunInfo,
     curve_inputs,
-    default_output,
     load_history,
     read_adafocal_run,
     read_run,
     reliability_inputs,
     roc_inputs,
 )
-from adacal.plots.reliability_diagrams import ReliabilityPanel, expected_calibration_error, reliability_diagram
+from adacal.plots.reliability_diagrams import (
+    MIN_BIN_COUNT,
+    ReliabilityDisplay,
+    ReliabilityPanel,
+    expected_calibration_error,
+    reliability,
+    reliability_diagram,
+)
 from adacal.plots.roc import RocInput, roc_curves
 from adacal.plots.style import (
     DISPLAY_NAMES,
@@ -39,6 +61,14 @@ from adacal.plots.style import (
 )
 
 __all__ = [
+    "BAND_KINDS",
+    "MIN_BIN_COUNT",
+    "ReliabilityBands",
+    "ReliabilityDisplay",
+    "bootstrap_bands",
+    "consistency_bands",
+    "reliability",
+    "reliability_bands",
     "DISPLAY_NAMES",
     "FORMATS",
     "LOSS_COLORS",
@@ -49,12 +79,16 @@ __all__ = [
     "RunInfo",
     "adafocal_series",
     "check_bins",
+    "check_replace",
+    "clean_stale_temp_files",
+    "comparison_output",
     "correspondence",
     "curve_inputs",
     "default_output",
     "display_name",
     "expected_calibration_error",
     "figure_format",
+    "figure_kind",
     "gamma_dynamics",
     "load_history",
     "loss_color",

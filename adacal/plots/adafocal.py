@@ -205,7 +205,7 @@ def gamma_dynamics(
         labels = [label for label in order if label in handles]
         fig.legend([handles[label] for label in labels], labels, loc="outside lower center", ncols=len(labels),
                    frameon=False)
-        _title(fig, title or "AdaFocal: calibration error and γ per validation bin")
+        _title(fig, title, default="AdaFocal: calibration error and γ per validation bin")
     return fig
 
 
@@ -256,7 +256,7 @@ def correspondence(
         order = [1, 2, 3, 0]
         fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center",
                    ncols=4, frameon=False)
-        _title(fig, title or r"Correspondence of $C_{train}$ and $C_{val}$ per validation bin")
+        _title(fig, title, default=r"Correspondence of $C_{train}$ and $C_{val}$ per validation bin")
     return fig
 
 

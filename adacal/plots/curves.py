@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from adacal.errors import InputError
-from adacal.plots.style import _colors_for, _marker, _new_figure, _style, _title
+from adacal.plots.style import _colors_for, _marker, _new_figure, _style, _title, plain
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; matplotlib is imported inside the functions
     from matplotlib.figure import Figure
@@ -109,7 +109,9 @@ def training_curves(
             ax.set_title(f"{split_name} {unit.replace(' (%)', '')}")
             ax.set_ylim(bottom=0.0)
         handles, legend_labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, legend_labels, loc="outside lower center", ncols=min(len(handles), 3), frameon=False)
+        legend = fig.legend(handles, legend_labels, loc="outside lower center", ncols=min(len(handles), 3),
+                            frameon=False)
+        plain(legend.get_texts())  # labels come from run options (dataset, model, loss names)
         _title(fig, title)
     return fig
 

@@ -92,16 +92,6 @@ def read_adafocal_run(path: str | os.PathLike, command: str = "gamma") -> tuple[
     return info, info.history
 
 
-def default_output(path: str | os.PathLike, kind: str) -> Path:
-    """Where a figure goes by default: `<run>/plots/<kind>.png` for a run folder, else `<stem>-<kind>.png` beside."""
-    path = Path(path)
-    if path.is_dir():
-        return require_run_folder(path).plots / f"{kind}.png"
-    return path.with_name(f"{path.stem}-{kind}.png")
-
-
-
-
 def _unique(labels: list[str], details: list[tuple[str, ...]]) -> list[str]:
     """Tell apart labels that would otherwise repeat: each input offers details in order of preference (model,
     dataset, seed, folder), and a repeated label gets the first detail that differs between all its inputs."""
@@ -186,14 +176,19 @@ def _load_calibrator(path: Path, method: str) -> tuple[Any, str]:
     return Calibrator.from_dict(dict(state)), described
 
 
-def _panel_from_scores(label: str, probs: np.ndarray, labels: np.ndarray, binning: str, n_bins: int) -> ReliabilityPanel:
+def _panel_from_scores(
+    label: str, probs: np.ndarray, labels: np.ndarray, binning: str, n_bins: int, bands: Mapping[str, Any]
+) -> ReliabilityPanel:
     from adacal.metrics.binning import bin_statistics
+    from adacal.plots.bands import reliability_bands
 
     confidences = probs.max(axis=1)
     correct = (probs.argmax(axis=1) == labels).astype(np.float64)
     stats = bin_statistics(confidences, correct, n_bins=n_bins, binning=binning)
     histogram = stats if binning == "equal-width" else bin_statistics(confidences, correct, n_bins=n_bins)
-    return ReliabilityPanel(label=label, stats=stats, histogram=histogram)
+    band = reliability_bands(bands["kind"], confidences, correct, stats.edges, level=bands["level"],
+                             n_samples=bands["n_samples"], seed=bands["seed"])
+    return ReliabilityPanel(label=label, stats=stats, histogram=histogram, bands=band)
 
 
 def reliability_inputs(
@@ -205,14 +200,25 @@ def reliability_inputs(
     labels: Sequence[str] | None = None,
     calibrated: str | os.PathLike | None = None,
     method: str = "best",
+    bands: str = "none",
+    band_samples: int = 1000,
+    band_level: float = 0.9,
+    seed: int = 0,
 ) -> list[ReliabilityPanel]:
     """Reliability panels from run folders, predictions files (.npz/.pt) or evaluate.json reports.
 
     With `calibrated` (a calibrate.json) the one input must hold logits: its panel is followed by a panel of the
-    same predictions after the stored calibrator (`method`, default the report's best).
+    same predictions after the stored calibrator (`method`, default the report's best). `bands` ("consistency",
+    "bootstrap" or "none"; see `adacal.plots.bands`) needs per-sample predictions, not an evaluate.json.
     """
     from adacal.arrays import looks_like_probs, to_probs
     from adacal.metrics.binning import BINNINGS, check_n_bins
+    from adacal.plots.bands import check_band_options
+
+    kind, band_samples, band_level = check_band_options(bands, band_samples, band_level)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InputError(f"Expected --seed to be a non-negative integer, got {seed!r}.")
+    band_options = {"kind": kind, "n_samples": band_samples, "level": band_level, "seed": seed}
 
     if binning not in BINNINGS:
         raise InputError(f"Expected --binning to be one of {', '.join(BINNINGS)}, got {binning!r}.")
@@ -248,18 +254,22 @@ def reliability_inputs(
         if path.suffix.lower() == ".json":
             if calibrator is not None:
                 raise InputError(f"--calibrated needs logits, but {path} holds only bin statistics; give predictions.")
+            if kind != "none":
+                raise InputError(f"--bands {kind} needs per-sample predictions, but {path} holds only bin statistics; "
+                                 "give a run folder or predictions file.")
             stats, histogram = _evaluate_bins(path, binning, n_bins)
             panels.append(ReliabilityPanel(label="", stats=stats, histogram=histogram))
             continue
         predictions = load_predictions(path, split=split)
         probs, _ = to_probs(predictions.logits)
-        panels.append(_panel_from_scores("", probs, predictions.labels, binning, bins))
+        panels.append(_panel_from_scores("", probs, predictions.labels, binning, bins, band_options))
         if calibrator is not None:
             if looks_like_probs(predictions.logits):
                 raise InputError(f"--calibrated needs logits, but {path} holds probabilities.")
             fitted, name = calibrator
             calibrated_probs = np.asarray(fitted.transform(predictions.logits), dtype=np.float64)
-            panels.append(_panel_from_scores("", calibrated_probs, predictions.labels, binning, bins))
+            panels.append(_panel_from_scores("", calibrated_probs, predictions.labels, binning, bins,
+                                             band_options))
             names.append(f"{names[-1]} + {name}")
             details.append(details[-1])
     if labels is not None:
@@ -268,7 +278,7 @@ def reliability_inputs(
         final = _unique(names, details)
     colors = _colors_for([(panel_name.split(" + ")[0]) for panel_name in names])
     return [
-        ReliabilityPanel(label=label, stats=panel.stats, histogram=panel.histogram, color=color)
+        ReliabilityPanel(label=label, stats=panel.stats, histogram=panel.histogram, color=color, bands=panel.bands)
         for label, panel, color in zip(final, panels, colors)
     ]
 
@@ -294,16 +304,31 @@ def curve_inputs(paths: Sequence[str | os.PathLike]) -> tuple[dict[str, list[lis
     return runs, losses
 
 
+def _ood_reports(path: Path) -> list[Path]:
+    """The OOD reports a ROC input names: the file itself, or a run folder's ood.json, else its ood-<set>.json files
+    (one per OOD set, in name order)."""
+    if not path.is_dir():
+        return [path]
+    run = require_run_folder(path)
+    if run.report(OOD_FILE).is_file():
+        return [run.report(OOD_FILE)]
+    found = sorted(p for p in run.root.glob("ood-*.json") if p.is_file())
+    if not found:
+        raise InputError(f"Expected the run folder {run.root} to hold {OOD_FILE} or ood-<set>.json reports "
+                         "(written by 'adacal ood'), found none.")
+    return found
+
+
 def roc_inputs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None = None) -> list[RocInput]:
-    """OOD reports (ood.json, or run folders holding one), labelled by their run's loss where there is a run."""
+    """OOD reports (ood.json or ood-<set>.json, or run folders holding them), labelled by their run's loss where
+    there is a run; a label given for a run folder applies to each of its reports."""
     if not paths:
         raise InputError("Expected at least one ood.json, got none.")
     if labels is not None and len(labels) != len(paths):
         raise InputError(f"Expected one label per OOD_JSON ({len(paths)}), got {len(labels)}.")
+    expanded = [(report, k) for k, path in enumerate(map(Path, paths)) for report in _ood_reports(path)]
     items, names, details, losses = [], [], [], []
-    for path in map(Path, paths):
-        if path.is_dir():
-            path = require_run_folder(path).report(OOD_FILE)
+    for path, _ in expanded:
         report = read_report(path, kind="ood")
         info = read_run(path.parent) if is_run_folder(path.parent) else None
         loss = info.loss if info is not None else str(report.get("config", {}).get("loss") or "")
@@ -311,5 +336,5 @@ def roc_inputs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None 
         details.append(_run_details(info, path))
         losses.append(loss or None)
         items.append(report["results"])
-    final = list(labels) if labels is not None else _unique(names, details)
+    final = [labels[k] for _, k in expanded] if labels is not None else _unique(names, details)
     return [RocInput(label=label, results=results, loss=loss) for label, results, loss in zip(final, items, losses)]

@@ -10,7 +10,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from adacal.errors import InputError
-from adacal.plots.style import _colors_for, _finite, _new_figure, _percent, _style, _title
+from adacal.plots.style import _colors_for, _finite, _new_figure, _percent, _style, _title, plain, wrap_text
+
+# The axes title is centred over the axes, which the y-axis label shifts right: it may use the figure's width less
+# twice that shift and a margin. Legend lines leave room for the line sample in front of them.
+_AXES_MARGINS_PT = 80.0
+_LEGEND_HANDLE_PT = 60.0
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; matplotlib is imported inside the functions
     from matplotlib.figure import Figure
@@ -62,11 +67,16 @@ def roc_curves(
     colors = _colors_for([item.loss or item.label for item in items])
     outs = [str((item.results.get("out") or {}).get("name", "?")) for item in items]
     ins = [str((item.results.get("in") or {}).get("name", "?")) for item in items]
+    import matplotlib
+
     with _style():
         fig = _new_figure(5.2, 6.0)
         ax = fig.add_subplot(1, 1, 1, label="roc")
         ax.plot([0, 1], [0, 1], color="#888888", linestyle=":", linewidth=1.0, label="Chance (AUROC 50 %)")
         markers = _repeat_markers(colors)
+        # Labels and the title carry names from the reports (data sets, files): wrapped so nothing is cut off.
+        legend_size = matplotlib.rcParams["legend.fontsize"]
+        legend_width = fig.get_figwidth() * 72.0 - _LEGEND_HANDLE_PT
         for item, block, color, out, marker in zip(items, blocks, colors, outs, markers):
             name = item.label if len(set(outs)) == 1 else f"{item.label} → {out}"
             temperature = item.results.get("temperature")
@@ -83,8 +93,8 @@ def roc_curves(
                     f"post-T (T = {temperature:.2f})" if isinstance(temperature, (int, float)) else "post-T")
                 auroc = entry.get("auroc")
                 auroc_text = f"AUROC {100 * auroc:.2f} %" if isinstance(auroc, (int, float)) else "AUROC n/a"
-                line = ax.plot(fpr, tpr, color=color, linestyle=style, **marker,
-                               label=f"{name}, {stage_name}: {auroc_text}")[0]
+                label = wrap_text(f"{name}, {stage_name}: {auroc_text}", legend_width, size=legend_size)
+                line = ax.plot(fpr, tpr, color=color, linestyle=style, **marker, label=label)[0]
                 line.set_gid(f"roc:{item.label}:{stage}")
         ax.set_xlim(0.0, 1.0)
         ax.set_ylim(0.0, 1.005)
@@ -93,8 +103,11 @@ def roc_curves(
         ax.set_xlabel("False positive rate (%): in-distribution flagged")
         ax.set_ylabel("True positive rate (%): OOD detected")
         shift = f"{ins[0]} → {outs[0]}" if len(set(ins)) == 1 and len(set(outs)) == 1 else "in vs out of distribution"
-        ax.set_title(f"OOD detection, {shift} (score: {score})")
-        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=1, frameon=False)
+        title_width = fig.get_figwidth() * 72.0 - _AXES_MARGINS_PT
+        ax.set_title(wrap_text(f"OOD detection, {shift} (score: {score})", title_width,
+                               size=matplotlib.rcParams["axes.titlesize"]), parse_math=False)
+        legend = fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=1, frameon=False)
+        plain(legend.get_texts())
         _title(fig, title)
     return fig
 

@@ -8,6 +8,7 @@ input gives the same bytes. matplotlib is imported inside the functions only.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -71,6 +72,7 @@ _STYLE: dict[str, Any] = {
     "lines.linewidth": 1.6,
     "legend.framealpha": 0.9,
     "hatch.linewidth": 0.8,
+    "text.usetex": False,
     "svg.hashsalt": "adacal",
     "svg.fonttype": "path",
     "pdf.fonttype": 42,
@@ -146,8 +148,16 @@ def check_dpi(dpi: Any) -> int:
     return int(dpi)
 
 
-def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 150) -> Path:
-    """Write `fig` to `path` (format from the extension) atomically, with no timestamps: same figure, same bytes."""
+def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 150, kind: str | None = None) -> Path:
+    """Write `fig` to `path` (format from the extension) atomically, with no timestamps: same figure, same bytes.
+
+    `kind` ("reliability", "gamma", ...) is recorded in the file's metadata as "adacal plot <kind>", which is how
+    `adacal plot` later tells its own figures from other files (`adacal.plots.outputs`). The figure is rendered in
+    memory first, so the temp file beside `path` lives only while the bytes are written; stale temp files of killed
+    plots in that folder are deleted first.
+    """
+    from adacal.plots.outputs import KIND_PREFIX, clean_stale_temp_files, lock_for_writing
+
     fmt = figure_format(path)
     dpi = check_dpi(dpi)
     metadata: dict[str, Any] = {
@@ -155,11 +165,21 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 150) -> Path
         "svg": {"Date": None, "Creator": "adacal"},
         "pdf": {"CreationDate": None, "ModDate": None, "Creator": "adacal", "Producer": "adacal"},
     }[fmt]
+    if kind is not None:
+        if not isinstance(kind, str) or not kind.replace("-", "").isalpha() or kind != kind.lower():
+            raise InputError(f"Expected kind to be a lowercase name such as 'reliability', got {kind!r}.")
+        metadata[{"png": "Comment", "svg": "Description", "pdf": "Subject"}[fmt]] = KIND_PREFIX + kind
+    buffer = io.BytesIO()
+    with _style():
+        fig.savefig(buffer, format=fmt, dpi=dpi, metadata=metadata, facecolor="white")
+    data = buffer.getvalue()
 
     def write(handle: Any) -> None:
-        with _style():
-            fig.savefig(handle, format=fmt, dpi=dpi, metadata=metadata, facecolor="white")
+        lock_for_writing(handle)
+        handle.write(data)
 
+    path = Path(path)
+    clean_stale_temp_files(path.parent if str(path.parent) else Path("."))
     return atomic_write(path, write, binary=True)
 
 
@@ -181,9 +201,62 @@ def _percent_tick(value: float, _position: Any = None) -> str:
     return "0" if abs(value) < 1e-12 else f"{100.0 * value:.6g}"
 
 
-def _title(fig: Figure, title: str | None) -> None:
+def _title(fig: Figure, title: str | None, default: str | None = None) -> None:
+    """The figure's title: the user's `title` shown literally (never mathtext), wrapped to the figure's width; else
+    adacal's own `default` (which may use mathtext)."""
+    import matplotlib
+
     if title:
-        fig.suptitle(title, fontweight="bold")
+        width = fig.get_figwidth() * 72.0 - 2 * _TITLE_MARGIN_PT
+        text = wrap_text(title, width, size=matplotlib.rcParams["figure.titlesize"], weight="bold")
+        fig.suptitle(text, fontweight="bold", parse_math=False)
+    elif default:
+        fig.suptitle(default, fontweight="bold")
+
+
+_TITLE_MARGIN_PT = 9.0
+
+
+def plain(artists: Any) -> None:
+    """Show the text of these artists literally: a user's label such as "$x^2$" or "a_b" is not parsed as mathtext."""
+    for artist in artists:
+        artist.set_parse_math(False)
+
+
+def text_width(text: str, *, size: Any, weight: str = "normal") -> float:
+    """Width in points of one line of `text` (no mathtext) in the figures' font at `size` (points or a name)."""
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.font_manager import FontProperties
+
+    font = FontProperties(family=_STYLE["font.family"], size=size, weight=weight)
+    renderer = RendererAgg(10, 10, 72.0)  # at 72 dpi one pixel is one point
+    return float(renderer.get_text_width_height_descent(text, font, ismath=False)[0])
+
+
+def wrap_text(text: str, width_pt: float, *, size: Any, weight: str = "normal") -> str:
+    """`text` with line breaks so that no line is wider than `width_pt` points: breaks at spaces where it can, inside
+    a word (a long path) only where a word alone is too wide. Lines that fit are left as they are."""
+    lines: list[str] = []
+    for paragraph in str(text).split("\n"):
+        if text_width(paragraph, size=size, weight=weight) <= width_pt:
+            lines.append(paragraph)
+            continue
+        line = ""
+        for word in paragraph.split(" "):
+            candidate = f"{line} {word}" if line else word
+            if text_width(candidate, size=size, weight=weight) <= width_pt:
+                line = candidate
+                continue
+            if line:
+                lines.append(line)
+            line = ""
+            for char in word:  # a word wider than the line is cut where it must be
+                if line and text_width(line + char, size=size, weight=weight) > width_pt:
+                    lines.append(line)
+                    line = ""
+                line += char
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _marker(n_points: int) -> dict[str, Any]:

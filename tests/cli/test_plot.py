@@ -126,11 +126,12 @@ def _bar_heights(fig):
     return heights
 
 
-def test_reliability_of_run_folders_defaults_into_the_first_run(runs, captured):
+def test_reliability_of_run_folders_goes_to_a_comparison_name(runs, captured):
     result = _ok(["reliability", str(runs["ce"]), str(runs["adafocal"]), "--binning", "equal-mass", "--n-bins", "10",
                   "--dpi", "40"])
-    out = runs["ce"] / "plots" / "reliability.png"
+    out = runs["ce"].parent / "plots" / "compare-reliability-ce-adafocal.png"
     assert out.read_bytes().startswith(PNG) and str(out) in result.stdout
+    assert not (runs["ce"] / "plots" / "reliability.png").exists()  # the single run's figure is not touched
     (fig,) = captured
     expected = [_stats(runs[name], "equal-mass", 10).accuracy for name in ("ce", "adafocal")]
     np.testing.assert_array_equal(_bar_heights(fig), expected)
@@ -147,7 +148,7 @@ def test_reliability_of_predictions_file_and_evaluate_json(runs, tmp_path, captu
         "bins": {"equal_width": stats.to_dict(), "equal_mass": _stats(runs["ce"], "equal-mass").to_dict()}}))
     _ok(["reliability", str(predictions), str(evaluate), "--labels", "file,report", "--title", "Two inputs",
          "--dpi", "30"])
-    assert (tmp_path / "preds-reliability.png").read_bytes().startswith(PNG)  # default: beside the first input
+    assert (tmp_path / "plots" / "compare-reliability-preds-eval.png").read_bytes().startswith(PNG)
     np.testing.assert_array_equal(_bar_heights(captured[0]), [stats.accuracy, stats.accuracy])
     titles = [ax.get_title() for ax in captured[0].axes if ax.get_label().startswith("reliability:")]
     assert [t.split("\n")[0] for t in titles] == ["file", "report"]
