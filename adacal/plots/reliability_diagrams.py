@@ -219,7 +219,7 @@ def _draw_reliability(
         text.set_gid(f"count:bin-{i}")
     if sparse.any():
         label = f"Bin with fewer than {min_count} samples (n shown)"
-        extra[label] = Patch(facecolor=color, alpha=_SPARSE_ALPHA, label=label)
+        extra[label] = Patch(facecolor="#777777", alpha=_SPARSE_ALPHA, label=label)  # for every panel's colour
     return extra
 
 

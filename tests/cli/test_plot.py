@@ -178,6 +178,8 @@ def test_reliability_with_calibrated_adds_the_calibrated_panel(runs, tmp_path, c
         "calibrators": {"temperature": {"params": {}, "calibrator": calibrator.to_dict()}}, "best": "temperature"}))
     _ok(["reliability", str(runs["ce"]), "--calibrated", str(tmp_path / "calibrate.json"),
          "--out", str(tmp_path / "cal.png"), "--dpi", "30"])
+    _ok(["reliability", str(runs["ce"]), "--calibrated", str(tmp_path / "calibrate.json"), "--dpi", "30"])
+    assert (runs["ce"] / "plots" / "reliability-calibrated.png").is_file()  # not the plain diagram's name
     probs = np.asarray(calibrator.transform(test_logits), dtype=np.float64)
     expected = bin_statistics(probs.max(axis=1), probs.argmax(axis=1) == test_labels).accuracy
     heights = _bar_heights(captured[0])

@@ -124,3 +124,12 @@ def test_bad_arguments_are_one_sentence(kwargs, match):
     logits, _, labels = _calibrated(n=50)
     with pytest.raises(InputError, match=match):
         plots.reliability(logits, labels, **kwargs)
+
+
+def test_same_seed_gives_the_same_figure_bytes(tmp_path):
+    logits, _, labels = _calibrated(n=200)
+    paths = []
+    for name in ("a", "b"):
+        display = plots.reliability(logits, labels, n_bins=5, bands="consistency", band_samples=30, seed=4)
+        paths.append(plots.save_figure(display.figure, tmp_path / f"{name}.svg"))
+    assert paths[0].read_bytes() == paths[1].read_bytes()
