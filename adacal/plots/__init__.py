@@ -7,8 +7,9 @@ SVG/PDF metadata, a fixed SVG hash salt.
 
 One module per figure family: `style` (palette, fonts, saving), `reliability_diagrams` (with the one-call
 `reliability`), `bands` (consistency and bootstrap bands, numpy only), `adafocal` (γ dynamics, correspondence),
-`curves`, `roc`; `readers` turns adacal's files (run folders, predictions, reports) into their inputs. (The module is
-not named `reliability`: that name is the one-call function.)
+`curves`, `roc`; `readers` turns adacal's files (run folders, predictions, reports) into their inputs and `outputs`
+decides where `adacal plot` writes and what it may replace. (No module is named `reliability`: that name is the
+one-call function.)
 
 Axes carry stable labels (`Axes.get_label()`) so callers and tests can find them: "reliability:<panel>",
 "histogram:<panel>", "error:bin-<i>", "gamma:bin-<i>", "edges:bin-<i>", "confidence:bin-<i>", "curves:error",
