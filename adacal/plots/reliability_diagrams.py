@@ -25,6 +25,7 @@ from adacal.plots.style import (
     _style,
     _title,
     plain,
+    wrap_text,
 )
 
 # Bins with fewer samples than this are drawn faded and labelled with their count: their accuracy is mostly noise.
@@ -35,6 +36,7 @@ _BAND_COLOR = "#333333"
 _SPARSE_ALPHA = 0.3
 _DEFAULT_COLOR = LOSS_COLORS["ce"]
 _MIN_LABEL_WIDTH = 0.035
+_PANEL_MARGIN_PT = 24.0
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; matplotlib is imported inside the functions
     from matplotlib.axes import Axes
@@ -109,12 +111,15 @@ def reliability_diagram(
     if not panels:
         raise InputError("Expected at least one reliability panel, got none.")
     min_count = check_min_count(min_count)
+    import matplotlib
+
     colors = _colors_for([p.label for p in panels])
     n = len(panels)
     with _style():
         fig = _new_figure(max(4.6, 3.3 * n + 0.4), 4.9 if n == 1 else 4.6)
         grid = fig.add_gridspec(2, n, height_ratios=[3.2, 1.0])
         first_main = first_hist = None
+        label_width = fig.get_figwidth() * 72.0 / n - _PANEL_MARGIN_PT  # a long label wraps instead of being cut
         extra: dict[str, Any] = {}  # legend entries that only some diagrams have (bands, sparse bins)
         top_share = 0.0
         for k, panel in enumerate(panels):
@@ -129,7 +134,8 @@ def reliability_diagram(
             accuracy, share = _draw_histogram(hist_ax, panel, color)
             top_share = max(top_share, share)
             summary = f"{name} {100 * ece:.2f} %" + ("" if accuracy is None else f" · Acc. {100 * accuracy:.1f} %")
-            ax.set_title(f"{panel.label}\n{summary}", parse_math=False)
+            label = wrap_text(panel.label, label_width, size=matplotlib.rcParams["axes.titlesize"])
+            ax.set_title(f"{label}\n{summary}", parse_math=False)
             if k == 0:
                 ax.set_ylabel("Accuracy (%)")
                 hist_ax.set_ylabel("Samples (%)")
