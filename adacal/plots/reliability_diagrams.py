@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -265,7 +265,8 @@ STRATEGIES = {"equal-width": "equal-width", "equal-mass": "equal-mass", "uniform
 @dataclass(frozen=True)
 class ReliabilityDisplay:
     """What `reliability` drew: the figure, the diagram's axes, the histogram's axes (None when drawn into a given
-    `ax`), the bin statistics behind the bars, the bands (None without) and the ECE of the bins (a fraction)."""
+    `ax`), the bin statistics behind the bars, the bands (None without) and the ECE of the bins (a fraction).
+    It unpacks as `fig, ax = reliability(...)`."""
 
     figure: Figure
     ax: Axes
@@ -273,6 +274,9 @@ class ReliabilityDisplay:
     stats: BinStatistics
     bands: ReliabilityBands | None
     ece: float
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.figure, self.ax))
 
 
 def reliability(

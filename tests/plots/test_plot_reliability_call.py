@@ -52,6 +52,7 @@ def test_draws_into_a_given_axes_and_returns_its_figure():
     ax = fig.add_subplot(1, 2, 2)
     display = plots.reliability(logits, labels, ax=ax, n_bins=5, label="mine", bands="bootstrap", band_samples=50)
     assert display.ax is ax and display.figure is fig and display.histogram_ax is None and len(fig.axes) == 1
+    assert tuple(display) == (fig, ax)  # unpacks as fig, ax
     np.testing.assert_allclose(_bars(ax)[0], _reference(probs, labels, 5, "equal-width").accuracy, atol=1e-12)
     assert ax.get_title().startswith("mine\nECE-EW")
     counts = {t.get_gid(): t.get_text() for t in ax.texts}
