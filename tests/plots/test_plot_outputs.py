@@ -324,7 +324,12 @@ def test_cli_bands_are_drawn(tmp_path, monkeypatch):
     preds = _preds(tmp_path / "p.npz", n=300)
     figures = []
     original = plots.save_figure
-    monkeypatch.setattr(plots, "save_figure", lambda fig, path, **kw: (figures.append(fig), original(fig, path, **kw))[1])
+
+    def save(fig, path, **kwargs):
+        figures.append(fig)
+        return original(fig, path, **kwargs)
+
+    monkeypatch.setattr(plots, "save_figure", save)
     result = _invoke(["reliability", preds, "--bands", "bootstrap", "--band-samples", "50", "--band-level", "0.8",
                       "--n-bins", "5", "--out", tmp_path / "r.png", "--dpi", "30"])
     assert result.exit_code == 0, result.output
