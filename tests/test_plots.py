@@ -366,15 +366,6 @@ def test_colours_are_fixed_per_loss_and_distinct():
     assert plots.display_name("flsd-53") == "FLSD-53" and plots.display_name("mine") == "mine"
 
 
-def test_parse_bins_and_labels():
-    assert plots.parse_bins("0, 7,14") == [0, 7, 14] and plots.parse_bins(None) is None
-    with pytest.raises(InputError, match="--bins"):
-        plots.parse_bins("0,seven")
-    assert plots.parse_labels("a,b", 2) == ["a", "b"]
-    with pytest.raises(InputError, match="--labels"):
-        plots.parse_labels("a,b", 3)
-
-
 def test_importing_plots_does_not_import_matplotlib():
     code = "import sys, adacal.plots, adacal.cli; sys.exit('matplotlib' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -1,18 +1,26 @@
 """`adacal plot`: reliability diagrams, AdaFocal's γ dynamics, C_train/C_val correspondence, training and ROC curves.
 
 Only options live here; reading inputs and drawing is `adacal.plots`. Every subcommand checks the output path and
-its inputs before drawing, and writes the figure atomically, so a failed command leaves nothing behind.
+its inputs before drawing, and writes the figure atomically, so a failed command leaves nothing behind. Where figures
+go by default and what may be replaced there is `adacal.plots.outputs`: a figure of several inputs goes to a
+`plots/compare-<kind>-<names>.png` of its own, and an existing file is replaced only when it is a figure of the same
+kind (else `--force`). Warnings raised while drawing (numpy, matplotlib) are held back: after a failure only the
+`Error:` line is printed, after a success they follow the "Wrote" line on stderr.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
 from adacal.cli.common import OneLineErrorGroup, guarded
+from adacal.errors import InputError
 
 HELP = (
     "Draw reliability diagrams, AdaFocal gamma dynamics, training curves and ROC curves as PNG, SVG or PDF.\n\n"
@@ -32,10 +40,16 @@ OutOption = Annotated[
     typer.Option(
         "--out",
         "-o",
-        help="Figure file; .png, .svg or .pdf picks the format. Default: <run>/plots/<kind>.png for a run folder, "
-        "else <input stem>-<kind>.png beside the input.",
+        help="Figure file; .png, .svg or .pdf picks the format. Default for one input: <run>/plots/<kind>.png for a "
+        "run folder, else <input stem>-<kind>.png beside the input; for several: plots/compare-<kind>-<names>.png in "
+        "the folder holding them all.",
         show_default=False,
     ),
+]
+ForceOption = Annotated[
+    bool,
+    typer.Option("--force", help="Replace an existing output even when it is not a figure of this kind (another "
+                 "plot's figure or any other file). Without it only a figure of the same kind is redrawn in place."),
 ]
 DpiOption = Annotated[int, typer.Option("--dpi", help="Resolution of PNG output (dots per inch).")]
 TitleOption = Annotated[Optional[str], typer.Option("--title", help="Title above the figure.", show_default=False)]
@@ -51,16 +65,82 @@ BinsOption = Annotated[
 ]
 
 
-def _draw(kind: str, first_input: Path, out: Optional[Path], dpi: int, build: Callable[[], Any]) -> None:
-    """Check the output path, build the figure (which reads and checks the inputs), then write it atomically."""
+def check_dpi(dpi: Any) -> int:
+    """--dpi as an int in [10, 2400]."""
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or not 10 <= dpi <= 2400:
+        raise InputError(f"Expected --dpi to be an integer between 10 and 2400, got {dpi!r}.")
+    return dpi
+
+
+def parse_bins(text: str | None) -> list[int] | None:
+    """Bin indices from "0,7,14" (None or "" → all bins)."""
+    if text is None or not text.strip():
+        return None
+    bins = []
+    for token in text.split(","):
+        token = token.strip()
+        if not token.lstrip("-").isdigit():
+            raise InputError(f"Expected --bins to be comma-separated bin indices such as 0,7,14, got {text!r}.")
+        bins.append(int(token))
+    return bins
+
+
+def parse_labels(text: str | None, count: int) -> list[str] | None:
+    """Panel labels from "a,b,c"; there must be one per input."""
+    if text is None:
+        return None
+    labels = [label.strip() for label in text.split(",")]
+    if len(labels) != count or not all(labels):
+        raise InputError(f"Expected --labels to give {count} non-empty label(s) separated by commas, got {text!r}.")
+    return labels
+
+
+@contextmanager
+def _held_warnings() -> Iterator[list[str]]:
+    """Collect Python warnings and matplotlib's logged warnings instead of printing them as they happen."""
+    held: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            held.append(record.getMessage())
+
+    logger = logging.getLogger("matplotlib")
+    handler, propagate = Collect(logging.WARNING), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield held
+            held.extend(f"{w.category.__name__}: {w.message}" for w in caught)
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+def _draw(kind: str, inputs: Sequence[Path], out: Optional[Path], dpi: int, force: bool,
+          build: Callable[[], Any], *, name: str | None = None) -> None:
+    """Check the output path, build the figure (which reads and checks the inputs), then write it atomically.
+
+    `name` is the default file name's kind when it differs from `kind` (a reliability figure with a calibrated
+    panel)."""
     from adacal import plots
 
-    target = out if out is not None else plots.default_output(first_input, kind)
+    if out is not None:
+        target = out
+    elif len(inputs) > 1:
+        target = plots.comparison_output(inputs, name or kind)
+    else:
+        target = plots.default_output(inputs[0], name or kind)
     plots.figure_format(target)
-    plots.check_dpi(dpi)
-    figure = build()
-    written = plots.save_figure(figure, target, dpi=dpi)
+    check_dpi(dpi)
+    plots.check_replace(target, kind, force=force)
+    with _held_warnings() as held:
+        figure = build()
+        written = plots.save_figure(figure, target, dpi=dpi, kind=kind)
     typer.echo(f"Wrote {written}")
+    for message in dict.fromkeys(held):
+        typer.echo(f"Warning: {' '.join(message.split())}", err=True)
 
 
 @plot_app.command(
@@ -75,16 +155,27 @@ def reliability(
     inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help="Run folders, predictions files or "
                                                  "evaluate.json reports.", show_default=False)],
     binning: Annotated[str, typer.Option("--binning", help="Bins: equal-width or equal-mass.")] = "equal-width",
-    n_bins: Annotated[Optional[int], typer.Option("--n-bins", help="Number of bins [default: 15; an evaluate.json "
-                                                  "keeps its own].", show_default=False)] = None,
+    n_bins: Annotated[Optional[int], typer.Option("--n-bins", help="Number of bins (default 15; an "
+                                                  "evaluate.json keeps its own).", show_default=False)] = None,
     split: Annotated[str, typer.Option("--split", help="Split of a file holding val_/test_ arrays: test or val.")]
     = "test",
     calibrated: Annotated[Optional[Path], typer.Option("--calibrated", help="A calibrate.json: add a panel after its "
                                                        "calibrator (needs logits).", show_default=False)] = None,
     method: Annotated[str, typer.Option("--method", help="Calibrator in --calibrated to apply ('best': the one "
                                         "the report picked).")] = "best",
+    bands: Annotated[str, typer.Option("--bands", help="Uncertainty drawn on each bin: consistency (where a "
+                                       "perfectly calibrated model's bin accuracy would fall, Bröcker & Smith 2007), "
+                                       "bootstrap (the interval of the observed accuracy) or none. Needs per-sample "
+                                       "predictions.")] = "none",
+    band_samples: Annotated[int, typer.Option("--band-samples", help="Resamples behind --bands (10 to 100,000).")]
+    = 1000,
+    band_level: Annotated[float, typer.Option("--band-level", help="Coverage of --bands, between 0 and 1.")] = 0.9,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the --bands resampling (same seed, same band).")] = 0,
+    min_bin_count: Annotated[int, typer.Option("--min-bin-count", help="Bins with fewer samples are faded and "
+                                               "labelled with their count.")] = 10,
     labels: LabelsOption = None,
     out: OutOption = None,
+    force: ForceOption = False,
     dpi: DpiOption = 150,
     title: TitleOption = None,
 ) -> None:
@@ -92,25 +183,28 @@ def reliability(
 
     def build() -> Any:
         panels = plots.reliability_inputs(
-            inputs, binning=binning, n_bins=n_bins, split=split, labels=plots.parse_labels(labels, len(inputs)),
-            calibrated=calibrated, method=method,
+            inputs, binning=binning, n_bins=n_bins, split=split, labels=parse_labels(labels, len(inputs)),
+            calibrated=calibrated, method=method, bands=bands, band_samples=band_samples, band_level=band_level,
+            seed=seed,
         )
-        return plots.reliability_diagram(panels, title=title)
+        return plots.reliability_diagram(panels, title=title, min_count=min_bin_count)
 
-    _draw("reliability", inputs[0], out, dpi, build)
+    _draw("reliability", inputs, out, dpi, force, build,
+          name="reliability-calibrated" if calibrated is not None else None)
 
 
-def _draw_adafocal_run(kind: str, run: Path, bins: str | None, out: Path | None, dpi: int, title: str | None) -> None:
+def _draw_adafocal_run(kind: str, run: Path, bins: str | None, out: Path | None, dpi: int, title: str | None,
+                       force: bool) -> None:
     """`plot gamma` and `plot correspondence`: per-bin panels from an AdaFocal run's history."""
     from adacal import plots
 
     def build() -> Any:
-        chosen = plots.parse_bins(bins)
+        chosen = parse_bins(bins)
         _, history = plots.read_adafocal_run(run, kind)
         draw = plots.gamma_dynamics if kind == "gamma" else plots.correspondence
         return draw(history, chosen, title=title)
 
-    _draw(kind, run, out, dpi, build)
+    _draw(kind, [run], out, dpi, force, build)
 
 
 @plot_app.command(
@@ -124,10 +218,11 @@ def gamma(
                                         show_default=False)],
     bins: BinsOption = None,
     out: OutOption = None,
+    force: ForceOption = False,
     dpi: DpiOption = 150,
     title: TitleOption = None,
 ) -> None:
-    _draw_adafocal_run("gamma", run, bins, out, dpi, title)
+    _draw_adafocal_run("gamma", run, bins, out, dpi, title, force)
 
 
 @plot_app.command(
@@ -141,10 +236,11 @@ def correspondence(
                                         show_default=False)],
     bins: BinsOption = None,
     out: OutOption = None,
+    force: ForceOption = False,
     dpi: DpiOption = 150,
     title: TitleOption = None,
 ) -> None:
-    _draw_adafocal_run("correspondence", run, bins, out, dpi, title)
+    _draw_adafocal_run("correspondence", run, bins, out, dpi, title, force)
 
 
 @plot_app.command(
@@ -158,6 +254,7 @@ def curves(
     split: Annotated[str, typer.Option("--split", help="Metrics of: auto (test when every run has it, else val), "
                                        "val or test.")] = "auto",
     out: OutOption = None,
+    force: ForceOption = False,
     dpi: DpiOption = 150,
     title: TitleOption = None,
 ) -> None:
@@ -167,7 +264,7 @@ def curves(
         histories, losses = plots.curve_inputs(runs)
         return plots.training_curves(histories, split=split, losses=losses, title=title)
 
-    _draw("curves", runs[0], out, dpi, build)
+    _draw("curves", runs, out, dpi, force, build)
 
 
 @plot_app.command(
@@ -184,16 +281,17 @@ def roc(
     = "entropy",
     labels: LabelsOption = None,
     out: OutOption = None,
+    force: ForceOption = False,
     dpi: DpiOption = 150,
     title: TitleOption = None,
 ) -> None:
     from adacal import plots
 
     def build() -> Any:
-        items = plots.roc_inputs(reports, plots.parse_labels(labels, len(reports)))
+        items = plots.roc_inputs(reports, parse_labels(labels, len(reports)))
         return plots.roc_curves(items, score=score, title=title)
 
-    _draw("roc", reports[0], out, dpi, build)
+    _draw("roc", reports, out, dpi, force, build)
 
 
 def register(app: typer.Typer) -> None:

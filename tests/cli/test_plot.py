@@ -11,6 +11,8 @@ from typer.testing import CliRunner
 from adacal import plots
 from adacal.arrays import softmax
 from adacal.cli import app
+from adacal.cli import plot as plot_cli
+from adacal.errors import InputError
 from adacal.metrics.binning import bin_statistics
 from adacal.predictions import Predictions, save_split_predictions
 from adacal.reports import make_report, write_json
@@ -124,11 +126,12 @@ def _bar_heights(fig):
     return heights
 
 
-def test_reliability_of_run_folders_defaults_into_the_first_run(runs, captured):
+def test_reliability_of_run_folders_goes_to_a_comparison_name(runs, captured):
     result = _ok(["reliability", str(runs["ce"]), str(runs["adafocal"]), "--binning", "equal-mass", "--n-bins", "10",
                   "--dpi", "40"])
-    out = runs["ce"] / "plots" / "reliability.png"
+    out = runs["ce"].parent / "plots" / "compare-reliability-ce-adafocal.png"
     assert out.read_bytes().startswith(PNG) and str(out) in result.stdout
+    assert not (runs["ce"] / "plots" / "reliability.png").exists()  # the single run's figure is not touched
     (fig,) = captured
     expected = [_stats(runs[name], "equal-mass", 10).accuracy for name in ("ce", "adafocal")]
     np.testing.assert_array_equal(_bar_heights(fig), expected)
@@ -145,7 +148,7 @@ def test_reliability_of_predictions_file_and_evaluate_json(runs, tmp_path, captu
         "bins": {"equal_width": stats.to_dict(), "equal_mass": _stats(runs["ce"], "equal-mass").to_dict()}}))
     _ok(["reliability", str(predictions), str(evaluate), "--labels", "file,report", "--title", "Two inputs",
          "--dpi", "30"])
-    assert (tmp_path / "preds-reliability.png").read_bytes().startswith(PNG)  # default: beside the first input
+    assert (tmp_path / "plots" / "compare-reliability-preds-eval.png").read_bytes().startswith(PNG)
     np.testing.assert_array_equal(_bar_heights(captured[0]), [stats.accuracy, stats.accuracy])
     titles = [ax.get_title() for ax in captured[0].axes if ax.get_label().startswith("reliability:")]
     assert [t.split("\n")[0] for t in titles] == ["file", "report"]
@@ -175,6 +178,8 @@ def test_reliability_with_calibrated_adds_the_calibrated_panel(runs, tmp_path, c
         "calibrators": {"temperature": {"params": {}, "calibrator": calibrator.to_dict()}}, "best": "temperature"}))
     _ok(["reliability", str(runs["ce"]), "--calibrated", str(tmp_path / "calibrate.json"),
          "--out", str(tmp_path / "cal.png"), "--dpi", "30"])
+    _ok(["reliability", str(runs["ce"]), "--calibrated", str(tmp_path / "calibrate.json"), "--dpi", "30"])
+    assert (runs["ce"] / "plots" / "reliability-calibrated.png").is_file()  # not the plain diagram's name
     probs = np.asarray(calibrator.transform(test_logits), dtype=np.float64)
     expected = bin_statistics(probs.max(axis=1), probs.argmax(axis=1) == test_labels).accuracy
     heights = _bar_heights(captured[0])
@@ -242,6 +247,22 @@ def test_bad_input_is_one_line_error_and_writes_nothing(runs, tmp_path, args, ma
     assert re.search(match, message), message
     assert list(tmp_path.iterdir()) == []
     assert _files(runs["ce"].parent) == before
+
+
+def test_parse_bins_and_labels():
+    assert plot_cli.parse_bins("0, 7,14") == [0, 7, 14] and plot_cli.parse_bins(None) is None
+    with pytest.raises(InputError, match="--bins"):
+        plot_cli.parse_bins("0,seven")
+    assert plot_cli.parse_labels("a,b", 2) == ["a", "b"]
+    with pytest.raises(InputError, match="--labels"):
+        plot_cli.parse_labels("a,b", 3)
+
+
+def test_check_dpi():
+    assert plot_cli.check_dpi(150) == 150
+    for bad in (0, 9, 2401, True, 1.5):
+        with pytest.raises(InputError, match="--dpi"):
+            plot_cli.check_dpi(bad)
 
 
 def _files(root):

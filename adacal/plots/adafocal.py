@@ -1,0 +1,272 @@
+"""AdaFocal's figures from a run's history: γ dynamics per validation bin (the paper's figure 5) and the
+correspondence of C_train with C_val and A_val (figure 2).
+
+Axes carry the labels "error:bin-<i>", "gamma:bin-<i>", "edges:bin-<i>" and "confidence:bin-<i>".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from adacal.errors import InputError
+from adacal.plots.style import (
+    _BAND_COLOR,
+    _E_COLOR,
+    _GAMMA_COLOR,
+    _REFERENCE,
+    _finite,
+    _marker,
+    _new_figure,
+    _percent,
+    _style,
+    _title,
+)
+
+if TYPE_CHECKING:  # pragma: no cover - typing only; matplotlib is imported inside the functions
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+
+@dataclass(frozen=True)
+class AdaFocalSeries:
+    """AdaFocal's per-validation-bin state over training, stacked from history records.
+
+    `update_epochs` (U,) places every γ-update on the epoch axis (several updates in epoch k sit at k − 1 + j/u);
+    `edges` (U, M + 1), `gammas`, `val_confidence`, `val_accuracy`, `counts` (U, M) are the update records;
+    `train_epochs` (E,), `train_confidence`, `train_counts` (E, M) are C_train per epoch (absent → empty).
+    """
+
+    update_epochs: np.ndarray
+    edges: np.ndarray
+    gammas: np.ndarray
+    val_confidence: np.ndarray
+    val_accuracy: np.ndarray
+    counts: np.ndarray
+    train_epochs: np.ndarray
+    train_confidence: np.ndarray
+    train_counts: np.ndarray
+
+    @property
+    def n_bins(self) -> int:
+        return int(self.gammas.shape[1])
+
+    @property
+    def calibration_error(self) -> np.ndarray:
+        """E_val,i = C_val,i − A_val,i per update and bin (NaN for bins with no validation sample)."""
+        error = self.val_confidence - self.val_accuracy
+        return np.where(self.counts > 0, error, np.nan)
+
+
+def _stack(rows: list[Any], width: int, what: str) -> np.ndarray:
+    array = np.full((len(rows), width), np.nan)
+    for r, row in enumerate(rows):
+        values = _finite(row)
+        if values.size != width:
+            raise InputError(f"Expected every AdaFocal {what} in the history to have {width} entries, got {values.size}.")
+        array[r] = values
+    return array
+
+
+def adafocal_series(history: Sequence[Mapping[str, Any]]) -> AdaFocalSeries:
+    """Stack the "adafocal" entries of a training history; a history without them is an InputError."""
+    epochs, updates, train_epochs, train_rows = [], [], [], []
+    for record in history:
+        block = record.get("adafocal")
+        if not isinstance(block, Mapping):
+            continue
+        epoch = float(record["epoch"])
+        records = list(block.get("updates") or [])
+        for j, update in enumerate(records, start=1):
+            epochs.append(epoch - 1.0 + j / len(records))
+            updates.append(update)
+        if block.get("train_confidence") is not None:
+            train_epochs.append(epoch)
+            train_rows.append((block["train_confidence"], block.get("train_counts")))
+    if not updates:
+        raise InputError("Expected the training history to hold AdaFocal γ-updates (an 'adafocal' entry), found none.")
+    try:
+        m = len(updates[0]["gammas"])
+        gammas = _stack([u["gammas"] for u in updates], m, "gammas")
+        edges = _stack([u["edges"] for u in updates], m + 1, "edges")
+        confidence = _stack([u["val_confidence"] for u in updates], m, "val_confidence")
+        accuracy = _stack([u["val_accuracy"] for u in updates], m, "val_accuracy")
+        counts = _stack([u.get("counts", [1] * m) for u in updates], m, "counts")
+    except (KeyError, TypeError) as exc:
+        raise InputError(f"Expected every AdaFocal update record to hold edges, gammas, val_confidence, val_accuracy; "
+                         f"missing {exc}.") from None
+    train_confidence = _stack([row[0] for row in train_rows], m, "train_confidence")
+    train_counts = _stack([row[1] if row[1] is not None else [1] * m for row in train_rows], m, "train_counts")
+    return AdaFocalSeries(
+        update_epochs=np.asarray(epochs, dtype=np.float64),
+        edges=edges,
+        gammas=gammas,
+        val_confidence=confidence,
+        val_accuracy=accuracy,
+        counts=counts,
+        train_epochs=np.asarray(train_epochs, dtype=np.float64),
+        train_confidence=train_confidence,
+        train_counts=train_counts,
+    )
+
+
+def check_bins(bins: Sequence[int] | None, n_bins: int) -> list[int]:
+    """The bins to draw: all when None; each must be an index in [0, n_bins)."""
+    if bins is None:
+        return list(range(n_bins))
+    chosen = []
+    for b in bins:
+        if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not 0 <= b < n_bins:
+            raise InputError(f"Expected --bins to be bin indices in [0, {n_bins - 1}], got {b!r}.")
+        if int(b) not in chosen:
+            chosen.append(int(b))
+    if not chosen:
+        raise InputError("Expected --bins to name at least one bin, got none.")
+    return chosen
+
+
+def _panel_grid(fig: Figure, n: int, rows_per_panel: list[float], max_cols: int = 5) -> list[list[Any]]:
+    """Gridspec cells for n panels, each split vertically in the given height ratios."""
+    ncols = min(n, max_cols)
+    nrows = math.ceil(n / ncols)
+    outer = fig.add_gridspec(nrows, ncols)
+    cells = []
+    for k in range(n):
+        inner = outer[k // ncols, k % ncols].subgridspec(len(rows_per_panel), 1, height_ratios=rows_per_panel,
+                                                         hspace=0.05)
+        cells.append([inner[r, 0] for r in range(len(rows_per_panel))])
+    return cells
+
+
+def _panel_size(n: int, max_cols: int = 5) -> tuple[int, int]:
+    ncols = min(n, max_cols)
+    return ncols, math.ceil(n / ncols)
+
+
+
+def gamma_dynamics(
+    history: Sequence[Mapping[str, Any]],
+    bins: Sequence[int] | None = None,
+    *,
+    title: str | None = None,
+) -> Figure:
+    """AdaFocal's dynamics per validation bin (the paper's figure 5): a panel per bin with, stacked on one epoch axis,
+    E_val,i = C_val,i − A_val,i (%, zero line dashed), γ_t (a dotted zero line where it goes negative: inverse focal)
+    and the bin's boundaries as a shaded band."""
+    series = adafocal_series(history)
+    chosen = check_bins(bins, series.n_bins)
+    x = series.update_epochs
+    error = 100.0 * series.calibration_error
+    ncols, nrows = _panel_size(len(chosen))
+    with _style():
+        fig = _new_figure(3.2 * ncols + 0.3, 3.7 * nrows + 0.5)
+        fig.get_layout_engine().set(hspace=0.0, h_pad=0.03)
+        cells = _panel_grid(fig, len(chosen), [1.9, 1.3, 1.0])
+        first = None
+        handles: dict[str, Any] = {}
+        for k, b in enumerate(chosen):
+            ax = fig.add_subplot(cells[k][0], sharex=first, label=f"error:bin-{b}")
+            first = first or ax
+            gamma_ax = fig.add_subplot(cells[k][1], sharex=first, label=f"gamma:bin-{b}")
+            edge_ax = fig.add_subplot(cells[k][2], sharex=first, label=f"edges:bin-{b}")
+            ax.axhline(0.0, color=_REFERENCE, linestyle="--", linewidth=0.9, label="E = 0", zorder=1)
+            ax.plot(x, error[:, b], color=_E_COLOR, label=r"$E_{val,i} = C_{val,i} - A_{val,i}$", zorder=3,
+                    **_marker(x.size))
+            ax.set_title(f"Bin {b}")
+            gammas = series.gammas[:, b]
+            gamma_ax.plot(x, gammas, color=_GAMMA_COLOR, linestyle="-", label=r"$\gamma_t$", zorder=3,
+                          **_marker(x.size))
+            if np.nanmin(gammas) < 0:
+                gamma_ax.axhline(0.0, color=_BAND_COLOR, linestyle=":", linewidth=1.2, zorder=1,
+                                 label=r"$\gamma = 0$ (below: inverse focal)")
+            lower, upper = series.edges[:, b], series.edges[:, b + 1]
+            edge_ax.fill_between(x, lower, upper, color=_BAND_COLOR, alpha=0.45, linewidth=0, label="Bin boundaries")
+            edge_ax.plot(x, lower, color=_BAND_COLOR, linewidth=0.9)
+            edge_ax.plot(x, upper, color=_BAND_COLOR, linewidth=0.9)
+            _percent(edge_ax.yaxis)
+            for panel in (ax, gamma_ax, edge_ax):
+                handles.update((label, h) for h, label in zip(*panel.get_legend_handles_labels()))
+            if k % ncols == 0:
+                ax.set_ylabel(r"$E_{val}$ (%)")
+                gamma_ax.set_ylabel(r"$\gamma_t$")
+                edge_ax.set_ylabel("Bin edges (%)")
+            for panel in (ax, gamma_ax):
+                panel.tick_params(axis="x", labelbottom=False)
+            if k >= len(chosen) - ncols:
+                edge_ax.set_xlabel("Epoch")
+            else:
+                edge_ax.tick_params(labelbottom=False)
+        order = [r"$E_{val,i} = C_{val,i} - A_{val,i}$", "E = 0", r"$\gamma_t$", r"$\gamma = 0$ (below: inverse focal)",
+                 "Bin boundaries"]
+        labels = [label for label in order if label in handles]
+        fig.legend([handles[label] for label in labels], labels, loc="outside lower center", ncols=len(labels),
+                   frameon=False)
+        _title(fig, title, default="AdaFocal: calibration error and γ per validation bin")
+    return fig
+
+
+def correspondence(
+    history: Sequence[Mapping[str, Any]],
+    bins: Sequence[int] | None = None,
+    *,
+    title: str | None = None,
+) -> Figure:
+    """C_train (solid) against C_val (dashed) and A_val (dotted) per validation bin over epochs (the paper's figure 2,
+    common binning); the shaded band is the validation bin's boundaries. Bins without samples leave a gap.
+
+    Every series sits at the epoch it was measured in: C_train of epoch k over the training samples seen during
+    epoch k (binned by the boundaries the previous γ-update set), C_val and A_val at the γ-update ending epoch k."""
+    series = adafocal_series(history)
+    if series.train_epochs.size == 0:
+        raise InputError("Expected the training history to hold AdaFocal's train_confidence (C_train), found none.")
+    chosen = check_bins(bins, series.n_bins)
+    x_val = series.update_epochs
+    x_train = series.train_epochs
+    c_train = np.where(series.train_counts > 0, series.train_confidence, np.nan)
+    c_val = np.where(series.counts > 0, series.val_confidence, np.nan)
+    a_val = np.where(series.counts > 0, series.val_accuracy, np.nan)
+    ncols, nrows = _panel_size(len(chosen))
+    with _style():
+        fig = _new_figure(3.2 * ncols + 0.3, 2.7 * nrows + 0.5)
+        cells = _panel_grid(fig, len(chosen), [1.0])
+        first = None
+        for k, b in enumerate(chosen):
+            ax = fig.add_subplot(cells[k][0], sharex=first, label=f"confidence:bin-{b}")
+            first = first or ax
+            ax.fill_between(x_val, series.edges[:, b], series.edges[:, b + 1], color=_BAND_COLOR, alpha=0.25,
+                            linewidth=0, label="Validation-bin boundaries", zorder=1)
+            ax.plot(x_train, c_train[:, b], color=_GAMMA_COLOR, linestyle="-", label=r"$C_{train}$", zorder=3,
+                    **_marker(x_train.size))
+            ax.plot(x_val, c_val[:, b], color=_E_COLOR, linestyle="--", label=r"$C_{val}$", zorder=4)
+            ax.plot(x_val, a_val[:, b], color=_REFERENCE, linestyle=":", linewidth=1.8, label=r"$A_{val}$", zorder=4)
+            ax.set_title(f"Bin {b}")
+            _limit_to_lines(ax, c_train[:, b], c_val[:, b], a_val[:, b])
+            _percent(ax.yaxis)
+            if k % ncols == 0:
+                ax.set_ylabel("Confidence / accuracy (%)")
+            if k >= len(chosen) - ncols:
+                ax.set_xlabel("Epoch")
+            else:
+                ax.tick_params(labelbottom=False)
+        handles, labels = first.get_legend_handles_labels()
+        order = [1, 2, 3, 0]
+        fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center",
+                   ncols=4, frameon=False)
+        _title(fig, title, default=r"Correspondence of $C_{train}$ and $C_{val}$ per validation bin")
+    return fig
+
+
+def _limit_to_lines(ax: Axes, *series: np.ndarray) -> None:
+    """Scale the y axis to the plotted series (not the shaded band, which may run from 0 or to 1)."""
+    values = np.concatenate([np.asarray(s, dtype=np.float64) for s in series])
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return
+    low, high = float(values.min()), float(values.max())
+    pad = max(0.08 * (high - low), 0.005)
+    ax.set_ylim(max(0.0, low - pad), min(1.0 + pad / 2, high + pad))
+

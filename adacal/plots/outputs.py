@@ -1,0 +1,160 @@
+"""Where `adacal plot` writes, and what it may replace there.
+
+- **Default names.** One input: `<run>/plots/<kind>.png` for a run folder (or a file inside one), else
+  `<input stem>-<kind>.png` beside the input. Several inputs (a comparison): `plots/compare-<kind>-<names>.png` in
+  the folder that holds all the inputs, so a comparison never lands on a single run's figure. The names are the
+  inputs' run-folder names or file stems; when they repeat or run long, a hash of the inputs' paths stands in.
+- **Replacing.** Every figure `adacal plot` writes records its kind in the file's metadata (PNG `Comment`, SVG
+  `dc:description`, PDF `Subject`: "adacal plot <kind>"). An existing output is replaced only when it is a figure of
+  the same kind (drawing a figure again updates it); any other file — another kind's figure, a figure from elsewhere,
+  a file whose kind cannot be read — is refused unless `force`.
+- **Temp files.** Figures are written to a temp file beside the target and renamed (`adacal.reports.atomic_write`:
+  `.<name>.<8 random characters>.tmp`); the writer holds an exclusive `flock` on it while writing. A plot killed
+  mid-write leaves its temp file unlocked, and the next figure saved into that folder deletes such files; temp files
+  that another live writer holds locked are left alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+from adacal.errors import InputError
+from adacal.runs import find_run_folder, require_run_folder
+
+try:  # flock is POSIX; elsewhere stale temp files are simply not cleaned
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+KIND_PREFIX = "adacal plot "
+_MAX_NAMES_LENGTH = 80
+_HEAD_BYTES = 64 * 1024
+_KIND_PATTERNS = {
+    "png": re.compile(rb"tEXtComment\x00adacal plot ([a-z-]+)"),
+    "svg": re.compile(rb"<dc:description>adacal plot ([a-z-]+)</dc:description>"),
+    "pdf": re.compile(rb"/Subject \(adacal plot ([a-z-]+)\)"),
+}
+# atomic_write's temp names for figures: "." + target name + "." + mkstemp's 8 characters + ".tmp".
+_TEMP_NAME = re.compile(r"^\..+\.(png|svg|pdf)\.[a-z0-9_]{8}\.tmp$", re.IGNORECASE)
+
+
+def default_output(path: str | os.PathLike, kind: str) -> Path:
+    """Where a figure of one input goes by default: `<run>/plots/<kind>.png` for a run folder, else
+    `<stem>-<kind>.png` beside the input."""
+    path = Path(path)
+    if path.is_dir():
+        return require_run_folder(path).plots / f"{kind}.png"
+    return path.with_name(f"{path.stem}-{kind}.png")
+
+
+def _input_name(path: Path) -> str:
+    run = find_run_folder(path) if path.exists() else None
+    name = run.root.name if run is not None else path.stem
+    return re.sub(r"[^A-Za-z0-9._+]+", "_", name).strip("._") or "input"
+
+
+def comparison_output(paths: Sequence[str | os.PathLike], kind: str) -> Path:
+    """Where a figure comparing several inputs goes by default: `<common folder>/plots/compare-<kind>-<names>.png`."""
+    paths = [Path(p) for p in paths]
+    resolved = [p.resolve() for p in paths]
+    common = Path(os.path.commonpath([str(p) for p in resolved]))
+    if common in resolved and not common.is_dir():
+        common = common.parent
+    folder = common / "plots"
+    names = [_input_name(p) for p in paths]
+    joined = "-".join(names)
+    if len(set(names)) == len(names) and len(joined) <= _MAX_NAMES_LENGTH:
+        return folder / f"compare-{kind}-{joined}.png"
+    digest = hashlib.sha256("\0".join(str(p) for p in resolved).encode("utf-8", "surrogateescape")).hexdigest()[:10]
+    return folder / f"compare-{kind}-{len(paths)}-inputs-{digest}.png"
+
+
+def figure_kind(path: str | os.PathLike) -> str | None:
+    """The kind ("reliability", "gamma", ...) that `adacal plot` recorded in the figure at `path`; None when the file
+    is not a figure adacal plot wrote (or its metadata cannot be read)."""
+    from adacal.plots.style import FORMATS
+
+    path = Path(path)
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_HEAD_BYTES)
+            size = os.fstat(handle.fileno()).st_size
+            tail = b""
+            if size > _HEAD_BYTES:
+                handle.seek(max(_HEAD_BYTES, size - _HEAD_BYTES))
+                tail = handle.read()
+    except OSError:
+        return None
+    match = _KIND_PATTERNS[fmt].search(head) or _KIND_PATTERNS[fmt].search(tail)
+    return match.group(1).decode("ascii") if match else None
+
+
+def check_replace(path: str | os.PathLike, kind: str, *, force: bool = False) -> None:
+    """Refuse (InputError) to write a `kind` figure over an existing file that is not a `kind` figure, unless `force`.
+
+    A directory is always refused; a path that exists but is neither a regular file nor a directory (a FIFO, a
+    device) is left to the writer, and never opened here."""
+    path = Path(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InputError(f"Cannot write {path}: {exc.strerror or exc}.") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(f"Expected the output {path} to be a file, but it is a folder.")
+    if force or not stat.S_ISREG(info.st_mode):
+        return
+    found = figure_kind(path)
+    if found == kind:
+        return
+    what = f"a '{found}' figure" if found else "a file that adacal plot did not draw"
+    raise InputError(f"{path} already exists and is {what}; give another --out, or --force to replace it.")
+
+
+def lock_for_writing(handle: object) -> None:
+    """Hold an exclusive lock on a temp file being written, so `clean_stale_temp_files` leaves it alone."""
+    if fcntl is not None:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # type: ignore[attr-defined]
+
+
+def clean_stale_temp_files(folder: str | os.PathLike) -> list[Path]:
+    """Delete figure temp files in `folder` that no live writer holds (a killed plot's leftovers); return them."""
+    folder = Path(folder)
+    removed: list[Path] = []
+    if fcntl is None:  # pragma: no cover - Windows
+        return removed
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not _TEMP_NAME.match(entry.name):
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # a live writer holds it
+        else:
+            try:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+            except OSError:
+                pass
+        finally:
+            os.close(fd)
+    return removed

@@ -1,0 +1,333 @@
+"""What `adacal plot` reads: run folders, their history.jsonl, predictions files and evaluate/calibrate/ood reports.
+
+Each function checks everything it can before returning, so the CLI can fail with one line before drawing or writing
+anything. Reading a run's history belongs beside the run-folder code (`adacal.runs`); it lives here until it moves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adacal.errors import InputError
+from adacal.metrics.binning import BinStatistics
+from adacal.plots.reliability_diagrams import ReliabilityPanel
+from adacal.plots.roc import RocInput
+from adacal.plots.style import _colors_for, _finite, display_name
+from adacal.predictions import load_predictions
+from adacal.reports import read_report
+from adacal.runs import (
+    CALIBRATE_FILE,
+    HISTORY_FILE,
+    PREDICTIONS_FILE,
+    is_run_folder,
+    require_run_folder,
+)
+
+
+def load_history(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """The per-epoch records of a run's history.jsonl (one JSON object per line, blank lines skipped)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"Expected a training history at {path}, but it does not exist.")
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            raise InputError(f"Expected line {number} of {path} to be a JSON object, but it could not be parsed.") from None
+        if not isinstance(record, dict) or "epoch" not in record:
+            raise InputError(f"Expected line {number} of {path} to be an epoch record with an 'epoch' key.")
+        records.append(record)
+    if not records:
+        raise InputError(f"Expected {path} to hold at least one epoch record, but it is empty.")
+    return records
+
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """A run folder and what its config.json says about it."""
+
+    root: Path
+    config: Mapping[str, Any]
+
+    def option(self, name: str, default: str = "?") -> str:
+        value = self.config.get(name)
+        return default if value is None else str(value)
+
+    @property
+    def loss(self) -> str:
+        return self.option("loss")
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        return load_history(self.root / HISTORY_FILE)
+
+
+def read_run(path: str | os.PathLike) -> RunInfo:
+    """The run folder at (or holding) `path`, with its resolved training options."""
+    run = require_run_folder(path)
+    report = read_report(run.config, kind="train-config")
+    config = report.get("config")
+    if not isinstance(config, Mapping):
+        raise InputError(f"Expected {run.config} to hold the training options under 'config'.")
+    return RunInfo(root=run.root, config=config)
+
+
+def read_adafocal_run(path: str | os.PathLike, command: str = "gamma") -> tuple[RunInfo, list[dict[str, Any]]]:
+    """A run trained with AdaFocal and its history; any other loss is an InputError naming it."""
+    info = read_run(path)
+    if info.loss != "adafocal":
+        raise InputError(f"{path} was trained with --loss {info.loss}; plot {command} needs an adafocal run.")
+    return info, info.history
+
+
+def _unique(labels: list[str], details: list[tuple[str, ...]]) -> list[str]:
+    """Tell apart labels that would otherwise repeat: each input offers details in order of preference (model,
+    dataset, seed, folder), and a repeated label gets the first detail that differs between all its inputs."""
+    final = list(labels)
+    for label in {label for label in labels if labels.count(label) > 1}:
+        group = [i for i, other in enumerate(labels) if other == label]
+        width = max(len(details[i]) for i in group)
+        options = [[details[i][k] if k < len(details[i]) else "" for i in group] for k in range(width)]
+        chosen = next((values for values in options if len(set(values)) == len(group) and all(values)), None)
+        if chosen is None:
+            continue
+        for i, detail in zip(group, chosen):
+            final[i] = f"{label} ({detail})"
+    return final
+
+
+def _run_details(info: RunInfo | None, path: Path) -> tuple[str, ...]:
+    if info is None:
+        return (path.parent.name, path.name, str(path))
+    seed = info.config.get("seed")
+    return (info.option("model", ""), info.option("dataset", ""), "" if seed is None else f"seed {seed}",
+            info.root.name, path.name)
+
+
+def _run_label(info: RunInfo) -> str:
+    return display_name(info.loss) if info.loss != "?" else info.root.name
+
+
+def _evaluate_bins(path: Path, binning: str, n_bins: int | None) -> tuple[BinStatistics, Any]:
+    report = read_report(path, kind="evaluate")
+    results = report["results"]
+    bins = results.get("bins") if isinstance(results, Mapping) else None
+    key = binning.replace("-", "_")
+    if not isinstance(bins, Mapping) or not isinstance(bins.get(key), Mapping):
+        raise InputError(f"Expected {path} to hold results.bins.{key} (bin statistics), found none.")
+
+    def stats(entry: Mapping[str, Any]) -> BinStatistics:
+        try:
+            result = BinStatistics(
+                edges=_finite(entry["edges"]),
+                counts=np.asarray(entry["counts"], dtype=np.int64),
+                mean_confidence=_finite(entry["mean_confidence"]),
+                accuracy=_finite(entry["accuracy"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            raise InputError(f"Expected the bins in {path} to hold edges, counts, mean_confidence and accuracy.") from None
+        m = result.counts.size
+        if result.edges.size != m + 1 or result.mean_confidence.size != m or result.accuracy.size != m:
+            raise InputError(f"Expected the bins in {path} to have M + 1 edges and M values per statistic.")
+        return result
+
+    chosen = stats(bins[key])
+    if n_bins is not None and n_bins != chosen.n_bins:
+        raise InputError(
+            f"{path} holds {chosen.n_bins} {binning} bins; --n-bins {n_bins} needs a predictions file or run folder."
+        )
+    histogram = stats(bins["equal_width"]) if isinstance(bins.get("equal_width"), Mapping) else None
+    return chosen, histogram
+
+
+def _load_calibrator(path: Path, method: str) -> tuple[Any, str]:
+    """The calibrator `method` ("best": the report's pick) stored in a calibrate.json, rebuilt from its dict."""
+    if path.is_dir():
+        path = require_run_folder(path).report(CALIBRATE_FILE)
+    report = read_report(path, kind="calibrate")
+    results = report["results"]
+    stored = results.get("calibrators") if isinstance(results, Mapping) else None
+    if not isinstance(stored, Mapping) or not stored:
+        raise InputError(f"Expected {path} to hold fitted calibrators under results.calibrators, found none.")
+    name = results.get("best") if method == "best" else method
+    if name not in stored:
+        raise InputError(f"Expected calibrator '{name}' in {path}; it has: {', '.join(sorted(stored))}.")
+    entry = stored[name]
+    state = entry.get("calibrator") if isinstance(entry, Mapping) else None
+    if not isinstance(state, Mapping):
+        raise InputError(f"Expected {path} to store calibrator '{name}' as a dict under 'calibrator'.")
+    from adacal.calibrators import Calibrator
+
+    params = entry.get("params") if isinstance(entry.get("params"), Mapping) else {}
+    temperature = params.get("temperature")
+    described = f"{name} (T = {temperature:.2f})" if isinstance(temperature, (int, float)) else str(name)
+    return Calibrator.from_dict(dict(state)), described
+
+
+def _panel_from_scores(
+    label: str, probs: np.ndarray, labels: np.ndarray, binning: str, n_bins: int, bands: Mapping[str, Any]
+) -> ReliabilityPanel:
+    from adacal.metrics.binning import bin_statistics
+    from adacal.plots.bands import reliability_bands
+
+    confidences = probs.max(axis=1)
+    correct = (probs.argmax(axis=1) == labels).astype(np.float64)
+    stats = bin_statistics(confidences, correct, n_bins=n_bins, binning=binning)
+    histogram = stats if binning == "equal-width" else bin_statistics(confidences, correct, n_bins=n_bins)
+    band = reliability_bands(bands["kind"], confidences, correct, stats.edges, level=bands["level"],
+                             n_samples=bands["n_samples"], seed=bands["seed"])
+    return ReliabilityPanel(label=label, stats=stats, histogram=histogram, bands=band)
+
+
+def reliability_inputs(
+    paths: Sequence[str | os.PathLike],
+    *,
+    binning: str = "equal-width",
+    n_bins: int | None = None,
+    split: str = "test",
+    labels: Sequence[str] | None = None,
+    calibrated: str | os.PathLike | None = None,
+    method: str = "best",
+    bands: str = "none",
+    band_samples: int = 1000,
+    band_level: float = 0.9,
+    seed: int = 0,
+) -> list[ReliabilityPanel]:
+    """Reliability panels from run folders, predictions files (.npz/.pt) or evaluate.json reports.
+
+    With `calibrated` (a calibrate.json) the one input must hold logits: its panel is followed by a panel of the
+    same predictions after the stored calibrator (`method`, default the report's best). `bands` ("consistency",
+    "bootstrap" or "none"; see `adacal.plots.bands`) needs per-sample predictions, not an evaluate.json.
+    """
+    from adacal.arrays import looks_like_probs, to_probs
+    from adacal.metrics.binning import BINNINGS, check_n_bins
+    from adacal.plots.bands import check_band_options
+
+    kind, band_samples, band_level = check_band_options(bands, band_samples, band_level)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InputError(f"Expected --seed to be a non-negative integer, got {seed!r}.")
+    band_options = {"kind": kind, "n_samples": band_samples, "level": band_level, "seed": seed}
+
+    if binning not in BINNINGS:
+        raise InputError(f"Expected --binning to be one of {', '.join(BINNINGS)}, got {binning!r}.")
+    if n_bins is not None and (isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 1):
+        raise InputError(f"Expected --n-bins to be a positive integer, got {n_bins!r}.")
+    if split not in ("val", "test"):
+        raise InputError(f"Expected --split to be val or test, got {split!r}.")
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise InputError("Expected at least one INPUT (run folder, predictions file or evaluate.json), got none.")
+    if labels is not None and len(labels) != len(paths):
+        raise InputError(f"Expected one label per INPUT ({len(paths)}), got {len(labels)}.")
+    if calibrated is not None and len(paths) != 1:
+        raise InputError(f"Expected exactly one INPUT with --calibrated (its calibrator fits one model), got {len(paths)}.")
+    for path in paths:
+        if not path.exists():
+            raise InputError(f"Expected INPUT {path} to be a run folder, predictions file or evaluate.json, "
+                             "but it does not exist.")
+    bins = check_n_bins(15 if n_bins is None else n_bins)
+    calibrator = _load_calibrator(Path(calibrated), method) if calibrated is not None else None
+
+    panels: list[ReliabilityPanel] = []
+    names, details = [], []
+    for path in paths:
+        run_root = path if path.is_dir() else (path.parent if is_run_folder(path.parent) else None)
+        info = read_run(run_root) if run_root is not None else None
+        names.append(_run_label(info) if info is not None else path.stem)
+        details.append(_run_details(info, path))
+        if path.is_dir():
+            path = require_run_folder(path).predictions
+            if not path.is_file():
+                raise InputError(f"Expected the run folder {path.parent} to hold {PREDICTIONS_FILE}, but it does not.")
+        if path.suffix.lower() == ".json":
+            if calibrator is not None:
+                raise InputError(f"--calibrated needs logits, but {path} holds only bin statistics; give predictions.")
+            if kind != "none":
+                raise InputError(f"--bands {kind} needs per-sample predictions, but {path} holds only bin statistics; "
+                                 "give a run folder or predictions file.")
+            stats, histogram = _evaluate_bins(path, binning, n_bins)
+            panels.append(ReliabilityPanel(label="", stats=stats, histogram=histogram))
+            continue
+        predictions = load_predictions(path, split=split)
+        probs, _ = to_probs(predictions.logits)
+        panels.append(_panel_from_scores("", probs, predictions.labels, binning, bins, band_options))
+        if calibrator is not None:
+            if looks_like_probs(predictions.logits):
+                raise InputError(f"--calibrated needs logits, but {path} holds probabilities.")
+            fitted, name = calibrator
+            calibrated_probs = np.asarray(fitted.transform(predictions.logits), dtype=np.float64)
+            panels.append(_panel_from_scores("", calibrated_probs, predictions.labels, binning, bins,
+                                             band_options))
+            names.append(f"{names[-1]} + {name}")
+            details.append(details[-1])
+    if labels is not None:
+        final = list(labels) if calibrator is None else [labels[0], f"{labels[0]} + {calibrator[1]}"]
+    else:
+        final = _unique(names, details)
+    colors = _colors_for([(panel_name.split(" + ")[0]) for panel_name in names])
+    return [
+        ReliabilityPanel(label=label, stats=panel.stats, histogram=panel.histogram, color=color, bands=panel.bands)
+        for label, panel, color in zip(final, panels, colors)
+    ]
+
+
+def curve_inputs(paths: Sequence[str | os.PathLike]) -> tuple[dict[str, list[list[dict[str, Any]]]], dict[str, str]]:
+    """Histories grouped by (dataset, model, loss) — seeds of one setting form one group — and each group's loss."""
+    if not paths:
+        raise InputError("Expected at least one RUN folder, got none.")
+    infos = [read_run(p) for p in paths]
+    keys = [(i.option("dataset"), i.option("model"), i.loss) for i in infos]
+    several_models = len({k[1] for k in keys}) > 1
+    several_datasets = len({k[0] for k in keys}) > 1
+    groups: dict[tuple[str, str, str], list[list[dict[str, Any]]]] = {}
+    for info, key in zip(infos, keys):
+        groups.setdefault(key, []).append(info.history)
+    runs: dict[str, list[list[dict[str, Any]]]] = {}
+    losses: dict[str, str] = {}
+    for (dataset, model, loss), histories in groups.items():
+        parts = [display_name(loss)] + ([model] if several_models else []) + ([dataset] if several_datasets else [])
+        label = " · ".join(parts)
+        runs[label] = histories
+        losses[label] = loss
+    return runs, losses
+
+
+def _ood_reports(path: Path) -> list[Path]:
+    """The OOD reports a ROC input names: the file itself, or every OOD report of a run folder."""
+    if not path.is_dir():
+        return [path]
+    from adacal.ood import run_ood_reports
+
+    return run_ood_reports(path)
+
+
+def roc_inputs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None = None) -> list[RocInput]:
+    """OOD reports (ood.json or ood-<set>.json, or run folders holding them), labelled by their run's loss where
+    there is a run; a label given for a run folder applies to each of its reports."""
+    if not paths:
+        raise InputError("Expected at least one ood.json, got none.")
+    if labels is not None and len(labels) != len(paths):
+        raise InputError(f"Expected one label per OOD_JSON ({len(paths)}), got {len(labels)}.")
+    expanded = [(report, k) for k, path in enumerate(map(Path, paths)) for report in _ood_reports(path)]
+    items, names, details, losses = [], [], [], []
+    for path, _ in expanded:
+        report = read_report(path, kind="ood")
+        info = read_run(path.parent) if is_run_folder(path.parent) else None
+        loss = info.loss if info is not None else str(report.get("config", {}).get("loss") or "")
+        names.append(display_name(loss) if loss and loss != "?" else path.stem)
+        details.append(_run_details(info, path))
+        losses.append(loss or None)
+        items.append(report["results"])
+    final = [labels[k] for _, k in expanded] if labels is not None else _unique(names, details)
+    return [RocInput(label=label, results=results, loss=loss) for label, results, loss in zip(final, items, losses)]

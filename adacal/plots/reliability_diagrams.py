@@ -1,0 +1,352 @@
+"""Reliability diagrams: accuracy per confidence bin, the gap to the bin's mean confidence, and a histogram of samples.
+
+`reliability_diagram` draws panels of precomputed `BinStatistics` side by side; axes carry the labels
+"reliability:<panel>" and "histogram:<panel>".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from adacal.errors import InputError
+from adacal.metrics.binning import BinStatistics, equal_width_edges
+from adacal.plots.bands import ReliabilityBands
+from adacal.plots.style import (
+    LOSS_COLORS,
+    _GAP_COLOR,
+    _REFERENCE,
+    _colors_for,
+    _new_figure,
+    _percent,
+    _style,
+    _title,
+    plain,
+    wrap_text,
+)
+
+# Bins with fewer samples than this are drawn faded and labelled with their count: their accuracy is mostly noise.
+MIN_BIN_COUNT = 10
+# Above this many bins the histogram's per-bar counts would overlap; the bars alone remain.
+_MAX_COUNT_LABELS = 30
+_BAND_COLOR = "#333333"
+_SPARSE_ALPHA = 0.3
+_DEFAULT_COLOR = LOSS_COLORS["ce"]
+_MIN_LABEL_WIDTH = 0.035
+_PANEL_MARGIN_PT = 24.0
+
+if TYPE_CHECKING:  # pragma: no cover - typing only; matplotlib is imported inside the functions
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+
+@dataclass(frozen=True)
+class ReliabilityPanel:
+    """One reliability diagram: bin statistics, an optional ECE (fraction; computed from the bins when None) and an
+    optional confidence histogram (BinStatistics or (edges, counts); the panel's own bin counts when None) and
+    optional bands around the bin accuracies (`adacal.plots.bands`)."""
+
+    label: str
+    stats: BinStatistics
+    ece: float | None = None
+    histogram: Any = None
+    color: str | None = None
+    bands: ReliabilityBands | None = None
+
+
+def expected_calibration_error(stats: BinStatistics) -> float:
+    """ECE of the bins themselves: the count-weighted mean of |confidence − accuracy| (a fraction)."""
+    return float(np.sum(stats.weights * np.abs(stats.gaps)))
+
+
+def _binning_name(stats: BinStatistics) -> str:
+    edges = np.asarray(stats.edges, dtype=np.float64)
+    uniform = edges.size >= 2 and np.allclose(edges, equal_width_edges(edges.size - 1), atol=1e-12)
+    return "ECE-EW" if uniform else "ECE-EM"
+
+
+def _as_panel(panel: Any) -> ReliabilityPanel:
+    if isinstance(panel, ReliabilityPanel):
+        return panel
+    if isinstance(panel, (tuple, list)) and 2 <= len(panel) <= 4 and isinstance(panel[1], BinStatistics):
+        return ReliabilityPanel(*panel)
+    raise InputError(
+        "Expected each reliability panel to be a ReliabilityPanel or (label, BinStatistics[, ece[, histogram]]), "
+        f"got {type(panel).__name__}."
+    )
+
+
+def _histogram(panel: ReliabilityPanel) -> tuple[np.ndarray, np.ndarray]:
+    source = panel.stats if panel.histogram is None else panel.histogram
+    if isinstance(source, BinStatistics):
+        return np.asarray(source.edges, dtype=np.float64), np.asarray(source.counts, dtype=np.float64)
+    edges, counts = source
+    edges, counts = np.asarray(edges, dtype=np.float64), np.asarray(counts, dtype=np.float64)
+    if edges.ndim != 1 or counts.ndim != 1 or edges.size != counts.size + 1:
+        raise InputError(
+            f"Expected a histogram as edges (M + 1,) and counts (M,), got shapes {edges.shape} and {counts.shape}."
+        )
+    return edges, counts
+
+
+def reliability_diagram(
+    panels: Sequence[ReliabilityPanel | tuple[Any, ...]],
+    *,
+    title: str | None = None,
+    ece_name: str | None = None,
+    min_count: int = MIN_BIN_COUNT,
+) -> Figure:
+    """Reliability diagrams side by side (shared axes), each with the gap to the mean confidence and a histogram.
+
+    Bars are the bin accuracies (heights = `stats.accuracy` exactly), spanning each bin's edges; the hatched "Gap"
+    goes from accuracy to the bin's mean confidence. A panel's `bands` are drawn as an interval at each bin's centre.
+    Bins with fewer than `min_count` samples are faded and labelled "n=<count>" (gid "count:bin-<i>"). The panel
+    title shows the ECE in %. Beneath each diagram: the share of samples per confidence bin (%), each bar labelled
+    with its count (up to 30 bins), with the overall accuracy and mean confidence marked.
+    """
+    panels = [_as_panel(p) for p in panels]
+    if not panels:
+        raise InputError("Expected at least one reliability panel, got none.")
+    min_count = check_min_count(min_count)
+    import matplotlib
+
+    colors = _colors_for([p.label for p in panels])
+    n = len(panels)
+    with _style():
+        fig = _new_figure(max(4.6, 3.3 * n + 0.4), 4.9 if n == 1 else 4.6)
+        grid = fig.add_gridspec(2, n, height_ratios=[3.2, 1.0])
+        first_main = first_hist = None
+        label_width = fig.get_figwidth() * 72.0 / n - _PANEL_MARGIN_PT  # a long label wraps instead of being cut
+        extra: dict[str, Any] = {}  # legend entries that only some diagrams have (bands, sparse bins)
+        top_share = 0.0
+        for k, panel in enumerate(panels):
+            ax = fig.add_subplot(grid[0, k], sharex=first_main, sharey=first_main, label=f"reliability:{k}")
+            hist_ax = fig.add_subplot(grid[1, k], sharex=ax, sharey=first_hist, label=f"histogram:{k}")
+            first_main = first_main or ax
+            first_hist = first_hist or hist_ax
+            color = panel.color or colors[k]
+            extra.update(_draw_reliability(ax, panel.stats, color, bands=panel.bands, min_count=min_count))
+            ece = expected_calibration_error(panel.stats) if panel.ece is None else float(panel.ece)
+            name = ece_name or _binning_name(panel.stats)
+            accuracy, share = _draw_histogram(hist_ax, panel, color)
+            top_share = max(top_share, share)
+            summary = f"{name} {100 * ece:.2f} %" + ("" if accuracy is None else f" · Acc. {100 * accuracy:.1f} %")
+            label = wrap_text(panel.label, label_width, size=matplotlib.rcParams["axes.titlesize"])
+            ax.set_title(f"{label}\n{summary}", parse_math=False)
+            if k == 0:
+                ax.set_ylabel("Accuracy (%)")
+                hist_ax.set_ylabel("Samples (%)")
+            else:
+                ax.tick_params(labelleft=False)
+                hist_ax.tick_params(labelleft=False)
+            ax.tick_params(labelbottom=False)
+            hist_ax.set_xlabel("Confidence (%)")
+        _percent(first_main.xaxis)
+        _percent(first_main.yaxis)
+        first_main.set_xlim(0.0, 1.0)
+        first_main.set_ylim(0.0, 1.0)
+        first_main.set_aspect("auto")
+        first_hist.set_ylim(bottom=0.0)
+        if top_share > 0 and any(_histogram(p)[1].size <= _MAX_COUNT_LABELS for p in panels):
+            first_hist.set_ylim(0.0, 1.6 * top_share)  # room for the rotated counts above the bars
+        handles, labels = first_main.get_legend_handles_labels()
+        hist_handles, hist_labels = first_hist.get_legend_handles_labels()
+        order = [labels.index(name) for name in ("Accuracy", "Gap", "Mean confidence per bin", "Perfect calibration")]
+        fig.legend([handles[i] for i in order] + hist_handles + list(extra.values()),
+                   [labels[i] for i in order] + hist_labels + list(extra), loc="outside lower center",
+                   ncols={1: 2, 2: 3}.get(n, 6), frameon=False)
+        _title(fig, title)
+    return fig
+
+
+def check_min_count(min_count: Any) -> int:
+    if isinstance(min_count, bool) or not isinstance(min_count, (int, np.integer)) or min_count < 0:
+        raise InputError(f"Expected min_count (--min-bin-count) to be a non-negative integer, got {min_count!r}.")
+    return int(min_count)
+
+
+def _draw_reliability(
+    ax: Axes, stats: BinStatistics, color: str, *, bands: ReliabilityBands | None = None,
+    min_count: int = MIN_BIN_COUNT, label_counts: str = "sparse",
+) -> dict[str, Any]:
+    """Draw one diagram into `ax`; return the legend entries beyond the four every diagram has (label → handle).
+
+    `label_counts`: "sparse" labels bins with fewer than `min_count` samples with their count, "all" every bin."""
+    from matplotlib.patches import Patch
+
+    edges = np.asarray(stats.edges, dtype=np.float64)
+    widths = np.diff(edges)
+    accuracy = np.asarray(stats.accuracy, dtype=np.float64)
+    confidence = np.asarray(stats.mean_confidence, dtype=np.float64)
+    counts = np.asarray(stats.counts)
+    filled = counts > 0
+    bars = ax.bar(
+        edges[:-1], accuracy, width=widths, align="edge", color=color, alpha=0.85,
+        edgecolor="white", linewidth=0.6, label="Accuracy", zorder=2,
+    )
+    low = np.minimum(accuracy, confidence)[filled]
+    gap = np.abs(confidence - accuracy)[filled]
+    ax.bar(
+        edges[:-1][filled], gap, bottom=low, width=widths[filled], align="edge", facecolor=(1.0, 1.0, 1.0, 0.35),
+        edgecolor=_GAP_COLOR, hatch="////", linewidth=0.8, label="Gap", zorder=3,
+    )
+    centres = (edges[:-1] + edges[1:]) / 2.0
+    ax.plot(centres[filled], confidence[filled], linestyle="none", marker="_", markersize=7, markeredgewidth=1.6,
+            color=_REFERENCE, zorder=4, label="Mean confidence per bin")
+    ax.plot([0, 1], [0, 1], linestyle="--", color=_REFERENCE, linewidth=1.0, zorder=5, label="Perfect calibration")
+    extra: dict[str, Any] = {}
+    if bands is not None:
+        lower, upper = np.asarray(bands.lower, dtype=np.float64), np.asarray(bands.upper, dtype=np.float64)
+        if lower.shape != accuracy.shape or upper.shape != accuracy.shape:
+            raise InputError(f"Expected bands with one value per bin ({accuracy.size}), got {lower.size}.")
+        shown = filled & np.isfinite(lower) & np.isfinite(upper)
+        if shown.any():
+            middle = (lower + upper)[shown] / 2.0
+            drawn = ax.errorbar(centres[shown], middle, yerr=[middle - lower[shown], upper[shown] - middle],
+                                fmt="none", ecolor=_BAND_COLOR, elinewidth=1.3, capsize=2.5, capthick=1.0, zorder=6,
+                                label=bands.description)
+            drawn.lines[2][0].set_gid(f"band:{bands.kind}")
+            extra[bands.description] = drawn
+    sparse = counts < min_count
+    # "all": every bin's count at its foot, except bins too narrow to hold the text (sparse ones are always labelled).
+    labelled = sparse if label_counts == "sparse" else sparse | (widths >= _MIN_LABEL_WIDTH)
+    for i in np.flatnonzero(labelled):
+        if sparse[i]:
+            bars.patches[i].set_alpha(_SPARSE_ALPHA)
+        top = max(accuracy[i], confidence[i]) if counts[i] else 0.0
+        # Sparse bins: above the bar, or inside its foot when above would leave the axes. Others: at the foot.
+        y = top + 0.015 if sparse[i] and top < 0.8 else 0.015
+        text = ax.text(centres[i], y, f"n={int(counts[i])}", rotation=90, ha="center", va="bottom",
+                       fontsize=6 if sparse[i] else 5.5, color="#555555" if sparse[i] else "white", zorder=7,
+                       clip_on=True, parse_math=False)
+        text.set_gid(f"count:bin-{i}")
+    if sparse.any():
+        label = f"Bin with fewer than {min_count} samples (n shown)"
+        extra[label] = Patch(facecolor="#777777", alpha=_SPARSE_ALPHA, label=label)  # for every panel's colour
+    return extra
+
+
+def _draw_histogram(ax: Axes, panel: ReliabilityPanel, color: str) -> tuple[float | None, float]:
+    """Draw the share of samples per confidence bin, each bar labelled with its count (gid "hist-count:bin-<i>");
+    return the overall accuracy (None without samples) and the largest share (%)."""
+    edges, counts = _histogram(panel)
+    total = counts.sum()
+    share = 100.0 * counts / total if total else np.zeros_like(counts)
+    ax.bar(edges[:-1], share, width=np.diff(edges), align="edge", color=color, alpha=0.55, edgecolor="white",
+           linewidth=0.4, zorder=2)
+    if counts.size <= _MAX_COUNT_LABELS:
+        centres = (edges[:-1] + edges[1:]) / 2.0
+        for i in np.flatnonzero(counts > 0):
+            text = ax.annotate(f"{int(counts[i])}", (centres[i], share[i]), xytext=(0, 1.5), textcoords="offset points",
+                               rotation=90, ha="center", va="bottom", fontsize=5.5, color="#444444", zorder=3)
+            text.set_gid(f"hist-count:bin-{i}")
+    stats = panel.stats
+    top = float(share.max(initial=0.0))
+    if stats.counts.sum():
+        weights = stats.weights
+        accuracy = float(np.sum(weights * stats.accuracy))
+        confidence = float(np.sum(weights * stats.mean_confidence))
+        ax.axvline(accuracy, color=_REFERENCE, linestyle="-", linewidth=1.2, label="Overall accuracy")
+        ax.axvline(confidence, color=_GAP_COLOR, linestyle=":", linewidth=1.5, label="Average confidence")
+        return accuracy, top
+    return None, top
+
+
+# ------------------------------------------------------------------------------------------------ one-call figure
+
+# sklearn's `calibration_curve` names ("uniform", "quantile") are accepted for its users.
+STRATEGIES = {"equal-width": "equal-width", "equal-mass": "equal-mass", "uniform": "equal-width",
+              "quantile": "equal-mass"}
+
+
+@dataclass(frozen=True)
+class ReliabilityDisplay:
+    """What `reliability` drew: the figure, the diagram's axes, the histogram's axes (None when drawn into a given
+    `ax`), the bin statistics behind the bars, the bands (None without) and the ECE of the bins (a fraction).
+    It unpacks as `fig, ax = reliability(...)`."""
+
+    figure: Figure
+    ax: Axes
+    histogram_ax: Axes | None
+    stats: BinStatistics
+    bands: ReliabilityBands | None
+    ece: float
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.figure, self.ax))
+
+
+def reliability(
+    probs_or_logits: Any,
+    labels: Any,
+    ax: Axes | None = None,
+    *,
+    n_bins: int = 15,
+    strategy: str = "equal-width",
+    bands: str = "none",
+    band_samples: int = 1000,
+    band_level: float = 0.9,
+    seed: int = 0,
+    min_count: int = MIN_BIN_COUNT,
+    label: str | None = None,
+    color: str | None = None,
+    title: str | None = None,
+) -> ReliabilityDisplay:
+    """A reliability diagram of top-1 predictions in one call, like scikit-learn's
+    `CalibrationDisplay.from_predictions`.
+
+        >>> display = adacal.plots.reliability(probs, labels, bands="consistency")
+        >>> display.figure.savefig("reliability.png")          # or: fig, ax = plt.subplots(); reliability(..., ax=ax)
+
+    `probs_or_logits` (N, K) are probabilities when every row is in [0, 1] and sums to 1, else logits (as every adacal
+    metric decides); numpy arrays or torch tensors. `strategy` is "equal-width" or "equal-mass" (also "uniform" /
+    "quantile"). `bands`: "consistency" (where a calibrated model's bin accuracies would fall), "bootstrap" (the
+    uncertainty of each accuracy) or "none", from `band_samples` seeded resamples at `band_level` (see
+    `adacal.plots.bands`). Bins with fewer than `min_count` samples are faded and labelled with their count.
+
+    Without `ax` a new figure (no pyplot) holds the diagram and a histogram of samples per bin beneath it; with `ax`
+    only the diagram is drawn into it, every bin labelled with its count, and the axes' figure is returned.
+    """
+    from adacal.metrics.binning import bin_statistics, check_n_bins
+    from adacal.metrics import prepare_predictions
+    from adacal.plots.bands import check_band_options, reliability_bands
+
+    if strategy not in STRATEGIES:
+        raise InputError(f"Expected strategy to be one of {', '.join(STRATEGIES)}, got {strategy!r}.")
+    binning = STRATEGIES[strategy]
+    n_bins = check_n_bins(n_bins)
+    bands, band_samples, band_level = check_band_options(bands, band_samples, band_level)
+    min_count = check_min_count(min_count)
+    if ax is not None and not hasattr(ax, "bar"):
+        raise InputError(f"Expected ax to be a matplotlib Axes, got {type(ax).__name__}.")
+    predictions = prepare_predictions(probs_or_logits, labels)
+    confidences, correct = predictions.confidences, predictions.correct
+    stats = bin_statistics(confidences, correct, n_bins=n_bins, binning=binning)
+    band = reliability_bands(bands, confidences, correct, stats.edges, level=band_level, n_samples=band_samples,
+                             seed=seed)
+    ece = expected_calibration_error(stats)
+    name = "Model" if label is None else str(label)
+    color = color or (_colors_for([name])[0] if label is not None else _DEFAULT_COLOR)
+    if ax is None:
+        histogram = stats if binning == "equal-width" else bin_statistics(confidences, correct, n_bins=n_bins)
+        panel = ReliabilityPanel(name, stats, ece=ece, histogram=histogram, color=color, bands=band)
+        figure = reliability_diagram([panel], title=title, min_count=min_count)
+        main = next(a for a in figure.axes if a.get_label() == "reliability:0")
+        hist = next(a for a in figure.axes if a.get_label() == "histogram:0")
+        return ReliabilityDisplay(figure, main, hist, stats, band, ece)
+    _draw_reliability(ax, stats, color, bands=band, min_count=min_count, label_counts="all")
+    ax.set_xlim(0.0, 1.0)
+    ax.set_ylim(0.0, 1.0)
+    _percent(ax.xaxis)
+    _percent(ax.yaxis)
+    ax.set_xlabel("Confidence (%)")
+    ax.set_ylabel("Accuracy (%)")
+    summary = f"{_binning_name(stats)} {100 * ece:.2f} %"
+    heading = title if title is not None else (summary if label is None else f"{name}\n{summary}")
+    ax.set_title(heading, parse_math=False)
+    legend = ax.legend(loc="upper left", fontsize=7)
+    plain(legend.get_texts())
+    return ReliabilityDisplay(ax.figure, ax, None, stats, band, ece)

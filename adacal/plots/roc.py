@@ -1,0 +1,113 @@
+"""ROC curves of out-of-distribution detection before and after temperature scaling, from ood.json results.
+
+The axes carries the label "roc"; each curve's gid is "roc:<label>:<pre|post>".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from adacal.errors import InputError
+from adacal.plots.style import _colors_for, _finite, _new_figure, _percent, _style, _title, plain, wrap_text
+
+# The axes title is centred over the axes, which the y-axis label shifts right: it may use the figure's width less
+# twice that shift and a margin. Legend lines leave room for the line sample in front of them.
+_AXES_MARGINS_PT = 80.0
+_LEGEND_HANDLE_PT = 60.0
+
+if TYPE_CHECKING:  # pragma: no cover - typing only; matplotlib is imported inside the functions
+    from matplotlib.figure import Figure
+
+
+@dataclass(frozen=True)
+class RocInput:
+    """One OOD report's results (the "results" of ood.json) and how to label it."""
+
+    label: str
+    results: Mapping[str, Any]
+    loss: str | None = None
+
+
+def _roc_block(results: Mapping[str, Any], score: str, label: str) -> Mapping[str, Any]:
+    scores = results.get("scores")
+    if not isinstance(scores, Mapping) or not scores:
+        raise InputError(f"Expected the OOD report for {label} to hold results.scores, found none.")
+    if score not in scores:
+        raise InputError(f"Expected OOD score '{score}' in the report for {label}; it has: {', '.join(sorted(scores))}.")
+    return scores[score]
+
+
+def _repeat_markers(colors: Sequence[str]) -> list[dict[str, Any]]:
+    """Markers that tell apart curves sharing a colour (the same loss, e.g. two seeds): none for the first."""
+    seen: dict[str, int] = {}
+    markers = []
+    for color in colors:
+        k = seen.get(color, 0)
+        seen[color] = k + 1
+        shape = ("", "o", "s", "^", "D", "v")[k % 6]
+        markers.append({"marker": shape, "markevery": 0.08, "markersize": 4.0, "markerfacecolor": "white"}
+                       if shape else {})
+    return markers
+
+
+def roc_curves(
+    reports: Sequence[RocInput | tuple[str, Mapping[str, Any]]],
+    *,
+    score: str = "entropy",
+    title: str | None = None,
+) -> Figure:
+    """ROC curves (in- vs out-of-distribution; OOD is the positive class) before (solid) and after (dashed)
+    temperature scaling, AUROC (%) in the legend, one colour per report."""
+    items = [r if isinstance(r, RocInput) else RocInput(*r) for r in reports]
+    if not items:
+        raise InputError("Expected at least one OOD report to draw ROC curves for, got none.")
+    blocks = [_roc_block(item.results, score, item.label) for item in items]
+    colors = _colors_for([item.loss or item.label for item in items])
+    outs = [str((item.results.get("out") or {}).get("name", "?")) for item in items]
+    ins = [str((item.results.get("in") or {}).get("name", "?")) for item in items]
+    import matplotlib
+
+    with _style():
+        fig = _new_figure(5.2, 6.0)
+        ax = fig.add_subplot(1, 1, 1, label="roc")
+        ax.plot([0, 1], [0, 1], color="#888888", linestyle=":", linewidth=1.0, label="Chance (AUROC 50 %)")
+        markers = _repeat_markers(colors)
+        # Labels and the title carry names from the reports (data sets, files): wrapped so nothing is cut off.
+        legend_size = matplotlib.rcParams["legend.fontsize"]
+        legend_width = fig.get_figwidth() * 72.0 - _LEGEND_HANDLE_PT
+        for item, block, color, out, marker in zip(items, blocks, colors, outs, markers):
+            name = item.label if len(set(outs)) == 1 else f"{item.label} → {out}"
+            temperature = item.results.get("temperature")
+            for stage, style in (("pre", "-"), ("post", "--")):
+                entry = block.get(stage)
+                if not isinstance(entry, Mapping):
+                    continue
+                roc = entry.get("roc") or {}
+                fpr, tpr = _finite(roc.get("fpr", [])), _finite(roc.get("tpr", []))
+                if fpr.size == 0 or fpr.size != tpr.size:
+                    raise InputError(f"Expected the OOD report for {item.label} to hold a {stage} ROC curve "
+                                     "(results.scores.<score>.<stage>.roc.fpr/tpr of equal length).")
+                stage_name = "pre-T" if stage == "pre" else (
+                    f"post-T (T = {temperature:.2f})" if isinstance(temperature, (int, float)) else "post-T")
+                auroc = entry.get("auroc")
+                auroc_text = f"AUROC {100 * auroc:.2f} %" if isinstance(auroc, (int, float)) else "AUROC n/a"
+                label = wrap_text(f"{name}, {stage_name}: {auroc_text}", legend_width, size=legend_size)
+                line = ax.plot(fpr, tpr, color=color, linestyle=style, **marker, label=label)[0]
+                line.set_gid(f"roc:{item.label}:{stage}")
+        ax.set_xlim(0.0, 1.0)
+        ax.set_ylim(0.0, 1.005)
+        _percent(ax.xaxis)
+        _percent(ax.yaxis)
+        ax.set_xlabel("False positive rate (%): in-distribution flagged")
+        ax.set_ylabel("True positive rate (%): OOD detected")
+        shift = f"{ins[0]} → {outs[0]}" if len(set(ins)) == 1 and len(set(outs)) == 1 else "in vs out of distribution"
+        title_width = fig.get_figwidth() * 72.0 - _AXES_MARGINS_PT
+        ax.set_title(wrap_text(f"OOD detection, {shift} (score: {score})", title_width,
+                               size=matplotlib.rcParams["axes.titlesize"]), parse_math=False)
+        legend = fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=1, frameon=False)
+        plain(legend.get_texts())
+        _title(fig, title)
+    return fig
+

@@ -1,0 +1,136 @@
+"""adacal.plots.reliability: the one-call figure draws what bin_statistics and the bands say, into a new figure or
+a given axes; sparse bins are marked with their counts."""
+
+import numpy as np
+import pytest
+
+from adacal import plots
+from adacal.arrays import softmax
+from adacal.errors import InputError
+from adacal.metrics.binning import bin_statistics
+
+
+def _calibrated(n=600, k=4, seed=0, scale=2.0):
+    rng = np.random.default_rng(seed)
+    logits = scale * rng.normal(size=(n, k))
+    probs = softmax(logits)
+    labels = (rng.random(n)[:, None] > np.cumsum(probs, axis=1)).sum(axis=1)
+    return logits, probs, labels
+
+
+def _reference(probs, labels, n_bins, binning):
+    return bin_statistics(probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(float), n_bins=n_bins,
+                          binning=binning)
+
+
+def _bars(ax):
+    (bars,) = [c for c in ax.containers if c.get_label() == "Accuracy"]
+    return np.array([p.get_height() for p in bars.patches]), bars
+
+
+@pytest.mark.parametrize("strategy, binning", [("equal-width", "equal-width"), ("equal-mass", "equal-mass"),
+                                               ("uniform", "equal-width"), ("quantile", "equal-mass")])
+@pytest.mark.parametrize("as_logits", [True, False])
+def test_bars_equal_bin_statistics(strategy, binning, as_logits):
+    logits, probs, labels = _calibrated()
+    display = plots.reliability(logits if as_logits else probs, labels, n_bins=7, strategy=strategy)
+    expected = _reference(probs, labels, 7, binning)
+    heights, bars = _bars(display.ax)
+    np.testing.assert_allclose(heights, expected.accuracy, atol=1e-12)
+    np.testing.assert_allclose([p.get_x() for p in bars.patches], expected.edges[:-1], atol=1e-12)
+    np.testing.assert_array_equal(display.stats.counts, expected.counts)
+    assert display.ece == pytest.approx(np.sum(expected.weights * np.abs(expected.gaps)), abs=1e-12)
+    assert display.ax.get_label() == "reliability:0" and display.histogram_ax.get_label() == "histogram:0"
+    assert display.ax.figure is display.figure
+
+
+def test_draws_into_a_given_axes_and_returns_its_figure():
+    from matplotlib.figure import Figure
+
+    logits, probs, labels = _calibrated()
+    fig = Figure()
+    ax = fig.add_subplot(1, 2, 2)
+    display = plots.reliability(logits, labels, ax=ax, n_bins=5, label="mine", bands="bootstrap", band_samples=50)
+    assert display.ax is ax and display.figure is fig and display.histogram_ax is None and len(fig.axes) == 1
+    assert tuple(display) == (fig, ax)  # unpacks as fig, ax
+    np.testing.assert_allclose(_bars(ax)[0], _reference(probs, labels, 5, "equal-width").accuracy, atol=1e-12)
+    assert ax.get_title().startswith("mine\nECE-EW")
+    counts = {t.get_gid(): t.get_text() for t in ax.texts}
+    assert counts == {f"count:bin-{i}": f"n={c}" for i, c in enumerate(display.stats.counts)}  # every bin
+
+
+def test_torch_tensors_are_accepted():
+    torch = pytest.importorskip("torch")
+    logits, probs, labels = _calibrated()
+    display = plots.reliability(torch.from_numpy(logits).float(), torch.from_numpy(labels), n_bins=5)
+    np.testing.assert_allclose(_bars(display.ax)[0], _reference(probs, labels, 5, "equal-width").accuracy, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["consistency", "bootstrap"])
+def test_bands_are_drawn_where_the_band_function_puts_them(kind):
+    logits, probs, labels = _calibrated()
+    display = plots.reliability(logits, labels, n_bins=6, bands=kind, band_samples=80, band_level=0.8, seed=3)
+    stats = display.stats
+    confidences, correct = probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(float)
+    expected = plots.reliability_bands(kind, confidences, correct, stats.edges, n_samples=80, level=0.8, seed=3)
+    np.testing.assert_allclose(display.bands.lower, expected.lower, atol=1e-12)
+    (segments,) = [c for c in display.ax.collections if c.get_gid() == f"band:{kind}"]
+    shown = np.isfinite(expected.lower) & (stats.counts > 0)
+    drawn = np.array(segments.get_segments())
+    centres = (stats.edges[:-1] + stats.edges[1:]) / 2
+    np.testing.assert_allclose(drawn[:, 0, 0], centres[shown], atol=1e-12)
+    np.testing.assert_allclose(drawn[:, 0, 1], expected.lower[shown], atol=1e-12)
+    np.testing.assert_allclose(drawn[:, 1, 1], expected.upper[shown], atol=1e-12)
+    legend_texts = [t.get_text() for t in display.figure.legends[0].get_texts()]
+    assert expected.description in legend_texts
+
+
+def test_sparse_and_empty_bins_are_marked_with_their_counts():
+    rng = np.random.default_rng(1)
+    confidences = np.concatenate([rng.uniform(0.9, 1.0, 200), [0.55, 0.56, 0.58]])  # bin 5 holds 3 samples
+    probs = np.stack([confidences, 1 - confidences], axis=1)
+    labels = np.zeros(len(confidences), dtype=int)
+    display = plots.reliability(probs, labels, n_bins=10, min_count=10)
+    counts = display.stats.counts
+    heights, bars = _bars(display.ax)
+    texts = {t.get_gid(): t.get_text() for t in display.ax.texts}
+    sparse = np.flatnonzero(counts < 10)
+    assert counts[5] == 3 and texts["count:bin-5"] == "n=3" and texts["count:bin-0"] == "n=0"
+    assert set(texts) == {f"count:bin-{i}" for i in sparse}  # only sparse and empty bins are labelled
+    assert bars.patches[5].get_alpha() < bars.patches[9].get_alpha()
+    hist_texts = {t.get_gid(): t.get_text() for t in display.histogram_ax.texts}
+    assert hist_texts == {f"hist-count:bin-{i}": str(c) for i, c in enumerate(counts) if c > 0}
+    legend_texts = [t.get_text() for t in display.figure.legends[0].get_texts()]
+    assert "Bin with fewer than 10 samples (n shown)" in legend_texts
+
+
+def test_user_label_and_title_are_literal():
+    logits, _, labels = _calibrated(n=100)
+    display = plots.reliability(logits, labels, label="a_b $x^2$ 100%", title=r"$\frac{1}{0}$")
+    title = display.ax.get_title()
+    assert title.startswith("a_b $x^2$ 100%\n") and not display.ax.title.get_parse_math()
+    (suptitle,) = display.figure.texts
+    assert suptitle.get_text() == r"$\frac{1}{0}$" and not suptitle.get_parse_math()
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"strategy": "quantiles"}, "strategy"),
+    ({"n_bins": 0}, "n_bins"),
+    ({"bands": "both"}, "--bands"),
+    ({"band_samples": 1}, "--band-samples"),
+    ({"min_count": -1}, "--min-bin-count"),
+    ({"ax": "axes"}, "matplotlib Axes"),
+])
+def test_bad_arguments_are_one_sentence(kwargs, match):
+    logits, _, labels = _calibrated(n=50)
+    with pytest.raises(InputError, match=match):
+        plots.reliability(logits, labels, **kwargs)
+
+
+def test_same_seed_gives_the_same_figure_bytes(tmp_path):
+    logits, _, labels = _calibrated(n=200)
+    paths = []
+    for name in ("a", "b"):
+        display = plots.reliability(logits, labels, n_bins=5, bands="consistency", band_samples=30, seed=4)
+        paths.append(plots.save_figure(display.figure, tmp_path / f"{name}.svg"))
+    assert paths[0].read_bytes() == paths[1].read_bytes()
