@@ -17,7 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import check_finite_rows, check_labels, check_score_shape, looks_like_probs, probability_tolerance
+from adacal.arrays import (
+    check_finite_rows,
+    check_labels,
+    check_score_shape,
+    looks_like_probs,
+    normalise_probs,
+    probability_tolerance,
+    within_rounding,
+)
 from adacal.errors import InputError
 from adacal.metrics.binning import (
     BINNINGS,
@@ -25,10 +33,12 @@ from adacal.metrics.binning import (
     assign_bins,
     bin_edges,
     bin_statistics,
+    calibration_error,
     check_n_bins,
     equal_mass_edges,
     equal_width_edges,
 )
+from adacal.metrics.binning import equal_mass_edges_of_sorted as _equal_mass_edges_of_sorted
 from adacal.registry import Registry
 
 # Probabilities are clipped here before the log in the NLL of probability inputs (one sample costs at most ~27.6 nats).
@@ -49,10 +59,12 @@ _PER_SAMPLE = (*_GROUPS["top"], *_GROUPS["scoring"])
 class PreparedPredictions:
     """Validated scores (N, K) and labels (N,), with per-sample quantities computed once, on first use, and cached.
 
-    Build it with `prepare_predictions`. Probabilities are `scores / row sums` when the input was taken as
-    probabilities and `softmax(scores)` when taken as logits (as `adacal.arrays.to_probs` computes them). Top-1
-    class, confidence, log p(true class) and the Brier term are computed block by block of rows; the full (N, K)
-    `probs` matrix is only built when a metric needs it (the marginal debiased ECE).
+    Build it with `prepare_predictions`. Probabilities are `adacal.arrays.normalise_probs(scores)` when the input was
+    taken as probabilities (rows within rounding of 1 as given, others over their sums) and `softmax(scores)` when
+    taken as logits, as `adacal.arrays.to_probs` computes them. The scores are kept in their own dtype (float16/32/64:
+    no float64 copy of the matrix); blocks of rows are converted to float64 one at a time. Top-1 class, confidence,
+    log p(true class) and the Brier term are computed block by block; the full (N, K) float64 `probs` matrix is only
+    built when a metric needs it (the marginal debiased ECE).
     `take(index)` gives the same object for a subset or resample of the rows (used by the bootstrap) without
     validating or normalising again.
     """
@@ -68,7 +80,7 @@ class PreparedPredictions:
         top: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         self._scores = scores
-        # The validation pass computed these already: row sums, and each row's argmax and largest raw entry.
+        # The validation pass computed these already: float64 row sums, and each row's argmax and largest raw entry.
         self._row_sums = row_sums if assumed == "probs" else None
         self._top = top if assumed == "probs" else None
         self.labels = labels
@@ -79,7 +91,7 @@ class PreparedPredictions:
 
     @property
     def scores(self) -> np.ndarray | None:
-        """The validated (N, K) float64 scores as given (logits or unnormalised probabilities); None after `take`."""
+        """The validated (N, K) scores as given (logits or probabilities, float16/32/64); None after `take`."""
         return self._scores
 
     @property
@@ -94,20 +106,20 @@ class PreparedPredictions:
 
     @property
     def probs(self) -> np.ndarray:
-        """The full (N, K) probability matrix (built on first use)."""
+        """The full (N, K) float64 probability matrix (built on first use)."""
         if self._probs is None:
             if self._scores is None:
                 parent, index = self._source  # type: ignore[misc]
                 self._probs = parent.probs[index]
             else:
-                self._probs = _normalise(self._scores, self.assumed)[0]
+                self._probs = np.concatenate([probs for _, probs, _, _ in self.blocks()])
         return self._probs
 
     def blocks(self) -> Iterator[tuple[slice, np.ndarray, np.ndarray | None, np.ndarray | None]]:
-        """(rows, probs, shifted logits, row sums of exp) for consecutive blocks of rows; the last two are None for
-        probability inputs and for resampled predictions."""
+        """(rows, float64 probs, shifted logits, row sums of exp) for consecutive blocks of rows; the last two are None
+        for probability inputs and for resampled predictions."""
         n, k = self.n_samples, self.num_classes
-        step = max(1, _BLOCK_ENTRIES // k)
+        step = _block_rows(k)
         for start in range(0, n, step):
             rows = slice(start, min(start + step, n))
             if self._scores is None:
@@ -128,7 +140,7 @@ class PreparedPredictions:
 
     @property
     def confidences(self) -> np.ndarray:
-        """Top-1 probability per sample."""
+        """Top-1 probability per sample (float64)."""
         return self._per_sample("confidences")
 
     @property
@@ -152,8 +164,18 @@ class PreparedPredictions:
         """Top-label bin edges (cached: several metrics share the equal-mass edges)."""
         key = ("edges", binning, n_bins)
         if key not in self._cache:
-            self._cache[key] = bin_edges(self.confidences, n_bins, binning)
+            if binning == "equal-mass":
+                self._cache[key] = _equal_mass_edges_of_sorted(self.sorted_confidences, n_bins)
+            else:
+                self._cache[key] = bin_edges(self.confidences, n_bins, binning)
         return self._cache[key]
+
+    @property
+    def sorted_confidences(self) -> np.ndarray:
+        """The confidences in ascending order (cached: equal-mass edges of any bin count read it)."""
+        if "sorted_confidences" not in self._cache:
+            self._cache["sorted_confidences"] = np.sort(self.confidences)
+        return self._cache["sorted_confidences"]
 
     def top_label_statistics(self, binning: str, n_bins: int) -> BinStatistics:
         return bin_statistics(self.confidences, self.correct, edges=self.edges(binning, n_bins))
@@ -169,10 +191,15 @@ class PreparedPredictions:
         return child
 
 
+def _block_rows(k: int) -> int:
+    return max(1, _BLOCK_ENTRIES // k)
+
+
 def _normalise(block: np.ndarray, assumed: str) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """(probs, shifted logits, row sums of exp) of a block: the operations of arrays.to_probs / arrays.softmax."""
+    """(float64 probs, shifted logits, row sums of exp) of a block: the operations of arrays.to_probs / softmax."""
+    block = block.astype(np.float64, copy=False)
     if assumed == "probs":
-        return block / block.sum(axis=1, keepdims=True), None, None
+        return normalise_probs(block), None, None
     shifted = block - block.max(axis=1, keepdims=True)
     exp = np.exp(shifted)
     sums = exp.sum(axis=1, keepdims=True)
@@ -184,10 +211,12 @@ def _per_sample_quantities(pred: PreparedPredictions, group: str) -> dict[str, n
     log-probabilities and Brier terms (separate, so that an ECE alone does not pay for the others)."""
     n = pred.n_samples
     if group == "top" and pred._row_sums is not None and pred._scores is not None:
-        # Probabilities are the rows over their sums: dividing a row by a positive constant keeps its argmax (up to
-        # ties made by rounding), so the raw rows' argmax and maximum give the top class and its probability.
+        # Probabilities are the rows as given (within rounding of 1) or over their sums: dividing a row by a positive
+        # constant keeps its argmax (up to ties made by rounding), so the raw rows' argmax and maximum give the top
+        # class and its probability.
         top, top_values = pred._top if pred._top is not None else _row_tops(pred._scores)
-        return {"predictions": top, "confidences": top_values / pred._row_sums}
+        divisor = np.where(within_rounding(pred._row_sums, pred.num_classes), 1.0, pred._row_sums)
+        return {"predictions": top, "confidences": top_values / divisor}
     out = {name: np.empty(n, dtype=np.int64 if name == "predictions" else np.float64) for name in _GROUPS[group]}
     for rows, probs, shifted, sums in pred.blocks():
         index = np.arange(probs.shape[0])
@@ -212,12 +241,13 @@ def prepare_predictions(scores: Any, labels: Any) -> PreparedPredictions:
     Rows all in [0, 1] summing to 1 (`arrays.looks_like_probs`) are taken as probabilities, anything else as logits,
     as `arrays.to_probs` decides, except that the tolerance on the row sums follows the input's dtype
     (`arrays.probability_tolerance`: float16 probabilities sum to 1 only within ~1e-3); the raw logits are kept so
-    that the NLL uses a log-softmax.
+    that the NLL uses a log-softmax. Probability rows that sum to 1 within float64 rounding are used as given
+    (`arrays.within_rounding`), so tied rows stay tied. float16/32/64 scores are not copied.
     """
     if isinstance(scores, PreparedPredictions):
         return scores
     tolerance = probability_tolerance(scores)
-    checked = check_score_shape(scores, name="scores")
+    checked = check_score_shape(scores, name="scores", keep_dtype=True)
     row_sums, minimum, top = _scan_rows(checked)
     check_finite_rows(checked, row_sums, name="scores")
     labels = check_labels(labels, n=checked.shape[0], num_classes=checked.shape[1])
@@ -226,13 +256,15 @@ def prepare_predictions(scores: Any, labels: Any) -> PreparedPredictions:
 
 
 def _scan_rows(array: np.ndarray) -> tuple[np.ndarray, float, tuple[np.ndarray, np.ndarray]]:
-    """Row sums, the smallest entry, and each row's argmax and maximum, in one pass over cache-sized blocks of rows.
+    """float64 row sums, the smallest entry, and each row's argmax and maximum (as float64), in one pass over
+    cache-sized blocks of rows, in the array's own dtype.
 
     On large inputs reading the (N, K) array from memory is the cost (not the arithmetic): everything validation and
-    the top-label metrics need from the raw rows comes from a single read.
+    the top-label metrics need from the raw rows comes from a single read. Sums accumulate in float64 (they decide
+    which rows are probabilities and divide the confidences); the argmax, maximum and minimum are exact in any dtype.
     """
     n, k = array.shape
-    step = max(1, _BLOCK_ENTRIES // k)
+    step = _block_rows(k)
     row_sums = np.empty(n)
     top = np.empty(n, dtype=np.int64)
     top_values = np.empty(n)
@@ -240,7 +272,10 @@ def _scan_rows(array: np.ndarray) -> tuple[np.ndarray, float, tuple[np.ndarray, 
     with np.errstate(over="ignore", invalid="ignore"):
         for start in range(0, n, step):
             block = array[start:start + step]
-            block.sum(axis=1, out=row_sums[start:start + step])
+            # Summed as float64 copies of the block: numpy's float64 accumulation of narrower input can round
+            # differently, and these sums must equal those of arrays.to_probs bit for bit.
+            wide = block.astype(np.float64, copy=False)
+            wide.sum(axis=1, out=row_sums[start:start + step])
             block.argmax(axis=1, out=top[start:start + step])
             top_values[start:start + step] = block[np.arange(block.shape[0]), top[start:start + step]]
             minimum = min(minimum, float(block.min()))
@@ -249,7 +284,7 @@ def _scan_rows(array: np.ndarray) -> tuple[np.ndarray, float, tuple[np.ndarray, 
 
 def _row_tops(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     top = np.argmax(array, axis=1)
-    return top, array[np.arange(array.shape[0]), top]
+    return top, array[np.arange(array.shape[0]), top].astype(np.float64)
 
 
 def _check_prepared(scores: Any, labels: Any, n_bins: Any) -> tuple[PreparedPredictions, int]:
@@ -260,30 +295,17 @@ def _check_prepared(scores: Any, labels: Any, n_bins: Any) -> tuple[PreparedPred
 # ---------------------------------------------------------------------------------------------------- kernels
 
 
-def _l1_error(stats: BinStatistics) -> float:
-    return float(np.dot(stats.weights, np.abs(stats.gaps)))
-
-
-def _debiased_square_error(stats: BinStatistics) -> float:
-    """Kumar et al. 2019 (`unbiased_square_ce`): Σ_b n_b/N [(C_b − A_b)² − A_b(1 − A_b)/(n_b − 1)], bins with n_b ≥ 2."""
-    counts = stats.counts
-    usable = counts >= 2
-    accuracy = stats.accuracy[usable]
-    terms = stats.gaps[usable] ** 2 - accuracy * (1.0 - accuracy) / (counts[usable] - 1.0)
-    return float(np.dot(stats.weights[usable], terms))
-
-
 def _ece_ew(pred: PreparedPredictions, n_bins: int) -> float:
-    return _l1_error(pred.top_label_statistics("equal-width", n_bins))
+    return calibration_error(pred.top_label_statistics("equal-width", n_bins))
 
 
 def _ece_em(pred: PreparedPredictions, n_bins: int) -> float:
-    return _l1_error(pred.top_label_statistics("equal-mass", n_bins))
+    return calibration_error(pred.top_label_statistics("equal-mass", n_bins))
 
 
 def _ece_debias(pred: PreparedPredictions, n_bins: int, mode: str = "top-label") -> float:
     if mode == "top-label":
-        return float(np.sqrt(max(_debiased_square_error(pred.top_label_statistics("equal-mass", n_bins)), 0.0)))
+        return calibration_error(pred.top_label_statistics("equal-mass", n_bins), "l2", debias=True)
     # Marginal: one equal-mass binning per class, the clipped squared errors averaged over classes, then the root
     # (the package's `np.mean([ce_k ** 2]) ** 0.5` with ce_k = sqrt(max(square_k, 0))).
     probs, labels = pred.probs, pred.labels
@@ -291,14 +313,12 @@ def _ece_debias(pred: PreparedPredictions, n_bins: int, mode: str = "top-label")
     for k in range(probs.shape[1]):
         column = np.ascontiguousarray(probs[:, k])
         stats = bin_statistics(column, labels == k, edges=equal_mass_edges(column, n_bins))
-        squares.append(max(_debiased_square_error(stats), 0.0))
+        squares.append(calibration_error(stats, "l2", debias=True) ** 2)
     return float(np.sqrt(np.mean(squares)))
 
 
 def _mce(pred: PreparedPredictions, n_bins: int) -> float:
-    stats = pred.top_label_statistics("equal-width", n_bins)
-    gaps = np.abs(stats.gaps[stats.counts > 0])
-    return float(gaps.max()) if gaps.size else 0.0
+    return calibration_error(pred.top_label_statistics("equal-width", n_bins), "max")
 
 
 def _classwise_ece(pred: PreparedPredictions, n_bins: int) -> float:
@@ -406,7 +426,7 @@ def sweep_bins(confidences: Any, correct: Any, *, binning: str = "equal-mass") -
 
 def _ece_sweep(pred: PreparedPredictions, binning: str) -> float:
     b = sweep_bins(pred.confidences, pred.correct, binning=binning)
-    return _l1_error(pred.top_label_statistics(binning, b))
+    return calibration_error(pred.top_label_statistics(binning, b))
 
 
 def _ece_sweep_em(pred: PreparedPredictions, n_bins: int) -> float:
