@@ -9,9 +9,11 @@ Registry keys are hyphenated ("ece-em"); report keys are snake_case ("ece_em").
 
 from adacal.metrics.binning import (
     BINNINGS,
+    NORMS,
     BinStatistics,
     assign_bins,
     bin_statistics,
+    calibration_error,
     equal_mass_edges,
     equal_width_edges,
 )
@@ -22,6 +24,7 @@ from adacal.metrics.calibration import (
     METRIC_NAMES,
     METRICS,
     PreparedPredictions,
+    TopLabel,
     brier,
     classwise_ece,
     compute_metrics,
@@ -38,6 +41,7 @@ from adacal.metrics.calibration import (
     reliability,
     resolve_metric_names,
     sweep_bins,
+    top_label,
 )
 from adacal.metrics.ood import (
     OOD_SCORES,
@@ -58,12 +62,15 @@ __all__ = [
     "METRICS",
     "METRIC_NAMES",
     "OOD_SCORES",
+    "NORMS",
     "BinStatistics",
     "PreparedPredictions",
+    "TopLabel",
     "RocCurve",
     "assign_bins",
     "bin_statistics",
     "bootstrap",
+    "calibration_error",
     "brier",
     "classwise_ece",
     "compute_metrics",
@@ -89,4 +96,5 @@ __all__ = [
     "resolve_metric_names",
     "roc_curve_points",
     "sweep_bins",
+    "top_label",
 ]

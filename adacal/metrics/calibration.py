@@ -13,7 +13,7 @@ lowest class index wins), correct = prediction == label. All binning goes throug
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -52,6 +52,7 @@ DEBIAS_MODES = ("top-label", "marginal")
 # Per-sample quantities are computed over blocks of about this many entries (rows × classes): the probabilities of a
 # block stay in cache and no (N, K) temporary is allocated unless a metric needs the whole matrix.
 _BLOCK_ENTRIES = 1 << 16
+_CAST_BUFFER = 8192
 _GROUPS = {"top": ("predictions", "confidences"), "scoring": ("true_log_probs", "brier_terms")}
 _PER_SAMPLE = (*_GROUPS["top"], *_GROUPS["scoring"])
 
@@ -235,7 +236,29 @@ def _per_sample_quantities(pred: PreparedPredictions, group: str) -> dict[str, n
     return out
 
 
-def prepare_predictions(scores: Any, labels: Any) -> PreparedPredictions:
+class TopLabel(NamedTuple):
+    """Top-1 quantities of validated scores: confidence (float64), predicted class, 1.0/0.0 correctness (None
+    without labels) and the assumed input kind ("probs" or "logits")."""
+
+    confidences: np.ndarray
+    predictions: np.ndarray
+    correct: np.ndarray | None
+    assumed: str
+
+
+def top_label(scores: Any, labels: Any = None) -> TopLabel:
+    """Validate scores (N, K) (and labels, when given) and return their top-1 confidences, predictions and
+    correctness in one pass over blocks of rows: the one top-1 helper for metrics, plots and calibrators.
+
+    Probabilities are detected and normalised as `prepare_predictions` does (rows within rounding of 1 as given, so
+    tied rows stay tied); logits go through a block-wise softmax. Tied maxima predict the lowest class index.
+    """
+    pred = prepare_predictions(scores, labels)
+    correct = pred.correct if labels is not None else None
+    return TopLabel(pred.confidences, pred.predictions, correct, pred.assumed)
+
+
+def prepare_predictions(scores: Any, labels: Any = None) -> PreparedPredictions:
     """Validate scores (N, K) and labels (N,) once, with the checks of `adacal.arrays.check_predictions`.
 
     Rows all in [0, 1] summing to 1 (`arrays.looks_like_probs`) are taken as probabilities, anything else as logits,
@@ -250,7 +273,10 @@ def prepare_predictions(scores: Any, labels: Any) -> PreparedPredictions:
     checked = check_score_shape(scores, name="scores", keep_dtype=True)
     row_sums, minimum, top = _scan_rows(checked)
     check_finite_rows(checked, row_sums, name="scores")
-    labels = check_labels(labels, n=checked.shape[0], num_classes=checked.shape[1])
+    if labels is None:  # top-1 quantities only (top_label): every sample gets label 0, and correctness is unused
+        labels = np.zeros(checked.shape[0], dtype=np.int64)
+    else:
+        labels = check_labels(labels, n=checked.shape[0], num_classes=checked.shape[1])
     assumed = "probs" if looks_like_probs(checked, row_sums, minimum, tolerance=tolerance) else "logits"
     return PreparedPredictions(checked, labels, assumed, row_sums=row_sums, top=top)
 
@@ -272,10 +298,11 @@ def _scan_rows(array: np.ndarray) -> tuple[np.ndarray, float, tuple[np.ndarray, 
     with np.errstate(over="ignore", invalid="ignore"):
         for start in range(0, n, step):
             block = array[start:start + step]
-            # Summed as float64 copies of the block: numpy's float64 accumulation of narrower input can round
-            # differently, and these sums must equal those of arrays.to_probs bit for bit.
-            wide = block.astype(np.float64, copy=False)
-            wide.sum(axis=1, out=row_sums[start:start + step])
+            # float64 sums (they must equal those of arrays.to_probs, which sums float64 copies, bit for bit). numpy
+            # accumulates a narrower row in float64 exactly as it sums its float64 copy while the row fits one cast
+            # buffer (8192 entries); longer rows are copied first.
+            wide = block if k <= _CAST_BUFFER else block.astype(np.float64, copy=False)
+            wide.sum(axis=1, dtype=np.float64, out=row_sums[start:start + step])
             block.argmax(axis=1, out=top[start:start + step])
             top_values[start:start + step] = block[np.arange(block.shape[0]), top[start:start + step]]
             minimum = min(minimum, float(block.min()))
@@ -401,8 +428,31 @@ def _is_monotone(cum_hits: np.ndarray, positions: np.ndarray) -> bool:
     return bool(np.all(accuracy[1:] >= accuracy[:-1]))
 
 
-def sweep_bins(confidences: Any, correct: Any, *, binning: str = "equal-mass") -> int:
-    """The number of bins ECE_SWEEP picks: the largest b before the first b whose bin accuracies are not monotone."""
+def _cumulative_hits(confidences: np.ndarray, correct: np.ndarray, sorted_conf: np.ndarray) -> np.ndarray:
+    """cum[p] = Σ correct over the p smallest confidences, exact wherever p ends a group of tied confidences (the only
+    positions the sweep reads: every cut falls between distinct values).
+
+    For 0/1 targets it is the number of hits with confidence ≤ sorted_conf[p − 1], from a sort of the hits'
+    confidences (numpy's sort is several times faster than an argsort); other targets take the argsort.
+    """
+    n = confidences.size
+    cum = np.zeros(n + 1)
+    if np.all((correct == 0.0) | (correct == 1.0)):
+        hit_conf = np.sort(confidences[correct == 1.0])
+        cum[1:] = np.searchsorted(hit_conf, sorted_conf, side="right")
+    else:
+        order = np.argsort(confidences, kind="stable")
+        np.cumsum(correct[order], out=cum[1:])
+    return cum
+
+
+def sweep_bins(
+    confidences: Any, correct: Any, *, binning: str = "equal-mass", sorted_confidences: np.ndarray | None = None
+) -> int:
+    """The number of bins ECE_SWEEP picks: the largest b before the first b whose bin accuracies are not monotone.
+
+    `sorted_confidences` (the confidences sorted ascending), when the caller has it, saves a sort.
+    """
     if binning not in BINNINGS:
         raise InputError(f"Expected binning to be one of {', '.join(BINNINGS)}, got {binning!r}.")
     confidences = np.asarray(confidences, dtype=np.float64)
@@ -410,9 +460,8 @@ def sweep_bins(confidences: Any, correct: Any, *, binning: str = "equal-mass") -
     n = confidences.size
     if n <= 1:
         return 1
-    order = np.argsort(confidences, kind="stable")
-    sorted_conf = confidences[order]
-    cum_hits = np.concatenate(([0.0], np.cumsum(correct[order])))
+    sorted_conf = np.sort(confidences) if sorted_confidences is None else sorted_confidences
+    cum_hits = _cumulative_hits(confidences, correct, sorted_conf)
     ends = np.flatnonzero(np.diff(sorted_conf) > 0) + 1  # the finest partition: one group per distinct value
     if _is_monotone(cum_hits, np.concatenate(([0], ends, [n]))):
         return n
@@ -425,7 +474,7 @@ def sweep_bins(confidences: Any, correct: Any, *, binning: str = "equal-mass") -
 
 
 def _ece_sweep(pred: PreparedPredictions, binning: str) -> float:
-    b = sweep_bins(pred.confidences, pred.correct, binning=binning)
+    b = sweep_bins(pred.confidences, pred.correct, binning=binning, sorted_confidences=pred.sorted_confidences)
     return calibration_error(pred.top_label_statistics(binning, b))
 
 
