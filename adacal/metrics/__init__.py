@@ -20,6 +20,7 @@ from adacal.metrics.binning import (
 from adacal.metrics.bootstrap import bootstrap
 from adacal.metrics.calibration import (
     DEBIAS_MODES,
+    DISPLAY_NAMES,
     FRACTION_METRICS,
     METRIC_NAMES,
     METRICS,
@@ -28,6 +29,7 @@ from adacal.metrics.calibration import (
     brier,
     classwise_ece,
     compute_metrics,
+    display_name,
     ece_debias,
     ece_em,
     ece_ew,
@@ -40,9 +42,12 @@ from adacal.metrics.calibration import (
     prepare_predictions,
     reliability,
     resolve_metric_names,
+    smooth_ece,
+    smooth_reliability,
     sweep_bins,
     top_label,
 )
+from adacal.metrics.smooth import SmoothReliability
 from adacal.metrics.ood import (
     OOD_SCORES,
     RocCurve,
@@ -58,6 +63,7 @@ from adacal.metrics.ood import (
 __all__ = [
     "BINNINGS",
     "DEBIAS_MODES",
+    "DISPLAY_NAMES",
     "FRACTION_METRICS",
     "METRICS",
     "METRIC_NAMES",
@@ -67,6 +73,7 @@ __all__ = [
     "PreparedPredictions",
     "TopLabel",
     "RocCurve",
+    "SmoothReliability",
     "assign_bins",
     "bin_statistics",
     "bootstrap",
@@ -74,6 +81,7 @@ __all__ = [
     "brier",
     "classwise_ece",
     "compute_metrics",
+    "display_name",
     "ece_debias",
     "ece_em",
     "ece_ew",
@@ -95,6 +103,8 @@ __all__ = [
     "reliability",
     "resolve_metric_names",
     "roc_curve_points",
+    "smooth_ece",
+    "smooth_reliability",
     "sweep_bins",
     "top_label",
 ]

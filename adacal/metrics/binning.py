@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from adacal.errors import InputError
+from adacal.metrics.memory import check_bins_fit
 
 BINNINGS = ("equal-width", "equal-mass")
 
@@ -32,9 +33,16 @@ def _as_1d_float(values: Any, name: str) -> np.ndarray:
     return array
 
 
-def check_n_bins(n_bins: Any) -> int:
+# Up to this many bins need at most ~160 MiB: no need to look at the free memory (check_n_bins runs often).
+_BINS_WITHOUT_MEMORY_CHECK = 1 << 20
+
+
+def check_n_bins(n_bins: Any, *, name: str = "n_bins") -> int:
+    """A positive integer number of bins whose statistics fit in memory (huge values are refused before allocating)."""
     if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise InputError(f"Expected n_bins to be a positive integer, got {n_bins!r}.")
+        raise InputError(f"Expected {name} to be a positive integer, got {n_bins!r}.")
+    if n_bins > _BINS_WITHOUT_MEMORY_CHECK:
+        check_bins_fit(int(n_bins), name=name)
     return int(n_bins)
 
 

@@ -39,6 +39,8 @@ from adacal.metrics.binning import (
     equal_width_edges,
 )
 from adacal.metrics.binning import equal_mass_edges_of_sorted as _equal_mass_edges_of_sorted
+from adacal.metrics.memory import check_bins_fit
+from adacal.metrics.smooth import CURVE_POINTS, SmoothReliability, smooth_ece_of, smooth_reliability_of
 from adacal.registry import Registry
 
 # Probabilities are clipped here before the log in the NLL of probability inputs (one sample costs at most ~27.6 nats).
@@ -535,6 +537,7 @@ def mce(scores: Any, labels: Any, *, n_bins: int = 15) -> float:
 def classwise_ece(scores: Any, labels: Any, *, n_bins: int = 15) -> float:
     """Classwise ECE (Kull et al. 2019): per class k the equal-width ECE of p_k against 1[y = k], averaged over k."""
     pred, n_bins = _check_prepared(scores, labels, n_bins)
+    check_bins_fit(n_bins, num_classes=pred.num_classes, classwise=True)
     return _classwise_ece(pred, n_bins)
 
 
@@ -560,6 +563,27 @@ def error(scores: Any, labels: Any, *, n_bins: int = 15) -> float:
     return _error(pred, n_bins)
 
 
+def _ece_smooth(pred: PreparedPredictions, n_bins: int) -> float:
+    return smooth_ece_of(pred.confidences, pred.correct)
+
+
+def smooth_ece(scores: Any, labels: Any, *, n_bins: int = 15, bandwidth: float | None = None) -> float:
+    """Smooth ECE (Błasiok & Nakkiran 2023; relplot's `smECE`) of the top-1 confidence: kernel-smoothed residuals
+    with a reflected Gaussian kernel, at the automatic bandwidth σ = smECE_σ unless `bandwidth` is given.
+    Binning-free, so `n_bins` is unused. See `adacal.metrics.smooth`."""
+    pred, n_bins = _check_prepared(scores, labels, n_bins)
+    return smooth_ece_of(pred.confidences, pred.correct, bandwidth=bandwidth)
+
+
+def smooth_reliability(
+    scores: Any, labels: Any, *, bandwidth: float | None = None, points: int = CURVE_POINTS
+) -> SmoothReliability:
+    """The smoothed reliability curve of the top-1 confidence: `grid` (points in [0, 1]), `curve` (smoothed accuracy
+    there), `density`, `bandwidth` (automatic by default) and `ece` (smECE at that bandwidth), for plotting."""
+    pred = prepare_predictions(scores, labels)
+    return smooth_reliability_of(pred.confidences, pred.correct, bandwidth=bandwidth, points=points)
+
+
 def reliability(scores: Any, labels: Any, *, n_bins: int = 15, binning: str = "equal-width") -> BinStatistics:
     """Per-bin counts, mean top-1 confidence and accuracy (the data of a reliability diagram)."""
     pred, n_bins = _check_prepared(scores, labels, n_bins)
@@ -582,6 +606,7 @@ for _name, _public, _kernel in (
     ("ece-debias", ece_debias, _ece_debias),
     ("ece-sweep-ew", ece_sweep_ew, _ece_sweep_ew),
     ("ece-sweep-em", ece_sweep_em, _ece_sweep_em),
+    ("ece-smooth", smooth_ece, _ece_smooth),
     ("mce", mce, _mce),
     ("classwise-ece", classwise_ece, _classwise_ece),
 ):
@@ -594,9 +619,36 @@ METRIC_NAMES: tuple[str, ...] = tuple(_KERNELS)
 FRACTION_METRICS = frozenset(name for name in METRIC_NAMES if name not in ("nll", "brier"))
 
 
+# How tables and figures spell each metric (one spelling everywhere); JSON keys are `metric_key`, users type any of
+# the registry key ("ece-em"), the JSON key ("ece_em") or the display name ("ECE-EM").
+DISPLAY_NAMES: dict[str, str] = {
+    "error": "Error",
+    "nll": "NLL",
+    "brier": "Brier",
+    "ece-ew": "ECE-EW",
+    "ece-em": "ECE-EM",
+    "ece-debias": "ECE-DEBIAS",
+    "ece-sweep-ew": "ECE-SWEEP-EW",
+    "ece-sweep-em": "ECE-SWEEP-EM",
+    "ece-smooth": "ECE-SMOOTH",
+    "mce": "MCE",
+    "classwise-ece": "Classwise-ECE",
+}
+
+
 def metric_key(name: str) -> str:
-    """Report key of a metric: "ece-em" → "ece_em"."""
-    return name.replace("-", "_")
+    """Report (JSON) key of a metric, from any accepted spelling: "ece-em", "ECE-EM", "ece_em" → "ece_em"."""
+    return _canonical(name).replace("-", "_")
+
+
+def display_name(name: str) -> str:
+    """Table spelling of a metric, from any accepted spelling: "ece_em" → "ECE-EM"."""
+    canonical = _canonical(name)
+    return DISPLAY_NAMES.get(canonical, canonical.upper())
+
+
+def _canonical(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
 
 
 def resolve_metric_names(names: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -608,7 +660,7 @@ def resolve_metric_names(names: str | Iterable[str] | None) -> tuple[str, ...]:
     for item in items:
         if not isinstance(item, str):
             raise InputError(f"Expected metric names to be strings, got {item!r}.")
-        name = item.strip().lower().replace("_", "-")
+        name = _canonical(item)
         if not name:
             continue
         METRICS.get(name)  # raises UnknownNameError listing the choices and the closest match
@@ -630,4 +682,5 @@ def compute_metrics(
     """Several metrics at once, validating the input once: {"ece_em": 0.0123, ...} (fractions; nll in nats)."""
     names = resolve_metric_names(names)
     pred, n_bins = _check_prepared(scores, labels, n_bins)
+    check_bins_fit(n_bins, num_classes=pred.num_classes, classwise="classwise-ece" in names)
     return compute_prepared(pred, names, n_bins)
