@@ -47,6 +47,7 @@ from adacal.metrics.calibration import (
     sweep_bins,
     top_label,
 )
+from adacal.metrics.meter import CalibrationMeter
 from adacal.metrics.smooth import SmoothReliability
 from adacal.metrics.ood import (
     OOD_SCORES,
@@ -70,6 +71,7 @@ __all__ = [
     "OOD_SCORES",
     "NORMS",
     "BinStatistics",
+    "CalibrationMeter",
     "PreparedPredictions",
     "TopLabel",
     "RocCurve",
