@@ -164,6 +164,22 @@ def check_not_near_probs(scores: np.ndarray, *, name: str = "logits") -> None:
         )
 
 
+# Up to this row length einsum's float64 row sums are the same bits for any block of rows and for a narrower array as
+# for its float64 copy (numpy casts in buffers of 8192 entries).
+_CAST_BUFFER = 8192
+
+
+def row_sums(array: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """float64 sums of the rows of a 2-D float array: the same bits for an array, any block of its rows, and its
+    float64 copy, so block-wise and whole-array probability computations agree exactly. (einsum's row sum is also
+    ~2-3x faster than ndarray.sum(axis=1) on short rows.)"""
+    if array.shape[1] > _CAST_BUFFER:
+        # Long rows: einsum's float64 result can depend on the number of rows and on casting; a float64 copy summed
+        # row by row by ndarray.sum does not.
+        return np.asarray(array, dtype=np.float64).sum(axis=1, out=out)
+    return np.einsum("ij->i", array, dtype=np.float64, out=out)
+
+
 def within_rounding(row_sums: np.ndarray, num_classes: int) -> np.ndarray:
     """Rows whose float64 sum is 1 up to the rounding of summing `num_classes` float64 terms (K machine epsilons).
 
@@ -173,20 +189,22 @@ def within_rounding(row_sums: np.ndarray, num_classes: int) -> np.ndarray:
     return np.abs(row_sums - 1.0) <= num_classes * np.finfo(np.float64).eps
 
 
-def normalise_probs(scores: np.ndarray, row_sums: np.ndarray | None = None) -> np.ndarray:
+def normalise_probs(scores: np.ndarray, sums: np.ndarray | None = None) -> np.ndarray:
     """float64 probabilities from rows that sum to 1 within tolerance: rows within rounding of 1 as given
-    (`within_rounding`), the others divided by their sums (float16 rows, rounded or truncated probabilities)."""
+    (`within_rounding`), the others divided by their sums (float16 rows, rounded or truncated probabilities).
+    `sums` are the `row_sums` of `scores` when the caller has them."""
+    if sums is None:
+        sums = row_sums(scores)
     scores = np.asarray(scores, dtype=np.float64)
-    if row_sums is None:
-        row_sums = scores.sum(axis=1)
-    divisor = np.where(within_rounding(row_sums, scores.shape[1]), 1.0, row_sums)
+    divisor = np.where(within_rounding(sums, scores.shape[1]), 1.0, sums)
     return scores / divisor[:, None]
 
 
 def to_probs(scores: np.ndarray) -> tuple[np.ndarray, str]:
     """Probabilities from validated scores, and which kind of input was assumed ("probs" or "logits")."""
-    if looks_like_probs(scores):
-        return normalise_probs(scores), "probs"
+    sums = row_sums(scores)
+    if looks_like_probs(scores, sums):
+        return normalise_probs(scores, sums), "probs"
     return softmax(scores), "logits"
 
 

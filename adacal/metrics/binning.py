@@ -156,6 +156,36 @@ def debiased_square_error(stats: BinStatistics) -> float:
     return float(np.dot(stats.weights[usable], terms))
 
 
+def sorted_bin_statistics(sorted_conf: np.ndarray, sorted_hit_conf: np.ndarray, edges: Any) -> BinStatistics:
+    """`bin_statistics` for 0/1 correctness, from the confidences sorted ascending and the sorted confidences of the
+    correct samples: O(n_bins log N) searches plus one segmented sum, no per-sample bin index.
+
+    Same bins as `assign_bins` ((lower, upper], first bin closed below, out-of-range values in the end bins): bin i
+    ends after every confidence ≤ edges[i + 1]. Each bin's confidence sum is a contiguous segment of the sorted
+    confidences; its hits are a count, so accuracies are exact.
+    """
+    edges = np.asarray(edges, dtype=np.float64)
+    m, n = edges.size - 1, sorted_conf.size
+    inner = edges[1:-1]
+    ends = np.concatenate((np.searchsorted(sorted_conf, inner, side="right"), [n]))
+    starts = np.concatenate(([0], ends[:-1]))
+    counts = (ends - starts).astype(np.int64)
+    hit_ends = np.concatenate((np.searchsorted(sorted_hit_conf, inner, side="right"), [sorted_hit_conf.size]))
+    hits = np.diff(np.concatenate(([0], hit_ends))).astype(np.float64)
+    conf_sum = np.zeros(m)
+    filled = counts > 0
+    if filled.any():
+        # reduceat sums from each filled bin's start to the next filled bin's start, i.e. exactly that bin.
+        conf_sum[filled] = np.add.reduceat(sorted_conf, starts[filled])
+    safe = np.maximum(counts, 1)
+    return BinStatistics(
+        edges=edges,
+        counts=counts,
+        mean_confidence=np.where(filled, conf_sum / safe, 0.0),
+        accuracy=np.where(filled, hits / safe, 0.0),
+    )
+
+
 def bin_statistics(
     confidences: Any,
     correct: Any,

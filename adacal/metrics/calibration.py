@@ -26,6 +26,7 @@ from adacal.arrays import (
     probability_tolerance,
     within_rounding,
 )
+from adacal.arrays import row_sums as block_row_sums
 from adacal.errors import InputError
 from adacal.metrics.binning import (
     BINNINGS,
@@ -37,6 +38,7 @@ from adacal.metrics.binning import (
     check_n_bins,
     equal_mass_edges,
     equal_width_edges,
+    sorted_bin_statistics,
 )
 from adacal.metrics.binning import equal_mass_edges_of_sorted as _equal_mass_edges_of_sorted
 from adacal.metrics.memory import check_bins_fit
@@ -54,7 +56,6 @@ DEBIAS_MODES = ("top-label", "marginal")
 # Per-sample quantities are computed over blocks of about this many entries (rows × classes): the probabilities of a
 # block stay in cache and no (N, K) temporary is allocated unless a metric needs the whole matrix.
 _BLOCK_ENTRIES = 1 << 16
-_CAST_BUFFER = 8192
 _GROUPS = {"top": ("predictions", "confidences"), "scoring": ("true_log_probs", "brier_terms")}
 _PER_SAMPLE = (*_GROUPS["top"], *_GROUPS["scoring"])
 
@@ -180,8 +181,16 @@ class PreparedPredictions:
             self._cache["sorted_confidences"] = np.sort(self.confidences)
         return self._cache["sorted_confidences"]
 
+    @property
+    def sorted_hit_confidences(self) -> np.ndarray:
+        """The confidences of the correct samples, sorted ascending (cached; with `sorted_confidences` they give any
+        binning's statistics without a per-sample bin index)."""
+        if "sorted_hit_confidences" not in self._cache:
+            self._cache["sorted_hit_confidences"] = np.sort(self.confidences[self.correct == 1.0])
+        return self._cache["sorted_hit_confidences"]
+
     def top_label_statistics(self, binning: str, n_bins: int) -> BinStatistics:
-        return bin_statistics(self.confidences, self.correct, edges=self.edges(binning, n_bins))
+        return sorted_bin_statistics(self.sorted_confidences, self.sorted_hit_confidences, self.edges(binning, n_bins))
 
     def take(self, index: np.ndarray) -> PreparedPredictions:
         """The rows `index` (with repeats, for resampling); per-sample vectors are computed here once and indexed."""
@@ -200,9 +209,9 @@ def _block_rows(k: int) -> int:
 
 def _normalise(block: np.ndarray, assumed: str) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """(float64 probs, shifted logits, row sums of exp) of a block: the operations of arrays.to_probs / softmax."""
-    block = block.astype(np.float64, copy=False)
     if assumed == "probs":
         return normalise_probs(block), None, None
+    block = block.astype(np.float64, copy=False)
     shifted = block - block.max(axis=1, keepdims=True)
     exp = np.exp(shifted)
     sums = exp.sum(axis=1, keepdims=True)
@@ -300,11 +309,8 @@ def _scan_rows(array: np.ndarray) -> tuple[np.ndarray, float, tuple[np.ndarray, 
     with np.errstate(over="ignore", invalid="ignore"):
         for start in range(0, n, step):
             block = array[start:start + step]
-            # float64 sums (they must equal those of arrays.to_probs, which sums float64 copies, bit for bit). numpy
-            # accumulates a narrower row in float64 exactly as it sums its float64 copy while the row fits one cast
-            # buffer (8192 entries); longer rows are copied first.
-            wide = block if k <= _CAST_BUFFER else block.astype(np.float64, copy=False)
-            wide.sum(axis=1, dtype=np.float64, out=row_sums[start:start + step])
+            # float64 sums equal to those of arrays.to_probs bit for bit (arrays.row_sums).
+            block_row_sums(block, out=row_sums[start:start + step])
             block.argmax(axis=1, out=top[start:start + step])
             top_values[start:start + step] = block[np.arange(block.shape[0]), top[start:start + step]]
             minimum = min(minimum, float(block.min()))
@@ -430,7 +436,9 @@ def _is_monotone(cum_hits: np.ndarray, positions: np.ndarray) -> bool:
     return bool(np.all(accuracy[1:] >= accuracy[:-1]))
 
 
-def _cumulative_hits(confidences: np.ndarray, correct: np.ndarray, sorted_conf: np.ndarray) -> np.ndarray:
+def _cumulative_hits(
+    confidences: np.ndarray, correct: np.ndarray, sorted_conf: np.ndarray, sorted_hit_conf: np.ndarray | None = None
+) -> np.ndarray:
     """cum[p] = Σ correct over the p smallest confidences, exact wherever p ends a group of tied confidences (the only
     positions the sweep reads: every cut falls between distinct values).
 
@@ -439,8 +447,8 @@ def _cumulative_hits(confidences: np.ndarray, correct: np.ndarray, sorted_conf: 
     """
     n = confidences.size
     cum = np.zeros(n + 1)
-    if np.all((correct == 0.0) | (correct == 1.0)):
-        hit_conf = np.sort(confidences[correct == 1.0])
+    if sorted_hit_conf is not None or np.all((correct == 0.0) | (correct == 1.0)):
+        hit_conf = np.sort(confidences[correct == 1.0]) if sorted_hit_conf is None else sorted_hit_conf
         cum[1:] = np.searchsorted(hit_conf, sorted_conf, side="right")
     else:
         order = np.argsort(confidences, kind="stable")
@@ -449,11 +457,17 @@ def _cumulative_hits(confidences: np.ndarray, correct: np.ndarray, sorted_conf: 
 
 
 def sweep_bins(
-    confidences: Any, correct: Any, *, binning: str = "equal-mass", sorted_confidences: np.ndarray | None = None
+    confidences: Any,
+    correct: Any,
+    *,
+    binning: str = "equal-mass",
+    sorted_confidences: np.ndarray | None = None,
+    sorted_hit_confidences: np.ndarray | None = None,
 ) -> int:
     """The number of bins ECE_SWEEP picks: the largest b before the first b whose bin accuracies are not monotone.
 
-    `sorted_confidences` (the confidences sorted ascending), when the caller has it, saves a sort.
+    `sorted_confidences` (the confidences sorted ascending) and `sorted_hit_confidences` (those of the correct
+    samples, for 0/1 correctness), when the caller has them, save the sorts.
     """
     if binning not in BINNINGS:
         raise InputError(f"Expected binning to be one of {', '.join(BINNINGS)}, got {binning!r}.")
@@ -463,7 +477,7 @@ def sweep_bins(
     if n <= 1:
         return 1
     sorted_conf = np.sort(confidences) if sorted_confidences is None else sorted_confidences
-    cum_hits = _cumulative_hits(confidences, correct, sorted_conf)
+    cum_hits = _cumulative_hits(confidences, correct, sorted_conf, sorted_hit_confidences)
     ends = np.flatnonzero(np.diff(sorted_conf) > 0) + 1  # the finest partition: one group per distinct value
     if _is_monotone(cum_hits, np.concatenate(([0], ends, [n]))):
         return n
@@ -476,7 +490,10 @@ def sweep_bins(
 
 
 def _ece_sweep(pred: PreparedPredictions, binning: str) -> float:
-    b = sweep_bins(pred.confidences, pred.correct, binning=binning, sorted_confidences=pred.sorted_confidences)
+    b = sweep_bins(
+        pred.confidences, pred.correct, binning=binning,
+        sorted_confidences=pred.sorted_confidences, sorted_hit_confidences=pred.sorted_hit_confidences,
+    )
     return calibration_error(pred.top_label_statistics(binning, b))
 
 
