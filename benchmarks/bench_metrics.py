@@ -42,6 +42,7 @@ if str(ROOT) not in sys.path:
 from adacal import __version__  # noqa: E402
 from adacal.metrics import (  # noqa: E402
     bin_statistics,
+    calibration_error,
     compute_metrics,
     ece_debias,
     ece_em,
@@ -200,7 +201,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for peer, fn in peers.items():
             t_peer, v_peer = median_time(lambda: fn(probs, labels), args.repeats)
             peer_times[peer] = t_peer
-            block[peer] = {"ece_s": t_peer, "value": v_peer, "abs_diff_vs_adacal_ece_ew": abs(v_peer - block["ece-ew"]["value"])}
+            block[peer] = {"ece_s": t_peer, "value": v_peer,
+                           "abs_diff_vs_adacal_ece_ew": abs(v_peer - block["ece-ew"]["value"])}
             print(f"  {peer + ' ECE (equal-width)':34s} {t_peer:9.3f} {t_peer / t_max:8.2f}x max")
         if peer_times:
             fastest = min(peer_times, key=peer_times.get)
@@ -259,12 +261,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     def core_ece(binning: str, debias: bool) -> float:
         stats = bin_statistics(conf, correct, n_bins=15, binning=binning)
-        if not debias:
-            return float(np.dot(stats.weights, np.abs(stats.gaps)))
-        ok = stats.counts >= 2
-        acc = stats.accuracy[ok]
-        square = np.dot(stats.weights[ok], stats.gaps[ok] ** 2 - acc * (1 - acc) / (stats.counts[ok] - 1))
-        return math.sqrt(max(square, 0.0))
+        return calibration_error(stats, "l2", debias=True) if debias else calibration_error(stats)
 
     for name, binning, debias in (("ece-ew", "equal-width", False), ("ece-em", "equal-mass", False),
                                   ("ece-debias", "equal-mass", True)):
@@ -290,8 +287,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for binning in ("equal-mass", "equal-width"):
             def run() -> float:
                 b = sweep_bins(c, h, binning=binning)
-                stats = bin_statistics(c, h, n_bins=b, binning=binning)
-                return float(np.dot(stats.weights, np.abs(stats.gaps)))
+                return calibration_error(bin_statistics(c, h, n_bins=b, binning=binning))
 
             seconds, _ = median_time(run, args.repeats)
             b = sweep_bins(c, h, binning=binning)

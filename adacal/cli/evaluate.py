@@ -111,7 +111,14 @@ def _bootstrap_progress(total: int, silent: bool) -> Iterator[Callable[[int, int
     if silent or total == 0 or not console.is_terminal:
         yield None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     columns = (
         TextColumn("Bootstrap resamples"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -4,7 +4,10 @@
     >>> ece_em(logits, labels)                      # a fraction, e.g. 0.0123 (= 1.23 %)
     >>> compute_metrics(logits, labels, names=["ece-em", "nll"])   # {"ece_em": ..., "nll": ...}
 
-Registry keys are hyphenated ("ece-em"); report keys are snake_case ("ece_em").
+Registry keys are hyphenated ("ece-em"); report keys are snake_case ("ece_em"); tables show "ECE-EM"
+(`display_name`); any of the three spellings is accepted as input. `CalibrationMeter` accumulates every metric batch
+by batch (and across torch.distributed ranks); `calibration_error(stats, norm)` is the one kernel from binned
+statistics and `top_label(scores, labels)` the one top-1 helper.
 """
 
 from adacal.metrics.binning import (

@@ -104,6 +104,9 @@ def test_bootstrap_progress_callback_sees_every_resample():
     probs = softmax(np.random.default_rng(2).normal(size=(60, 3)))
     labels = np.arange(60) % 3
     seen = []
-    with_progress = bootstrap(probs, labels, ["ece-em"], n_resamples=7, progress=lambda done, total: seen.append((done, total)))
+    def progress(done, total):
+        seen.append((done, total))
+
+    with_progress = bootstrap(probs, labels, ["ece-em"], n_resamples=7, progress=progress)
     assert seen == [(i, 7) for i in range(1, 8)]
     assert with_progress == bootstrap(probs, labels, ["ece-em"], n_resamples=7)
