@@ -156,22 +156,21 @@ def debiased_square_error(stats: BinStatistics) -> float:
     return float(np.dot(stats.weights[usable], terms))
 
 
-def sorted_bin_statistics(sorted_conf: np.ndarray, sorted_hit_conf: np.ndarray, edges: Any) -> BinStatistics:
-    """`bin_statistics` for 0/1 correctness, from the confidences sorted ascending and the sorted confidences of the
-    correct samples: O(n_bins log N) searches plus one segmented sum, no per-sample bin index.
+def sorted_bin_statistics(sorted_conf: np.ndarray, cumulative_hits: np.ndarray, edges: Any) -> BinStatistics:
+    """`bin_statistics` from the confidences sorted ascending and the cumulative number of hits along that order
+    (`calibration.sorted_with_cumulative_hits`): O(n_bins log N) searches plus one segmented sum, no per-sample bin
+    index.
 
     Same bins as `assign_bins` ((lower, upper], first bin closed below, out-of-range values in the end bins): bin i
-    ends after every confidence ≤ edges[i + 1]. Each bin's confidence sum is a contiguous segment of the sorted
-    confidences; its hits are a count, so accuracies are exact.
+    ends after every confidence ≤ edges[i + 1], so every boundary falls between distinct values, where the cumulative
+    hits are exact. Each bin's confidence sum is a contiguous segment of the sorted confidences.
     """
     edges = np.asarray(edges, dtype=np.float64)
     m, n = edges.size - 1, sorted_conf.size
-    inner = edges[1:-1]
-    ends = np.concatenate((np.searchsorted(sorted_conf, inner, side="right"), [n]))
+    ends = np.concatenate((np.searchsorted(sorted_conf, edges[1:-1], side="right"), [n]))
     starts = np.concatenate(([0], ends[:-1]))
     counts = (ends - starts).astype(np.int64)
-    hit_ends = np.concatenate((np.searchsorted(sorted_hit_conf, inner, side="right"), [sorted_hit_conf.size]))
-    hits = np.diff(np.concatenate(([0], hit_ends))).astype(np.float64)
+    hits = cumulative_hits[ends] - cumulative_hits[starts]
     conf_sum = np.zeros(m)
     filled = counts > 0
     if filled.any():

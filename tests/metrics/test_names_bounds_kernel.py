@@ -110,3 +110,28 @@ def test_bootstrap_progress_callback_sees_every_resample():
     with_progress = bootstrap(probs, labels, ["ece-em"], n_resamples=7, progress=progress)
     assert seen == [(i, 7) for i in range(1, 8)]
     assert with_progress == bootstrap(probs, labels, ["ece-em"], n_resamples=7)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_sorted_bin_statistics_equal_the_per_sample_bincount(seed):
+    from adacal.metrics.binning import equal_width_edges, sorted_bin_statistics
+    from adacal.metrics.calibration import sorted_with_cumulative_hits
+
+    rng = np.random.default_rng(seed)
+    conf = np.round(rng.random(3000), 2)  # many ties, values exactly on edges too
+    conf[:5] = [0.0, -0.0, 1.0, 0.2, 0.4]
+    correct = (rng.random(3000) < conf).astype(float)
+    ordered, cum = sorted_with_cumulative_hits(conf, correct)
+    np.testing.assert_array_equal(ordered, np.sort(conf))
+    for edges in (equal_width_edges(10), equal_width_edges(7), np.array([0.0, 0.2, 0.2, 0.5, 1.0])):
+        fast = sorted_bin_statistics(ordered, cum, edges)
+        slow = bin_statistics(conf, correct, edges=edges)
+        np.testing.assert_array_equal(fast.counts, slow.counts)
+        np.testing.assert_array_equal(fast.accuracy, slow.accuracy)
+        np.testing.assert_allclose(fast.mean_confidence, slow.mean_confidence, rtol=1e-13, atol=0)
+    # non-binary targets and out-of-range confidences take the argsort path, with the same results
+    soft = rng.random(3000)
+    ordered, cum = sorted_with_cumulative_hits(conf * 3 - 1, soft)
+    order = np.argsort(conf * 3 - 1, kind="stable")
+    np.testing.assert_array_equal(ordered, (conf * 3 - 1)[order])
+    np.testing.assert_allclose(cum[1:], np.cumsum(soft[order]))
