@@ -401,8 +401,9 @@ def _error(pred: PreparedPredictions, n_bins: int) -> float:
 #   - the reference tries b < N only; we go up to b = N and report N bins when no b violates monotonicity;
 #   - the reference re-bins all N samples for every b (O(N · b*)); we sort once and read each candidate's bin sums
 #     from prefix sums at b − 1 cut positions: O(N log N + Σ_{b ≤ b*} b log N) where b* is the chosen number of bins
-#     (for real models b* grows roughly like N^(1/3), so the sort dominates). When the finest partition (groups of
-#     tied confidences) is already monotone, every coarser one is too and we answer b = N without the loop.
+#     (for real models b* grows roughly like N^(1/3), so the sort dominates). The sort is one int64 sort of the
+#     confidences' bits with the hit in the lowest bit (`sorted_with_cumulative_hits`). When the finest partition
+#     (groups of tied confidences) is monotone, every coarser one is too: after 64 tries that O(N) check answers b = N.
 
 
 def _equal_mass_cuts(sorted_conf: np.ndarray) -> Callable[[int], np.ndarray]:
