@@ -14,11 +14,17 @@ PROB_SUM_TOLERANCE = 1e-4
 NEAR_PROB_SUM_TOLERANCE = 0.1
 
 
-def to_numpy(values: Any) -> np.ndarray:
+def to_numpy(values: Any, *, keep_float: bool = False) -> np.ndarray:
+    """A numpy view or copy of `values`; torch floats become float64, or with `keep_float` keep float16/32/64
+    (numpy has no bfloat16, which always becomes float64)."""
     if hasattr(values, "detach"):
         values = values.detach().cpu()
-        # numpy has no bfloat16; float64 is what the metrics compute in anyway.
-        return (values.double() if values.dtype.is_floating_point else values).numpy()
+        if values.dtype.is_floating_point:
+            import torch
+
+            if not keep_float or values.dtype not in (torch.float16, torch.float32, torch.float64):
+                values = values.double()
+        return values.numpy()
     return np.asarray(values)
 
 
@@ -36,12 +42,17 @@ def check_scores_and_row_sums(scores: Any, *, name: str = "logits") -> tuple[np.
     return array, row_sums
 
 
-def check_score_shape(scores: Any, *, name: str = "logits") -> np.ndarray:
-    """The dtype and shape checks of `check_scores` (not finiteness): a float64 (N, K) array, N >= 1, K >= 2."""
-    array = to_numpy(scores)
+def check_score_shape(scores: Any, *, name: str = "logits", keep_dtype: bool = False) -> np.ndarray:
+    """The dtype and shape checks of `check_scores` (not finiteness): a float64 (N, K) array, N >= 1, K >= 2.
+
+    With `keep_dtype`, float16/32/64 input is returned in its own dtype (no copy): block-wise consumers convert one
+    cache-sized block at a time instead of the whole matrix. Integers always become float64.
+    """
+    array = to_numpy(scores, keep_float=keep_dtype)
     if array.dtype == object or not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
         raise InputError(f"Expected {name} to be numeric, got dtype {array.dtype}.")
-    array = array.astype(np.float64, copy=False)
+    if not keep_dtype or array.dtype not in (np.float16, np.float32, np.float64):
+        array = array.astype(np.float64, copy=False)
     if array.ndim != 2:
         raise InputError(f"Expected {name} to be 2-D (samples, classes), got shape {array.shape}.")
     if array.shape[0] == 0:
@@ -153,10 +164,47 @@ def check_not_near_probs(scores: np.ndarray, *, name: str = "logits") -> None:
         )
 
 
+# Up to this row length einsum's float64 row sums are the same bits for any block of rows and for a narrower array as
+# for its float64 copy (numpy casts in buffers of 8192 entries).
+_CAST_BUFFER = 8192
+
+
+def row_sums(array: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """float64 sums of the rows of a 2-D float array: the same bits for an array, any block of its rows, and its
+    float64 copy, so block-wise and whole-array probability computations agree exactly. (einsum's row sum is also
+    ~2-3x faster than ndarray.sum(axis=1) on short rows.)"""
+    if array.shape[1] > _CAST_BUFFER:
+        # Long rows: einsum's float64 result can depend on the number of rows and on casting; a float64 copy summed
+        # row by row by ndarray.sum does not.
+        return np.asarray(array, dtype=np.float64).sum(axis=1, out=out)
+    return np.einsum("ij->i", array, dtype=np.float64, out=out)
+
+
+def within_rounding(row_sums: np.ndarray, num_classes: int) -> np.ndarray:
+    """Rows whose float64 sum is 1 up to the rounding of summing `num_classes` float64 terms (K machine epsilons).
+
+    Such rows are probabilities already and are used as given: dividing them by their sums would only add rounding,
+    and rows that hold the same values in another order (sums differing in the last bit) would stop being tied.
+    """
+    return np.abs(row_sums - 1.0) <= num_classes * np.finfo(np.float64).eps
+
+
+def normalise_probs(scores: np.ndarray, sums: np.ndarray | None = None) -> np.ndarray:
+    """float64 probabilities from rows that sum to 1 within tolerance: rows within rounding of 1 as given
+    (`within_rounding`), the others divided by their sums (float16 rows, rounded or truncated probabilities).
+    `sums` are the `row_sums` of `scores` when the caller has them."""
+    if sums is None:
+        sums = row_sums(scores)
+    scores = np.asarray(scores, dtype=np.float64)
+    divisor = np.where(within_rounding(sums, scores.shape[1]), 1.0, sums)
+    return scores / divisor[:, None]
+
+
 def to_probs(scores: np.ndarray) -> tuple[np.ndarray, str]:
     """Probabilities from validated scores, and which kind of input was assumed ("probs" or "logits")."""
-    if looks_like_probs(scores):
-        return scores / scores.sum(axis=1, keepdims=True), "probs"
+    sums = row_sums(scores)
+    if looks_like_probs(scores, sums):
+        return normalise_probs(scores, sums), "probs"
     return softmax(scores), "logits"
 
 

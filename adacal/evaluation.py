@@ -11,7 +11,7 @@ A path may be
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from adacal.errors import InputError
 from adacal.metrics.binning import check_n_bins
 from adacal.metrics.bootstrap import bootstrap_prepared, check_confidence, check_seed
 from adacal.metrics.calibration import compute_prepared, prepare_predictions, resolve_metric_names
+from adacal.metrics.memory import check_bins_fit, check_bootstrap_fits
 from adacal.predictions import Predictions, read_arrays, load_predictions
 from adacal.reports import make_report
 from adacal.runs import RunFolder, find_run_folder, predictions_are_from, require_run_folder, selected_checkpoint
@@ -127,6 +128,7 @@ def evaluate_predictions(
     seed: int = 0,
     confidence: float = 0.95,
     name: str = "scores",
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """The `results` block of an evaluate report.
 
@@ -134,7 +136,8 @@ def evaluate_predictions(
      "n_samples", "num_classes", "bins": {"equal_width": ..., "equal_mass": ...} (top-1 reliability, n_bins each),
      "bootstrap": {snake_key: {"low", "high", "std"}} only when bootstrap > 0}.
     Scores in [0, 1] whose rows sum to nearly but not quite 1 are an InputError naming `name`: probabilities that
-    do not sum to 1, which would otherwise be taken as logits.
+    do not sum to 1, which would otherwise be taken as logits. Bins or bootstrap resamples that cannot fit in
+    memory are refused before any metric is computed. `progress(done, total)` is called after each bootstrap resample.
     """
     names = resolve_metric_names(metric_names)
     n_bins = check_n_bins(n_bins)
@@ -144,6 +147,9 @@ def evaluate_predictions(
     pred = prepare_predictions(scores, labels)
     if pred.assumed == "logits" and pred.scores is not None:
         check_not_near_probs(pred.scores, name=name)
+    check_bins_fit(n_bins, num_classes=pred.num_classes, classwise="classwise-ece" in names)
+    if n_resamples:
+        check_bootstrap_fits(n_resamples, pred.n_samples, len(names), name="bootstrap")
     results: dict[str, Any] = {
         "metrics": compute_prepared(pred, names, n_bins),
         "units": "fractions in [0, 1], not % (nll in nats; brier in [0, 2])",
@@ -157,7 +163,7 @@ def evaluate_predictions(
     }
     if n_resamples:
         results["bootstrap"] = bootstrap_prepared(
-            pred, names, n_resamples=n_resamples, seed=seed, confidence=confidence, n_bins=n_bins
+            pred, names, n_resamples=n_resamples, seed=seed, confidence=confidence, n_bins=n_bins, progress=progress
         )
     return results
 
@@ -195,12 +201,13 @@ def evaluation_report(
     input_path: str | os.PathLike | None = None,
     source: dict[str, Any] | None = None,
     calibrator: str | os.PathLike | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """The full evaluate report (kind "evaluate"): the common envelope around `evaluate_predictions`' results."""
     name = "scores" if input_path is None else f"the scores in {Path(input_path).name}"
     results = evaluate_predictions(
         scores, labels, n_bins=n_bins, metric_names=metric_names, bootstrap=bootstrap, seed=seed, confidence=confidence,
-        name=name,
+        name=name, progress=progress,
     )
     config = evaluation_config(
         n_bins=n_bins, metric_names=metric_names, bootstrap=bootstrap, seed=seed, confidence=confidence,

@@ -1,9 +1,16 @@
-"""Speed of adacal's ECE metrics against the published `uncertainty-calibration` package and sklearn's binning.
+"""Speed of adacal's ECE metrics: against one `probs.max(axis=1)` pass (float32 and float64), torchmetrics and netcal,
+the published `uncertainty-calibration` package and sklearn's binning.
 
-    python benchmarks/bench_metrics.py                 # N = 10^6, K = 100 (about 2-3 minutes on 2 busy cores)
+    python benchmarks/bench_metrics.py                 # N = 10^6, K = 100 (a few minutes on 2 busy cores)
     python benchmarks/bench_metrics.py --n 200000 --k 10 --repeats 5
 
 Everything runs in one process on the same arrays; each figure is the median of --repeats timed calls.
+0. Per dtype (float32, float64), probabilities (N, K): every adacal ECE (ew, em, debias, sweep-ew, sweep-em; input
+   validation and probability detection included) as a multiple of one `probs.max(axis=1)` pass over the same array
+   (target ≤ 3×), and against the fastest of torchmetrics' `multiclass_calibration_error` and netcal's `ECE` (target:
+   adacal ≥ 3× faster; both are equal-width top-label ECEs, compared with adacal's ece-ew). Logits of the same dtype
+   (a block-wise softmax is needed) are timed too. torchmetrics / netcal are optional (`pip install .[bench]`); a
+   missing one is skipped with a message.
 1. End to end from probabilities (N, K) — what a user calls: adacal's ece_ew / ece_em / ece_debias / sweeps
    (input validation and probability detection included) vs the package's get_ece, get_ece_em and
    lower_bound_scaling_ce(p=2, debias=True, mode="top-label"). The package is timed at --ref-n (default 10^5) and,
@@ -35,6 +42,7 @@ if str(ROOT) not in sys.path:
 from adacal import __version__  # noqa: E402
 from adacal.metrics import (  # noqa: E402
     bin_statistics,
+    calibration_error,
     compute_metrics,
     ece_debias,
     ece_em,
@@ -73,6 +81,53 @@ def make_probs(n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return probs, labels
 
 
+def make_logits(n: int, k: int, seed: int, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Logits of the over-confident classifier of make_probs, in `dtype`."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, k, size=n)
+    logits = rng.standard_normal((n, k), dtype=np.float32)
+    hit = rng.random(n) < 0.7
+    logits[np.flatnonzero(hit), labels[hit]] += 3.0
+    logits *= 2.0
+    return logits.astype(dtype, copy=False), labels
+
+
+def probs_of(logits: np.ndarray) -> np.ndarray:
+    """Softmax in place, in the logits' dtype (what a float32 model outputs)."""
+    probs = logits.copy()
+    probs -= probs.max(axis=1, keepdims=True)
+    np.exp(probs, out=probs)
+    probs /= probs.sum(axis=1, keepdims=True)
+    return probs
+
+
+def peer_ece(n_bins: int) -> dict[str, Callable[[np.ndarray, np.ndarray], float]]:
+    """Equal-width top-label ECE of the optional peers that are installed (a message for each one missing)."""
+    peers: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {}
+    try:
+        import torch
+        from torchmetrics.functional.classification import multiclass_calibration_error
+
+        def torchmetrics_ece(p: np.ndarray, y: np.ndarray) -> float:
+            return float(multiclass_calibration_error(
+                torch.from_numpy(p), torch.from_numpy(y), num_classes=p.shape[1], n_bins=n_bins, norm="l1"
+            ))
+
+        peers["torchmetrics"] = torchmetrics_ece
+    except ImportError:
+        print("torchmetrics is not installed: skipping it (pip install torchmetrics, or .[bench]).")
+    try:
+        from netcal.metrics import ECE
+
+        def netcal_ece(p: np.ndarray, y: np.ndarray) -> float:
+            return float(ECE(bins=n_bins).measure(p, y))
+
+        peers["netcal"] = netcal_ece
+    except ImportError:
+        print("netcal is not installed: skipping it (pip install netcal, or .[bench]).")
+    return peers
+
+
 def top_label(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Top-1 confidences and hits of an over-confident model (accuracy = confidence ** 1.5)."""
     rng = np.random.default_rng(seed)
@@ -96,6 +151,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sweep-n", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-peers", action="store_true", help="do not time torchmetrics and netcal")
+    parser.add_argument("--dtype-only", action="store_true", help="run section 0 only (the dtype / peer comparison)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "bench_metrics.json")
     args = parser.parse_args(argv)
 
@@ -124,6 +181,48 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "units": "seconds (median of repeats); ratio = reference / adacal",
     }
     started = time.perf_counter()
+
+    # ------------------------------------------------------------------------- 0. per dtype, against a max pass
+    peers = {} if args.no_peers else peer_ece(15)
+    by_dtype: dict[str, Any] = {}
+    for dtype in (np.float32, np.float64):
+        name_of_dtype = np.dtype(dtype).name
+        logits, labels = make_logits(args.n, args.k, args.seed, dtype)
+        probs = probs_of(logits)
+        print(f"\n{name_of_dtype} probabilities, N = {args.n:,}, K = {args.k}   (seconds; x = multiple of one max pass)")
+        t_max, _ = median_time(lambda: probs.max(axis=1), args.repeats)
+        block: dict[str, Any] = {"max_pass_s": t_max}
+        print(f"  {'probs.max(axis=1)':34s} {t_max:9.3f}")
+        for name, fn in ours.items():
+            t_ours, v_ours = median_time(lambda: fn(probs, labels), args.repeats)
+            block[name] = {"adacal_s": t_ours, "value": v_ours, "x_max_pass": t_ours / t_max}
+            print(f"  {name:34s} {t_ours:9.3f} {t_ours / t_max:8.2f}x max")
+        peer_times = {}
+        for peer, fn in peers.items():
+            t_peer, v_peer = median_time(lambda: fn(probs, labels), args.repeats)
+            peer_times[peer] = t_peer
+            block[peer] = {"ece_s": t_peer, "value": v_peer,
+                           "abs_diff_vs_adacal_ece_ew": abs(v_peer - block["ece-ew"]["value"])}
+            print(f"  {peer + ' ECE (equal-width)':34s} {t_peer:9.3f} {t_peer / t_max:8.2f}x max")
+        if peer_times:
+            fastest = min(peer_times, key=peer_times.get)
+            block["fastest_peer"] = fastest
+            for name in ours:
+                block[name]["speedup_vs_fastest_peer"] = peer_times[fastest] / block[name]["adacal_s"]
+            print(f"  speed-up of adacal over the fastest peer ({fastest}): "
+                  + ", ".join(f"{name} {block[name]['speedup_vs_fastest_peer']:.1f}x" for name in ours))
+        del probs
+        t_logits, _ = median_time(lambda: ece_ew(logits, labels), args.repeats)
+        block["ece-ew from logits"] = {"adacal_s": t_logits, "x_max_pass": t_logits / t_max}
+        print(f"  {'ece-ew from logits (softmax)':34s} {t_logits:9.3f} {t_logits / t_max:8.2f}x max")
+        by_dtype[name_of_dtype] = block
+        del logits, labels
+    results["by_dtype"] = by_dtype
+    if args.dtype_only:
+        results["total_seconds"] = time.perf_counter() - started
+        write_json(args.out, results)
+        print(f"\nTotal {results['total_seconds']:.0f} s. Wrote {args.out}")
+        return results
 
     # ------------------------------------------------------------------------------------------ 1. end to end
     sizes = [args.ref_n] + ([args.n] if args.n != args.ref_n else [])
@@ -162,12 +261,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     def core_ece(binning: str, debias: bool) -> float:
         stats = bin_statistics(conf, correct, n_bins=15, binning=binning)
-        if not debias:
-            return float(np.dot(stats.weights, np.abs(stats.gaps)))
-        ok = stats.counts >= 2
-        acc = stats.accuracy[ok]
-        square = np.dot(stats.weights[ok], stats.gaps[ok] ** 2 - acc * (1 - acc) / (stats.counts[ok] - 1))
-        return math.sqrt(max(square, 0.0))
+        return calibration_error(stats, "l2", debias=True) if debias else calibration_error(stats)
 
     for name, binning, debias in (("ece-ew", "equal-width", False), ("ece-em", "equal-mass", False),
                                   ("ece-debias", "equal-mass", True)):
@@ -193,8 +287,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for binning in ("equal-mass", "equal-width"):
             def run() -> float:
                 b = sweep_bins(c, h, binning=binning)
-                stats = bin_statistics(c, h, n_bins=b, binning=binning)
-                return float(np.dot(stats.weights, np.abs(stats.gaps)))
+                return calibration_error(bin_statistics(c, h, n_bins=b, binning=binning))
 
             seconds, _ = median_time(run, args.repeats)
             b = sweep_bins(c, h, binning=binning)

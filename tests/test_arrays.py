@@ -161,3 +161,18 @@ def test_check_not_near_probs():
     # logits: negative entries, entries above 1, rows far from summing to 1 (all-zero logits: a uniform model)
     for scores in (np.array([[-0.1, 0.6, 0.5]]), np.array([[1.2, 0.0]]), np.zeros((3, 4)), np.full((2, 3), 0.9)):
         check_not_near_probs(scores)
+
+
+@pytest.mark.parametrize("k", [2, 3, 7, 100, 8192, 8193])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_row_sums_are_the_same_bits_for_blocks_and_float64_copies(k, dtype):
+    from adacal.arrays import row_sums
+
+    rng = np.random.default_rng(k)
+    scores = (rng.random((9, k)) ** 6).astype(dtype)
+    whole = row_sums(scores)
+    assert whole.dtype == np.float64
+    np.testing.assert_array_equal(whole, row_sums(scores.astype(np.float64)))
+    np.testing.assert_array_equal(whole, np.concatenate([row_sums(scores[i : i + 1]) for i in range(9)]))
+    np.testing.assert_array_equal(whole, np.concatenate([row_sums(scores[:4]), row_sums(scores[4:])]))
+    np.testing.assert_allclose(whole, scores.astype(np.float64).sum(axis=1), rtol=1e-14)

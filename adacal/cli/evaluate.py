@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,7 +12,7 @@ import typer
 from adacal.cli.common import guarded, reflow
 from adacal.errors import InputError
 
-HELP = """Measure calibration of a model's test predictions: ECE (equal-width, equal-mass, debiased, sweep), MCE,
+HELP = """Measure calibration of a model's test predictions: ECE (equal-width, equal-mass, debiased, sweep, smooth), MCE,
 classwise ECE, NLL, Brier score and top-1 error, optionally with bootstrap confidence intervals.
 
 PREDICTIONS is a predictions file (.npz or .pt with `logits` and `labels`, or `test_logits`/`test_labels` like a
@@ -34,11 +36,19 @@ Examples:
 _UNITS = {"nll": "nats", "brier": ""}
 
 
-def _check_options(n_bins: int, bootstrap: int, seed: int, json_path: Path | None, calibrator: Path | None) -> None:
+def _check_options(
+    n_bins: int, bootstrap: int, seed: int, json_path: Path | None, calibrator: Path | None, n_metrics: int = 1
+) -> None:
+    from adacal.metrics.binning import check_n_bins
+    from adacal.metrics.memory import check_bootstrap_fits
+
     if n_bins < 1:
         raise InputError(f"Expected --n-bins to be a positive integer, got {n_bins}.")
+    check_n_bins(n_bins, name="--n-bins")  # refuses bins that cannot fit in memory, before loading anything
     if bootstrap < 0:
         raise InputError(f"Expected --bootstrap to be a non-negative integer (0 = no intervals), got {bootstrap}.")
+    if bootstrap:
+        check_bootstrap_fits(bootstrap, 0, n_metrics, name="--bootstrap")
     if seed < 0:
         raise InputError(f"Expected --seed to be a non-negative integer, got {seed}.")
     if json_path is not None and json_path.is_dir():
@@ -57,7 +67,7 @@ def _print_table(report: dict[str, Any], label: str, calibrated: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from adacal.metrics import FRACTION_METRICS, metric_key
+    from adacal.metrics import FRACTION_METRICS, display_name, metric_key
 
     results = report["results"]
     config = report["config"]
@@ -83,7 +93,7 @@ def _print_table(report: dict[str, Any], label: str, calibrated: bool) -> None:
         key = metric_key(name)
         value = results["metrics"][key]
         unit = "%" if name in FRACTION_METRICS else _UNITS.get(name, "")
-        row = [name, _format(name, value), unit]
+        row = [display_name(name), _format(name, value), unit]
         if intervals:
             ci = intervals[key]
             row += [f"{_format(name, ci['low'])} – {_format(name, ci['high'])}", _format(name, ci["std"])]
@@ -91,15 +101,32 @@ def _print_table(report: dict[str, Any], label: str, calibrated: bool) -> None:
     console.print(table)
 
 
-def _status(message: str, silent: bool) -> Any:
-    """A spinner on the terminal while long work runs (nothing when silent)."""
-    import contextlib
-
-    if silent:
-        return contextlib.nullcontext()
+@contextlib.contextmanager
+def _bootstrap_progress(total: int, silent: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar (count, elapsed, ETA) on stderr for the bootstrap resamples, when stderr is a terminal; yields
+    the callback the library calls after each resample (None: nothing is drawn when silent or piped)."""
     from rich.console import Console
 
-    return Console(stderr=True).status(message)
+    console = Console(stderr=True)
+    if silent or total == 0 or not console.is_terminal:
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (
+        TextColumn("Bootstrap resamples"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("ETA"), TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("bootstrap", total=total)
+        yield lambda done, _total: bar.update(task, completed=done)
 
 
 def register(app: typer.Typer) -> None:
@@ -119,7 +146,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--metrics",
                 help="Comma-separated metrics: error, nll, brier, ece-ew, ece-em, ece-debias, ece-sweep-ew, "
-                "ece-sweep-em, mce, classwise-ece (default: all).",
+                "ece-sweep-em, ece-smooth, mce, classwise-ece (default: all); ece_em and ECE-EM are accepted too.",
             ),
         ] = None,
         bootstrap: Annotated[
@@ -145,8 +172,8 @@ def register(app: typer.Typer) -> None:
         from adacal.reports import write_json
         from adacal.runs import EVALUATE_FILE
 
-        _check_options(n_bins, bootstrap, seed, json_path, calibrator)
         names = resolve_metric_names(metrics)
+        _check_options(n_bins, bootstrap, seed, json_path, calibrator, len(names))
         fitted = None
         if calibrator is not None:
             from adacal.calibrators import load_calibrator
@@ -157,7 +184,7 @@ def register(app: typer.Typer) -> None:
         scores = source.predictions.logits
         if fitted is not None:
             scores = calibrated_probs(fitted, scores, calibrator_path=calibrator)
-        with _status(f"Computing metrics and {bootstrap} bootstrap resamples", quiet or bootstrap == 0):
+        with _bootstrap_progress(bootstrap, quiet) as progress:
             report = evaluation_report(
                 scores,
                 source.predictions.labels,
@@ -168,6 +195,7 @@ def register(app: typer.Typer) -> None:
                 input_path=source.data_path,
                 source=source.describe(),
                 calibrator=calibrator,
+                progress=progress,
             )
 
         targets = [json_path] if json_path is not None else []

@@ -4,27 +4,35 @@
     >>> ece_em(logits, labels)                      # a fraction, e.g. 0.0123 (= 1.23 %)
     >>> compute_metrics(logits, labels, names=["ece-em", "nll"])   # {"ece_em": ..., "nll": ...}
 
-Registry keys are hyphenated ("ece-em"); report keys are snake_case ("ece_em").
+Registry keys are hyphenated ("ece-em"); report keys are snake_case ("ece_em"); tables show "ECE-EM"
+(`display_name`); any of the three spellings is accepted as input. `CalibrationMeter` accumulates every metric batch
+by batch (and across torch.distributed ranks); `calibration_error(stats, norm)` is the one kernel from binned
+statistics and `top_label(scores, labels)` the one top-1 helper.
 """
 
 from adacal.metrics.binning import (
     BINNINGS,
+    NORMS,
     BinStatistics,
     assign_bins,
     bin_statistics,
+    calibration_error,
     equal_mass_edges,
     equal_width_edges,
 )
 from adacal.metrics.bootstrap import bootstrap
 from adacal.metrics.calibration import (
     DEBIAS_MODES,
+    DISPLAY_NAMES,
     FRACTION_METRICS,
     METRIC_NAMES,
     METRICS,
     PreparedPredictions,
+    TopLabel,
     brier,
     classwise_ece,
     compute_metrics,
+    display_name,
     ece_debias,
     ece_em,
     ece_ew,
@@ -37,14 +45,20 @@ from adacal.metrics.calibration import (
     prepare_predictions,
     reliability,
     resolve_metric_names,
+    smooth_ece,
+    smooth_reliability,
     sweep_bins,
+    top_label,
 )
+from adacal.metrics.meter import CalibrationMeter
+from adacal.metrics.smooth import SmoothReliability
 from adacal.metrics.ood import (
     OOD_SCORES,
     RocCurve,
     energy_score,
     entropy,
     entropy_score,
+    fpr_at_tpr,
     max_prob_score,
     ood_metrics,
     ood_scores,
@@ -54,19 +68,26 @@ from adacal.metrics.ood import (
 __all__ = [
     "BINNINGS",
     "DEBIAS_MODES",
+    "DISPLAY_NAMES",
     "FRACTION_METRICS",
     "METRICS",
     "METRIC_NAMES",
     "OOD_SCORES",
+    "NORMS",
     "BinStatistics",
+    "CalibrationMeter",
     "PreparedPredictions",
+    "TopLabel",
     "RocCurve",
+    "SmoothReliability",
     "assign_bins",
     "bin_statistics",
     "bootstrap",
+    "calibration_error",
     "brier",
     "classwise_ece",
     "compute_metrics",
+    "display_name",
     "ece_debias",
     "ece_em",
     "ece_ew",
@@ -78,6 +99,7 @@ __all__ = [
     "equal_mass_edges",
     "equal_width_edges",
     "error",
+    "fpr_at_tpr",
     "max_prob_score",
     "mce",
     "metric_key",
@@ -88,5 +110,8 @@ __all__ = [
     "reliability",
     "resolve_metric_names",
     "roc_curve_points",
+    "smooth_ece",
+    "smooth_reliability",
     "sweep_bins",
+    "top_label",
 ]

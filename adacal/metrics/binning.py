@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from adacal.errors import InputError
+from adacal.metrics.memory import check_bins_fit
 
 BINNINGS = ("equal-width", "equal-mass")
 
@@ -32,9 +33,16 @@ def _as_1d_float(values: Any, name: str) -> np.ndarray:
     return array
 
 
-def check_n_bins(n_bins: Any) -> int:
+# Up to this many bins need at most ~160 MiB: no need to look at the free memory (check_n_bins runs often).
+_BINS_WITHOUT_MEMORY_CHECK = 1 << 20
+
+
+def check_n_bins(n_bins: Any, *, name: str = "n_bins") -> int:
+    """A positive integer number of bins whose statistics fit in memory (huge values are refused before allocating)."""
     if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise InputError(f"Expected n_bins to be a positive integer, got {n_bins!r}.")
+        raise InputError(f"Expected {name} to be a positive integer, got {n_bins!r}.")
+    if n_bins > _BINS_WITHOUT_MEMORY_CHECK:
+        check_bins_fit(int(n_bins), name=name)
     return int(n_bins)
 
 
@@ -47,14 +55,17 @@ def equal_width_edges(n_bins: int) -> np.ndarray:
 def equal_mass_edges(confidences: Any, n_bins: int) -> np.ndarray:
     """Edges that split the sorted confidences into `n_bins` groups of equal count (±1), cut at midpoints."""
     n_bins = check_n_bins(n_bins)
-    sorted_conf = np.sort(_as_1d_float(confidences, "confidences"))
+    return equal_mass_edges_of_sorted(np.sort(_as_1d_float(confidences, "confidences")), n_bins)
+
+
+def equal_mass_edges_of_sorted(sorted_conf: np.ndarray, n_bins: int) -> np.ndarray:
+    """`equal_mass_edges` of confidences already sorted ascending (float64): O(n_bins), no sort."""
     n = sorted_conf.size
     edges = np.empty(n_bins + 1, dtype=np.float64)
     edges[0], edges[-1] = 0.0, 1.0
     # np.array_split puts the n % n_bins larger groups first; cuts[i] is where bin i + 1 starts.
-    sizes = np.full(n_bins, n // n_bins)
-    sizes[: n % n_bins] += 1
-    cuts = np.cumsum(sizes)[:-1]
+    j = np.arange(1, n_bins, dtype=np.int64)
+    cuts = j * (n // n_bins) + np.minimum(j, n % n_bins)
     inside = (cuts > 0) & (cuts < n)
     interior = np.where(cuts >= n, 1.0, 0.0)
     interior[inside] = (sorted_conf[cuts[inside] - 1] + sorted_conf[cuts[inside]]) / 2.0
@@ -107,6 +118,71 @@ class BinStatistics:
             "mean_confidence": self.mean_confidence.tolist(),
             "accuracy": self.accuracy.tolist(),
         }
+
+
+NORMS = ("l1", "l2", "max")
+
+
+def calibration_error(stats: BinStatistics, norm: str = "l1", *, debias: bool = False) -> float:
+    """The calibration error of binned statistics: the one kernel every binned ECE in adacal uses.
+
+    norm="l1": Σ_b n_b/N |C_b − A_b| (ECE); "l2": sqrt(Σ_b n_b/N (C_b − A_b)²); "max": max_b |C_b − A_b| over
+    non-empty bins (MCE). With debias=True (l2 only) each bin's squared gap loses the sampling variance of its
+    accuracy, A_b(1 − A_b)/(n_b − 1), bins with n_b < 2 are left out and a negative total counts as 0: the debiased
+    estimator of Kumar et al. 2019 (`unbiased_square_ce` of the uncertainty-calibration package). Empty bins
+    contribute nothing; no samples at all give 0.
+    """
+    if norm not in NORMS:
+        raise InputError(f"Expected norm to be one of {', '.join(NORMS)}, got {norm!r}.")
+    if debias and norm != "l2":
+        raise InputError(f"Expected norm='l2' with debias=True, got norm={norm!r}.")
+    gaps = stats.gaps
+    if norm == "max":
+        filled = np.abs(gaps[stats.counts > 0])
+        return float(filled.max()) if filled.size else 0.0
+    if norm == "l1":
+        return float(np.dot(stats.weights, np.abs(gaps)))
+    if not debias:
+        return float(np.sqrt(np.dot(stats.weights, gaps**2)))
+    return float(np.sqrt(max(debiased_square_error(stats), 0.0)))
+
+
+def debiased_square_error(stats: BinStatistics) -> float:
+    """Σ_b n_b/N [(C_b − A_b)² − A_b(1 − A_b)/(n_b − 1)] over bins with n_b ≥ 2 (may be negative)."""
+    counts = stats.counts
+    usable = counts >= 2
+    accuracy = stats.accuracy[usable]
+    terms = stats.gaps[usable] ** 2 - accuracy * (1.0 - accuracy) / (counts[usable] - 1.0)
+    return float(np.dot(stats.weights[usable], terms))
+
+
+def sorted_bin_statistics(sorted_conf: np.ndarray, cumulative_hits: np.ndarray, edges: Any) -> BinStatistics:
+    """`bin_statistics` from the confidences sorted ascending and the cumulative number of hits along that order
+    (`calibration.sorted_with_cumulative_hits`): O(n_bins log N) searches plus one segmented sum, no per-sample bin
+    index.
+
+    Same bins as `assign_bins` ((lower, upper], first bin closed below, out-of-range values in the end bins): bin i
+    ends after every confidence ≤ edges[i + 1], so every boundary falls between distinct values, where the cumulative
+    hits are exact. Each bin's confidence sum is a contiguous segment of the sorted confidences.
+    """
+    edges = np.asarray(edges, dtype=np.float64)
+    m, n = edges.size - 1, sorted_conf.size
+    ends = np.concatenate((np.searchsorted(sorted_conf, edges[1:-1], side="right"), [n]))
+    starts = np.concatenate(([0], ends[:-1]))
+    counts = (ends - starts).astype(np.int64)
+    hits = cumulative_hits[ends] - cumulative_hits[starts]
+    conf_sum = np.zeros(m)
+    filled = counts > 0
+    if filled.any():
+        # reduceat sums from each filled bin's start to the next filled bin's start, i.e. exactly that bin.
+        conf_sum[filled] = np.add.reduceat(sorted_conf, starts[filled])
+    safe = np.maximum(counts, 1)
+    return BinStatistics(
+        edges=edges,
+        counts=counts,
+        mean_confidence=np.where(filled, conf_sum / safe, 0.0),
+        accuracy=np.where(filled, hits / safe, 0.0),
+    )
 
 
 def bin_statistics(

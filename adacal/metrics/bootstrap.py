@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
 from adacal.errors import InputError
 from adacal.metrics.binning import check_n_bins
+from adacal.metrics.memory import check_bins_fit, check_bootstrap_fits
 from adacal.metrics.calibration import (
     PreparedPredictions,
     compute_prepared,
@@ -47,9 +48,11 @@ def bootstrap_prepared(
     seed: int,
     confidence: float,
     n_bins: int,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """`bootstrap` on already validated predictions and resolved names (no checks repeated)."""
+    """`bootstrap` on already validated predictions and resolved names (no checks repeated but the memory bound)."""
     n = pred.n_samples
+    check_bootstrap_fits(n_resamples, n, len(names))
     rng = np.random.default_rng(seed)
     values = np.empty((n_resamples, len(names)), dtype=np.float64)
     for r in range(n_resamples):
@@ -57,6 +60,8 @@ def bootstrap_prepared(
         # gathers below cache-friendly.
         index = np.sort(rng.integers(0, n, size=n))
         values[r] = list(compute_prepared(pred.take(index), names, n_bins).values())
+        if progress is not None:
+            progress(r + 1, n_resamples)
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(values, [alpha, 1.0 - alpha], axis=0)
     std = values.std(axis=0, ddof=1) if n_resamples > 1 else np.zeros(len(names))
@@ -75,12 +80,15 @@ def bootstrap(
     seed: int = 0,
     confidence: float = 0.95,
     n_bins: int = 15,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Percentile bootstrap intervals: {"ece_em": {"low", "high", "std"}, ...} (fractions, like the metrics).
 
     Rows (samples) are resampled with replacement `n_resamples` times with `numpy.random.default_rng(seed)`, so the
     same seed gives the same intervals; `low`/`high` are the (1 ± confidence)/2 quantiles of the resampled values
     and `std` their standard deviation. Inputs are validated and turned into probabilities once.
+    `progress(done, total)`, when given, is called after each resample (the CLI draws a progress bar with it).
+    Sizes whose resampled values or bins cannot fit in memory are refused before any work.
     """
     names = resolve_metric_names(metric_names)
     n_resamples = check_n_resamples(n_resamples)
@@ -88,4 +96,7 @@ def bootstrap(
     confidence = check_confidence(confidence)
     n_bins = check_n_bins(n_bins)
     pred = prepare_predictions(scores, labels)
-    return bootstrap_prepared(pred, names, n_resamples=n_resamples, seed=seed, confidence=confidence, n_bins=n_bins)
+    check_bins_fit(n_bins, num_classes=pred.num_classes, classwise="classwise-ece" in names)
+    return bootstrap_prepared(
+        pred, names, n_resamples=n_resamples, seed=seed, confidence=confidence, n_bins=n_bins, progress=progress
+    )

@@ -3,10 +3,19 @@
 Conventions, as in the AdaFocal paper's OOD experiment: every score is an *uncertainty* — higher means more likely
 out-of-distribution — and OOD samples are the positive class. So AUROC is the probability that a random OOD sample
 scores higher than a random in-distribution one (ties count one half), `aupr_out` is the average precision with OOD
-as positive, `aupr_in` the average precision with in-distribution as positive (ranked by −score), and
-`fpr_at_95_tpr` is the fraction of in-distribution samples flagged as OOD at the highest threshold that still flags
-at least 95 % of the OOD samples (the convention of Hendrycks et al.'s outlier-exposure code). All values are
-fractions in [0, 1]. The metrics use `sklearn.metrics` (imported on first use).
+as positive, `aupr_in` the average precision with in-distribution as positive (ranked by −score). All values are
+fractions in [0, 1]. AUROC and AUPR use `sklearn.metrics` (imported on first use).
+
+FPR at 95 % TPR (`fpr_at_95_tpr`, see `fpr_at_tpr`), exactly: a threshold t flags every sample with score ≥ t, so
+tied scores are flagged together; the candidate thresholds are the distinct scores, giving the points
+(TPR = fraction of OOD samples flagged, FPR = fraction of in-distribution samples flagged). adacal reports the FPR at
+the highest threshold whose TPR is at least 95 % ("at-least": the detector really catches ≥ 95 % of the OOD samples).
+Hendrycks et al.'s reference code (`fpr_and_fdr_at_recall` of the outlier-exposure repository, with OOD as positive
+as in its `--out_as_pos` mode) instead takes the point whose TPR is *closest* to 95 % (rule "closest"; on a
+floating-point tie the higher TPR), which can be a TPR just below 95 %; the two agree whenever a threshold gives
+exactly 95 % or the first TPR at or above 95 % is also the closest. `fpr_at_tpr(..., rule="closest")` reproduces the
+reference. Its default mode ranks in-distribution samples as positive (FPR = OOD samples accepted while 95 % of the
+in-distribution samples are); that is `fpr_at_tpr(-out_scores, -in_scores)` here.
 """
 
 from __future__ import annotations
@@ -90,17 +99,49 @@ def _labelled(in_scores: Any, out_scores: Any) -> tuple[np.ndarray, np.ndarray]:
     return is_ood, np.concatenate((inside, outside))
 
 
+FPR_RULES = ("at-least", "closest")
+
+
+def _fpr_at_tpr(is_ood: np.ndarray, scores: np.ndarray, tpr: float, rule: str) -> float:
+    order = np.argsort(-scores, kind="stable")
+    ranked, positive = scores[order], is_ood[order]
+    ends = np.r_[np.flatnonzero(np.diff(ranked) != 0), ranked.size - 1]  # last sample of each distinct score
+    true_pos = np.cumsum(positive)[ends]
+    false_pos = ends + 1 - true_pos
+    n_pos, n_neg = int(is_ood.sum()), int(is_ood.size - is_ood.sum())
+    recall = true_pos / n_pos
+    if rule == "at-least":
+        point = int(np.searchsorted(recall, tpr, side="left"))
+    else:
+        # Points up to the first reaching full recall; among equally close ones the higher TPR (the later point).
+        last = int(np.searchsorted(true_pos, n_pos, side="left"))
+        distance = np.abs(recall[: last + 1] - tpr)
+        point = last - int(np.argmin(distance[::-1]))
+    return float(false_pos[point] / n_neg)
+
+
+def fpr_at_tpr(in_scores: Any, out_scores: Any, *, tpr: float = 0.95, rule: str = "at-least") -> float:
+    """Fraction of in-distribution samples flagged (score ≥ threshold) at the threshold chosen by `rule`:
+    "at-least" (adacal's, the default) the highest threshold flagging at least `tpr` of the OOD samples, "closest"
+    the threshold whose OOD recall is closest to `tpr` (Hendrycks et al.'s reference code). See the module doc."""
+    if rule not in FPR_RULES:
+        raise InputError(f"Expected rule to be one of {', '.join(FPR_RULES)}, got {rule!r}.")
+    if isinstance(tpr, bool) or not isinstance(tpr, (int, float)) or not 0.0 < tpr <= 1.0:
+        raise InputError(f"Expected tpr to be a number in (0, 1], got {tpr!r}.")
+    is_ood, scores = _labelled(in_scores, out_scores)
+    return _fpr_at_tpr(is_ood, scores, float(tpr), rule)
+
+
 def ood_metrics(in_scores: Any, out_scores: Any) -> dict[str, float]:
     """{"auroc", "aupr_in", "aupr_out", "fpr_at_95_tpr"} for uncertainty scores (higher = more OOD; OOD positive)."""
-    from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
+    from sklearn.metrics import average_precision_score, roc_auc_score
 
     is_ood, scores = _labelled(in_scores, out_scores)
-    fpr, tpr, _ = roc_curve(is_ood, scores, drop_intermediate=False)
     return {
         "auroc": float(roc_auc_score(is_ood, scores)),
         "aupr_in": float(average_precision_score(1 - is_ood, -scores)),
         "aupr_out": float(average_precision_score(is_ood, scores)),
-        "fpr_at_95_tpr": float(fpr[np.searchsorted(tpr, 0.95, side="left")]),
+        "fpr_at_95_tpr": _fpr_at_tpr(is_ood, scores, 0.95, "at-least"),
     }
 
 

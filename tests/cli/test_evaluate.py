@@ -18,7 +18,7 @@ from adacal.evaluation import (
     evaluation_report,
     resolve_evaluation_input,
 )
-from adacal.metrics import METRIC_NAMES, compute_metrics, metric_key
+from adacal.metrics import METRIC_NAMES, compute_metrics, display_name, metric_key
 from adacal.predictions import Predictions
 from adacal.reports import make_report
 from adacal.cli import app
@@ -110,7 +110,7 @@ def test_default_prints_table_and_writes_nothing(npz):
     assert result.exit_code == 0, result.output
     assert "input assumed: logits" in result.stdout
     for name in METRIC_NAMES:
-        assert name in result.stdout
+        assert display_name(name) in result.stdout
     assert sorted(p.name for p in npz.parent.iterdir()) == ["preds.npz"]
 
 

@@ -127,3 +127,52 @@ def test_roc_curve_points():
 def test_bad_score_vectors(in_scores, out_scores, message):
     with pytest.raises(InputError, match=message):
         ood_metrics(np.asarray(in_scores), out_scores)
+
+
+def test_fpr_at_95_tpr_hand_worked_with_tied_scores():
+    from adacal.metrics import fpr_at_tpr
+
+    # OOD (positive): 2 at 0.9, 17 at 0.5, 1 at 0.2; in-distribution: 0.1, 0.2, 0.5, 0.5, 0.9 (ties with OOD at 0.5).
+    # A threshold t flags score >= t, tied scores together. Points (TPR, FPR) at t = 0.9: (2/20, 1/5);
+    # t = 0.5: (19/20, 3/5); t = 0.2: (1, 4/5); t = 0.1: (1, 1). TPR reaches exactly 95 % at t = 0.5: FPR = 0.6.
+    in_scores = [0.1, 0.2, 0.5, 0.5, 0.9]
+    out_scores = [0.9] * 2 + [0.5] * 17 + [0.2]
+    assert ood_metrics(in_scores, out_scores)["fpr_at_95_tpr"] == pytest.approx(0.6)
+    assert fpr_at_tpr(in_scores, out_scores, rule="closest") == pytest.approx(0.6)
+    # Where the rules differ: OOD 37 at 0.9 and 3 at 0.5; in-distribution 0.1, 0.5, 0.9, 0.95.
+    # Points: t = 0.95: (0, 1/4); t = 0.9: (37/40 = 0.925, 2/4); t = 0.5: (1, 3/4); t = 0.1: (1, 1).
+    # "at-least" needs TPR >= 0.95: t = 0.5, FPR 0.75; "closest" (the reference) takes 0.925 (0.025 away): FPR 0.5.
+    in_scores = [0.1, 0.5, 0.9, 0.95]
+    out_scores = [0.9] * 37 + [0.5] * 3
+    assert ood_metrics(in_scores, out_scores)["fpr_at_95_tpr"] == pytest.approx(0.75)
+    assert fpr_at_tpr(in_scores, out_scores) == pytest.approx(0.75)
+    assert fpr_at_tpr(in_scores, out_scores, rule="closest") == pytest.approx(0.5)
+    # other levels: TPR >= 0.9 is reached at t = 0.9
+    assert fpr_at_tpr(in_scores, out_scores, tpr=0.9) == pytest.approx(0.5)
+    with pytest.raises(InputError, match="rule"):
+        fpr_at_tpr(in_scores, out_scores, rule="nearest")
+
+
+def _reference_closest_rule(in_scores, out_scores, level=0.95):
+    """The selection rule of Hendrycks et al.'s code, restated as a scan over distinct thresholds (descending)."""
+    in_scores, out_scores = np.asarray(in_scores), np.asarray(out_scores)
+    points = []
+    for t in sorted(set(in_scores) | set(out_scores), reverse=True):
+        tp = int((out_scores >= t).sum())
+        points.append((tp / out_scores.size, (in_scores >= t).sum() / in_scores.size))
+        if tp == out_scores.size:
+            break
+    best = min(abs(r - level) for r, _ in points)
+    return [f for r, f in points if abs(r - level) == best][-1]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_closest_rule_matches_the_reference_scan_on_heavily_tied_scores(seed):
+    from adacal.metrics import fpr_at_tpr
+
+    rng = np.random.default_rng(seed)
+    in_scores = rng.integers(0, 12, size=57) / 10
+    out_scores = rng.integers(4, 16, size=83) / 10
+    assert fpr_at_tpr(in_scores, out_scores, rule="closest") == pytest.approx(
+        _reference_closest_rule(in_scores, out_scores)
+    )

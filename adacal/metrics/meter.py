@@ -1,0 +1,198 @@
+"""`CalibrationMeter`: every metric of `compute_metrics`, accumulated batch by batch (and across ranks).
+
+What each metric needs, and so what the meter keeps per sample (never the (N, K) matrix):
+- top-label binned ECEs (equal-width, equal-mass, debiased, sweeps), MCE, smooth ECE and the error: the top-1
+  confidence and whether the prediction was right (equal-mass edges, the sweep and the smooth ECE depend on all
+  confidences together, so no fixed-size summary would be exact);
+- NLL: log p(true class) per sample; Brier: Σ_k (p_k − 1[y = k])² per sample (only when those metrics are asked for);
+- classwise ECE: a K × n_bins table of Σ p_k and of hits per equal-width bin, which adds up across batches and ranks.
+So memory is a few float64 per sample plus K × n_bins, and `compute()` equals `compute_metrics` on all the
+batches together (the same per-row arithmetic; sums in another order agree to ~1e-15).
+
+Each batch decides by itself whether it holds probabilities or logits (as `prepare_predictions` does);
+`compute()` refuses a mix, which `compute_metrics` on the concatenation would read differently.
+
+Under torch.distributed (initialised, more than one process) `compute()` gathers the per-sample pieces of every rank
+(`all_gather` of variable-length pieces: sizes first, then padded buffers) and sums the classwise tables, so every
+rank returns the metrics of the whole dataset. NCCL groups exchange CUDA tensors, other backends CPU tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from adacal.errors import InputError
+from adacal.metrics.binning import assign_bins, check_n_bins, equal_width_edges
+from adacal.metrics.calibration import (
+    _KERNELS,
+    PreparedPredictions,
+    metric_key,
+    prepare_predictions,
+    resolve_metric_names,
+)
+
+_KINDS = ("probs", "logits")
+_SCORING = ("nll", "brier")
+
+
+class CalibrationMeter:
+    """Streaming calibration metrics: `update(scores, labels)` per batch, `compute()` for the dict of
+    `compute_metrics` over everything seen (on every rank under torch.distributed), `reset()` to start again.
+
+        >>> meter = CalibrationMeter(n_bins=15, names=["ece-em", "nll"])
+        >>> for logits, labels in batches:
+        ...     meter.update(logits, labels)      # numpy arrays or torch tensors on any device
+        >>> meter.compute()                       # {"ece_em": ..., "nll": ...}
+
+    `sync` (default True) gathers across ranks when torch.distributed is initialised with more than one process;
+    `process_group` selects the group (default: the world).
+    """
+
+    def __init__(
+        self,
+        *,
+        n_bins: int = 15,
+        names: str | Iterable[str] | None = None,
+        sync: bool = True,
+        process_group: Any = None,
+    ) -> None:
+        self.n_bins = check_n_bins(n_bins)
+        self.names = resolve_metric_names(names)
+        self.sync = bool(sync)
+        self.process_group = process_group
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every batch seen."""
+        self._pieces: list[np.ndarray] = []
+        self._num_classes: int | None = None
+        self._kinds: set[str] = set()
+        self._classwise: np.ndarray | None = None
+
+    @property
+    def n_samples(self) -> int:
+        """Samples seen on this rank."""
+        return int(sum(piece.shape[0] for piece in self._pieces))
+
+    def _columns(self) -> tuple[str, ...]:
+        columns = ["confidences", "correct"]
+        columns += [name for name in ("true_log_probs", "brier_terms") if self._wants(name)]
+        return tuple(columns)
+
+    def _wants(self, column: str) -> bool:
+        return {"true_log_probs": "nll", "brier_terms": "brier"}[column] in self.names
+
+    def update(self, scores: Any, labels: Any) -> None:
+        """Add a batch: scores (B, K) logits or probabilities, labels (B,), numpy or torch (any device)."""
+        pred = prepare_predictions(scores, labels)
+        if self._num_classes is None:
+            self._num_classes = pred.num_classes
+        elif pred.num_classes != self._num_classes:
+            raise InputError(
+                f"Expected every batch to have {self._num_classes} classes, got a batch of shape "
+                f"({pred.n_samples}, {pred.num_classes})."
+            )
+        self._kinds.add(pred.assumed)
+        self._pieces.append(np.column_stack([getattr(pred, column) for column in self._columns()]))
+        if "classwise-ece" in self.names:
+            table = _classwise_table(pred, self.n_bins)
+            self._classwise = table if self._classwise is None else self._classwise + table
+
+    def compute(self) -> dict[str, float]:
+        """The metrics of every batch seen (on all ranks), as `compute_metrics` returns them."""
+        columns = self._columns()
+        data = np.concatenate(self._pieces) if self._pieces else np.empty((0, len(columns)))
+        kinds = {_KINDS.index(kind) for kind in self._kinds}
+        num_classes = self._num_classes or 0
+        classwise = self._classwise
+        if self.sync and _distributed(self.process_group):
+            data, kinds, num_classes, classwise = _gather(
+                data, kinds, num_classes, classwise, self.n_bins, self.process_group, "classwise-ece" in self.names
+            )
+        if data.shape[0] == 0:
+            raise InputError("Expected at least one sample before compute(), got none: call update() first.")
+        if len(kinds) > 1:
+            raise InputError(
+                "Expected every batch to hold the same kind of scores, got some taken as probabilities and some as "
+                "logits: pass logits (or probabilities) throughout."
+            )
+        assumed = _KINDS[next(iter(kinds))]
+        pred = PreparedPredictions(None, np.zeros(data.shape[0], dtype=np.int64), assumed)
+        for index, column in enumerate(columns):
+            pred._cache[column] = np.ascontiguousarray(data[:, index])
+        results = {}
+        for name in self.names:
+            if name == "classwise-ece":
+                conf_sum, hit_sum = classwise  # type: ignore[misc]
+                results[metric_key(name)] = float(np.abs(conf_sum - hit_sum).sum() / (data.shape[0] * num_classes))
+            else:
+                results[metric_key(name)] = _KERNELS[name](pred, self.n_bins)
+        return results
+
+
+def _classwise_table(pred: PreparedPredictions, n_bins: int) -> np.ndarray:
+    """(2, K · n_bins): Σ p_k and hit counts per (class, equal-width bin), as calibration._classwise_ece sums them."""
+    k = pred.num_classes
+    edges = equal_width_edges(n_bins)
+    table = np.zeros((2, k * n_bins))
+    offsets = np.arange(k) * n_bins
+    for rows, probs, _, _ in pred.blocks():
+        flat = probs.ravel()
+        cells = assign_bins(flat, edges).reshape(probs.shape) + offsets
+        table[0] += np.bincount(cells.ravel(), weights=flat, minlength=k * n_bins)
+        table[1] += np.bincount(cells[np.arange(probs.shape[0]), pred.labels[rows]], minlength=k * n_bins)
+    return table
+
+
+def _distributed(group: Any) -> bool:
+    try:
+        import torch.distributed as dist
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return False
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size(group) > 1
+
+
+def _gather(
+    data: np.ndarray,
+    kinds: set[int],
+    num_classes: int,
+    classwise: np.ndarray | None,
+    n_bins: int,
+    group: Any,
+    want_classwise: bool,
+) -> tuple[np.ndarray, set[int], int, np.ndarray | None]:
+    """Every rank's rows (in rank order), kinds, class count and the summed classwise table."""
+    import torch
+    import torch.distributed as dist
+
+    device = torch.device("cpu")
+    if dist.get_backend(group) == "nccl":
+        device = torch.device("cuda", torch.cuda.current_device())
+    world = dist.get_world_size(group)
+    # Header: rows, columns, classes, and a bit per kind of scores seen.
+    header = torch.tensor(
+        [data.shape[0], data.shape[1], num_classes, sum(1 << kind for kind in kinds)], dtype=torch.int64, device=device
+    )
+    headers = [torch.zeros_like(header) for _ in range(world)]
+    dist.all_gather(headers, header, group=group)
+    rows = [int(h[0]) for h in headers]
+    classes = {int(h[2]) for h in headers if int(h[0]) > 0}
+    if len(classes) > 1:
+        raise InputError(f"Expected every rank to see the same number of classes, got {sorted(classes)}.")
+    all_kinds = {kind for h in headers for kind in range(len(_KINDS)) if int(h[3]) >> kind & 1}
+    padded = torch.zeros((max(rows), data.shape[1]), dtype=torch.float64, device=device)
+    padded[: data.shape[0]] = torch.from_numpy(data).to(device)
+    pieces = [torch.empty_like(padded) for _ in range(world)]
+    dist.all_gather(pieces, padded, group=group)
+    gathered = np.concatenate([piece[:count].cpu().numpy() for piece, count in zip(pieces, rows)])
+    num_classes = classes.pop() if classes else num_classes
+    if want_classwise:  # every rank asks for the same metrics, so every rank joins this all_reduce
+        if classwise is None:
+            classwise = np.zeros((2, num_classes * n_bins))
+        table = torch.from_numpy(np.ascontiguousarray(classwise)).to(device)
+        dist.all_reduce(table, group=group)
+        classwise = table.cpu().numpy()
+    return gathered, all_kinds, num_classes, classwise

@@ -1,0 +1,118 @@
+"""CalibrationMeter: streaming updates equal the batch metrics (every metric, logits and probabilities, numpy and
+torch), reset, errors, and synchronisation across two real processes on the gloo backend."""
+
+import json
+import socket
+
+import numpy as np
+import pytest
+import torch
+
+from adacal.arrays import softmax
+from adacal.errors import InputError
+from adacal.metrics import METRIC_NAMES, CalibrationMeter, compute_metrics
+
+
+def make_data(n=240, k=5, seed=0):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, k, size=n)
+    logits = rng.normal(size=(n, k)) * 2.0
+    logits[np.arange(n), labels] += rng.random(n) * 3.0
+    return logits, labels
+
+
+def batches(n, sizes):
+    start = 0
+    for size in sizes:
+        yield slice(start, min(start + size, n))
+        start += size
+
+
+@pytest.mark.parametrize("kind", ["logits", "probs", "probs32"])
+def test_streaming_equals_batch_metrics_for_every_metric(kind):
+    logits, labels = make_data()
+    scores = {"logits": logits, "probs": softmax(logits), "probs32": softmax(logits).astype(np.float32)}[kind]
+    expected = compute_metrics(scores, labels, n_bins=10)
+    meter = CalibrationMeter(n_bins=10)
+    for rows in batches(len(labels), [1, 50, 7, 100, 82]):
+        meter.update(scores[rows], labels[rows])
+    got = meter.compute()
+    assert set(got) == set(expected) == {name.replace("-", "_") for name in METRIC_NAMES}
+    for key, value in expected.items():
+        assert got[key] == pytest.approx(value, abs=1e-9), key
+
+
+def test_torch_tensors_subset_of_names_and_reset():
+    logits, labels = make_data(seed=1)
+    meter = CalibrationMeter(names="ece-em,nll,classwise-ece", n_bins=7)
+    tensor, target = torch.from_numpy(logits).float(), torch.from_numpy(labels)
+    for rows in batches(len(labels), [64, 64, 64, 48]):
+        meter.update(tensor[rows], target[rows])
+    expected = compute_metrics(tensor.numpy(), labels, n_bins=7, names=["ece-em", "nll", "classwise-ece"])
+    got = meter.compute()
+    assert list(got) == ["ece_em", "nll", "classwise_ece"]
+    for key, value in expected.items():
+        assert got[key] == pytest.approx(value, abs=1e-9)
+    assert meter.n_samples == len(labels)
+    meter.reset()
+    assert meter.n_samples == 0
+    with pytest.raises(InputError, match="at least one sample"):
+        meter.compute()
+    meter.update(logits[:30], labels[:30])
+    assert meter.compute()["ece_em"] == pytest.approx(compute_metrics(logits[:30], labels[:30], n_bins=7)["ece_em"])
+
+
+def test_mixed_kinds_and_class_counts_are_refused():
+    logits, labels = make_data()
+    meter = CalibrationMeter()
+    meter.update(logits[:10], labels[:10])
+    meter.update(softmax(logits[10:20]), labels[10:20])
+    with pytest.raises(InputError, match="same kind of scores"):
+        meter.compute()
+    with pytest.raises(InputError, match="5 classes"):
+        meter.update(np.zeros((3, 4)), np.zeros(3, dtype=int))
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _rank_worker(rank, world, port, out_dir):
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        logits, labels = make_data(n=173, seed=5)
+        mine = slice(0, 61) if rank == 0 else slice(61, None)  # uneven shards
+        meter = CalibrationMeter(n_bins=10)
+        local_logits, local_labels = torch.from_numpy(logits[mine]), torch.from_numpy(labels[mine])
+        half = local_logits.shape[0] // 2
+        meter.update(local_logits[:half], local_labels[:half])
+        meter.update(local_logits[half:], local_labels[half:])
+        result = meter.compute()
+        unsynced = CalibrationMeter(n_bins=10, sync=False)
+        unsynced.update(local_logits, local_labels)
+        result["_local_n"] = unsynced.n_samples
+        result["_local_ece_em"] = unsynced.compute()["ece_em"]
+        with open(f"{out_dir}/rank{rank}.json", "w") as handle:
+            json.dump(result, handle)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_gloo_processes_both_compute_the_global_metrics(tmp_path):
+    import torch.multiprocessing as mp
+
+    mp.spawn(_rank_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    logits, labels = make_data(n=173, seed=5)
+    expected = compute_metrics(logits, labels, n_bins=10)
+    for rank in range(2):
+        got = json.loads((tmp_path / f"rank{rank}.json").read_text())
+        for key, value in expected.items():
+            assert got[key] == pytest.approx(value, abs=1e-9), (rank, key)
+    # each rank alone describes only its shard
+    rank0 = json.loads((tmp_path / "rank0.json").read_text())
+    assert rank0["_local_n"] == 61
+    assert rank0["_local_ece_em"] == pytest.approx(compute_metrics(logits[:61], labels[:61], n_bins=10)["ece_em"])

@@ -1,0 +1,137 @@
+"""Metric names (display, JSON key, accepted spellings), memory bounds on bins and bootstrap, the one
+calibration-error kernel and the one top-1 helper."""
+
+import numpy as np
+import pytest
+
+from adacal.arrays import softmax
+from adacal.errors import InputError
+from adacal.metrics import (
+    DISPLAY_NAMES,
+    METRIC_NAMES,
+    BinStatistics,
+    bin_statistics,
+    bootstrap,
+    calibration_error,
+    compute_metrics,
+    display_name,
+    ece_em,
+    metric_key,
+    resolve_metric_names,
+    top_label,
+)
+from adacal.metrics import memory
+
+
+def test_every_metric_has_one_display_name_and_one_key_from_any_spelling():
+    assert set(DISPLAY_NAMES) == set(METRIC_NAMES)
+    for name in METRIC_NAMES:
+        key, shown = metric_key(name), display_name(name)
+        assert key == name.replace("-", "_") and key.islower()
+        for spelling in (name, key, shown, shown.lower(), name.upper(), f" {key} "):
+            assert resolve_metric_names(spelling) == (name,)
+            assert metric_key(spelling) == key and display_name(spelling) == shown
+    assert display_name("ece_em") == "ECE-EM" and metric_key("ECE-EM") == "ece_em"
+    assert resolve_metric_names("ECE-EM,ece_ew,nll") == ("ece-em", "ece-ew", "nll")
+    assert resolve_metric_names(["ece-em", "ECE_EM", "ece_em"]) == ("ece-em",)
+
+
+def stats_of(counts, conf, acc):
+    counts = np.asarray(counts)
+    return BinStatistics(np.linspace(0, 1, len(counts) + 1), counts, np.asarray(conf, float), np.asarray(acc, float))
+
+
+def test_calibration_error_kernel_by_hand():
+    # bins: 2 samples at conf .9 acc .5; 6 at conf .3 acc .5 (gap .4 and −.2); an empty bin
+    stats = stats_of([2, 6, 0], [0.9, 0.3, 0.0], [0.5, 0.5, 0.0])
+    assert calibration_error(stats) == pytest.approx(0.25 * 0.4 + 0.75 * 0.2)
+    assert calibration_error(stats, "l2") == pytest.approx(np.sqrt(0.25 * 0.16 + 0.75 * 0.04))
+    assert calibration_error(stats, "max") == pytest.approx(0.4)
+    debiased = 0.25 * (0.16 - 0.25 / 1) + 0.75 * (0.04 - 0.25 / 5)
+    assert calibration_error(stats, "l2", debias=True) == pytest.approx(np.sqrt(max(debiased, 0.0)))
+    stats = stats_of([4, 4], [0.9, 0.2], [0.25, 0.75])
+    assert calibration_error(stats, "l2", debias=True) == pytest.approx(
+        np.sqrt(0.5 * (0.65**2 - 0.1875 / 3) + 0.5 * (0.55**2 - 0.1875 / 3))
+    )
+    assert calibration_error(stats_of([0, 0], [0, 0], [0, 0]), "max") == 0.0
+    with pytest.raises(InputError, match="norm"):
+        calibration_error(stats, "l3")
+    with pytest.raises(InputError, match="debias"):
+        calibration_error(stats, "l1", debias=True)
+
+
+def test_kernel_serves_ece_em_and_top_label_serves_binning():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(500, 4)) * 2
+    labels = rng.integers(0, 4, size=500)
+    top = top_label(logits, labels)
+    probs = softmax(logits)
+    np.testing.assert_array_equal(top.predictions, probs.argmax(axis=1))
+    np.testing.assert_array_equal(top.confidences, probs.max(axis=1))
+    np.testing.assert_array_equal(top.correct, (probs.argmax(axis=1) == labels).astype(float))
+    assert top.assumed == "logits"
+    stats = bin_statistics(top.confidences, top.correct, n_bins=15, binning="equal-mass")
+    assert calibration_error(stats) == pytest.approx(ece_em(logits, labels), abs=1e-15)
+    # float32 probabilities without labels: no copy of the matrix, same confidences as float64
+    probs32 = probs.astype(np.float32)
+    unlabelled = top_label(probs32)
+    assert unlabelled.correct is None and unlabelled.assumed == "probs"
+    np.testing.assert_array_equal(unlabelled.predictions, probs32.argmax(axis=1))
+    expected = probs32.astype(np.float64).max(axis=1) / probs32.astype(np.float64).sum(axis=1)
+    np.testing.assert_allclose(unlabelled.confidences, expected, rtol=0, atol=1e-15)
+    with pytest.raises(InputError, match="finite"):
+        top_label(np.array([[0.5, np.nan]]))
+
+
+def test_huge_bin_counts_and_bootstraps_are_refused_before_allocating(monkeypatch):
+    probs = softmax(np.random.default_rng(1).normal(size=(40, 3)))
+    labels = np.arange(40) % 3
+    with pytest.raises(InputError, match=r"Expected n_bins to fit in memory, got 1000000000000: .* need about .*TiB"):
+        ece_em(probs, labels, n_bins=10**12)
+    # n_bins > N is fine
+    assert 0 <= ece_em(probs, labels, n_bins=1000) <= 1
+    # classwise ECE needs K × n_bins cells: refused with a small memory, allowed with enough
+    monkeypatch.setattr(memory, "available_memory", lambda: 10**6)
+    with pytest.raises(InputError, match="for 3 classes"):
+        compute_metrics(probs, labels, n_bins=3000, names=["classwise-ece"])
+    with pytest.raises(InputError, match="Expected n_resamples to fit in memory"):
+        bootstrap(probs, labels, ["ece-em", "nll"], n_resamples=10**6)
+    monkeypatch.undo()
+    assert compute_metrics(probs, labels, n_bins=3000, names=["classwise-ece"])["classwise_ece"] >= 0
+
+
+def test_bootstrap_progress_callback_sees_every_resample():
+    probs = softmax(np.random.default_rng(2).normal(size=(60, 3)))
+    labels = np.arange(60) % 3
+    seen = []
+    def progress(done, total):
+        seen.append((done, total))
+
+    with_progress = bootstrap(probs, labels, ["ece-em"], n_resamples=7, progress=progress)
+    assert seen == [(i, 7) for i in range(1, 8)]
+    assert with_progress == bootstrap(probs, labels, ["ece-em"], n_resamples=7)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_sorted_bin_statistics_equal_the_per_sample_bincount(seed):
+    from adacal.metrics.binning import equal_width_edges, sorted_bin_statistics
+    from adacal.metrics.calibration import sorted_with_cumulative_hits
+
+    rng = np.random.default_rng(seed)
+    conf = np.round(rng.random(3000), 2)  # many ties, values exactly on edges too
+    conf[:5] = [0.0, -0.0, 1.0, 0.2, 0.4]
+    correct = (rng.random(3000) < conf).astype(float)
+    ordered, cum = sorted_with_cumulative_hits(conf, correct)
+    np.testing.assert_array_equal(ordered, np.sort(conf))
+    for edges in (equal_width_edges(10), equal_width_edges(7), np.array([0.0, 0.2, 0.2, 0.5, 1.0])):
+        fast = sorted_bin_statistics(ordered, cum, edges)
+        slow = bin_statistics(conf, correct, edges=edges)
+        np.testing.assert_array_equal(fast.counts, slow.counts)
+        np.testing.assert_array_equal(fast.accuracy, slow.accuracy)
+        np.testing.assert_allclose(fast.mean_confidence, slow.mean_confidence, rtol=1e-13, atol=0)
+    # non-binary targets and out-of-range confidences take the argsort path, with the same results
+    soft = rng.random(3000)
+    ordered, cum = sorted_with_cumulative_hits(conf * 3 - 1, soft)
+    order = np.argsort(conf * 3 - 1, kind="stable")
+    np.testing.assert_array_equal(ordered, (conf * 3 - 1)[order])
+    np.testing.assert_allclose(cum[1:], np.cumsum(soft[order]))
