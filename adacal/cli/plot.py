@@ -171,6 +171,9 @@ def reliability(
     = 1000,
     band_level: Annotated[float, typer.Option("--band-level", help="Coverage of --bands, between 0 and 1.")] = 0.9,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the --bands resampling (same seed, same band).")] = 0,
+    smooth: Annotated[bool, typer.Option("--smooth", help="Draw the smoothed reliability curve (kernel regression "
+                                         "with smooth ECE's automatic bandwidth, Błasiok & Nakkiran 2023) over "
+                                         "the bars. Needs per-sample predictions.")] = False,
     min_bin_count: Annotated[int, typer.Option("--min-bin-count", help="Bins with fewer samples are faded and "
                                                "labelled with their count.")] = 10,
     labels: LabelsOption = None,
@@ -185,7 +188,7 @@ def reliability(
         panels = plots.reliability_inputs(
             inputs, binning=binning, n_bins=n_bins, split=split, labels=parse_labels(labels, len(inputs)),
             calibrated=calibrated, method=method, bands=bands, band_samples=band_samples, band_level=band_level,
-            seed=seed,
+            seed=seed, smooth=smooth,
         )
         return plots.reliability_diagram(panels, title=title, min_count=min_bin_count)
 

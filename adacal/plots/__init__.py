@@ -45,7 +45,6 @@ from adacal.plots.reliability_diagrams import (
     MIN_BIN_COUNT,
     ReliabilityDisplay,
     ReliabilityPanel,
-    expected_calibration_error,
     reliability,
     reliability_diagram,
 )
@@ -87,7 +86,6 @@ __all__ = [
     "curve_inputs",
     "default_output",
     "display_name",
-    "expected_calibration_error",
     "figure_format",
     "figure_kind",
     "gamma_dynamics",

@@ -176,18 +176,22 @@ def _load_calibrator(path: Path, method: str) -> tuple[Any, str]:
 
 
 def _panel_from_scores(
-    label: str, probs: np.ndarray, labels: np.ndarray, binning: str, n_bins: int, bands: Mapping[str, Any]
+    label: str, probs: np.ndarray, labels: np.ndarray, binning: str, n_bins: int, bands: Mapping[str, Any],
+    smooth: bool = False,
 ) -> ReliabilityPanel:
+    from adacal.metrics import top_label
     from adacal.metrics.binning import bin_statistics
+    from adacal.metrics.smooth import smooth_reliability_of
     from adacal.plots.bands import reliability_bands
 
-    confidences = probs.max(axis=1)
-    correct = (probs.argmax(axis=1) == labels).astype(np.float64)
+    top = top_label(probs, labels)
+    confidences, correct = top.confidences, top.correct
     stats = bin_statistics(confidences, correct, n_bins=n_bins, binning=binning)
     histogram = stats if binning == "equal-width" else bin_statistics(confidences, correct, n_bins=n_bins)
     band = reliability_bands(bands["kind"], confidences, correct, stats.edges, level=bands["level"],
                              n_samples=bands["n_samples"], seed=bands["seed"])
-    return ReliabilityPanel(label=label, stats=stats, histogram=histogram, bands=band)
+    curve = smooth_reliability_of(confidences, correct) if smooth else None
+    return ReliabilityPanel(label=label, stats=stats, histogram=histogram, bands=band, smooth=curve)
 
 
 def reliability_inputs(
@@ -203,12 +207,14 @@ def reliability_inputs(
     band_samples: int = 1000,
     band_level: float = 0.9,
     seed: int = 0,
+    smooth: bool = False,
 ) -> list[ReliabilityPanel]:
     """Reliability panels from run folders, predictions files (.npz/.pt) or evaluate.json reports.
 
     With `calibrated` (a calibrate.json) the one input must hold logits: its panel is followed by a panel of the
     same predictions after the stored calibrator (`method`, default the report's best). `bands` ("consistency",
-    "bootstrap" or "none"; see `adacal.plots.bands`) needs per-sample predictions, not an evaluate.json.
+    "bootstrap" or "none"; see `adacal.plots.bands`) and `smooth` (the smoothed reliability curve) need per-sample
+    predictions, not an evaluate.json.
     """
     from adacal.arrays import looks_like_probs, to_probs
     from adacal.metrics.binning import BINNINGS, check_n_bins
@@ -256,19 +262,22 @@ def reliability_inputs(
             if kind != "none":
                 raise InputError(f"--bands {kind} needs per-sample predictions, but {path} holds only bin statistics; "
                                  "give a run folder or predictions file.")
+            if smooth:
+                raise InputError(f"--smooth needs per-sample predictions, but {path} holds only bin statistics; "
+                                 "give a run folder or predictions file.")
             stats, histogram = _evaluate_bins(path, binning, n_bins)
             panels.append(ReliabilityPanel(label="", stats=stats, histogram=histogram))
             continue
         predictions = load_predictions(path, split=split)
         probs, _ = to_probs(predictions.logits)
-        panels.append(_panel_from_scores("", probs, predictions.labels, binning, bins, band_options))
+        panels.append(_panel_from_scores("", probs, predictions.labels, binning, bins, band_options, smooth))
         if calibrator is not None:
             if looks_like_probs(predictions.logits):
                 raise InputError(f"--calibrated needs logits, but {path} holds probabilities.")
             fitted, name = calibrator
             calibrated_probs = np.asarray(fitted.transform(predictions.logits), dtype=np.float64)
             panels.append(_panel_from_scores("", calibrated_probs, predictions.labels, binning, bins,
-                                             band_options))
+                                             band_options, smooth))
             names.append(f"{names[-1]} + {name}")
             details.append(details[-1])
     if labels is not None:
@@ -277,7 +286,8 @@ def reliability_inputs(
         final = _unique(names, details)
     colors = _colors_for([(panel_name.split(" + ")[0]) for panel_name in names])
     return [
-        ReliabilityPanel(label=label, stats=panel.stats, histogram=panel.histogram, color=color, bands=panel.bands)
+        ReliabilityPanel(label=label, stats=panel.stats, histogram=panel.histogram, color=color, bands=panel.bands,
+                         smooth=panel.smooth)
         for label, panel, color in zip(final, panels, colors)
     ]
 

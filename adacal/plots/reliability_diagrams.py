@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from adacal.errors import InputError
-from adacal.metrics.binning import BinStatistics, equal_width_edges
+from adacal.metrics.binning import BinStatistics, calibration_error, equal_width_edges
 from adacal.plots.bands import ReliabilityBands
 from adacal.plots.style import (
     LOSS_COLORS,
@@ -33,6 +33,7 @@ MIN_BIN_COUNT = 10
 # Above this many bins the histogram's per-bar counts would overlap; the bars alone remain.
 _MAX_COUNT_LABELS = 30
 _BAND_COLOR = "#333333"
+_SMOOTH_COLOR = "#111111"
 _SPARSE_ALPHA = 0.3
 _DEFAULT_COLOR = LOSS_COLORS["ce"]
 _MIN_LABEL_WIDTH = 0.035
@@ -47,7 +48,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only; matplotlib is imported insi
 class ReliabilityPanel:
     """One reliability diagram: bin statistics, an optional ECE (fraction; computed from the bins when None) and an
     optional confidence histogram (BinStatistics or (edges, counts); the panel's own bin counts when None) and
-    optional bands around the bin accuracies (`adacal.plots.bands`)."""
+    optional bands around the bin accuracies (`adacal.plots.bands`) and an optional smoothed reliability curve
+    (`adacal.metrics.SmoothReliability`, Błasiok & Nakkiran 2023) drawn over the bars."""
 
     label: str
     stats: BinStatistics
@@ -55,11 +57,7 @@ class ReliabilityPanel:
     histogram: Any = None
     color: str | None = None
     bands: ReliabilityBands | None = None
-
-
-def expected_calibration_error(stats: BinStatistics) -> float:
-    """ECE of the bins themselves: the count-weighted mean of |confidence − accuracy| (a fraction)."""
-    return float(np.sum(stats.weights * np.abs(stats.gaps)))
+    smooth: Any = None
 
 
 def _binning_name(stats: BinStatistics) -> str:
@@ -128,8 +126,9 @@ def reliability_diagram(
             first_main = first_main or ax
             first_hist = first_hist or hist_ax
             color = panel.color or colors[k]
-            extra.update(_draw_reliability(ax, panel.stats, color, bands=panel.bands, min_count=min_count))
-            ece = expected_calibration_error(panel.stats) if panel.ece is None else float(panel.ece)
+            extra.update(_draw_reliability(ax, panel.stats, color, bands=panel.bands, min_count=min_count,
+                                           smooth=panel.smooth))
+            ece = calibration_error(panel.stats) if panel.ece is None else float(panel.ece)
             name = ece_name or _binning_name(panel.stats)
             accuracy, share = _draw_histogram(hist_ax, panel, color)
             top_share = max(top_share, share)
@@ -170,7 +169,7 @@ def check_min_count(min_count: Any) -> int:
 
 def _draw_reliability(
     ax: Axes, stats: BinStatistics, color: str, *, bands: ReliabilityBands | None = None,
-    min_count: int = MIN_BIN_COUNT, label_counts: str = "sparse",
+    min_count: int = MIN_BIN_COUNT, label_counts: str = "sparse", smooth: Any = None,
 ) -> dict[str, Any]:
     """Draw one diagram into `ax`; return the legend entries beyond the four every diagram has (label → handle).
 
@@ -210,6 +209,11 @@ def _draw_reliability(
                                 label=bands.description)
             drawn.lines[2][0].set_gid(f"band:{bands.kind}")
             extra[bands.description] = drawn
+    if smooth is not None:
+        label = f"Smoothed (smECE {100 * smooth.ece:.2f} %, σ = {smooth.bandwidth:.3f})"
+        (line,) = ax.plot(smooth.grid, smooth.curve, color=_SMOOTH_COLOR, linewidth=1.6, zorder=6, label=label)
+        line.set_gid("smooth")
+        extra[label] = line
     sparse = counts < min_count
     # "all": every bin's count at its foot, except bins too narrow to hold the text (sparse ones are always labelled).
     labelled = sparse if label_counts == "sparse" else sparse | (widths >= _MIN_LABEL_WIDTH)
@@ -291,6 +295,7 @@ def reliability(
     band_level: float = 0.9,
     seed: int = 0,
     min_count: int = MIN_BIN_COUNT,
+    smooth: bool = False,
     label: str | None = None,
     color: str | None = None,
     title: str | None = None,
@@ -306,12 +311,14 @@ def reliability(
     "quantile"). `bands`: "consistency" (where a calibrated model's bin accuracies would fall), "bootstrap" (the
     uncertainty of each accuracy) or "none", from `band_samples` seeded resamples at `band_level` (see
     `adacal.plots.bands`). Bins with fewer than `min_count` samples are faded and labelled with their count.
+    `smooth=True` adds the smoothed reliability curve (kernel regression with smECE's automatic bandwidth).
 
     Without `ax` a new figure (no pyplot) holds the diagram and a histogram of samples per bin beneath it; with `ax`
     only the diagram is drawn into it, every bin labelled with its count, and the axes' figure is returned.
     """
     from adacal.metrics.binning import bin_statistics, check_n_bins
     from adacal.metrics import prepare_predictions
+    from adacal.metrics.smooth import smooth_reliability_of
     from adacal.plots.bands import check_band_options, reliability_bands
 
     if strategy not in STRATEGIES:
@@ -327,17 +334,18 @@ def reliability(
     stats = bin_statistics(confidences, correct, n_bins=n_bins, binning=binning)
     band = reliability_bands(bands, confidences, correct, stats.edges, level=band_level, n_samples=band_samples,
                              seed=seed)
-    ece = expected_calibration_error(stats)
+    ece = calibration_error(stats)
+    curve = smooth_reliability_of(confidences, correct) if smooth else None
     name = "Model" if label is None else str(label)
     color = color or (_colors_for([name])[0] if label is not None else _DEFAULT_COLOR)
     if ax is None:
         histogram = stats if binning == "equal-width" else bin_statistics(confidences, correct, n_bins=n_bins)
-        panel = ReliabilityPanel(name, stats, ece=ece, histogram=histogram, color=color, bands=band)
+        panel = ReliabilityPanel(name, stats, ece=ece, histogram=histogram, color=color, bands=band, smooth=curve)
         figure = reliability_diagram([panel], title=title, min_count=min_count)
         main = next(a for a in figure.axes if a.get_label() == "reliability:0")
         hist = next(a for a in figure.axes if a.get_label() == "histogram:0")
         return ReliabilityDisplay(figure, main, hist, stats, band, ece)
-    _draw_reliability(ax, stats, color, bands=band, min_count=min_count, label_counts="all")
+    _draw_reliability(ax, stats, color, bands=band, min_count=min_count, label_counts="all", smooth=curve)
     ax.set_xlim(0.0, 1.0)
     ax.set_ylim(0.0, 1.0)
     _percent(ax.xaxis)

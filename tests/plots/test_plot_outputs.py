@@ -345,3 +345,25 @@ def test_cli_bands_are_drawn(tmp_path, monkeypatch):
     assert [c.get_gid() for c in ax.collections if c.get_gid()] == ["band:bootstrap"]
     assert "80 % bootstrap interval of accuracy" in [t.get_text() for t in figures[0].legends[0].get_texts()]
     assert os.path.getsize(tmp_path / "r.png") > 0
+
+
+def test_cli_smooth_curve_is_drawn_and_needs_per_sample_predictions(tmp_path, monkeypatch):
+    preds = _preds(tmp_path / "p.npz", n=300)
+    figures = []
+    original = plots.save_figure
+
+    def save(fig, path, **kwargs):
+        figures.append(fig)
+        return original(fig, path, **kwargs)
+
+    monkeypatch.setattr(plots, "save_figure", save)
+    result = _invoke(["reliability", preds, "--smooth", "--out", tmp_path / "r.png", "--dpi", "30"])
+    assert result.exit_code == 0, result.output
+    (ax,) = [a for a in figures[0].axes if a.get_label() == "reliability:0"]
+    assert [line.get_gid() for line in ax.lines if line.get_gid()] == ["smooth"]
+    stats = bin_statistics(np.linspace(0.3, 1, 40), np.ones(40))
+    evaluate = tmp_path / "evaluate.json"
+    write_json(evaluate, make_report("evaluate", config={}, results={"bins": {"equal_width": stats.to_dict()}}))
+    message = _one_error_line(_invoke(["reliability", evaluate, "--smooth", "--out", tmp_path / "s.png"]))
+    assert "--smooth needs per-sample predictions" in message
+    assert not (tmp_path / "s.png").exists()

@@ -134,3 +134,23 @@ def test_same_seed_gives_the_same_figure_bytes(tmp_path):
         display = plots.reliability(logits, labels, n_bins=5, bands="consistency", band_samples=30, seed=4)
         paths.append(plots.save_figure(display.figure, tmp_path / f"{name}.svg"))
     assert paths[0].read_bytes() == paths[1].read_bytes()
+
+
+@pytest.mark.parametrize("given_ax", [False, True])
+def test_smoothed_curve_is_the_metrics_smooth_reliability(given_ax):
+    from adacal.metrics import smooth_reliability
+
+    logits, probs, labels = _calibrated(n=400)
+    if given_ax:
+        from matplotlib.figure import Figure
+
+        ax = Figure().add_subplot()
+        display = plots.reliability(logits, labels, ax=ax, smooth=True)
+    else:
+        display = plots.reliability(logits, labels, smooth=True)
+    expected = smooth_reliability(probs, labels)
+    (line,) = [line for line in display.ax.lines if line.get_gid() == "smooth"]
+    np.testing.assert_allclose(line.get_xdata(), expected.grid)
+    np.testing.assert_allclose(line.get_ydata(), expected.curve, atol=1e-12)
+    assert f"smECE {100 * expected.ece:.2f} %" in line.get_label()
+    assert not [line for line in plots.reliability(logits, labels).ax.lines if line.get_gid() == "smooth"]
