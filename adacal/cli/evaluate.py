@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from adacal.cli.common import guarded, reflow
+from adacal.cli.common import ForceOption, guarded, metrics_line, reflow
 from adacal.errors import InputError
 
 HELP = """Measure calibration of a model's test predictions: ECE (equal-width, equal-mass, debiased, sweep), MCE,
@@ -138,14 +138,17 @@ def register(app: typer.Typer) -> None:
         device: Annotated[
             str, typer.Option("--device", help="auto, cpu, cuda or cuda:N (when a checkpoint must be run).")
         ] = "auto",
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print no table, only errors.")] = False,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one summary line instead of the table.")] = False,
+        force: ForceOption = False,
     ) -> None:
+        from adacal.writing import check_output, is_stdout
         from adacal.evaluation import calibrated_probs, evaluation_report, resolve_evaluation_input
         from adacal.metrics import resolve_metric_names
         from adacal.reports import write_json
         from adacal.runs import EVALUATE_FILE
 
         _check_options(n_bins, bootstrap, seed, json_path, calibrator)
+        check_output(json_path, flag="--json", inputs=(predictions, calibrator), force=force)
         names = resolve_metric_names(metrics)
         fitted = None
         if calibrator is not None:
@@ -180,7 +183,11 @@ def register(app: typer.Typer) -> None:
                 targets.append(run_report)  # an interrupted run has none yet
         for target in targets:
             write_json(target, report)
-        if not quiet:
+        if is_stdout(json_path):
+            return  # the report is the whole of stdout
+        if quiet:
+            typer.echo(metrics_line(report["results"]["metrics"]))
+        else:
             _print_table(report, str(predictions), calibrated=fitted is not None)
             for target in targets:
                 typer.echo(f"Wrote {target}")

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from adacal.cli.common import guarded
+from adacal.cli.common import ForceOption, guarded
 from adacal.errors import InputError
 
 HELP = (
@@ -85,13 +85,16 @@ def register(app: typer.Typer) -> None:
         json_path: Annotated[
             Path | None, typer.Option("--json", help="Write the ood.json report here (instead of the run folder).")
         ] = None,
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print no table, only errors.")] = False,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one summary line instead of the table.")] = False,
+        force: ForceOption = False,
     ) -> None:
         from adacal import ood as lib
         from adacal.reports import write_json
         from adacal.runs import OOD_FILE
+        from adacal.writing import check_output, is_stdout
 
         score_names = lib.check_score_names(scores)
+        check_output(json_path, flag="--json", inputs=(model, in_preds, out_preds), force=force)
         if json_path is not None and json_path.is_dir():
             raise InputError(f"Expected --json to be a file path, but {json_path} is a folder.")
         if model is not None and (in_preds is not None or out_preds is not None):
@@ -164,8 +167,23 @@ def register(app: typer.Typer) -> None:
                   "scores": list(score_names), **sources, "temperature": value, "temperature_source": source}
         report = lib.ood_report(results, config=config)
         written = write_json(target, report) if target is not None else None
-        if not quiet:
+        if is_stdout(json_path):
+            return  # the report is the whole of stdout
+        if quiet:
+            typer.echo(_summary_line(results))
+        else:
             _print_table(results, written)
+
+
+def _summary_line(results: dict[str, Any]) -> str:
+    """`-q`: AUROC of each score before → after temperature scaling, on one line."""
+    parts = []
+    for name, entry in results["scores"].items():
+        text = f"{name} AUROC {100 * entry['pre']['auroc']:.2f}%"
+        if results["temperature"] is not None:
+            text += f" ({100 * entry['post']['auroc']:.2f}% after T = {results['temperature']:.3g})"
+        parts.append(text)
+    return "  ".join(parts)
 
 
 def _status(message: str, quiet: bool) -> Any:

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from adacal.cli.common import OneLineErrorGroup, guarded
+from adacal.cli.common import ForceOption, OneLineErrorGroup, guarded
 
 HELP = (
     "Draw reliability diagrams, AdaFocal gamma dynamics, training curves and ROC curves as PNG, SVG or PDF.\n\n"
@@ -51,13 +51,19 @@ BinsOption = Annotated[
 ]
 
 
-def _draw(kind: str, first_input: Path, out: Optional[Path], dpi: int, build: Callable[[], Any]) -> None:
+def _draw(
+    kind: str, inputs: Path | list[Path], out: Optional[Path], dpi: int, build: Callable[[], Any], force: bool = False,
+    extra_inputs: tuple[Optional[Path], ...] = (),
+) -> None:
     """Check the output path, build the figure (which reads and checks the inputs), then write it atomically."""
     from adacal import plots
+    from adacal.writing import check_output
 
-    target = out if out is not None else plots.default_output(first_input, kind)
+    given = list(inputs) if isinstance(inputs, list) else [inputs]
+    target = out if out is not None else plots.default_output(given[0], kind)
     plots.figure_format(target)
     plots.check_dpi(dpi)
+    check_output(target, flag="--out", inputs=(*given, *extra_inputs), force=force)
     figure = build()
     written = plots.save_figure(figure, target, dpi=dpi)
     typer.echo(f"Wrote {written}")
@@ -87,6 +93,7 @@ def reliability(
     out: OutOption = None,
     dpi: DpiOption = 150,
     title: TitleOption = None,
+    force: ForceOption = False,
 ) -> None:
     from adacal import plots
 
@@ -97,10 +104,12 @@ def reliability(
         )
         return plots.reliability_diagram(panels, title=title)
 
-    _draw("reliability", inputs[0], out, dpi, build)
+    _draw("reliability", inputs, out, dpi, build, force, (calibrated,))
 
 
-def _draw_adafocal_run(kind: str, run: Path, bins: str | None, out: Path | None, dpi: int, title: str | None) -> None:
+def _draw_adafocal_run(
+    kind: str, run: Path, bins: str | None, out: Path | None, dpi: int, title: str | None, force: bool = False
+) -> None:
     """`plot gamma` and `plot correspondence`: per-bin panels from an AdaFocal run's history."""
     from adacal import plots
 
@@ -110,7 +119,7 @@ def _draw_adafocal_run(kind: str, run: Path, bins: str | None, out: Path | None,
         draw = plots.gamma_dynamics if kind == "gamma" else plots.correspondence
         return draw(history, chosen, title=title)
 
-    _draw(kind, run, out, dpi, build)
+    _draw(kind, run, out, dpi, build, force)
 
 
 @plot_app.command(
@@ -126,8 +135,9 @@ def gamma(
     out: OutOption = None,
     dpi: DpiOption = 150,
     title: TitleOption = None,
+    force: ForceOption = False,
 ) -> None:
-    _draw_adafocal_run("gamma", run, bins, out, dpi, title)
+    _draw_adafocal_run("gamma", run, bins, out, dpi, title, force)
 
 
 @plot_app.command(
@@ -143,8 +153,9 @@ def correspondence(
     out: OutOption = None,
     dpi: DpiOption = 150,
     title: TitleOption = None,
+    force: ForceOption = False,
 ) -> None:
-    _draw_adafocal_run("correspondence", run, bins, out, dpi, title)
+    _draw_adafocal_run("correspondence", run, bins, out, dpi, title, force)
 
 
 @plot_app.command(
@@ -160,6 +171,7 @@ def curves(
     out: OutOption = None,
     dpi: DpiOption = 150,
     title: TitleOption = None,
+    force: ForceOption = False,
 ) -> None:
     from adacal import plots
 
@@ -167,7 +179,7 @@ def curves(
         histories, losses = plots.curve_inputs(runs)
         return plots.training_curves(histories, split=split, losses=losses, title=title)
 
-    _draw("curves", runs[0], out, dpi, build)
+    _draw("curves", runs, out, dpi, build, force)
 
 
 @plot_app.command(
@@ -186,6 +198,7 @@ def roc(
     out: OutOption = None,
     dpi: DpiOption = 150,
     title: TitleOption = None,
+    force: ForceOption = False,
 ) -> None:
     from adacal import plots
 
@@ -193,7 +206,7 @@ def roc(
         items = plots.roc_inputs(reports, plots.parse_labels(labels, len(reports)))
         return plots.roc_curves(items, score=score, title=title)
 
-    _draw("roc", reports[0], out, dpi, build)
+    _draw("roc", reports, out, dpi, build, force)
 
 
 def register(app: typer.Typer) -> None:
