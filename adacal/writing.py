@@ -120,9 +120,9 @@ def check_output(
         return
     path = Path(path)
     where = _describe(flag, path)
+    _check_name_lengths(path, flag)  # first: stat() on a too-long name raises
     if path.is_dir():
         raise InputError(f"Expected {flag or 'the output'} to be a file path, but {path} is a folder.")
-    _check_name_lengths(path, flag)
     if os.path.lexists(path) and not path.is_file() and not _direct_path(path):
         try:
             kind = "a socket" if stat.S_ISSOCK(os.stat(path).st_mode) else "not a regular file"

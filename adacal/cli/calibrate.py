@@ -171,10 +171,10 @@ def run_calibrate(
     build_calibrators(methods, objective=used_objective, n_bins=n_bins)
     from adacal.writing import check_output, is_stdout
 
-    _check_output_path("--json", json_path)
-    _check_output_path("--save", save)
     check_output(json_path, flag="--json", inputs=(source,), force=force)
     check_output(save, flag="--save", inputs=(source,), force=force)
+    _check_output_path("--json", json_path)
+    _check_output_path("--save", save)
     if is_stdout(json_path) and is_stdout(save):
         raise InputError("Expected at most one of --json and --save to be '-' (standard output), got both.")
 

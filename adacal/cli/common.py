@@ -91,7 +91,7 @@ def _show(caught: list[warnings.WarningMessage]) -> None:
         if key in seen:
             continue
         seen.add(key)
-        warnings.showwarning(message.message, message.category, message.filename, message.lineno)
+        sys.stderr.write(warnings.formatwarning(message.message, message.category, message.filename, message.lineno))
 
 
 class OneLineErrorGroup(typer.core.TyperGroup):

@@ -147,8 +147,8 @@ def register(app: typer.Typer) -> None:
         from adacal.reports import write_json
         from adacal.runs import EVALUATE_FILE
 
-        _check_options(n_bins, bootstrap, seed, json_path, calibrator)
         check_output(json_path, flag="--json", inputs=(predictions, calibrator), force=force)
+        _check_options(n_bins, bootstrap, seed, json_path, calibrator)
         names = resolve_metric_names(metrics)
         fitted = None
         if calibrator is not None:

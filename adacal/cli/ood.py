@@ -93,8 +93,8 @@ def register(app: typer.Typer) -> None:
         from adacal.runs import OOD_FILE
         from adacal.writing import check_output, is_stdout
 
-        score_names = lib.check_score_names(scores)
         check_output(json_path, flag="--json", inputs=(model, in_preds, out_preds), force=force)
+        score_names = lib.check_score_names(scores)
         if json_path is not None and json_path.is_dir():
             raise InputError(f"Expected --json to be a file path, but {json_path} is a folder.")
         if model is not None and (in_preds is not None or out_preds is not None):
