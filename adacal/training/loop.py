@@ -850,9 +850,10 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
     dist.setup(device)
     try:
         seed_everything(resolved.seed)
+        data_dir, download = _data_source(config, resolved, resumed=checkpoint is not None)
         dataset = load_dataset(
-            resolved.dataset, data_dir=resolved.data_dir, seed=resolved.seed, train_subset=resolved.train_subset,
-            val_size=resolved.val_size, **_loader_options(resolved),
+            resolved.dataset, data_dir=data_dir, seed=resolved.seed, train_subset=resolved.train_subset,
+            val_size=resolved.val_size, download=download, **_loader_options(resolved),
         ).limit_test(resolved.test_subset)
         if resolved.channels_last and dataset.kind != "image":
             raise InputError(f"--channels-last applies to image datasets only; {dataset.name} is a {dataset.kind} dataset.")
@@ -927,6 +928,16 @@ def _continue_interrupted_epoch(path: Path, checkpoint: dict[str, Any], epochs: 
     ):
         return checkpoint
     return interrupted
+
+
+def _data_source(given: TrainConfig, resolved: TrainConfig, *, resumed: bool) -> tuple[str | None, bool]:
+    """(data folder, whether a download may write into it). A folder read from a resumed run's checkpoint (not typed
+    now) is used only when it exists and is never downloaded into; otherwise the default data folder is used."""
+    if not resumed or given.data_dir is not None or resolved.data_dir is None:
+        return resolved.data_dir, True
+    if os.path.isdir(os.path.expanduser(str(resolved.data_dir))):
+        return resolved.data_dir, False
+    return None, True
 
 
 def _loader_options(config: TrainConfig) -> dict[str, Any]:
