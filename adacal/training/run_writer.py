@@ -25,6 +25,7 @@ import fcntl
 import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from adacal.errors import InputError
@@ -46,15 +47,15 @@ class RunWriter:
     """Writes one run folder: checkpoints (last, best, interrupted), history.jsonl, config.json, predictions.npz and
     evaluate.json; holds the folder's lock while training."""
 
-    def __init__(self, folder: RunFolder, *, enabled: bool = True) -> None:
-        self.folder = folder
+    def __init__(self, folder: RunFolder | str | os.PathLike, *, enabled: bool = True) -> None:
+        self.folder = RunFolder(Path(folder.root if isinstance(folder, RunFolder) else folder))
         self.enabled = enabled
         self._lock_fd: int | None = None
 
     # ------------------------------------------------------------------------------------------------ the lock
 
     @property
-    def lock_path(self):
+    def lock_path(self) -> Path:
         return self.folder.root / LOCK_FILE
 
     def lock(self) -> None:
@@ -148,7 +149,7 @@ class RunWriter:
             with contextlib.suppress(FileNotFoundError):
                 self.folder.checkpoint(INTERRUPTED).unlink()
 
-    def written_files(self) -> list:
+    def written_files(self) -> list[Path]:
         return [self.folder.config, self.folder.history, self.folder.predictions, self.folder.report(EVALUATE_FILE),
                 *(self.folder.checkpoint(which) for which in CHECKPOINTS)]
 
