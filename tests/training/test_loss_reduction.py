@@ -68,7 +68,7 @@ def test_paper_step_equals_the_reference_step(tmp_path, loss, reduction):
     inputs, labels = _batch(trainer)
 
     value = _reference_loss(loss, reference(inputs), labels)
-    mean_loss = float(value) / (len(labels) if reduction == "sum" else 1)
+    mean_loss = float(value.detach()) / (len(labels) if reduction == "sum" else 1)
     value.backward()
     norm = torch.nn.utils.clip_grad_norm_(reference.parameters(), 2.0)
     if reduction == "sum":
