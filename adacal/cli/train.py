@@ -64,11 +64,11 @@ DIGITS_DEFAULTS_HELP = {
 
 
 def _loss_default(flag: str) -> str:
-    return f" [default: {LOSS_DEFAULTS_HELP[flag]}]"
+    return f" (default: {LOSS_DEFAULTS_HELP[flag]})"
 
 
 def _preset_default(key: str) -> str:
-    return f" [default: {DIGITS_DEFAULTS_HELP[key]} for digits; other datasets and --preset paper: see --print-config]"
+    return f" (default: {DIGITS_DEFAULTS_HELP[key]} for digits; other datasets and --preset paper: see --print-config)"
 
 
 TABLE_METRICS = (
@@ -244,23 +244,23 @@ def register(app: typer.Typer) -> None:
         weight_decay: Annotated[float | None, typer.Option(help="Weight decay (L2)." + _preset_default("weight_decay"))] = None,
         optimizer: Annotated[str | None, typer.Option(help="sgd, adam or adamw." + _preset_default("optimizer"))] = None,
         seed: Annotated[int | None, typer.Option(help="Seed for the validation split, weights, data order and augmentation (default 0).")] = None,
-        device: Annotated[str | None, typer.Option(help="auto (CUDA when available), cpu, cuda or cuda:N. [default: auto]")] = None,
-        amp: Annotated[bool | None, typer.Option("--amp/--no-amp", help="Mixed precision: bf16 (or fp16 with loss scaling) on CUDA; bf16 autocast on CPU (often slower there). [default: --no-amp]")] = None,
-        channels_last: Annotated[bool | None, typer.Option("--channels-last/--no-channels-last", help="channels_last memory format for image models (faster convolutions on recent GPUs). [default: --no-channels-last]")] = None,
+        device: Annotated[str | None, typer.Option(help="auto (CUDA when available), cpu, cuda or cuda:N. (default: auto)")] = None,
+        amp: Annotated[bool | None, typer.Option("--amp/--no-amp", help="Mixed precision: bf16 (or fp16 with loss scaling) on CUDA; bf16 autocast on CPU (often slower there). (default: --no-amp)")] = None,
+        channels_last: Annotated[bool | None, typer.Option("--channels-last/--no-channels-last", help="channels_last memory format for image models (faster convolutions on recent GPUs). (default: --no-channels-last)")] = None,
         update_every: Annotated[str | None, typer.Option(help="When AdaFocal updates γ: 'epoch' (default), N (every N batches), 'paper' (= 'epoch:25,100:40,1': every epoch to epoch 25, every 100 batches to 40, then every batch) or such a spec.")] = None,
         select: Annotated[str | None, typer.Option(help="Model to evaluate at the end: last (default) or best-val (best validation accuracy). best.pt is kept either way." + _preset_default("select"))] = None,
-        grad_clip: Annotated[float | None, typer.Option(help="Clip the gradient norm to this value before each optimiser step (with --amp after unscaling). [default: none; 2 with --preset paper on image datasets, as the reference code]")] = None,
-        eval_test_every: Annotated[int | None, typer.Option(help="Also compute test metrics every K epochs (0 = only at the end). [default: 0]")] = None,
+        grad_clip: Annotated[float | None, typer.Option(help="Clip the gradient norm to this value before each optimiser step (with --amp after unscaling). (default: none; 2 with --preset paper on image datasets, as the reference code)")] = None,
+        eval_test_every: Annotated[int | None, typer.Option(help="Also compute test metrics every K epochs (0 = only at the end). (default: 0)")] = None,
         out: Annotated[Path | None, typer.Option(help="Folder that receives the run folder (default ./runs).")] = None,
-        resume: Annotated[Path | None, typer.Option(help="Continue a run (its folder or a checkpoint in it) up to --epochs in total; other options come from the run (giving a different value is an error; --device, --workers and --data-dir may change).")] = None,
-        workers: Annotated[int | None, typer.Option(help="Data is held as tensors (no loader workers); this is passed only to dataset loaders that take it. Image-folder sets decode with one thread per CPU core. [default: 0]")] = None,
+        resume: Annotated[Path | None, typer.Option(help="Continue a run (its folder or a checkpoint in it) up to --epochs in total; other options come from the run (giving a different value is an error; --device, --workers and --data-dir may change). (default: start a new run)")] = None,
+        workers: Annotated[int | None, typer.Option(help="Data is held as tensors (no loader workers); this is passed only to dataset loaders that take it. Image-folder sets decode with one thread per CPU core. (default: 0)")] = None,
         data_dir: Annotated[Path | None, typer.Option(help="Where datasets are (default $ADACAL_DATA or ~/.cache/adacal).")] = None,
-        train_subset: Annotated[int | None, typer.Option(help="Train on the first N training samples only (val and test unchanged).")] = None,
+        train_subset: Annotated[int | None, typer.Option(help="Train on the first N training samples only (val and test unchanged). (default: all of them)")] = None,
         val_size: Annotated[int | None, typer.Option(help="Validation samples split off the training set (default per dataset).")] = None,
         test_subset: Annotated[int | None, typer.Option(help="Score only a fixed seeded sample of N test samples, every class represented (quick experiments; the full test set by default).")] = None,
         preset: Annotated[str | None, typer.Option(help="quick (default) or paper: where options you leave out come from.")] = None,
-        loss_reduction: Annotated[str | None, typer.Option(help="How the training loss combines a batch: mean, or sum (the reference code's choice: a batch-size times larger gradient, usually with --grad-clip). γ-updates and validation metrics do not depend on it. [default: mean; --preset paper on image datasets: sum (brier: mean), as the reference code]")] = None,
-        name: Annotated[str | None, typer.Option(help="Name of the run folder under --out (e.g. --out runs --name ce gives runs/ce); a name that is taken is refused. [default: <time>-<dataset>-<model>-<loss>, with -2, -3, ... when taken]")] = None,
+        loss_reduction: Annotated[str | None, typer.Option(help="How the training loss combines a batch: mean, or sum (the reference code's choice: a batch-size times larger gradient, usually with --grad-clip). γ-updates and validation metrics do not depend on it. (default: mean; --preset paper on image datasets: sum (brier: mean), as the reference code)")] = None,
+        name: Annotated[str | None, typer.Option(help="Name of the run folder under --out (e.g. --out runs --name ce gives runs/ce); a name that is taken is refused. (default: <time>-<dataset>-<model>-<loss>, with -2, -3, ... when taken)")] = None,
         print_config: Annotated[bool, typer.Option("--print-config", help="Print the fully resolved configuration (presets and loss defaults filled in) as JSON and exit: a dry run that writes nothing and loads no data.")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final summary line and the run folder.")] = False,
     ) -> None:
