@@ -76,8 +76,8 @@ def _check_name_lengths(path: Path, flag: str | None) -> None:
         size = len(os.fsencode(part))
         if size > limit:
             raise InputError(
-                f"Expected {_describe(flag, 'to name a file')} whose names are at most {limit} bytes long, but "
-                f"{part[:40]}... is {size} bytes."
+                f"Expected {flag or 'the output path'} to have file and folder names of at most {limit} bytes, got a "
+                f"name of {size} bytes ({part[:24]}...)."
             )
 
 
@@ -232,6 +232,7 @@ def write_file(path: str | os.PathLike, write: Callable[[Any], None], *, binary:
         stream.flush()
         return Path(STDOUT)
     path = Path(path)
+    _check_name_lengths(path, None)  # first: stat() on a too-long name raises
     try:
         if path.is_dir():
             raise InputError(f"Expected {path} to be a file path, but it is a folder.")

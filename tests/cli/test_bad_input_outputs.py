@@ -88,6 +88,27 @@ REFUSED = [
     (["plot", "reliability", "{preds}", "--out", LONG + ".png"], "at most"),
     (["plot", "curves", "{run}", "--out", "{link_to_curves}"], "'adacal train' wrote it"),
     (["train", "--out", "{root}", "--name", LONG], "at most"),
+    # numbers refused before the run folder is created
+    (["train", "--lr", "1e39"], "Expected --lr to be a number float32 weights can use"),
+    (["train", "--lr", "1e-50"], "Expected --lr to be a number float32 weights can use"),
+    (["train", "--lr", "nan"], "--lr"),
+    (["train", "--weight-decay", "nan"], "--weight-decay"),
+    (["train", "--weight-decay", "1e39"], "--weight-decay to be a number float32"),
+    (["train", "--momentum", "inf"], "--momentum"),
+    (["train", "--lr-decay", "1e-300"], "--lr-decay to be a number float32"),
+    (["train", "--grad-clip", "1e39"], "--grad-clip to be a number float32"),
+    (["train", "--grad-clip", "-inf"], "--grad-clip"),
+    (["train", "--loss", "focal", "--gamma", "1e39"], "--gamma to be a number float32"),
+    (["train", "--gamma-max", "1e39"], "--gamma-max to be a number float32"),
+    (["train", "--lam", "-1e300"], "--lam"),
+    (["train", "--num-bins", "1000000000000000"], "--num-bins to be at most"),
+    (["train", "--loss-reduction", "avg"], "--loss-reduction to be one of mean, sum"),
+    (["train", "--name", "a/b"], "--name to be a folder name"),
+    (["train", "--name", ".."], "--name to be a folder name"),
+    (["train", "--name", "{run}/../x"], "--name to be a folder name"),
+    (["train", "--print-config", "--momentum", "inf"], "--momentum"),
+    (["train", "--out", "/proc/adacal-no-such/runs", "--epochs", "1", "--train-subset", "64"], "Cannot create"),
+    (["train", "--out", "{root}/new", "--name", "x", "--dataset", "no-such-set"], "dataset"),
 ]
 
 
@@ -231,3 +252,37 @@ def test_warnings_never_print_before_the_error_line():
         result = runner.invoke(tiny, ["fails", "--ok"])
     assert result.exit_code == 0 and result.stdout == "done\n"
     assert "a library warning" in result.stderr  # shown after a successful run
+
+
+def test_a_failed_download_leaves_no_data_folder(tmp_path, monkeypatch):
+    """A --data-dir typo or a download that cannot happen: the folders made for it are gone again."""
+    from urllib.error import URLError
+
+    from adacal.data import vision
+
+    def offline(root):
+        (root / "cifar-10-python.tar.gz.part").write_bytes(b"half")  # what a failed download leaves
+        raise URLError("no network")
+
+    import dataclasses
+
+    monkeypatch.setitem(vision.SPECS, "cifar10", dataclasses.replace(vision.SPECS["cifar10"], fetch=offline))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    result = runner.invoke(app, ["train", "--dataset", "cifar10", "--data-dir", "data/typo/deeper", "--epochs", "1"])
+    assert result.exit_code == 2 and "Could not download CIFAR-10" in result.stderr
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["data"]
+
+
+def test_a_resumed_run_never_downloads_into_the_folder_its_checkpoint_records(tmp_path):
+    from adacal.training import TrainConfig
+    from adacal.training.loop import _data_source
+
+    recorded = tmp_path / "recorded"
+    resolved = TrainConfig(data_dir=str(recorded))
+    assert _data_source(TrainConfig(), resolved, resumed=True) == (None, True)  # missing: the default folder
+    recorded.mkdir()
+    assert _data_source(TrainConfig(), resolved, resumed=True) == (str(recorded), False)  # exists: read only
+    typed = TrainConfig(data_dir=str(tmp_path / "typed"))
+    assert _data_source(typed, TrainConfig(data_dir=typed.data_dir), resumed=True) == (typed.data_dir, True)
+    assert _data_source(TrainConfig(), resolved, resumed=False) == (str(recorded), True)
