@@ -88,7 +88,7 @@ def _is_special(mode: int) -> bool:
 def _direct_path(path: Path) -> bool:
     """Paths written in place: devices, FIFOs and /dev/stdout-like names (/dev/fd/N, /proc/self/fd/N)."""
     text = str(path)
-    if text.startswith(("/dev/", "/proc/")):
+    if text.startswith(("/dev/fd/", "/dev/stdout", "/dev/stderr", "/proc/self/fd/", "/proc/thread-self/fd/")):
         return True
     try:
         return _is_special(os.stat(path).st_mode)

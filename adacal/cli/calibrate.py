@@ -245,7 +245,8 @@ def register(app: typer.Typer) -> None:
             Optional[Path],
             typer.Option(
                 "--json",
-                help="Write the report here instead of RUN/calibrate.json (needed to save it for a predictions file).",
+                help="Write the report here instead of RUN/calibrate.json (needed to save it for a predictions file; "
+                "'-': to stdout, and nothing else goes there).",
                 show_default=False,
             ),
         ] = None,

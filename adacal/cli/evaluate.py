@@ -126,7 +126,7 @@ def register(app: typer.Typer) -> None:
             int, typer.Option("--bootstrap", help="Bootstrap resamples for 95% confidence intervals (0 = none).")
         ] = 0,
         seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")] = 0,
-        json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON report to this file.")] = None,
+        json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON report to this file ('-': to stdout, and nothing else goes there).")] = None,
         calibrator: Annotated[
             Path | None,
             typer.Option("--calibrator", help="Calibrator file saved by 'adacal calibrate': evaluate its output."),

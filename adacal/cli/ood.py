@@ -83,7 +83,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         seed: Annotated[int, typer.Option("--seed", help="Seed for --limit and the corruption noise.")] = 0,
         json_path: Annotated[
-            Path | None, typer.Option("--json", help="Write the ood.json report here (instead of the run folder).")
+            Path | None, typer.Option("--json", help="Write the ood.json report here (instead of the run folder; '-': to stdout, and nothing else goes there).")
         ] = None,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one summary line instead of the table.")] = False,
         force: ForceOption = False,

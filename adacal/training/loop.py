@@ -827,7 +827,6 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
         checkpoint_path = resolve_checkpoint_path(config.resume)
         checkpoint = load_checkpoint(checkpoint_path)  # safe (weights_only) and checked before anything else
         run = require_run_folder(checkpoint_path)
-        writer = _locked_writer(run, dist, writers)  # before its history or config is read or written
         resolved = merge_resume_config(checkpoint["config"], config)
         if resolved.epochs < int(checkpoint["epoch"]):
             raise InputError(
@@ -837,7 +836,6 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
         checkpoint = _continue_interrupted_epoch(checkpoint_path, checkpoint, resolved.epochs)
     else:
         resolved = resolve_config(config)
-        writer = None
     check_names(resolved)
     if checkpoint is None:
         resolved.loss_options = resolved_loss_options(resolved.loss, resolved.loss_options)
@@ -846,6 +844,9 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
     device = dist.device_for(resolve_device(resolved.device))
     if checkpoint is None and dist.is_main:
         _check_writable(resolved.out)
+    # One writer per run folder: after the cheap checks (a refused command touches nothing), before any work; a
+    # second resume of a run that is training stops here. A new run takes its lock as soon as its folder exists.
+    writer = _locked_writer(run, dist, writers) if run is not None else None
 
     dist.setup(device)
     try:

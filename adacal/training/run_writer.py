@@ -61,8 +61,8 @@ class RunWriter:
     def lock(self) -> None:
         """Take the run folder's exclusive lock, or fail at once when another process holds it.
 
-        `fcntl.flock` on `<run>/.lock`: the OS releases it when the process exits or is killed, so a crashed run
-        never leaves a stale lock behind. The file holds the holder's process id, for the message only."""
+        `fcntl.flock` on `<run>/.lock` (an empty file, never rewritten: taking the lock changes nothing in the
+        folder): the OS releases it when the process exits or is killed, so a crashed run never leaves a stale lock."""
         if not self.enabled or self._lock_fd is not None:
             return
         try:
@@ -72,20 +72,13 @@ class RunWriter:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
-            holder = ""
-            with contextlib.suppress(OSError, ValueError):
-                text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-                holder = f" (process {int(text)})" if text else ""
             os.close(fd)
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise RunLockedError(
-                    f"Expected no other 'adacal train' to be writing the run folder {self.folder.root}, but one "
-                    f"is{holder}; wait for it to finish, then resume."
+                    f"Expected no other 'adacal train' to be writing the run folder {self.folder.root}, but one is; "
+                    "wait for it to finish, then resume."
                 ) from None
             raise InputError(f"Cannot lock the run folder {self.folder.root}: {exc.strerror or exc}.") from None
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         self._lock_fd = fd
 
     def unlock(self) -> None:

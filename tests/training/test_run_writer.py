@@ -150,8 +150,8 @@ def test_lock_is_exclusive_and_released(tmp_path):
     first = _writer(tmp_path)
     second = RunWriter(first.folder)
     with first.locked():
-        assert (first.folder.root / LOCK_FILE).read_text().strip() == str(os.getpid())
-        with pytest.raises(RunLockedError, match=f"process {os.getpid()}") as info:
+        assert (first.folder.root / LOCK_FILE).read_text() == ""
+        with pytest.raises(RunLockedError) as info:
             second.lock()
         assert "Expected no other 'adacal train' to be writing the run folder" in str(info.value)
     with second.locked():  # free again once released
@@ -174,7 +174,7 @@ def test_lock_of_a_killed_process_is_released_by_the_os(tmp_path):
                               env=env)
     try:
         assert holder.stdout.readline().strip() == "locked"
-        with pytest.raises(RunLockedError, match=f"process {holder.pid}"):
+        with pytest.raises(RunLockedError, match="but one is"):
             writer.lock()
         holder.send_signal(signal.SIGKILL)
         holder.wait(timeout=30)
