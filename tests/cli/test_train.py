@@ -531,7 +531,7 @@ def test_two_resumes_of_one_run_started_apart_one_writer(tmp_path):
     out = tmp_path / "runs"
     assert _train("--epochs", "1", "--out", str(out), "--name", "r", "--quiet", *TINY).exit_code == 0
     run = out / "r"
-    epochs = 40
+    epochs = 16
     command = [sys.executable, "-m", "adacal", "train", "--resume", str(run), "--epochs", str(epochs), "--quiet"]
     delay = float(np.random.default_rng(7).uniform(0.0, 1.0))
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
