@@ -108,6 +108,14 @@ def train_file(path: str | os.PathLike) -> bool:
     return real.suffix == ".pt" and real.parent.name == CHECKPOINT_DIR and (real.parent.parent / CONFIG_FILE).is_file()
 
 
+def _same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """The same file under two names (a hard link too)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def check_output(
     path: str | os.PathLike | None,
     *,
@@ -137,7 +145,7 @@ def check_output(
         for given in inputs:
             if given is None or is_stdout(given):
                 continue
-            if os.path.exists(given) and os.path.realpath(given) == real:
+            if os.path.exists(given) and (os.path.realpath(given) == real or _same_file(given, path)):
                 raise InputError(
                     f"Refusing to write {where}: it is one of this command's inputs (give --force to replace it)."
                 )

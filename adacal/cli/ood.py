@@ -93,7 +93,11 @@ def register(app: typer.Typer) -> None:
         from adacal.runs import OOD_FILE
         from adacal.writing import check_output, is_stdout
 
-        check_output(json_path, flag="--json", inputs=(model, in_preds, out_preds), force=force)
+        from adacal.runs import find_run_folder
+
+        model_run = find_run_folder(model) if model is not None else None  # its calibrate.json gives T
+        check_output(json_path, flag="--json", force=force, inputs=(
+            model, in_preds, out_preds, model_run.report("calibrate.json") if model_run is not None else None))
         score_names = lib.check_score_names(scores)
         if json_path is not None and json_path.is_dir():
             raise InputError(f"Expected --json to be a file path, but {json_path} is a folder.")

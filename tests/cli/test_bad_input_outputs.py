@@ -43,6 +43,7 @@ def base(tmp_path_factory, one_torch_thread):
     np.savez(root / "split.npz", **split)
     np.savez(root / "ood_in.npz", logits=split["test_logits"])
     np.savez(root / "ood_out.npz", logits=split["val_logits"])
+    assert runner.invoke(app, ["calibrate", str(run), "-q"]).exit_code == 0  # run/calibrate.json, read by ood
     return {"root": root, "run": run, "preds": root / "preds.npz", "split": root / "split.npz",
             "ood_in": root / "ood_in.npz", "ood_out": root / "ood_out.npz"}
 
@@ -71,6 +72,9 @@ REFUSED = [
     (["evaluate", "{preds}", "--json", "{run}/checkpoints/best.pt"], "'adacal train' wrote it"),
     (["evaluate", "{preds}", "--json", "{link_to_history}"], "'adacal train' wrote it"),
     (["evaluate", "{preds}", "--json", "{link_to_preds}"], "one of this command's inputs"),
+    (["evaluate", "{preds}", "--json", "{hardlink_to_preds}"], "one of this command's inputs"),
+    (["ood", "--model", "{run}", "--in", "digits", "--out", "digits", "--json", "{run}/calibrate.json"],
+     "one of this command's inputs"),
     (["evaluate", "{preds}", "--json", LONG + ".json"], "at most"),
     (["evaluate", "{preds}", "--json", f"sub/{LONG}/r.json"], "at most"),
     (["evaluate", "{preds}", "--json", "{root}"], "is a folder"),
@@ -122,8 +126,10 @@ def test_refused_output_is_one_line_and_touches_nothing(base, tmp_path, monkeypa
     paths = dict(base)
     (tmp_path / "link_to_history").symlink_to(base["run"] / "history.jsonl")
     (tmp_path / "link_to_preds").symlink_to(base["preds"])
+    os.link(base["preds"], tmp_path / "hardlink_to_preds")
     (tmp_path / "curves.png").symlink_to(base["run"] / "config.json")  # a figure path that is the run's own file
     paths.update(link_to_history=tmp_path / "link_to_history", link_to_preds=tmp_path / "link_to_preds",
+                 hardlink_to_preds=tmp_path / "hardlink_to_preds",
                  link_to_curves=tmp_path / "curves.png")
     before = _snapshot(base["root"], tmp_path)
     result = runner.invoke(app, _fill(args, paths))
