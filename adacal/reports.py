@@ -147,10 +147,10 @@ def read_report(path: str | os.PathLike, kind: str | None = None) -> dict[str, A
 def new_run_dir(root: str | os.PathLike, name: str, *, unique: bool = True) -> Path:
     """Create a fresh run folder `root/name`; when taken, add -2, -3, ... (`unique`) or refuse (an explicit --name).
     Never reuses an existing folder."""
-    from adacal.writing import _check_name_lengths
+    from adacal.writing import check_name_lengths
 
     root = Path(root)
-    _check_name_lengths(root / name, "--name" if not unique else None)
+    check_name_lengths(root / name, "--name" if not unique else None)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

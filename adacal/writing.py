@@ -69,8 +69,9 @@ def _name_max(folder: Path) -> int:
         return _NAME_MAX_DEFAULT
 
 
-def _check_name_lengths(path: Path, flag: str | None) -> None:
+def check_name_lengths(path: str | os.PathLike, flag: str | None) -> None:
     """Every component of `path` within the file system's name limit (ENAMETOOLONG otherwise, after the work)."""
+    path = Path(path)
     limit = _name_max(path.parent if str(path.parent) else Path("."))
     for part in path.parts:
         size = len(os.fsencode(part))
@@ -128,7 +129,7 @@ def check_output(
         return
     path = Path(path)
     where = _describe(flag, path)
-    _check_name_lengths(path, flag)  # first: stat() on a too-long name raises
+    check_name_lengths(path, flag)  # first: stat() on a too-long name raises
     if path.is_dir():
         raise InputError(f"Expected {flag or 'the output'} to be a file path, but {path} is a folder.")
     if os.path.lexists(path) and not path.is_file() and not _direct_path(path):
@@ -240,7 +241,7 @@ def write_file(path: str | os.PathLike, write: Callable[[Any], None], *, binary:
         stream.flush()
         return Path(STDOUT)
     path = Path(path)
-    _check_name_lengths(path, None)  # first: stat() on a too-long name raises
+    check_name_lengths(path, None)  # first: stat() on a too-long name raises
     try:
         if path.is_dir():
             raise InputError(f"Expected {path} to be a file path, but it is a folder.")
@@ -252,7 +253,7 @@ def write_file(path: str | os.PathLike, write: Callable[[Any], None], *, binary:
         target = Path(os.path.realpath(path)) if path.is_symlink() else path
         if target.is_dir():
             raise InputError(f"Expected {path} to be a file path, but it links to a folder.")
-        _check_name_lengths(target, None)
+        check_name_lengths(target, None)
         directory = target.parent if str(target.parent) else Path(".")
         try:
             directory.mkdir(parents=True, exist_ok=True)
@@ -283,4 +284,4 @@ def write_file(path: str | os.PathLike, write: Callable[[Any], None], *, binary:
     return path
 
 
-__all__ = ["STDOUT", "TRAIN_FILES", "check_output", "is_stdout", "remove_stale_temp_files", "train_file", "write_file"]
+__all__ = ["STDOUT", "TRAIN_FILES", "check_name_lengths", "check_output", "is_stdout", "remove_stale_temp_files", "train_file", "write_file"]

@@ -335,6 +335,11 @@ def validate_config(config: TrainConfig) -> None:
     if config.loss_reduction not in REDUCTIONS:
         raise _choice_error("--loss-reduction", config.loss_reduction, REDUCTIONS)
     _check_run_name(config.name)
+    from adacal.writing import check_name_lengths
+
+    for flag, value in (("--out", config.out), ("--data-dir", config.data_dir)):
+        if isinstance(value, str):
+            check_name_lengths(value, flag)
     _require_int(config.epochs, "--epochs", 1)
     _require_int(config.batch_size, "--batch-size", 1)
     if not _is_number(config.lr) or config.lr <= 0:
@@ -489,6 +494,9 @@ def check_model_options(config: TrainConfig) -> None:
     model = config.model or default_model(str(config.dataset))
     if model != "textcnn":
         raise InputError(f"--embeddings applies to --model textcnn only, got --model {model}.")
+    from adacal.writing import check_name_lengths
+
+    check_name_lengths(str(embeddings), "--embeddings")
     if not Path(str(embeddings)).expanduser().is_file():
         raise InputError(f"Expected --embeddings to be a GloVe text file, but {embeddings} does not exist.")
 

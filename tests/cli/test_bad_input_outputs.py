@@ -92,6 +92,10 @@ REFUSED = [
     (["plot", "reliability", "{preds}", "--out", LONG + ".png"], "at most"),
     (["plot", "curves", "{run}", "--out", "{link_to_curves}"], "'adacal train' wrote it"),
     (["train", "--out", "{root}", "--name", LONG], "at most"),
+    (["train", "--out", LONG], "Expected --out to have file and folder names of at most"),
+    (["train", "--out", f"runs/{LONG}/x", "--print-config"], "Expected --out"),
+    (["train", "--data-dir", f"data/{LONG}"], "Expected --data-dir to have file and folder names"),
+    (["train", "--dataset", "20newsgroups", "--model", "textcnn", "--embeddings", LONG], "Expected --embeddings"),
     # numbers refused before the run folder is created
     (["train", "--lr", "1e39"], "Expected --lr to be a number float32 weights can use"),
     (["train", "--lr", "1e-50"], "Expected --lr to be a number float32 weights can use"),
