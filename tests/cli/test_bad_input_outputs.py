@@ -296,3 +296,16 @@ def test_a_resumed_run_never_downloads_into_the_folder_its_checkpoint_records(tm
     typed = TrainConfig(data_dir=str(tmp_path / "typed"))
     assert _data_source(typed, TrainConfig(data_dir=typed.data_dir), resumed=True) == (typed.data_dir, True)
     assert _data_source(TrainConfig(), resolved, resumed=False) == (str(recorded), True)
+
+
+def test_plot_cleans_the_temp_file_a_killed_plot_left(base, tmp_path):
+    """A plot SIGKILLed while writing leaves `.<figure>.<pid>.*.tmp`; the next write of that figure removes it."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    figure = tmp_path / "reliability.png"
+    leftover = tmp_path / f".reliability.png.{dead.pid}.k1ll3d00.tmp"
+    leftover.write_bytes(b"\x89PNG half")
+    result = runner.invoke(app, ["plot", "reliability", str(base["preds"]), "--out", str(figure)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reliability.png"]
+    assert figure.read_bytes().startswith(b"\x89PNG")
