@@ -55,7 +55,6 @@ from adacal.training.checkpoints import (
     make_checkpoint,
     resolve_checkpoint_path,
     restore_rng_state,
-    save_checkpoint,
 )
 from adacal.training.config import (
     TrainConfig,
@@ -838,8 +837,7 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
         resolved = resolve_config(config)
     check_names(resolved)
     if checkpoint is None:
-        resolved.loss_options = resolved_loss_options(resolved.loss, resolved.loss_options)
-    if checkpoint is None:
+        resolved.loss_options = resolved_loss_options(resolved.loss, resolved.loss_options)  # config.json says all
         check_model_options(resolved)
     device = dist.device_for(resolve_device(resolved.device))
     if checkpoint is None and dist.is_main:
