@@ -32,7 +32,7 @@ from adacal.errors import InputError
 
 STDOUT = "-"
 # Files `adacal train` writes in a run folder (and checkpoints/*.pt): other commands never replace them silently.
-TRAIN_FILES = ("config.json", "history.jsonl", "predictions.npz", "evaluate.json")
+TRAIN_FILES = ("config.json", "history.jsonl", "predictions.npz", "evaluate.json", ".lock")
 FIFO_WAIT_SECONDS = 10.0  # how long a FIFO output waits for a reader before the write is refused
 _NAME_MAX_DEFAULT = 255
 

@@ -70,6 +70,7 @@ REFUSED = [
     (["evaluate", "{preds}", "--json", "{run}/evaluate.json"], "'adacal train' wrote it"),
     (["evaluate", "{preds}", "--json", "{run}/checkpoints/last.pt"], "'adacal train' wrote it"),
     (["evaluate", "{preds}", "--json", "{run}/checkpoints/best.pt"], "'adacal train' wrote it"),
+    (["evaluate", "{preds}", "--json", "{run}/.lock"], "'adacal train' wrote it"),
     (["evaluate", "{preds}", "--json", "{link_to_history}"], "'adacal train' wrote it"),
     (["evaluate", "{preds}", "--json", "{link_to_preds}"], "one of this command's inputs"),
     (["evaluate", "{preds}", "--json", "{hardlink_to_preds}"], "one of this command's inputs"),
