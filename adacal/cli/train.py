@@ -24,9 +24,15 @@ batches the current batch is finished first and checkpoints/interrupted.pt is wr
 from the next batch (a second Ctrl-C stops at once); checkpoints/last.pt always holds the last completed epoch. Either
 way the resumed run ends exactly as an uninterrupted run would (same device).
 
+One run, one writer: a training process holds the run folder's lock (RUN/.lock, released by the OS when the process
+ends, however it ends), so a second 'train --resume' of a run that is still training is refused at once.
+--print-config prints the resolved options (preset, model and loss defaults filled in) as JSON and exits.
+
 Examples:
 
   adacal train     (digits, mlp, adafocal; offline, seconds)
+
+  adacal train --loss ce --out runs --name ce     (the run folder is runs/ce)
 
   adacal train --dataset cifar10 --model resnet50 --loss adafocal --preset paper
 
