@@ -7,7 +7,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -43,45 +42,13 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-def _current_umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-# Read once, at import (single-threaded): changing the umask to read it is not thread-safe.
-_FILE_MODE = 0o666 & ~_current_umask()
-
-
 def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], *, binary: bool = False) -> Path:
-    """Write through `write(file)` into a temp file beside `path`, then rename over it: readers see old or new, never half.
+    """Write through `write(file)` with adacal's one writer (`adacal.writing.write_file`): a temp file beside the
+    target renamed over it (readers see old or new, never half), links written through, devices and FIFOs written in
+    place, `-` to stdout. The file gets the permissions a plain `open(path, "w")` would give (0o666 less the umask)."""
+    from adacal.writing import write_file
 
-    The file gets the permissions a plain `open(path, "w")` would give (0o666 less the umask), not the temp file's 0o600.
-    """
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise InputError(f"Cannot write {path}: {exc.strerror or exc}.") from None
-    try:
-        if hasattr(os, "fchmod"):
-            os.fchmod(fd, _FILE_MODE)
-        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp_name)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise InputError(f"Cannot write {path}: {exc.strerror or exc}.") from None
-        raise
-    return path
+    return write_file(path, write, binary=binary)
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> Path:
@@ -177,20 +144,32 @@ def read_report(path: str | os.PathLike, kind: str | None = None) -> dict[str, A
     return report
 
 
-def new_run_dir(root: str | os.PathLike, name: str) -> Path:
-    """Create a fresh run folder `root/name`, adding -2, -3, ... when taken; never reuses an existing one."""
+def new_run_dir(root: str | os.PathLike, name: str, *, unique: bool = True) -> Path:
+    """Create a fresh run folder `root/name`; when taken, add -2, -3, ... (`unique`) or refuse (an explicit --name).
+    Never reuses an existing folder."""
+    from adacal.writing import check_name_lengths
+
     root = Path(root)
+    check_name_lengths(root / name, "--name" if not unique else None)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"Cannot create the output folder {root}: {exc.strerror or exc}.") from None
     if not os.access(root, os.W_OK):
         raise InputError(f"Cannot write to the output folder {root}: permission denied.")
-    for attempt in range(1, 1000):
+    for attempt in range(1, 1000 if unique else 2):
         candidate = root / (name if attempt == 1 else f"{name}-{attempt}")
         try:
             candidate.mkdir()  # atomic: two runs racing for one name cannot both succeed
             return candidate
         except FileExistsError:
+            if not unique:
+                raise InputError(
+                    f"Expected --name {name} to be a new run folder, but {candidate} already exists (choose another "
+                    f"--name, or continue that run with --resume {candidate})."
+                ) from None
             continue
+        except OSError as exc:
+            # mkdir can fail where access() said the folder is writable (read-only mounts, ACLs, quotas).
+            raise InputError(f"Cannot create the run folder {candidate}: {exc.strerror or exc}.") from None
     raise InputError(f"Cannot create a run folder under {root}: too many folders named {name}.")

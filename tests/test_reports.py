@@ -162,3 +162,62 @@ def test_json_has_no_nan_literals(tmp_path):
     path = tmp_path / "r.json"
     write_json(path, {"x": [math.nan, 1.0]})
     assert "NaN" not in path.read_text()
+
+
+# ------------------------------------------------------------------------------------------ the one writer (write side)
+
+
+def test_temp_files_of_dead_writers_are_cleaned_and_live_ones_kept(tmp_path):
+    import subprocess
+    import sys
+
+    target = tmp_path / "figure.png"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        stale = tmp_path / f".figure.png.{dead.pid}.abcd1234.tmp"  # a writer SIGKILLed mid-write
+        busy = tmp_path / f".figure.png.{live.pid}.efgh5678.tmp"  # another process writing right now
+        other = tmp_path / f".other.png.{dead.pid}.abcd1234.tmp"  # not this file's
+        for path in (stale, busy, other):
+            path.write_bytes(b"half")
+        reports.atomic_write(target, lambda handle: handle.write(b"png"), binary=True)
+        assert target.read_bytes() == b"png"
+        assert not stale.exists() and busy.exists() and other.exists()
+    finally:
+        live.kill()
+        live.wait()
+
+
+def test_writes_go_through_links_and_into_devices(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link.json"
+    link.symlink_to(real / "report.json")
+    write_json(link, {"a": 1})
+    assert link.is_symlink() and json.loads((real / "report.json").read_text()) == {"a": 1}
+    assert listing(real) == ["report.json"] and listing(tmp_path) == ["link.json", "real"]
+    write_json("/dev/null", {"a": 1})
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_dash_writes_to_stdout(capsys):
+    write_json("-", {"a": [1, 2]})
+    assert json.loads(capsys.readouterr().out) == {"a": [1, 2]}
+
+
+def test_too_long_names_and_folders_are_input_errors(tmp_path):
+    with pytest.raises(InputError, match="at most"):
+        write_json(tmp_path / ("y" * 300 + ".json"), {})
+    with pytest.raises(InputError, match="folder"):
+        write_json(tmp_path, {})
+    long_but_valid = "z" * 250 + ".json"  # fits, though its temp file name would not without shortening
+    write_json(tmp_path / long_but_valid, {"ok": True})
+    assert listing(tmp_path) == [long_but_valid]
+
+
+def test_new_run_dir_named_refuses_a_taken_name(tmp_path):
+    assert new_run_dir(tmp_path, "ce", unique=False) == tmp_path / "ce"
+    with pytest.raises(InputError, match="already exists"):
+        new_run_dir(tmp_path, "ce", unique=False)
+    assert new_run_dir(tmp_path, "ce") == tmp_path / "ce-2"

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from adacal.cli.common import guarded
+from adacal.cli.common import ForceOption, guarded, metrics_line
 
 HELP = (
     "Fit post-hoc calibrators on validation logits and judge them on test.\n\n"
@@ -151,6 +151,7 @@ def run_calibrate(
     json_path: Path | None = None,
     save: Path | None = None,
     quiet: bool = False,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Everything `adacal calibrate` does; returns the report (written to calibrate.json / --json when there is one)."""
     from adacal.calibrators import TEMPERATURE_OBJECTIVES, build_calibrators, compare_calibrators, save_calibrator
@@ -168,8 +169,14 @@ def run_calibrate(
         raise InputError(f"Expected --n-bins to be a positive integer, got {n_bins}.")
     used_objective = (objective or "ece-em") if "temperature" in methods else None
     build_calibrators(methods, objective=used_objective, n_bins=n_bins)
+    from adacal.writing import check_output, is_stdout
+
+    check_output(json_path, flag="--json", inputs=(source,), force=force)
+    check_output(save, flag="--save", inputs=(source,), force=force)
     _check_output_path("--json", json_path)
     _check_output_path("--save", save)
+    if is_stdout(json_path) and is_stdout(save):
+        raise InputError("Expected at most one of --json and --save to be '-' (standard output), got both.")
 
     val, test, input_path, run = _load_inputs(source)
     comparison = compare_calibrators(
@@ -188,6 +195,11 @@ def run_calibrate(
     if save is not None:
         save_calibrator(comparison.fitted[comparison.best], save)
 
+    if is_stdout(json_path) or is_stdout(save):
+        return report  # the JSON is the whole of stdout
+    if quiet:
+        best = comparison.results["calibrators"][comparison.best]
+        typer.echo(f"{comparison.best}: test {metrics_line(best['test_post'])} (uncalibrated: {metrics_line(best['test_pre'])})")
     if not quiet:
         _print_table(comparison.results, n_val=len(val), n_test=len(test))
         if len(methods) > 1:
@@ -233,7 +245,8 @@ def register(app: typer.Typer) -> None:
             Optional[Path],
             typer.Option(
                 "--json",
-                help="Write the report here instead of RUN/calibrate.json (needed to save it for a predictions file).",
+                help="Write the report here instead of RUN/calibrate.json (needed to save it for a predictions file; "
+                "'-': to stdout, and nothing else goes there).",
                 show_default=False,
             ),
         ] = None,
@@ -245,8 +258,10 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one summary line instead of the table.")] = False,
+        force: ForceOption = False,
     ) -> None:
         run_calibrate(
-            source, method=method, objective=objective, n_bins=n_bins, json_path=json_path, save=save, quiet=quiet
+            source, method=method, objective=objective, n_bins=n_bins, json_path=json_path, save=save, quiet=quiet,
+            force=force,
         )

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import functools
 import sys
+import warnings
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 import typer.core
@@ -21,6 +22,26 @@ EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+ForceOption = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Write the output even where it replaces one of this command's inputs or a file 'adacal train' wrote "
+        "in a run folder (refused otherwise).",
+    ),
+]
+
+
+def metrics_line(metrics: dict[str, Any]) -> str:
+    """The one summary line `-q` prints: error, ECE-EM, ECE-EW (%) and NLL, those that were computed."""
+    parts = []
+    for key, label, percent in (("error", "error", True), ("ece_em", "ECE-EM", True), ("ece_ew", "ECE-EW", True),
+                                ("nll", "NLL", False)):
+        value = metrics.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            parts.append(f"{label} {100 * value:.2f}%" if percent else f"{label} {value:.4f}")
+    return "  ".join(parts)
 
 
 def reflow(help_text: str) -> str:
@@ -47,12 +68,30 @@ def guarded(command: F) -> F:
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return command(*args, **kwargs)
-        except AdacalError as exc:
-            raise fail(str(exc)) from None
+        # Warnings (numpy, matplotlib, scikit-learn) are held so that nothing prints ahead of an `Error:` line; after
+        # a successful run (or a bug's traceback) they are shown on stderr as Python would have shown them.
+        with warnings.catch_warnings(record=True) as caught:
+            try:
+                result = command(*args, **kwargs)
+            except AdacalError as exc:
+                raise fail(str(exc)) from None
+            except BaseException:
+                _show(caught)
+                raise
+        _show(caught)
+        return result
 
     return wrapper  # type: ignore[return-value]
+
+
+def _show(caught: list[warnings.WarningMessage]) -> None:
+    seen = set()
+    for message in caught:
+        key = (str(message.message), message.category, message.filename, message.lineno)
+        if key in seen:
+            continue
+        seen.add(key)
+        sys.stderr.write(warnings.formatwarning(message.message, message.category, message.filename, message.lineno))
 
 
 class OneLineErrorGroup(typer.core.TyperGroup):

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from adacal.cli.common import guarded, reflow
+from adacal.cli.common import ForceOption, guarded, metrics_line, reflow
 from adacal.errors import InputError
 
 HELP = """Measure calibration of a model's test predictions: ECE (equal-width, equal-mass, debiased, sweep, smooth), MCE,
@@ -153,7 +153,7 @@ def register(app: typer.Typer) -> None:
             int, typer.Option("--bootstrap", help="Bootstrap resamples for 95% confidence intervals (0 = none).")
         ] = 0,
         seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")] = 0,
-        json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON report to this file.")] = None,
+        json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON report to this file ('-': to stdout, and nothing else goes there).")] = None,
         calibrator: Annotated[
             Path | None,
             typer.Option("--calibrator", help="Calibrator file saved by 'adacal calibrate': evaluate its output."),
@@ -165,13 +165,16 @@ def register(app: typer.Typer) -> None:
         device: Annotated[
             str, typer.Option("--device", help="auto, cpu, cuda or cuda:N (when a checkpoint must be run).")
         ] = "auto",
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print no table, only errors.")] = False,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one summary line instead of the table.")] = False,
+        force: ForceOption = False,
     ) -> None:
+        from adacal.writing import check_output, is_stdout
         from adacal.evaluation import calibrated_probs, evaluation_report, resolve_evaluation_input
         from adacal.metrics import resolve_metric_names
         from adacal.reports import write_json
         from adacal.runs import EVALUATE_FILE
 
+        check_output(json_path, flag="--json", inputs=(predictions, calibrator), force=force)
         names = resolve_metric_names(metrics)
         _check_options(n_bins, bootstrap, seed, json_path, calibrator, len(names))
         fitted = None
@@ -208,7 +211,11 @@ def register(app: typer.Typer) -> None:
                 targets.append(run_report)  # an interrupted run has none yet
         for target in targets:
             write_json(target, report)
-        if not quiet:
+        if is_stdout(json_path):
+            return  # the report is the whole of stdout
+        if quiet:
+            typer.echo(metrics_line(report["results"]["metrics"]))
+        else:
             _print_table(report, str(predictions), calibrated=fitted is not None)
             for target in targets:
                 typer.echo(f"Wrote {target}")

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from adacal.cli.common import guarded
+from adacal.cli.common import ForceOption, guarded
 from adacal.errors import InputError
 
 HELP = (
@@ -90,13 +90,21 @@ def register(app: typer.Typer) -> None:
         ] = None,
         seed: Annotated[int, typer.Option("--seed", help="Seed for --limit and the corruption noise.")] = 0,
         json_path: Annotated[
-            Path | None, typer.Option("--json", help="Write the report here (instead of ood-<set>.json in the run folder).")
+            Path | None, typer.Option("--json", help="Write the report here (instead of ood-<set>.json in the run "
+                                      "folder; '-': to stdout, and nothing else goes there).")
         ] = None,
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print no table, only errors.")] = False,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one summary line instead of the table.")] = False,
+        force: ForceOption = False,
     ) -> None:
         from adacal import ood as lib
         from adacal.reports import write_json
+        from adacal.writing import check_output, is_stdout
 
+        from adacal.runs import find_run_folder
+
+        model_run = find_run_folder(model) if model is not None else None  # its calibrate.json gives T
+        check_output(json_path, flag="--json", force=force, inputs=(
+            model, in_preds, out_preds, model_run.report("calibrate.json") if model_run is not None else None))
         score_names = lib.check_score_names(scores)
         if json_path is not None and json_path.is_dir():
             raise InputError(f"Expected --json to be a file path, but {json_path} is a folder.")
@@ -175,8 +183,23 @@ def register(app: typer.Typer) -> None:
                   "temperature_edge": edge}
         report = lib.ood_report(results, config=config)
         written = write_json(target, report) if target is not None else None
-        if not quiet:
+        if is_stdout(json_path):
+            return  # the report is the whole of stdout
+        if quiet:
+            typer.echo(_summary_line(results))
+        else:
             _print_table(results, written, _notes(results, config))
+
+
+def _summary_line(results: dict[str, Any]) -> str:
+    """`-q`: AUROC of each score before → after temperature scaling, on one line."""
+    parts = []
+    for name, entry in results["scores"].items():
+        text = f"{name} AUROC {100 * entry['pre']['auroc']:.2f}%"
+        if results["temperature"] is not None:
+            text += f" ({100 * entry['post']['auroc']:.2f}% after T = {results['temperature']:.3g})"
+        parts.append(text)
+    return "  ".join(parts)
 
 
 def _status(message: str, quiet: bool) -> Any:

@@ -49,7 +49,8 @@ OutOption = Annotated[
 ForceOption = Annotated[
     bool,
     typer.Option("--force", help="Replace an existing output even when it is not a figure of this kind (another "
-                 "plot's figure or any other file). Without it only a figure of the same kind is redrawn in place."),
+                 "plot's figure or any other file), one of this command's inputs or a file 'adacal train' wrote. "
+                 "Without it only a figure of the same kind is redrawn in place."),
 ]
 DpiOption = Annotated[int, typer.Option("--dpi", help="Resolution of PNG output (dots per inch).")]
 TitleOption = Annotated[Optional[str], typer.Option("--title", help="Title above the figure.", show_default=False)]
@@ -119,12 +120,13 @@ def _held_warnings() -> Iterator[list[str]]:
 
 
 def _draw(kind: str, inputs: Sequence[Path], out: Optional[Path], dpi: int, force: bool,
-          build: Callable[[], Any], *, name: str | None = None) -> None:
+          build: Callable[[], Any], *, name: str | None = None, extra_inputs: Sequence[Path | None] = ()) -> None:
     """Check the output path, build the figure (which reads and checks the inputs), then write it atomically.
 
     `name` is the default file name's kind when it differs from `kind` (a reliability figure with a calibrated
     panel)."""
     from adacal import plots
+    from adacal.writing import check_output
 
     if out is not None:
         target = out
@@ -134,6 +136,7 @@ def _draw(kind: str, inputs: Sequence[Path], out: Optional[Path], dpi: int, forc
         target = plots.default_output(inputs[0], name or kind)
     plots.figure_format(target)
     check_dpi(dpi)
+    check_output(target, flag="--out", inputs=(*inputs, *extra_inputs), force=force)
     plots.check_replace(target, kind, force=force)
     with _held_warnings() as held:
         figure = build()
@@ -193,7 +196,7 @@ def reliability(
         return plots.reliability_diagram(panels, title=title, min_count=min_bin_count)
 
     _draw("reliability", inputs, out, dpi, force, build,
-          name="reliability-calibrated" if calibrated is not None else None)
+          name="reliability-calibrated" if calibrated is not None else None, extra_inputs=(calibrated,))
 
 
 def _draw_adafocal_run(kind: str, run: Path, bins: str | None, out: Path | None, dpi: int, title: str | None,

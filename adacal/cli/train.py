@@ -13,7 +13,7 @@ from adacal.errors import InputError
 
 HELP = """Train a classifier with a calibration-aware loss and write a run folder.
 
-The run folder (runs/<time>-<dataset>-<model>-<loss>/ under --out) holds config.json, history.jsonl (one line per
+The run folder (runs/<time>-<dataset>-<model>-<loss>/ under --out, or --name) holds config.json, history.jsonl (one line per
 epoch, with AdaFocal's bins and gammas), checkpoints/last.pt and best.pt, predictions.npz and evaluate.json.
 
 Options left out come from the preset: 'quick' by default (digits: 30 epochs of SGD, seconds on a laptop CPU),
@@ -24,9 +24,15 @@ batches the current batch is finished first and checkpoints/interrupted.pt is wr
 from the next batch (a second Ctrl-C stops at once); checkpoints/last.pt always holds the last completed epoch. Either
 way the resumed run ends exactly as an uninterrupted run would (same device).
 
+One run, one writer: a training process holds the run folder's lock (RUN/.lock, released by the OS when the process
+ends, however it ends), so a second 'train --resume' of a run that is still training is refused at once.
+--print-config prints the resolved options (preset, model and loss defaults filled in) as JSON and exits.
+
 Examples:
 
   adacal train     (digits, mlp, adafocal; offline, seconds)
+
+  adacal train --loss ce --out runs --name ce     (the run folder is runs/ce)
 
   adacal train --dataset cifar10 --model resnet50 --loss adafocal --preset paper
 
@@ -44,6 +50,33 @@ LOSS_FLAGS = {
     "mmce_weight": "weight",
     "smoothing": "alpha",
 }
+# Defaults shown in --help. The CLI module stays free of torch (fast start-up), so they are written out here;
+# tests/cli/test_train.py checks them against adacal.training.config and the losses' signatures.
+LOSS_DEFAULTS_HELP = {
+    "gamma": "focal 3, inverse-focal 1",
+    "lam": "adafocal 1, calfocal 10",
+    "gamma_max": "20",
+    "gamma_min": "-2",
+    "switch_threshold": "0.2",
+    "num_bins": "15",
+    "gamma_init": "1",
+    "mmce_weight": "2",
+    "smoothing": "0.05",
+}
+DIGITS_DEFAULTS_HELP = {
+    "epochs": "30", "batch_size": "32", "lr": "0.1", "milestones": "20", "lr_decay": "0.1", "momentum": "0.9",
+    "weight_decay": "0", "optimizer": "sgd", "select": "last",
+}
+
+
+def _loss_default(flag: str) -> str:
+    return f" (default: {LOSS_DEFAULTS_HELP[flag]})"
+
+
+def _preset_default(key: str) -> str:
+    return f" (default: {DIGITS_DEFAULTS_HELP[key]} for digits; other datasets and --preset paper: see --print-config)"
+
+
 TABLE_METRICS = (
     "error", "nll", "brier", "ece_ew", "ece_em", "ece_debias", "ece_sweep_ew", "ece_sweep_em", "mce", "classwise_ece",
 )
@@ -142,6 +175,19 @@ class RichProgress(PlainProgress):
             info=f"val err {100 * val['error']:.2f}%  ECE-EM {100 * val['ece_em']:.2f}%",
         )
 
+    def on_predict_start(self, *, split: str, batches: int, **_: Any) -> None:
+        """The validation pass (and the final test pass): a bar of its own, removed when it ends."""
+        self.predict_task = self.bars.add_task(split, total=batches, completed=0, info="")
+
+    def on_predict_batch(self, *, batch: int, **_: Any) -> None:
+        if getattr(self, "predict_task", None) is not None:
+            self.bars.update(self.predict_task, completed=batch)
+
+    def on_predict_end(self, **_: Any) -> None:
+        if getattr(self, "predict_task", None) is not None:
+            self.bars.remove_task(self.predict_task)
+            self.predict_task = None
+
     def on_evaluate_start(self, *, selected_epoch: int, select: str, **_: Any) -> None:
         self.bars.update(self.batch_task, visible=False)
         self.console.print(f"Evaluating the model of epoch {selected_epoch} ({select}) on the test split")
@@ -186,39 +232,42 @@ def register(app: typer.Typer) -> None:
         model: Annotated[str | None, typer.Option(help="Model name (resnet20, resnet50, resnet110, wrn-26-10, densenet121, mlp, textcnn, torchvision:<name>); default per dataset.")] = None,
         loss: Annotated[str | None, typer.Option(help="Loss: adafocal (default), ce, focal, flsd-53, inverse-focal, calfocal, brier, mmce, label-smoothing.")] = None,
         embeddings: Annotated[Path | None, typer.Option(help="GloVe text file ('word v1 v2 ...' per line, .gz too) whose vectors initialise --model textcnn's embeddings (the words of the training vocabulary it has); default: trained from scratch.")] = None,
-        gamma: Annotated[float | None, typer.Option(help="γ of focal / inverse-focal.")] = None,
-        lam: Annotated[float | None, typer.Option(help="λ of the AdaFocal γ-update (and CalFocal); paper: 1.")] = None,
-        gamma_max: Annotated[float | None, typer.Option(help="AdaFocal upper bound on γ; paper: 20.")] = None,
-        gamma_min: Annotated[float | None, typer.Option(help="AdaFocal lower bound on γ (negative = inverse focal); paper: -2.")] = None,
-        switch_threshold: Annotated[float | None, typer.Option(help="AdaFocal |γ| below which focal and inverse focal switch; paper: 0.2.")] = None,
-        num_bins: Annotated[int | None, typer.Option(help="Number of AdaFocal / CalFocal validation bins; paper: 15.")] = None,
-        gamma_init: Annotated[float | None, typer.Option(help="AdaFocal initial γ per bin; paper: 1.")] = None,
-        mmce_weight: Annotated[float | None, typer.Option(help="Weight of the MMCE term added to cross-entropy (--loss mmce).")] = None,
-        smoothing: Annotated[float | None, typer.Option(help="Label-smoothing α (--loss label-smoothing); paper: 0.05.")] = None,
-        epochs: Annotated[int | None, typer.Option(help="Epochs in total (with --resume: total to reach).")] = None,
-        batch_size: Annotated[int | None, typer.Option(help="Training batch size (per process under torchrun).")] = None,
-        lr: Annotated[float | None, typer.Option(help="Initial learning rate.")] = None,
-        milestones: Annotated[str | None, typer.Option(help="Epochs after which the learning rate is multiplied by --lr-decay, e.g. 150,250 ('none' for a constant rate). Milestones at or past --epochs never fire.")] = None,
-        lr_decay: Annotated[float | None, typer.Option(help="Learning-rate factor at each milestone.")] = None,
-        momentum: Annotated[float | None, typer.Option(help="SGD momentum (sgd only).")] = None,
-        weight_decay: Annotated[float | None, typer.Option(help="Weight decay (L2).")] = None,
-        optimizer: Annotated[str | None, typer.Option(help="sgd, adam or adamw.")] = None,
+        gamma: Annotated[float | None, typer.Option(help="γ of focal / inverse-focal." + _loss_default("gamma"))] = None,
+        lam: Annotated[float | None, typer.Option(help="λ of the AdaFocal γ-update (and CalFocal); paper: 1." + _loss_default("lam"))] = None,
+        gamma_max: Annotated[float | None, typer.Option(help="AdaFocal upper bound on γ; paper: 20." + _loss_default("gamma_max"))] = None,
+        gamma_min: Annotated[float | None, typer.Option(help="AdaFocal lower bound on γ (negative = inverse focal); paper: -2." + _loss_default("gamma_min"))] = None,
+        switch_threshold: Annotated[float | None, typer.Option(help="AdaFocal |γ| below which focal and inverse focal switch; paper: 0.2." + _loss_default("switch_threshold"))] = None,
+        num_bins: Annotated[int | None, typer.Option(help="Number of AdaFocal / CalFocal validation bins; paper: 15." + _loss_default("num_bins"))] = None,
+        gamma_init: Annotated[float | None, typer.Option(help="AdaFocal initial γ per bin; paper: 1." + _loss_default("gamma_init"))] = None,
+        mmce_weight: Annotated[float | None, typer.Option(help="Weight of the MMCE term added to cross-entropy (--loss mmce)." + _loss_default("mmce_weight"))] = None,
+        smoothing: Annotated[float | None, typer.Option(help="Label-smoothing α (--loss label-smoothing); paper: 0.05." + _loss_default("smoothing"))] = None,
+        epochs: Annotated[int | None, typer.Option(help="Epochs in total (with --resume: total to reach)." + _preset_default("epochs"))] = None,
+        batch_size: Annotated[int | None, typer.Option(help="Training batch size (per process under torchrun)." + _preset_default("batch_size"))] = None,
+        lr: Annotated[float | None, typer.Option(help="Initial learning rate." + _preset_default("lr"))] = None,
+        milestones: Annotated[str | None, typer.Option(help="Epochs after which the learning rate is multiplied by --lr-decay, e.g. 150,250 ('none' for a constant rate). Milestones at or past --epochs never fire." + _preset_default("milestones"))] = None,
+        lr_decay: Annotated[float | None, typer.Option(help="Learning-rate factor at each milestone." + _preset_default("lr_decay"))] = None,
+        momentum: Annotated[float | None, typer.Option(help="SGD momentum (sgd only)." + _preset_default("momentum"))] = None,
+        weight_decay: Annotated[float | None, typer.Option(help="Weight decay (L2)." + _preset_default("weight_decay"))] = None,
+        optimizer: Annotated[str | None, typer.Option(help="sgd, adam or adamw." + _preset_default("optimizer"))] = None,
         seed: Annotated[int | None, typer.Option(help="Seed for the validation split, weights, data order and augmentation (default 0).")] = None,
-        device: Annotated[str | None, typer.Option(help="auto (CUDA when available), cpu, cuda or cuda:N.")] = None,
-        amp: Annotated[bool | None, typer.Option("--amp/--no-amp", help="Mixed precision: bf16 (or fp16 with loss scaling) on CUDA; bf16 autocast on CPU (often slower there).")] = None,
-        channels_last: Annotated[bool | None, typer.Option("--channels-last/--no-channels-last", help="channels_last memory format for image models (faster convolutions on recent GPUs).")] = None,
+        device: Annotated[str | None, typer.Option(help="auto (CUDA when available), cpu, cuda or cuda:N. (default: auto)")] = None,
+        amp: Annotated[bool | None, typer.Option("--amp/--no-amp", help="Mixed precision: bf16 (or fp16 with loss scaling) on CUDA; bf16 autocast on CPU (often slower there). (default: --no-amp)")] = None,
+        channels_last: Annotated[bool | None, typer.Option("--channels-last/--no-channels-last", help="channels_last memory format for image models (faster convolutions on recent GPUs). (default: --no-channels-last)")] = None,
         update_every: Annotated[str | None, typer.Option(help="When AdaFocal updates γ: 'epoch' (default), N (every N batches), 'paper' (= 'epoch:25,100:40,1': every epoch to epoch 25, every 100 batches to 40, then every batch) or such a spec.")] = None,
-        select: Annotated[str | None, typer.Option(help="Model to evaluate at the end: last (default) or best-val (best validation accuracy). best.pt is kept either way.")] = None,
-        grad_clip: Annotated[float | None, typer.Option(help="Clip the gradient norm to this value (the reference code uses 2); default: no clipping.")] = None,
-        eval_test_every: Annotated[int | None, typer.Option(help="Also compute test metrics every K epochs (0 = only at the end).")] = None,
+        select: Annotated[str | None, typer.Option(help="Model to evaluate at the end: last (default) or best-val (best validation accuracy). best.pt is kept either way." + _preset_default("select"))] = None,
+        grad_clip: Annotated[float | None, typer.Option(help="Clip the gradient norm to this value before each optimiser step (with --amp after unscaling). (default: none; 2 with --preset paper on image datasets, as the reference code)")] = None,
+        eval_test_every: Annotated[int | None, typer.Option(help="Also compute test metrics every K epochs (0 = only at the end). (default: 0)")] = None,
         out: Annotated[Path | None, typer.Option(help="Folder that receives the run folder (default ./runs).")] = None,
-        resume: Annotated[Path | None, typer.Option(help="Continue a run (its folder or a checkpoint in it) up to --epochs in total; other options come from the run (giving a different value is an error; --device, --workers and --data-dir may change).")] = None,
-        workers: Annotated[int | None, typer.Option(help="Data is held as tensors (no loader workers); this is passed only to dataset loaders that take it. Image-folder sets decode with one thread per CPU core.")] = None,
+        resume: Annotated[Path | None, typer.Option(help="Continue a run (its folder or a checkpoint in it) up to --epochs in total; other options come from the run (giving a different value is an error; --device, --workers and --data-dir may change). (default: start a new run)")] = None,
+        workers: Annotated[int | None, typer.Option(help="Data is held as tensors (no loader workers); this is passed only to dataset loaders that take it. Image-folder sets decode with one thread per CPU core. (default: 0)")] = None,
         data_dir: Annotated[Path | None, typer.Option(help="Where datasets are (default $ADACAL_DATA or ~/.cache/adacal).")] = None,
-        train_subset: Annotated[int | None, typer.Option(help="Train on the first N training samples only (val and test unchanged).")] = None,
+        train_subset: Annotated[int | None, typer.Option(help="Train on the first N training samples only (val and test unchanged). (default: all of them)")] = None,
         val_size: Annotated[int | None, typer.Option(help="Validation samples split off the training set (default per dataset).")] = None,
         test_subset: Annotated[int | None, typer.Option(help="Score only a fixed seeded sample of N test samples, every class represented (quick experiments; the full test set by default).")] = None,
         preset: Annotated[str | None, typer.Option(help="quick (default) or paper: where options you leave out come from.")] = None,
+        loss_reduction: Annotated[str | None, typer.Option(help="How the training loss combines a batch: mean, or sum (the reference code's choice: a batch-size times larger gradient, usually with --grad-clip). γ-updates and validation metrics do not depend on it. (default: mean; --preset paper on image datasets: sum (brier: mean), as the reference code)")] = None,
+        name: Annotated[str | None, typer.Option(help="Name of the run folder under --out (e.g. --out runs --name ce gives runs/ce); a name that is taken is refused. (default: <time>-<dataset>-<model>-<loss>, with -2, -3, ... when taken)")] = None,
+        print_config: Annotated[bool, typer.Option("--print-config", help="Print the fully resolved configuration (presets and loss defaults filled in) as JSON and exit: a dry run that writes nothing and loads no data.")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final summary line and the run folder.")] = False,
     ) -> None:
         from adacal.training import TrainConfig, TrainingInterrupted
@@ -236,8 +285,15 @@ def register(app: typer.Typer) -> None:
             resume=str(resume) if resume is not None else None, workers=workers,
             data_dir=str(data_dir) if data_dir is not None else None, train_subset=train_subset, val_size=val_size,
             test_subset=test_subset,
-            preset=preset,
+            preset=preset, loss_reduction=loss_reduction, name=name,
         )
+        if print_config:
+            import json
+
+            from adacal.training import resolved_config
+
+            typer.echo(json.dumps(resolved_config(config), indent=2))
+            return
         if quiet:
             progress: Any = None
         elif sys.stdout.isatty():

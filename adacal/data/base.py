@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+import shutil
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -161,9 +163,30 @@ def load_dataset(
     if root.exists() and not root.is_dir():
         raise InputError(f"Expected --data-dir to be a folder, got the file {root}.")
     DATASETS.get(key)  # unknown name → UnknownNameError with suggestions, before any work
-    return DATASETS.build(
-        key, data_dir=root, seed=seed, train_subset=train_subset, download=bool(download), val_size=val_size, **options
-    )
+    with folders_removed_on_failure(root):
+        return DATASETS.build(
+            key, data_dir=root, seed=seed, train_subset=train_subset, download=bool(download), val_size=val_size,
+            **options,
+        )
+
+
+@contextlib.contextmanager
+def folders_removed_on_failure(path: Path) -> Iterator[None]:
+    """Folders a loader creates on the way to `path` (a data folder, a downloader's cache) are removed again when
+    loading fails, with whatever a failed download left in them: a failing command leaves no folder behind (a --data-dir
+    typo, a download that cannot happen). Folders that existed before are never touched."""
+    path = Path(path).absolute()
+    first_missing = None
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        first_missing = probe
+        probe = probe.parent
+    try:
+        yield
+    except BaseException:
+        if first_missing is not None and first_missing.is_dir() and not first_missing.is_symlink():
+            shutil.rmtree(first_missing, ignore_errors=True)
+        raise
 
 
 # ---------------------------------------------------------------------------------------------------------- helpers

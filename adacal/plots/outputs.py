@@ -8,10 +8,10 @@
   `dc:description`, PDF `Subject`: "adacal plot <kind>"). An existing output is replaced only when it is a figure of
   the same kind (drawing a figure again updates it); any other file — another kind's figure, a figure from elsewhere,
   a file whose kind cannot be read — is refused unless `force`.
-- **Temp files.** Figures are written to a temp file beside the target and renamed (`adacal.reports.atomic_write`:
-  `.<name>.<8 random characters>.tmp`); the writer holds an exclusive `flock` on it while writing. A plot killed
-  mid-write leaves its temp file unlocked, and the next figure saved into that folder deletes such files; temp files
-  that another live writer holds locked are left alone.
+- **Temp files.** Figures are written to a temp file beside the target and renamed (`adacal.writing.write_file`:
+  `.<name>.<writer's pid>.<8 random characters>.tmp`). A plot killed mid-write leaves its temp file behind, and the
+  next figure saved into that folder deletes the figure temp files whose writer process is gone; those of live
+  writers are left alone.
 """
 
 from __future__ import annotations
@@ -25,11 +25,8 @@ from pathlib import Path
 
 from adacal.errors import InputError
 from adacal.runs import find_run_folder, require_run_folder
+from adacal.writing import remove_dead_writers_temp_files
 
-try:  # flock is POSIX; elsewhere stale temp files are simply not cleaned
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
 
 KIND_PREFIX = "adacal plot "
 _MAX_NAMES_LENGTH = 80
@@ -39,8 +36,7 @@ _KIND_PATTERNS = {
     "svg": re.compile(rb"<dc:description>adacal plot ([a-z-]+)</dc:description>"),
     "pdf": re.compile(rb"/Subject \(adacal plot ([a-z-]+)\)"),
 }
-# atomic_write's temp names for figures: "." + target name + "." + mkstemp's 8 characters + ".tmp".
-_TEMP_NAME = re.compile(r"^\..+\.(png|svg|pdf)\.[a-z0-9_]{8}\.tmp$", re.IGNORECASE)
+FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 
 
 def default_output(path: str | os.PathLike, kind: str) -> Path:
@@ -120,41 +116,6 @@ def check_replace(path: str | os.PathLike, kind: str, *, force: bool = False) ->
     raise InputError(f"{path} already exists and is {what}; give another --out, or --force to replace it.")
 
 
-def lock_for_writing(handle: object) -> None:
-    """Hold an exclusive lock on a temp file being written, so `clean_stale_temp_files` leaves it alone."""
-    if fcntl is not None:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # type: ignore[attr-defined]
-
-
 def clean_stale_temp_files(folder: str | os.PathLike) -> list[Path]:
-    """Delete figure temp files in `folder` that no live writer holds (a killed plot's leftovers); return them."""
-    folder = Path(folder)
-    removed: list[Path] = []
-    if fcntl is None:  # pragma: no cover - Windows
-        return removed
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return removed
-    for entry in entries:
-        if not _TEMP_NAME.match(entry.name):
-            continue
-        try:
-            if not entry.is_file(follow_symlinks=False):
-                continue
-            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            continue  # a live writer holds it
-        else:
-            try:
-                os.unlink(entry.path)
-                removed.append(Path(entry.path))
-            except OSError:
-                pass
-        finally:
-            os.close(fd)
-    return removed
+    """Delete figure temp files in `folder` whose writer process is gone (a killed plot's leftovers); return them."""
+    return remove_dead_writers_temp_files(folder, suffixes=FIGURE_SUFFIXES)

@@ -156,7 +156,7 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 150, kind: s
     memory first, so the temp file beside `path` lives only while the bytes are written; stale temp files of killed
     plots in that folder are deleted first.
     """
-    from adacal.plots.outputs import KIND_PREFIX, clean_stale_temp_files, lock_for_writing
+    from adacal.plots.outputs import KIND_PREFIX, clean_stale_temp_files
 
     fmt = figure_format(path)
     dpi = check_dpi(dpi)
@@ -175,7 +175,6 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 150, kind: s
     data = buffer.getvalue()
 
     def write(handle: Any) -> None:
-        lock_for_writing(handle)
         handle.write(data)
 
     path = Path(path)

@@ -11,8 +11,9 @@ save/load), loop (Trainer, train), inference (predict, predict_checkpoint), dist
 from adacal.training.checkpoints import load_checkpoint, save_checkpoint
 from adacal.training.config import TrainConfig, UpdateSchedule, parse_update_every, resolve_config
 from adacal.training.inference import build_model_from_checkpoint, checkpoint_data_options, predict, predict_checkpoint
-from adacal.training.loop import NonFiniteLossError, Trainer, TrainingInterrupted, TrainResult, train
+from adacal.training.loop import NonFiniteLossError, Trainer, TrainingInterrupted, TrainResult, resolved_config, train
 from adacal.training.progress import TrainingProgress
+from adacal.training.run_writer import RunLockedError, RunWriter
 
 __all__ = [
     "NonFiniteLossError",
@@ -29,6 +30,9 @@ __all__ = [
     "predict",
     "predict_checkpoint",
     "resolve_config",
+    "resolved_config",
+    "RunLockedError",
+    "RunWriter",
     "save_checkpoint",
     "train",
 ]

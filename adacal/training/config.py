@@ -6,7 +6,11 @@ dataset (`quick` unless `preset="paper"`), so a resumed run can tell options the
 Presets (an explicit option always wins over its preset):
 - quick (default): a short schedule that finishes on a laptop CPU for `digits` (SGD, 30 epochs), and a 30-epoch version of the paper's
   optimiser settings for the other datasets (milestones at epochs 15 and 25).
-- paper: the paper's protocol (PAPER.md) for cifar10, cifar100, tiny-imagenet, imagenet and 20newsgroups.
+- paper: the paper's protocol (PAPER.md) for cifar10, cifar100, tiny-imagenet, imagenet and 20newsgroups. On the
+  image datasets it also trains as the reference code does (torrvision/focal_calibration, which 3mcloud/adafocal
+  copies): the loss summed over the batch (`loss_reduction="sum"`) and the gradient norm clipped to 2 before each SGD
+  step (`grad_clip=2`). The reference sums cross-entropy, focal, FLSD-53 (focal_loss_adaptive), AdaFocal and MMCE
+  (len(batch) × mean); its Brier score is a batch mean, so brier keeps "mean" (PAPER_REDUCTION).
 
 Update schedule (`update_every`, AdaFocal's γ-update; ignored by losses that do not learn from validation):
 - "epoch" (default): one update after every epoch, from the epoch's validation pass.
@@ -28,6 +32,7 @@ from typing import Any
 from adacal.errors import InputError
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
+REDUCTIONS = ("mean", "sum")
 SELECTIONS = ("last", "best-val")
 PRESETS = ("quick", "paper")
 DEFAULT_DATASET = "digits"
@@ -50,15 +55,16 @@ LOSS_OPTION_FLAGS = {
 RESUME_MAY_CHANGE = ("epochs", "device", "workers", "data_dir", "resume")
 
 _SGD = {"optimizer": "sgd", "momentum": 0.9}
+_REFERENCE = {"grad_clip": 2.0}  # the reference code's clip_grad_norm_(model.parameters(), 2); reduction: PAPER_REDUCTION
 _PAPER_CIFAR = {**_SGD, "batch_size": 128, "epochs": 350, "lr": 0.1, "milestones": (150, 250), "lr_decay": 0.1,
-                "weight_decay": 5e-4, "select": "last"}
-_QUICK_CIFAR = {**_PAPER_CIFAR, "epochs": 30, "milestones": (15, 25)}
+                "weight_decay": 5e-4, "select": "last", **_REFERENCE}
+_QUICK_CIFAR = {**{k: v for k, v in _PAPER_CIFAR.items() if k not in _REFERENCE}, "epochs": 30, "milestones": (15, 25)}
 PAPER_PRESETS: dict[str, dict[str, Any]] = {
     "cifar10": _PAPER_CIFAR,
     "cifar100": _PAPER_CIFAR,
     "tiny-imagenet": {**_PAPER_CIFAR, "epochs": 100, "batch_size": 64, "milestones": (40, 60), "select": "best-val"},
     "imagenet": {**_SGD, "batch_size": 128, "epochs": 90, "lr": 0.01, "milestones": (30, 60), "lr_decay": 0.1,
-                 "weight_decay": 1e-4, "select": "last"},
+                 "weight_decay": 1e-4, "select": "last", **_REFERENCE},
     "20newsgroups": {"optimizer": "adam", "lr": 1e-3, "epochs": 50, "batch_size": 128, "milestones": (),
                      "lr_decay": 0.1, "weight_decay": 0.0, "select": "last"},
 }
@@ -70,10 +76,15 @@ QUICK_PRESETS: dict[str, dict[str, Any]] = {
     "cifar100": _QUICK_CIFAR,
     "svhn": _QUICK_CIFAR,
     "tiny-imagenet": {**_QUICK_CIFAR, "batch_size": 64},
-    "imagenet": {**PAPER_PRESETS["imagenet"], "epochs": 30, "milestones": (15, 25)},
+    "imagenet": {**{k: v for k, v in PAPER_PRESETS["imagenet"].items() if k not in _REFERENCE}, "epochs": 30,
+                 "milestones": (15, 25)},
     "20newsgroups": {**PAPER_PRESETS["20newsgroups"], "epochs": 10},
 }
 GENERIC_QUICK = _QUICK_CIFAR
+# The paper preset's reduction per loss on the datasets that have _REFERENCE settings: what the reference code does
+# (a loss not listed there is summed like its relatives: inverse-focal and calfocal like focal, label-smoothing like
+# cross-entropy). Every other preset, and the paper preset of 20newsgroups (Adam), use the mean.
+PAPER_REDUCTION = {"brier": "mean"}
 # Defaults that do not depend on the dataset.
 COMMON_DEFAULTS: dict[str, Any] = {
     "seed": 0,
@@ -82,6 +93,7 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "channels_last": False,
     "update_every": "epoch",
     "grad_clip": None,
+    "loss_reduction": "mean",
     "eval_test_every": 0,
     "out": "runs",
     "workers": 0,
@@ -123,6 +135,8 @@ class TrainConfig:
     val_size: int | None = None
     test_subset: int | None = None
     preset: str | None = None
+    loss_reduction: str | None = None
+    name: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON/checkpoint-safe values (tuples become lists)."""
@@ -226,6 +240,8 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
     values = config.to_dict()
     values["dataset"], values["preset"] = dataset, preset
     values["loss"] = config.loss or DEFAULT_LOSS
+    if preset == "paper" and values.get("loss_reduction") is None and defaults.get("grad_clip") is not None:
+        values["loss_reduction"] = PAPER_REDUCTION.get(values["loss"], "sum")
     for key, default in defaults.items():
         if values.get(key) is None:
             values[key] = default
@@ -264,8 +280,66 @@ def _require_int(value: Any, flag: str, minimum: int) -> None:
         raise InputError(f"Expected {flag} to be {kind}, got {value!r}.")
 
 
+# Model weights, optimiser state and the loss are float32: a number outside float32's range would become inf (or 0).
+FLOAT32_MAX = 3.4028234663852886e38
+FLOAT32_TINY = 1.401298464324817e-45  # the smallest positive float32 (subnormal)
+
+
+def _require_float32(value: Any, flag: str) -> None:
+    """A finite number that float32 can hold: |value| <= 3.4e38 and not a non-zero that rounds to 0."""
+    if not _is_number(value):
+        return  # the option's own check names what was expected
+    if abs(value) > FLOAT32_MAX or (value != 0 and abs(value) < FLOAT32_TINY / 2):
+        raise InputError(
+            f"Expected {flag} to be a number float32 weights can use (magnitude between 1.4e-45 and 3.4e38, or 0), "
+            f"got {value!r}."
+        )
+
+
+def _memory_bytes() -> int:
+    """Physical memory of this machine (a generous 64 GiB when it cannot be told)."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 64 << 30
+
+
+# Per validation bin, AdaFocal keeps a few float64 tensors and history.jsonl gets ~10 numbers per update: counting
+# 1 KiB per bin (the JSON text, the per-epoch record lists, the per-sample bin lookups) keeps every run far within memory.
+BYTES_PER_BIN = 1024
+
+
+def max_num_bins() -> int:
+    """The largest --num-bins this machine can hold: a quarter of its memory at BYTES_PER_BIN per bin."""
+    return max(1, _memory_bytes() // 4 // BYTES_PER_BIN)
+
+
+def _check_run_name(name: Any) -> None:
+    if name is None:
+        return
+    text = str(name)
+    if not isinstance(name, str) or not text.strip() or text in (".", "..") or "/" in text or "\\" in text \
+            or "\x00" in text or text.startswith("-"):
+        raise InputError(
+            f"Expected --name to be a folder name (no '/', not '.' or '..', not starting with '-'), got {name!r}."
+        )
+
+
 def validate_config(config: TrainConfig) -> None:
     """Check every number and choice of a resolved config; one-sentence InputError naming the option."""
+    for flag, value in (("--lr", config.lr), ("--lr-decay", config.lr_decay), ("--momentum", config.momentum),
+                        ("--weight-decay", config.weight_decay), ("--grad-clip", config.grad_clip)):
+        _require_float32(value, flag)
+    if config.loss_reduction not in REDUCTIONS:
+        raise _choice_error("--loss-reduction", config.loss_reduction, REDUCTIONS)
+    _check_run_name(config.name)
+    from adacal.writing import check_name_lengths
+
+    for flag, value in (("--out", config.out), ("--data-dir", config.data_dir)):
+        if isinstance(value, str):
+            check_name_lengths(value, flag)
     _require_int(config.epochs, "--epochs", 1)
     _require_int(config.batch_size, "--batch-size", 1)
     if not _is_number(config.lr) or config.lr <= 0:
@@ -319,8 +393,18 @@ def _validate_loss_options(options: dict[str, Any]) -> None:
     for name in ("gamma", "gamma_init", "gamma_max", "gamma_min", "lam", "switch_threshold", "weight", "alpha"):
         if name in options and not _is_number(options[name]):
             raise InputError(f"Expected {flag(name)} to be a finite number, got {options[name]!r}.")
+    for name in ("gamma", "gamma_init", "gamma_max", "gamma_min", "lam", "switch_threshold", "weight", "alpha"):
+        if name in options:
+            _require_float32(options[name], flag(name))
     if "num_bins" in options:
         _require_int(options["num_bins"], "--num-bins", 1)
+        bound = max_num_bins()
+        if options["num_bins"] > bound:
+            need = options["num_bins"] * BYTES_PER_BIN / 2**30
+            raise InputError(
+                f"Expected --num-bins to be at most {bound} on this machine, got {options['num_bins']} (about "
+                f"{need:.3g} GiB for the bins, more than a quarter of the {_memory_bytes() / 2**30:.3g} GiB installed)."
+            )
     for name in ("switch_threshold", "lam", "weight"):
         if name in options and options[name] <= 0:
             raise InputError(f"Expected {flag(name)} to be positive, got {options[name]!r}.")
@@ -349,6 +433,21 @@ def check_loss_options(loss: str, options: dict[str, Any]) -> None:
     threshold = options.get("switch_threshold", defaults.get("switch_threshold"))
     if _is_number(threshold) and _is_number(gamma_max) and threshold > gamma_max:
         raise InputError(f"Expected --switch-threshold to be at most --gamma-max, got {threshold} and {gamma_max}.")
+
+
+def resolved_loss_options(loss: str, options: dict[str, Any] | None) -> dict[str, Any]:
+    """Every hyper-parameter the loss is built with: its keyword defaults (plain JSON values) overlaid with `options`,
+    so config.json and --print-config say what was used, not only what was typed."""
+    from adacal.losses import LOSSES
+    from adacal.registry import option_names
+
+    factory = LOSSES.get(loss)
+    accepted = option_names(factory)
+    defaults = {
+        name: value for name, value in _keyword_defaults(factory).items()
+        if name in accepted and (value is None or isinstance(value, (bool, int, float, str)))
+    }
+    return {**defaults, **(options or {})}
 
 
 def _keyword_defaults(factory: Any) -> dict[str, Any]:
@@ -395,6 +494,9 @@ def check_model_options(config: TrainConfig) -> None:
     model = config.model or default_model(str(config.dataset))
     if model != "textcnn":
         raise InputError(f"--embeddings applies to --model textcnn only, got --model {model}.")
+    from adacal.writing import check_name_lengths
+
+    check_name_lengths(str(embeddings), "--embeddings")
     if not Path(str(embeddings)).expanduser().is_file():
         raise InputError(f"Expected --embeddings to be a GloVe text file, but {embeddings} does not exist.")
 
@@ -402,12 +504,27 @@ def check_model_options(config: TrainConfig) -> None:
 def merge_resume_config(saved: dict[str, Any], given: TrainConfig) -> TrainConfig:
     """The saved run's config with the options that may change on resume; a conflicting option is an error."""
     base = TrainConfig.from_dict(saved)
+    if base.loss_reduction is None:  # runs written before --loss-reduction existed trained with the mean
+        base.loss_reduction = "mean"
     given_values = given.to_dict()
     saved_values = base.to_dict()
     for key, value in given_values.items():
         if value is None or key in RESUME_MAY_CHANGE or key == "resume":
             continue
         if key in ("model_options", "loss_options") and not value:
+            continue
+        if key == "name":
+            raise InputError("--name names a new run folder; it does not apply to --resume (the run keeps its folder).")
+        if key == "loss_options":  # the saved options are resolved (every default): compare those that were typed
+            saved_options = saved_values.get(key) or {}
+            for option, given_value in value.items():
+                if option in saved_options and _normalise(given_value) == _normalise(saved_options[option]):
+                    continue
+                flag = LOSS_OPTION_FLAGS.get(option, "--" + option.replace("_", "-"))
+                raise InputError(
+                    f"{flag} {given_value!r} conflicts with the resumed run's {saved_options.get(option)!r}; on "
+                    "--resume the loss options come from the run."
+                )
             continue
         if _normalise(value) != _normalise(saved_values.get(key)):
             flag = "--" + key.replace("_", "-")
@@ -443,6 +560,8 @@ __all__ = [
     "check_loss_options",
     "check_model_options",
     "merge_resume_config",
+    "resolved_loss_options",
+    "max_num_bins",
     "preset_values",
     "PAPER_PRESETS",
     "QUICK_PRESETS",

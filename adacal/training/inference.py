@@ -54,11 +54,13 @@ def predict(
     device: torch.device | str | None = None,
     *,
     autocast_dtype: torch.dtype | None = None,
+    on_batch: Any = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Logits (N, K) float32 and labels (N,) int64 of every batch of `loader`, in eval mode without gradients.
 
     The loader yields (inputs, labels); inputs are moved to `device` when given (BatchLoader already puts them there).
-    The model's train/eval mode is restored afterwards.
+    The model's train/eval mode is restored afterwards. `on_batch(done)`, when given, is called after each batch (for
+    a progress bar).
     """
     device = torch.device(device) if device is not None else next(model.parameters()).device
     logits_parts: list[torch.Tensor] = []
@@ -73,6 +75,8 @@ def predict(
                 logits = model(inputs)
             logits_parts.append(logits.float())
             label_parts.append(labels)
+            if on_batch is not None:
+                on_batch(len(logits_parts))
     if not logits_parts:
         raise InputError("Expected at least one batch to predict on, got an empty split.")
     logits = torch.cat(logits_parts).cpu().numpy().astype(np.float32, copy=False)

@@ -46,8 +46,8 @@ import torch
 
 from adacal import __version__
 from adacal.errors import AdacalError, InputError
-from adacal.predictions import Predictions, save_split_predictions
-from adacal.reports import atomic_write, make_report, new_run_dir, read_json, write_json
+from adacal.predictions import Predictions
+from adacal.reports import atomic_write, make_report, new_run_dir, read_json
 from adacal.runs import EVALUATE_FILE, RunFolder, require_run_folder
 from adacal.training.checkpoints import (
     capture_rng_state,
@@ -55,7 +55,6 @@ from adacal.training.checkpoints import (
     make_checkpoint,
     resolve_checkpoint_path,
     restore_rng_state,
-    save_checkpoint,
 )
 from adacal.training.config import (
     TrainConfig,
@@ -64,16 +63,17 @@ from adacal.training.config import (
     merge_resume_config,
     parse_update_every,
     resolve_config,
+    resolved_loss_options,
 )
 from adacal.training.distributed import DistributedContext
 from adacal.training.inference import EVAL_BATCH_SIZE, predict, resolve_device, slice_split
 from adacal.training.optimizers import build_optimizer
 from adacal.training.progress import ProgressDispatcher
+from adacal.training.run_writer import INTERRUPTED, RunWriter
 from adacal.training.schedules import build_scheduler
 
 VAL_METRICS = ("error", "nll", "ece_em", "ece_ew")
 N_BINS = 15
-INTERRUPTED = "interrupted"  # checkpoints/interrupted.pt: the mid-epoch checkpoint an interrupt writes
 CUDA_SYNC_EVERY = 25  # batches between reads of the loss on a GPU (each read waits for the GPU)
 
 
@@ -288,6 +288,7 @@ class Trainer:
         run: RunFolder,
         dist: DistributedContext | None = None,
         progress: Any = None,
+        writer: RunWriter | None = None,
     ) -> None:
         from adacal.data import BatchLoader
 
@@ -296,6 +297,7 @@ class Trainer:
         self.device = device
         self.folder = run
         self.dist = dist or DistributedContext()
+        self.writer = writer or RunWriter(run, enabled=self.dist.is_main)
         self.emit = ProgressDispatcher(progress if self.dist.is_main else None)
         self.model_name = model_name
         self.model_options = model_options
@@ -373,7 +375,19 @@ class Trainer:
             num_classes = int(self.dataset.num_classes)
             logits, labels = np.zeros((0, num_classes), np.float32), np.zeros(0, np.int64)
         else:
-            logits, labels = predict(self.net, loader, self.device, autocast_dtype=self.amp_dtype)
+            batches = len(loader)
+            self.emit("predict_start", split=split, batches=batches)
+
+            def on_batch(done: int) -> None:
+                self.emit("predict_batch", split=split, batch=done, batches=batches)
+
+            try:
+                logits, labels = predict(
+                    self.net, loader, self.device, autocast_dtype=self.amp_dtype,
+                    on_batch=on_batch if self.emit.listener is not None else None,
+                )
+            finally:
+                self.emit("predict_end", split=split)
         return self.dist.gather_arrays(logits, labels)
 
     def _update_loss(self, logits: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
@@ -457,27 +471,10 @@ class Trainer:
             self.resumed_batch = int(partial["batch"])
 
     def _save(self, which: str, checkpoint: dict[str, Any]) -> None:
-        if self.dist.is_main:
-            save_checkpoint(checkpoint, self.folder.checkpoint(which))
+        self.writer.save_checkpoint(which, checkpoint)
 
     def _append_history(self, record: dict[str, Any]) -> None:
-        """Append one line; a failed write (disk full) is cut back off, so the file never ends in half a line."""
-        if not self.dist.is_main:
-            return
-        from adacal.reports import to_jsonable
-
-        line = json.dumps(to_jsonable(record), allow_nan=False) + "\n"
-        path = self.folder.history
-        size = path.stat().st_size if path.exists() else 0
-        try:
-            with open(path, "a", encoding="utf-8") as handle:
-                handle.write(line)
-                handle.flush()
-                os.fsync(handle.fileno())
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.truncate(path, size)
-            raise InputError(f"Cannot write {path}: {exc.strerror or exc}.") from None
+        self.writer.append_history(record)
 
     @contextlib.contextmanager
     def _writing(self):
@@ -495,19 +492,7 @@ class Trainer:
             ) from None
 
     def _remove_stale_temp_files(self) -> None:
-        """A run killed during a write (SIGKILL, power loss) leaves the temp file of that atomic write behind; the
-        file it was replacing is intact, so resuming deletes the leftover (the `.<name>.*.tmp` files of what train
-        writes, nothing else)."""
-        if not self.dist.is_main:
-            return
-        written = [self.folder.config, self.folder.history, self.folder.predictions,
-                   self.folder.report(EVALUATE_FILE), self.folder.checkpoint("last"), self.folder.checkpoint("best"),
-                   self.folder.checkpoint(INTERRUPTED)]
-        for target in written:
-            if target.parent.is_dir():
-                for path in target.parent.glob(f".{target.name}.*.tmp"):
-                    with contextlib.suppress(OSError):
-                        path.unlink()
+        self.writer.remove_stale_temp_files()
 
     def _truncate_history(self, last_epoch: int) -> None:
         """Keep the history lines of epochs 1..last_epoch (a crash may have left one for an epoch not checkpointed)."""
@@ -533,6 +518,9 @@ class Trainer:
         every = self.schedule.batches_for_epoch(epoch) if self.needs_validation else None
         sync_every = 1 if device.type == "cpu" else CUDA_SYNC_EVERY
         grad_clip = self.config.grad_clip
+        # Summed over the batch (the reference code's reduction) = the per-sample mean times the batch size, for every
+        # loss; the mean is what history.jsonl and the progress bar report either way.
+        summed = self.config.loss_reduction == "sum"
         model.train()
         loss_fn.train()
         self.emit("epoch_start", epoch=epoch, epochs=self.config.epochs, batches=n_batches)
@@ -562,15 +550,16 @@ class Trainer:
                         self._raise_non_finite(epoch, checked, batch, window)
                     checked = batch
                 optimizer.zero_grad(set_to_none=True)
+                objective = value * labels.shape[0] if summed else value
                 if self.scaler is not None:
-                    self.scaler.scale(value).backward()
+                    self.scaler.scale(objective).backward()
                     if grad_clip is not None:
                         self.scaler.unscale_(optimizer)
                         torch.nn.utils.clip_grad_norm_(self.net.parameters(), grad_clip)
                     self.scaler.step(optimizer)
                     self.scaler.update()
                 else:
-                    value.backward()
+                    objective.backward()
                     if grad_clip is not None:
                         torch.nn.utils.clip_grad_norm_(self.net.parameters(), grad_clip)
                     optimizer.step()
@@ -627,10 +616,7 @@ class Trainer:
         raise KeyboardInterrupt
 
     def _discard_interrupted(self) -> None:
-        """A mid-epoch checkpoint is superseded once last.pt holds a later epoch end."""
-        if self.dist.is_main:
-            with contextlib.suppress(FileNotFoundError):
-                self.folder.checkpoint(INTERRUPTED).unlink()
+        self.writer.discard_interrupted()
 
     def _raise_non_finite(self, epoch: int, checked: int, batch: int, window: torch.Tensor) -> None:
         values = window.detach().cpu()
@@ -743,15 +729,14 @@ class Trainer:
         if self.dist.is_main:
             with guard.critical():
                 with self._writing():
-                    save_split_predictions(
-                        self.folder.predictions,
+                    self.writer.write_predictions(
                         val=Predictions(logits=val_logits, labels=val_labels),
                         test=Predictions(logits=test_logits, labels=test_labels),
                     )
                 report = evaluation_report(test_logits, test_labels, run=self.folder)
                 report["config"]["model"] = {"selected_epoch": selected_epoch, "select": config.select}
                 with self._writing():
-                    write_json(self.folder.report(EVALUATE_FILE), report)
+                    self.writer.write_report(EVALUATE_FILE, report)
         report = self.dist.broadcast(report)
         gammas = None
         gamma_tensor = getattr(self.loss, "gammas", None)
@@ -790,8 +775,46 @@ def train(config: TrainConfig, progress: Any = None) -> TrainResult:
     """Run `adacal train` from Python: check everything cheap, load data, build, train, evaluate; see TrainConfig.
 
     Raises InputError (and its subclasses) for bad options before any training, NonFiniteLossError when the loss
-    diverges, TrainingInterrupted on Ctrl-C/SIGTERM.
+    diverges, TrainingInterrupted on Ctrl-C/SIGTERM. The run folder is locked for the whole run (RunWriter.lock): a
+    second `train --resume` of the same run fails at once with RunLockedError.
     """
+    writers: list[RunWriter] = []
+    try:
+        return _train(config, progress, writers)
+    finally:
+        for writer in writers:
+            writer.unlock()
+
+
+def resolved_config(config: TrainConfig) -> dict[str, Any]:
+    """The configuration `train(config)` would run with (`adacal train --print-config`): presets, the default model of
+    the dataset and every loss hyper-parameter filled in, all checks passed; with `resume`, the run's own config with
+    what may change. A dry run: no folder is created, no data is loaded, nothing is written."""
+    from adacal.models import default_model
+
+    if config.resume:
+        checkpoint_path = resolve_checkpoint_path(config.resume)
+        checkpoint = load_checkpoint(checkpoint_path)
+        resolved = merge_resume_config(checkpoint["config"], config)
+        check_names(resolved)
+    else:
+        resolved = resolve_config(config)
+        check_names(resolved)
+        check_model_options(resolved)
+        resolved.loss_options = resolved_loss_options(resolved.loss, resolved.loss_options)
+        resolved.model = resolved.model or default_model(str(resolved.dataset))
+    return resolved.to_dict()
+
+
+def _locked_writer(run: RunFolder, dist: DistributedContext, writers: list[RunWriter]) -> RunWriter:
+    """The run folder's writer, holding its lock (rank 0 only: the other ranks write nothing)."""
+    writer = RunWriter(run, enabled=dist.is_main)
+    writer.lock()
+    writers.append(writer)
+    return writer
+
+
+def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> TrainResult:
     from adacal.data import load_dataset
     from adacal.losses import build_loss
     from adacal.models import build_model, check_input_shape, rebuild_options, default_model, model_options_for_dataset
@@ -814,17 +837,22 @@ def train(config: TrainConfig, progress: Any = None) -> TrainResult:
         resolved = resolve_config(config)
     check_names(resolved)
     if checkpoint is None:
+        resolved.loss_options = resolved_loss_options(resolved.loss, resolved.loss_options)  # config.json says all
         check_model_options(resolved)
     device = dist.device_for(resolve_device(resolved.device))
     if checkpoint is None and dist.is_main:
         _check_writable(resolved.out)
+    # One writer per run folder: after the cheap checks (a refused command touches nothing), before any work; a
+    # second resume of a run that is training stops here. A new run takes its lock as soon as its folder exists.
+    writer = _locked_writer(run, dist, writers) if run is not None else None
 
     dist.setup(device)
     try:
         seed_everything(resolved.seed)
+        data_dir, download = _data_source(config, resolved, resumed=checkpoint is not None)
         dataset = load_dataset(
-            resolved.dataset, data_dir=resolved.data_dir, seed=resolved.seed, train_subset=resolved.train_subset,
-            val_size=resolved.val_size, **_loader_options(resolved),
+            resolved.dataset, data_dir=data_dir, seed=resolved.seed, train_subset=resolved.train_subset,
+            val_size=resolved.val_size, download=download, **_loader_options(resolved),
         ).limit_test(resolved.test_subset)
         if resolved.channels_last and dataset.kind != "image":
             raise InputError(f"--channels-last applies to image datasets only; {dataset.name} is a {dataset.kind} dataset.")
@@ -848,17 +876,21 @@ def train(config: TrainConfig, progress: Any = None) -> TrainResult:
         if run is None:
             root = None
             if dist.is_main:
-                root = str(new_run_dir(resolved.out, run_folder_name(dataset.name, model_name, resolved.loss)))
+                name = resolved.name or run_folder_name(dataset.name, model_name, resolved.loss)
+                root = str(new_run_dir(resolved.out, name, unique=resolved.name is None))
             run = RunFolder(Path(dist.broadcast(root)))
+            writer = _locked_writer(run, dist, writers)
         trainer = Trainer(
             resolved, dataset=dataset, model=model, loss=loss, model_name=model_name,
             model_options=rebuild_options(model_options, model),
-            device=device, run=run, dist=dist, progress=progress,
+            device=device, run=run, dist=dist, progress=progress, writer=writer,
         )
         if checkpoint is not None:
             trainer.load_state(checkpoint)
         if dist.is_main:
-            _write_config(run, resolved, dataset, resumed_from=trainer.resumed_from, resumed_batch=trainer.resumed_batch)
+            _write_config(
+                trainer.writer, resolved, dataset, resumed_from=trainer.resumed_from, resumed_batch=trainer.resumed_batch
+            )
         dist.barrier()
         return trainer.run()
     finally:
@@ -897,6 +929,16 @@ def _continue_interrupted_epoch(path: Path, checkpoint: dict[str, Any], epochs: 
     return interrupted
 
 
+def _data_source(given: TrainConfig, resolved: TrainConfig, *, resumed: bool) -> tuple[str | None, bool]:
+    """(data folder, whether a download may write into it). A folder read from a resumed run's checkpoint (not typed
+    now) is used only when it exists and is never downloaded into; otherwise the default data folder is used."""
+    if not resumed or given.data_dir is not None or resolved.data_dir is None:
+        return resolved.data_dir, True
+    if os.path.isdir(os.path.expanduser(str(resolved.data_dir))):
+        return resolved.data_dir, False
+    return None, True
+
+
 def _loader_options(config: TrainConfig) -> dict[str, Any]:
     """--workers goes to dataset loaders that decode files and take it; tensor-resident datasets need no workers."""
     from adacal.data import DATASETS
@@ -908,8 +950,9 @@ def _loader_options(config: TrainConfig) -> dict[str, Any]:
 
 
 def _write_config(
-    run: RunFolder, config: TrainConfig, dataset: Any, *, resumed_from: int | None, resumed_batch: int | None = None
+    writer: RunWriter, config: TrainConfig, dataset: Any, *, resumed_from: int | None, resumed_batch: int | None = None
 ) -> None:
+    run = writer.folder
     results: dict[str, Any] = {"split": _plain(dataset.split_info), "versions": versions()}
     if resumed_from is not None and run.config.exists():
         previous = read_json(run.config).get("results", {})
@@ -919,4 +962,4 @@ def _write_config(
             resume["from_batch"] = resumed_batch
         resumes.append({**resume, "epochs": config.epochs, "versions": versions()})
         results = {**previous, "resumes": resumes}
-    write_json(run.config, make_report("train-config", config=config.to_dict(), results=results))
+    writer.write_config(make_report("train-config", config=config.to_dict(), results=results))

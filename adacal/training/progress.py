@@ -12,6 +12,9 @@ Events (keyword arguments):
 - batch_end: epoch, batch (1-based), batches, running_loss (mean training loss of the epoch so far). On CUDA it is sent
   every few batches only, since reading the loss waits for the GPU.
 - update: epoch, batch (0 for the end-of-epoch update), record (the loss's update record)
+- predict_start: split ("val" or "test"), batches; predict_batch: split, batch (batches done), batches; predict_end:
+  split. Around every evaluation pass (the validation pass of each epoch, γ-updates, the final evaluation).
+  predict_batch is sent only when there is a listener.
 - epoch_end: epoch, epochs, record (the history.jsonl line), seconds
 - evaluate_start: selected_epoch, select
 - train_end: result (TrainResult)
@@ -35,6 +38,12 @@ class TrainingProgress:
     def on_update(self, **info: Any) -> None: ...
 
     def on_epoch_end(self, **info: Any) -> None: ...
+
+    def on_predict_start(self, **info: Any) -> None: ...
+
+    def on_predict_batch(self, **info: Any) -> None: ...
+
+    def on_predict_end(self, **info: Any) -> None: ...
 
     def on_evaluate_start(self, **info: Any) -> None: ...
 

@@ -197,9 +197,9 @@ def test_metric_selection_and_bootstrap(npz, tmp_path):
     assert json.loads(out.read_text())["results"]["bootstrap"] == results["bootstrap"]
 
 
-def test_quiet_prints_nothing(npz):
+def test_quiet_prints_one_summary_line(npz):
     result = invoke(npz, "--quiet")
-    assert result.exit_code == 0 and result.stdout == ""
+    assert result.exit_code == 0 and len(result.stdout.splitlines()) == 1 and "ECE-EM" in result.stdout
 
 
 def test_run_folder_uses_predictions_and_writes_evaluate_json(tmp_path, fake_training):

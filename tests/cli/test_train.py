@@ -451,3 +451,101 @@ def test_embeddings_initialise_textcnn_from_a_glove_file(tmp_path):
     wrong = _one_line_error(_train("--embeddings", some_file, "--out", str(tmp_path / "more")))
     assert "--embeddings applies to --model textcnn only, got --model mlp." in wrong
     assert not (tmp_path / "more").exists()
+
+
+# ------------------------------------------------------------------------------------ run names, dry runs, one writer
+
+
+def test_name_names_the_run_folder_and_a_taken_name_is_refused(tmp_path):
+    out = tmp_path / "runs"
+    result = _train("--epochs", "1", "--out", str(out), "--name", "ce", "--loss", "ce", "--quiet", *TINY)
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in out.iterdir()] == ["ce"] and (out / "ce" / "config.json").is_file()
+    assert json.loads((out / "ce" / "config.json").read_text())["config"]["name"] == "ce"
+    before = sorted(str(p) for p in out.rglob("*"))
+    line = _one_line_error(_train("--epochs", "1", "--out", str(out), "--name", "ce", "--quiet", *TINY))
+    assert f"{out / 'ce'} already exists" in line and "--resume" in line
+    assert sorted(str(p) for p in out.rglob("*")) == before
+    line = _one_line_error(_train("--resume", str(out / "ce"), "--epochs", "2", "--name", "other"))
+    assert "--name names a new run folder" in line
+
+
+def test_print_config_is_a_dry_run_with_everything_resolved(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = _train("--print-config", "--loss", "adafocal", "--num-bins", "10", "--name", "af")
+    assert result.exit_code == 0, result.output
+    config = json.loads(result.stdout)
+    assert config["model"] == "mlp" and config["epochs"] == 30 and config["loss_reduction"] == "mean"
+    assert config["loss_options"] == {"num_bins": 10, "lam": 1.0, "gamma_init": 1.0, "gamma_max": 20.0,
+                                      "gamma_min": -2.0, "switch_threshold": 0.2}
+    assert list(tmp_path.iterdir()) == []  # no folder, no file
+    paper = json.loads(_train("--print-config", "--dataset", "cifar10", "--preset", "paper", "--loss", "focal").stdout)
+    assert (paper["loss_reduction"], paper["grad_clip"], paper["lr"], paper["epochs"]) == ("sum", 2.0, 0.1, 350)
+    assert paper["loss_options"] == {"gamma": 3.0}
+    assert _one_line_error(_train("--print-config", "--lr", "1e39")).startswith("Error: Expected --lr")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_config_json_records_the_resolved_loss_options_and_resume_accepts_them(tmp_path):
+    out = tmp_path / "runs"
+    assert _train("--epochs", "1", "--out", str(out), "--loss", "focal", "--gamma", "2", "--quiet", *TINY).exit_code == 0
+    run = _only_run(out)
+    assert json.loads((run / "config.json").read_text())["config"]["loss_options"] == {"gamma": 2.0}
+    assert _train("--epochs", "1", "--out", str(out), "--loss", "mmce", "--quiet", *TINY).exit_code == 0
+    mmce = next(p for p in out.iterdir() if p.name.endswith("-mmce"))
+    assert json.loads((mmce / "config.json").read_text())["config"]["loss_options"] == {"weight": 2.0}
+    assert _train("--resume", str(run), "--epochs", "2", "--gamma", "2", "--quiet").exit_code == 0
+    assert "conflicts" in _one_line_error(_train("--resume", str(run), "--epochs", "3", "--gamma", "3"))
+
+
+def test_help_shows_every_default_and_they_are_the_real_ones():
+    import re
+
+    from adacal.cli.train import DIGITS_DEFAULTS_HELP, LOSS_DEFAULTS_HELP, LOSS_FLAGS
+    from adacal.training.config import COMMON_DEFAULTS, QUICK_PRESETS, resolved_loss_options
+
+    digits = {**COMMON_DEFAULTS, **QUICK_PRESETS["digits"]}
+    for key, text in DIGITS_DEFAULTS_HELP.items():
+        value = digits[key]
+        expected = ",".join(map(str, value)) if isinstance(value, tuple) else f"{value:g}" if isinstance(value, float) else str(value)
+        assert text == expected, key
+    for flag, text in LOSS_DEFAULTS_HELP.items():
+        option = LOSS_FLAGS[flag]
+        for part in text.split(", "):
+            loss, _, value = part.rpartition(" ")
+            losses = [loss] if loss else [n for n in ("adafocal", "calfocal") if option in resolved_loss_options(n, {})]
+            for name in losses:
+                assert float(resolved_loss_options(name, {})[option]) == float(value), (flag, name)
+    result = runner.invoke(app, ["train", "--help"], env={"COLUMNS": "400", "TERMINAL_WIDTH": "400"})
+    assert result.exit_code == 0
+    options = re.findall(r"(--[a-z][a-z-]+)", result.stdout)
+    assert "--loss-reduction" in options and "--name" in options and "--print-config" in options
+    assert result.stdout.count("(default") >= 30
+
+
+def test_two_resumes_of_one_run_started_apart_one_writer(tmp_path):
+    """Two real processes resume the same run 0-1 s apart: the second is refused at once in one line (the run
+    folder's lock), and history.jsonl keeps one line per epoch, in order."""
+    out = tmp_path / "runs"
+    assert _train("--epochs", "1", "--out", str(out), "--name", "r", "--quiet", *TINY).exit_code == 0
+    run = out / "r"
+    epochs = 16
+    command = [sys.executable, "-m", "adacal", "train", "--resume", str(run), "--epochs", str(epochs), "--quiet"]
+    delay = float(np.random.default_rng(7).uniform(0.0, 1.0))
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    import time
+
+    time.sleep(delay)
+    second = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    outcomes = []
+    for process in (first, second):
+        stdout, stderr = process.communicate(timeout=600)
+        outcomes.append((process.returncode, stdout, stderr))
+    codes = sorted(code for code, _, _ in outcomes)
+    assert codes == [0, 2], outcomes
+    refused = next(o for o in outcomes if o[0] == 2)
+    assert refused[2].strip().splitlines() == [refused[2].strip()]
+    assert "Expected no other 'adacal train' to be writing the run folder" in refused[2] and refused[1] == ""
+    assert [record["epoch"] for record in _history(run)] == list(range(1, epochs + 1))
+    config = json.loads((run / "config.json").read_text())
+    assert len(config["results"]["resumes"]) == 1  # only the process that held the lock resumed

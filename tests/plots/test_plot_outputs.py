@@ -1,7 +1,6 @@
 """Where figures go and what they may replace (adacal.plots.outputs), stale temp files, literal user text, titles
 that fit, and warnings held back behind the one Error line; through the library and `adacal plot`."""
 
-import fcntl
 import json
 import os
 import re
@@ -154,16 +153,21 @@ def test_stale_temp_files_of_a_killed_plot_are_cleaned_and_live_ones_kept(tmp_pa
     ce = _run(tmp_path, "ce")
     folder = ce / "plots"
     folder.mkdir()
-    stale = [folder / ".reliability.png.k1ll3d_x.tmp", folder / ".gamma.svg.abcdefgh.tmp"]
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)  # a writer process that is gone
+    stale = [folder / f".reliability.png.{dead_pid}.k1ll3d_x.tmp", folder / f".gamma.svg.{dead_pid}.abcdefgh.tmp"]
     for path in stale:
         path.write_bytes(b"half a figure")
-    live = folder / ".roc.pdf.12345678.tmp"
-    unrelated = [folder / ".notes.txt.abcdefgh.tmp", folder / "keep.png.abcdefgh.tmp"]
-    for path in [live, *unrelated]:
-        path.write_bytes(b"x")
-    with open(live, "rb") as held:
-        fcntl.flock(held.fileno(), fcntl.LOCK_EX)  # another plot still writing it
+    writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # another plot still writing
+    try:
+        live = folder / f".roc.pdf.{writer.pid}.12345678.tmp"
+        unrelated = [folder / f".notes.txt.{dead_pid}.abcdefgh.tmp", folder / "keep.png.abcdefgh.tmp"]
+        for path in [live, *unrelated]:
+            path.write_bytes(b"x")
         result = _invoke(["reliability", ce, "--dpi", "30"])
+    finally:
+        writer.kill()
+        writer.wait()
     assert result.exit_code == 0, result.output
     assert not any(p.exists() for p in stale)
     assert live.exists() and all(p.exists() for p in unrelated)
@@ -172,13 +176,11 @@ def test_stale_temp_files_of_a_killed_plot_are_cleaned_and_live_ones_kept(tmp_pa
 
 
 def test_a_plot_killed_mid_write_leaves_a_temp_file_the_next_save_cleans(tmp_path):
-    """A real process killed (SIGKILL) while writing a figure the way save_figure does: its lock dies with it."""
+    """A real process killed (SIGKILL) while writing a figure the way save_figure does: the next save cleans up."""
     code = (
         "import os, signal, sys\n"
-        "from adacal.plots.outputs import lock_for_writing\n"
         "from adacal.reports import atomic_write\n"
         "def die(handle):\n"
-        "    lock_for_writing(handle)\n"
         "    handle.write(b'half a figure')\n"
         "    handle.flush()\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"

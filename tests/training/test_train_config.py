@@ -114,3 +114,12 @@ def test_resume_takes_options_from_the_run_and_refuses_conflicts():
     assert merged.momentum is None
     with pytest.raises(InputError, match="--lr 0.5 conflicts with the resumed run's 0.01"):
         merge_resume_config(saved, TrainConfig(resume="x", epochs=5, lr=0.5))
+
+
+def test_resuming_a_run_saved_before_loss_reduction_existed_uses_the_mean():
+    from adacal.training.config import merge_resume_config
+
+    saved = resolve_config(TrainConfig()).to_dict()
+    del saved["loss_reduction"], saved["name"]
+    merged = merge_resume_config(saved, TrainConfig(epochs=40))
+    assert merged.loss_reduction == "mean" and merged.epochs == 40

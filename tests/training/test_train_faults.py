@@ -198,16 +198,16 @@ def _in_history_line(n: int) -> None:
 
 def _in_final_reports() -> None:
     """After predictions.npz is written at the end, before evaluate.json is."""
-    from adacal.training import loop
+    from adacal.training import run_writer
 
-    write_json = loop.write_json
+    write_json = run_writer.write_json
 
     def patched(path, obj):
         if Path(path).name == "evaluate.json":
             _die()
         return write_json(path, obj)
 
-    loop.write_json = patched
+    run_writer.write_json = patched
 
 
 def _trials() -> list[tuple[str, object]]:
@@ -305,9 +305,9 @@ def test_sigkill_of_the_train_command_then_resume_command(reference, tmp_path):
 
 def _fail_writes_of(monkeypatch, name: str, epoch: int) -> None:
     """The checkpoint write of `name` at `epoch` fails half-way with ENOSPC, as on a full disk."""
-    from adacal.training import loop
+    from adacal.training import run_writer
 
-    save_checkpoint, torch_save = loop.save_checkpoint, torch.save
+    save_checkpoint, torch_save = run_writer.save_checkpoint, torch.save
     current = {}
 
     def noting(checkpoint, path):
@@ -320,7 +320,7 @@ def _fail_writes_of(monkeypatch, name: str, epoch: int) -> None:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return torch_save(obj, f, *args, **kwargs)
 
-    monkeypatch.setattr(loop, "save_checkpoint", noting)
+    monkeypatch.setattr(run_writer, "save_checkpoint", noting)
     monkeypatch.setattr(torch, "save", failing)
 
 
@@ -346,7 +346,7 @@ class _DiskFullFile:
 
 
 def _fail_history_line(monkeypatch, epoch: int) -> None:
-    from adacal.training import loop
+    from adacal.training import run_writer
 
     calls = itertools.count(1)
 
@@ -356,7 +356,7 @@ def _fail_history_line(monkeypatch, epoch: int) -> None:
             return _DiskFullFile(handle)
         return handle
 
-    monkeypatch.setattr(loop, "open", opening, raising=False)
+    monkeypatch.setattr(run_writer, "open", opening, raising=False)
 
 
 @pytest.mark.parametrize("fault", ["last.pt", "best.pt", "history.jsonl"])

@@ -167,3 +167,29 @@ def test_resume_continues_the_random_stream_of_dropout_exactly(tmp_path):
     for key, value in a["model_state"].items():
         assert torch.equal(value, b["model_state"][key]), key
     assert resumed.test_metrics == straight.test_metrics
+
+
+def test_validation_pass_sends_progress_events_and_a_terminal_draws_them(tmp_path):
+    """Each epoch's validation pass (and the final test pass) reports its batches; the rich bars take them."""
+    from adacal.cli.train import PlainProgress, RichProgress
+
+    events = []
+    train(TrainConfig(out=str(tmp_path), epochs=1, val_size=300, **TINY),
+          progress=lambda name, info: events.append((name, dict(info))) if name.startswith("predict") else None)
+    starts = [info for name, info in events if name == "predict_start"]
+    assert [info["split"] for info in starts] == ["val", "val", "test"]
+    for start in starts:
+        batches = [info["batch"] for name, info in events if name == "predict_batch" and info is not None
+                   and info["split"] == start["split"]]
+        assert batches and max(batches) == start["batches"]
+    assert sum(name == "predict_end" for name, _ in events) == len(starts)
+
+    bars = RichProgress()
+    with bars:
+        bars.on_predict_start(split="val", batches=3)
+        for done in (1, 2, 3):
+            bars.on_predict_batch(split="val", batch=done, batches=3)
+        assert bars.bars.tasks[-1].completed == 3
+        bars.on_predict_end(split="val")
+        assert not bars.bars.tasks
+    assert not hasattr(PlainProgress, "on_predict_batch")  # piped output: nothing extra
