@@ -125,8 +125,8 @@ def test_make_report_envelope(tmp_path):
 
 def test_read_report_checks_envelope_and_kind(tmp_path):
     path = tmp_path / "report.json"
-    write_json(path, make_report("evaluate", config={}, results={"a": 1}))
-    assert read_report(path, kind="evaluate")["results"] == {"a": 1}
+    write_json(path, make_report("evaluate", config={}, results={"metrics": {"ece_em": 0.1}}))
+    assert read_report(path, kind="evaluate")["results"] == {"metrics": {"ece_em": 0.1}}
     with pytest.raises(InputError, match=r"Expected .*report.json to be a report of kind 'calibrate', got one of kind 'evaluate'\."):
         read_report(path, kind="calibrate")
     write_json(path, {"results": {}})

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from adacal.cli.common import guarded
+from adacal.cli.inputs import LogitsKey, LabelsKey, Renormalize, read_options
 from adacal.errors import InputError
 
 HELP = (
@@ -20,8 +21,8 @@ HELP = (
     "(a checkpoint outside a run folder without --json: the table only):\n\n"
     "  adacal ood --in cifar10 --out svhn --model runs/RUN\n\n"
     "  adacal ood --in cifar10 --out cifar10-c --corruption gaussian_noise --severity 5 --model runs/RUN\n\n"
-    "From saved logits of any model (.npz or .pt with `logits`, or `test_logits` as in predictions.npz; labels "
-    "optional), printing the table, and writing ood.json only with --json PATH:\n\n"
+    "From saved outputs of any model (.npz, .pt, .npy or .csv with `logits`, `probs` or `scores`, or `test_logits` as in "
+    "predictions.npz, or the key --logits-key names; labels optional), printing the table, and writing ood.json only with --json PATH:\n\n"
     "  adacal ood --in-preds cifar10_logits.npz --out-preds svhn_logits.npz --json ood.json"
 )
 
@@ -86,6 +87,9 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--json", help="Write the ood.json report here (instead of the run folder).")
         ] = None,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print no table, only errors.")] = False,
+        logits_key: LogitsKey = None,
+        labels_key: LabelsKey = None,
+        renormalize: Renormalize = False,
     ) -> None:
         from adacal import ood as lib
         from adacal.reports import write_json
@@ -104,6 +108,8 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"Expected --severity to be an integer from 1 to 5, got {severity}.")
 
         if model is not None:
+            if logits_key is not None or labels_key is not None or renormalize:
+                raise InputError("Expected --logits-key, --labels-key and --renormalize only with --in-preds/--out-preds.")
             if in_name is None or out_name is None:
                 raise InputError("Expected --in and --out (dataset names) with --model.")
             in_name, out_name, corruption, severity = lib.check_ood_options(
@@ -135,14 +141,15 @@ def register(app: typer.Typer) -> None:
                                 ("--limit", limit)):
                 if given is not None:
                     raise InputError(f"Expected {flag} only with --model, not with --in-preds/--out-preds.")
-            in_logits = lib.load_ood_logits(in_preds)
-            out_logits = lib.load_ood_logits(out_preds)
+            options = read_options(logits_key, labels_key, None, renormalize)
+            in_logits = lib.load_ood_logits(in_preds, options=options)
+            out_logits = lib.load_ood_logits(out_preds, options=options)
             if in_logits.shape[1] != out_logits.shape[1]:
                 raise InputError(
                     f"Expected {in_preds.name} and {out_preds.name} to have the same number of classes, "
                     f"got {in_logits.shape[1]} and {out_logits.shape[1]}."
                 )
-            val = lib.load_validation_predictions(in_preds) if fit_temperature else None
+            val = lib.load_validation_predictions(in_preds, options=options) if fit_temperature else None
             if fit_temperature and val is None:
                 raise InputError(
                     f"Expected val_logits and val_labels in {in_preds} to fit the temperature (--fit-temperature)."
