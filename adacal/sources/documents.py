@@ -216,17 +216,17 @@ _SCORE_METRICS = obj(optional={key: nullable(fraction) for key in ("auroc", "aup
 _SET = obj({"name": string, "n": integer(1)})
 
 RESULTS: dict[str, Schema] = {
-    "evaluate": obj({"metrics": _METRICS}, {
+    "evaluate": obj(optional={"metrics": _METRICS,
         "n_samples": integer(1), "num_classes": integer(2), "assumed_input": string,
         "bins": obj(optional={"equal_width": _BINS, "equal_mass": _BINS}),
         "bootstrap": mapping_of(obj(optional={"low": nullable(number), "high": nullable(number),
                                               "std": nullable(number)})),
     }),
-    "calibrate": obj({"calibrators": mapping_of(obj(optional={
+    "calibrate": obj(optional={"calibrators": mapping_of(obj(optional={
         "params": OBJECT, "calibrator": _CALIBRATOR, "val": _METRICS, "test_pre": _METRICS, "test_post": _METRICS,
-    }))}, {"best": nullable(string)}),
-    "ood": obj({"scores": mapping_of(obj({"pre": _SCORE_METRICS}, {"post": nullable(_SCORE_METRICS)}))},
-               {"in": _SET, "out": _SET, "temperature": nullable(number), "temperature_source": nullable(string)}),
+    })), "best": nullable(string)}),
+    "ood": obj(optional={"scores": mapping_of(obj({"pre": _SCORE_METRICS}, {"post": nullable(_SCORE_METRICS)})),
+                         "in": _SET, "out": _SET, "temperature": nullable(number), "temperature_source": nullable(string)}),
     "calibrator": obj({"calibrator": _CALIBRATOR}),
     "train-config": OBJECT,
 }

@@ -115,7 +115,7 @@ def _unsupported(path: Path) -> InputError:
     return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .csv), got {path.name}.")
 
 
-def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None) -> Arrays:
+def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False) -> Arrays:
     """The arrays of a predictions file, by key, without reading any of them yet (for .npz)."""
     path = Path(path)
     suffix = path.suffix.lower()
@@ -143,7 +143,7 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None) -> Ar
     if suffix == ".npy":
         array = read_npy(path, "a predictions file (.npy)")
         return Arrays(path, [WHOLE], {WHOLE: array}.__getitem__, None, "npy")
-    table = read_csv(path, labels_key=labels_key)
+    table = read_csv(path, labels_key=labels_key, labels_only=labels_only)
     return Arrays(path, list(table), table.__getitem__, None, "csv")
 
 
@@ -164,9 +164,11 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def read_csv(path: str | os.PathLike, *, labels_key: str | None = None) -> dict[str, np.ndarray]:
+def read_csv(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False
+             ) -> dict[str, np.ndarray]:
     """{"scores": (N, K) float64, "labels": (N,) str or int, "classes": the header's class names (when there is a
-    header)} from a CSV with one column per class and a label column (see the module docstring)."""
+    header)} from a CSV with one column per class and a label column (see the module docstring). With
+    `labels_only` (a --labels file), a table of one column is that column of labels."""
     path = Path(path)
     with open_regular(path, "a predictions file (.csv)") as handle:
         size = os.fstat(handle.fileno()).st_size
@@ -191,9 +193,16 @@ def read_csv(path: str | os.PathLike, *, labels_key: str | None = None) -> dict[
         raise InputError(f"Expected {path} to hold a table of scores and labels, but it is empty.")
     header: list[str] | None = None
     first = [cell.strip() for cell in rows[0][1]]
+    width = len(first)
+    if labels_only and width == 1:
+        has_header = not _is_number(first[0]) and first[0].lower() in CSV_LABEL_NAMES + ((labels_key or "").lower(),)
+        cells = [row[0].strip() for _, row in (rows[1:] if has_header else rows)]
+        if any(len(row) != 1 for _, row in rows):
+            bad = next(number for number, row in rows if len(row) != 1)
+            raise InputError(f"Expected line {bad} of {path} to have 1 column, like the first, but it does not.")
+        return {"labels": _labels_array(cells)}
     if not all(_is_number(cell) for cell in first[:-1]) or (labels_key is not None and labels_key in first):
         header, rows = first, rows[1:]
-    width = len(first)
     if width < 2:
         raise InputError(f"Expected {path} to have a column per class and a label column, got {width} column(s).")
     if header is not None and len(set(header)) != len(header):
@@ -222,13 +231,17 @@ def read_csv(path: str | os.PathLike, *, labels_key: str | None = None) -> dict[
             raise InputError(f"Expected the scores on line {number} of {path} to be numbers, got {bad[:30]!r}.") from None
     # One score column is a binary model's: 1-D scores, read as such (see `binary_columns`).
     table: dict[str, np.ndarray] = {"scores": scores[:, 0] if width == 2 else scores}
-    if all(_is_integer_text(label) for label in labels):
-        table["labels"] = np.array([int(float(label)) for label in labels], dtype=np.int64)
-    else:
-        table["labels"] = np.array(labels)
+    table["labels"] = _labels_array(labels)
     if header is not None:
         table["classes"] = np.array([name for i, name in enumerate(header) if i != label_column])
     return table
+
+
+def _labels_array(labels: list[str]) -> np.ndarray:
+    """Integer labels when every cell is an integer, else the strings (mapped through class names later)."""
+    if all(_is_integer_text(label) for label in labels):
+        return np.array([int(float(label)) for label in labels], dtype=np.int64)
+    return np.array(labels)
 
 
 def _is_integer_text(text: str) -> bool:
@@ -256,6 +269,8 @@ def _scores_key(arrays: Arrays, options: ReadOptions, split: str | None) -> str 
 
 
 def _labels_key(arrays: Arrays, options: ReadOptions, split: str | None) -> str | None:
+    if arrays.kind == "csv":
+        return "labels" if "labels" in arrays else None  # --labels-key picked the column when the table was read
     if options.labels_key is not None:
         return options.labels_key if options.labels_key in arrays else None
     return _first(arrays, LABEL_KEYS, split)
@@ -335,7 +350,7 @@ def interpret_labels(values: Any, *, n: int, num_classes: int, name: str, classe
 
 def _labels_from_file(options: ReadOptions, n: int, num_classes: int) -> tuple[np.ndarray, list[str]]:
     path = Path(options.labels_file)
-    with open_arrays(path, labels_key=options.labels_key) as arrays:
+    with open_arrays(path, labels_key=options.labels_key, labels_only=True) as arrays:
         if WHOLE in arrays:
             key = WHOLE
         else:

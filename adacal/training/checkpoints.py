@@ -196,12 +196,22 @@ def _check_model(checkpoint: dict[str, Any], path: Path) -> None:
     for key, tensor in state.items():
         if tensor.dtype.is_complex or tensor.dtype in (torch.quint8, torch.qint8, torch.qint32):
             raise CheckpointError(f"Expected the weight '{key}' in {path} to be a real tensor, got dtype {tensor.dtype}.")
+    model = _meta_model(checkpoint, path)
+    if model is None:
+        return
+    nbytes = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    check_allocation(nbytes, what=f"the model '{checkpoint['model_name']}' that {path} describes")
+
+
+def _meta_model(checkpoint: dict[str, Any], path: Path) -> torch.nn.Module | None:
+    """The checkpoint's model built on the meta device (shapes only, no memory); None when it cannot be built there
+    (it is then checked when it is built for real)."""
     from adacal.models import build_model, rebuild_options
 
     name = checkpoint["model_name"]
     try:
         with torch.device("meta"):
-            model = build_model(
+            return build_model(
                 name, num_classes=int(checkpoint["num_classes"]),
                 input_shape=tuple(int(s) for s in checkpoint["input_shape"]),
                 **rebuild_options(dict(checkpoint["model_options"])),
@@ -210,14 +220,21 @@ def _check_model(checkpoint: dict[str, Any], path: Path) -> None:
         raise
     except (TypeError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
-        raise CheckpointError(f"Expected the model options in {path} to build model '{name}', but they do not ({first:.120}).") from None
+        raise CheckpointError(
+            f"Expected the model options in {path} to build model '{name}', but they do not ({first:.120})."
+        ) from None
     except Exception:  # noqa: BLE001 - a model that cannot be built on the meta device is checked when it is built
+        return None
+
+
+def check_weights_fit(checkpoint: dict[str, Any], path: str | os.PathLike) -> None:
+    """The checkpoint's weights against the model it names — every name, shape and kind of dtype — before the model
+    is built for real (one line naming the first difference)."""
+    path = Path(path)
+    model = _meta_model(checkpoint, path)
+    if model is None:
         return
-    expected = model.state_dict()
-    nbytes = sum(t.numel() * t.element_size() for t in expected.values())
-    check_allocation(nbytes, what=f"the model '{name}' that {path} describes ({human_bytes(nbytes)} of weights)")
-    if not state:
-        return  # no weights to compare (the model is refused when they are loaded into it)
+    name, state, expected = checkpoint["model_name"], checkpoint["model_state"], model.state_dict()
     missing = [k for k in expected if k not in state]
     unexpected = [k for k in state if k not in expected]
     if missing or unexpected:
@@ -233,9 +250,10 @@ def _check_model(checkpoint: dict[str, Any], path: Path) -> None:
                 f"{tuple(state[key].shape)}, the model needs {tuple(tensor.shape)})."
             )
         if tensor.dtype.is_floating_point != state[key].dtype.is_floating_point:
+            kind = "floating" if tensor.dtype.is_floating_point else "integer"
             raise CheckpointError(
-                f"Expected the weight '{key}' in {path} to be of a {'floating' if tensor.dtype.is_floating_point else 'integer'} "
-                f"dtype like the model's {tensor.dtype}, got {state[key].dtype}."
+                f"Expected the weight '{key}' in {path} to be of a {kind} dtype like the model's {tensor.dtype}, "
+                f"got {state[key].dtype}."
             )
 
 
