@@ -94,7 +94,9 @@ def _checked_checkpoint(path: Path) -> dict[str, Any]:
 def _forbid_options(options: ReadOptions, what: str) -> None:
     used = describe_options(options)
     if used:
-        flag = "--" + next(iter(used)).replace("_file", "s").replace("_", "-")
+        flags = {"logits_key": "--logits-key", "labels_key": "--labels-key", "labels_file": "--labels",
+                 "renormalize": "--renormalize"}
+        flag = flags[next(iter(used))]
         raise InputError(f"Expected {flag} only with a predictions file, not with {what}.")
 
 
