@@ -12,7 +12,6 @@ import io
 import json
 import os
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -25,11 +24,11 @@ import pytest
 import torch
 
 from adacal.arrays import softmax
-from adacal.errors import CheckpointError, InputError
+from adacal.errors import InputError
 from adacal.evaluation import evaluate_predictions
 from adacal.sources import (
     NpzArchive, ReadOptions, load_predictions, load_scores, load_split_predictions, open_regular, parse_json,
-    read_history, read_json, read_npy, read_report, resolve_calibration_input, safe_torch_load,
+    read_history, read_json, read_npy, read_report, resolve_calibration_input,
 )
 from adacal.sources.documents import MAX_DEPTH, MAX_INT_DIGITS
 
@@ -252,6 +251,14 @@ def test_fifo_in_a_real_process_returns_at_once(tmp_path, fifo):
                               env=env, cwd=tmp_path)
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2 and len(lines) == 1 and "FIFO" in lines[0], done.stderr
+
+
+def test_no_warning_prints_ahead_of_the_error_line(tmp_path):
+    """torch warns while loading a sparse tensor; in a real process only the one Error: line may reach stderr."""
+    torch.save({"logits": torch.eye(K).to_sparse(), "labels": torch.arange(K)}, tmp_path / "s.pt")
+    done = subprocess.run([sys.executable, "-m", "adacal", "evaluate", str(tmp_path / "s.pt")], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "dense tensor" in done.stderr, done.stderr
 
 
 # ------------------------------------------------------------------------------------------- declared sizes

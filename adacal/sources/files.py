@@ -8,10 +8,10 @@ before a byte is decompressed, and only the members a caller asks for are ever r
 
 from __future__ import annotations
 
-import io
 import math
 import os
 import stat
+import warnings
 import zipfile
 import zlib
 from pathlib import Path
@@ -308,7 +308,10 @@ def safe_torch_load(path: str | os.PathLike, *, what: str = "torch file",
     with open_regular(path, f"a {what}", error=error) as handle:
         _check_torch_zip(handle, path, what, error)
         try:
-            data = torch.load(handle, map_location="cpu", weights_only=True)
+            with warnings.catch_warnings():
+                # torch warns on stderr while validating sparse tensors: nothing may print ahead of the one line.
+                warnings.simplefilter("ignore")
+                data = torch.load(handle, map_location="cpu", weights_only=True)
         except pickle.UnpicklingError as exc:
             # The weights-only unpickler names the global it refused; anything else is a damaged or foreign file.
             if "unsupported global" in str(exc).lower() or "unsupported class" in str(exc).lower():

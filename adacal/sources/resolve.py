@@ -15,7 +15,7 @@ from adacal.errors import CheckpointError, InputError
 from adacal.runs import RunFolder, find_run_folder, predictions_are_from, require_run_folder, selected_checkpoint
 from adacal.sources.files import check_regular_file
 from adacal.sources.formats import (
-    DEFAULT_OPTIONS, Predictions, ReadOptions, load_predictions, load_split_predictions, open_arrays, predictions_from,
+    DEFAULT_OPTIONS, Predictions, ReadOptions, load_predictions, load_split_predictions, open_arrays,
 )
 
 CHECKPOINT_FORMAT = "adacal-checkpoint"

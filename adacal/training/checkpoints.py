@@ -16,7 +16,7 @@ import torch
 
 from adacal.errors import CheckpointError, InputError
 from adacal.reports import atomic_torch_save
-from adacal.sources.files import check_allocation, human_bytes, safe_torch_load
+from adacal.sources.files import check_allocation, safe_torch_load
 
 FORMAT = "adacal-checkpoint"
 FORMAT_VERSION = 1

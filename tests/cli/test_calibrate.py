@@ -1,8 +1,6 @@
 """`adacal calibrate` through CliRunner on tiny predictions: reports, tables, saved calibrators, one-line errors."""
 
 import json
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
