@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from adacal import __version__
-from adacal.errors import CheckpointError, InputError  # noqa: F401 - CheckpointError: re-exported for old imports
+from adacal.errors import CheckpointError, InputError
 
 SCHEMA_VERSION = 1
 

@@ -127,24 +127,28 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
         archive = NpzArchive(path, "a predictions file (.npz)")
         return Arrays(path, archive.files, archive.__getitem__, archive.close, "npz")
     if suffix in (".pt", ".pth"):
-        data = safe_torch_load(path, what="torch predictions file", error=InputError)
-        if isinstance(data, (tuple, list)) and len(data) == 2 and all(hasattr(v, "shape") for v in data):
-            data = {"logits": data[0], "labels": data[1]}
-        elif hasattr(data, "shape") and hasattr(data, "detach"):
-            data = {WHOLE: data}
-        if not isinstance(data, dict):
-            count = f" of {len(data)} item(s)" if isinstance(data, (tuple, list)) else ""
-            raise InputError(
-                f"Expected {path} to hold a dict of tensors, a (logits, labels) pair or one tensor, "
-                f"got a {type(data).__name__}{count}."
-            )
-        data = {str(k): v for k, v in data.items()}
-        return Arrays(path, list(data), data.__getitem__, None, "pt")
+        return torch_arrays(path, safe_torch_load(path, what="torch predictions file", error=InputError))
     if suffix == ".npy":
         array = read_npy(path, "a predictions file (.npy)")
         return Arrays(path, [WHOLE], {WHOLE: array}.__getitem__, None, "npy")
     table = read_csv(path, labels_key=labels_key, labels_only=labels_only)
     return Arrays(path, list(table), table.__getitem__, None, "csv")
+
+
+def torch_arrays(path: Path, data: Any) -> Arrays:
+    """The arrays of a loaded .pt file: a dict of tensors, a (logits, labels) pair, or one tensor of scores."""
+    if isinstance(data, (tuple, list)) and len(data) == 2 and all(hasattr(v, "shape") for v in data):
+        data = {"logits": data[0], "labels": data[1]}
+    elif hasattr(data, "shape") and hasattr(data, "detach"):
+        data = {WHOLE: data}
+    if not isinstance(data, dict):
+        count = f" of {len(data)} item(s)" if isinstance(data, (tuple, list)) else ""
+        raise InputError(
+            f"Expected {path} to hold a dict of tensors, a (logits, labels) pair or one tensor, "
+            f"got a {type(data).__name__}{count}."
+        )
+    data = {str(k): v for k, v in data.items()}
+    return Arrays(path, list(data), data.__getitem__, None, "pt")
 
 
 def read_arrays(path: str | os.PathLike) -> dict[str, Any]:
@@ -414,6 +418,8 @@ def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str],
                 )
             return predictions_from(arrays, options=ReadOptions(
                 options.logits_key, options.labels_key, sibling, options.renormalize), split=split)
+        if label_key is None and key == WHOLE:
+            raise InputError(f"Expected labels for {path}, which holds one tensor of scores: give --labels FILE.")
         if label_key is None:
             wanted = f"'{options.labels_key}' (--labels-key)" if options.labels_key else " or ".join(LABEL_KEYS)
             raise InputError(f"Expected {path} to contain {wanted} beside {arrays.label(key)}; it has: {arrays.listing()}.")

@@ -123,7 +123,12 @@ def resolve_evaluation_input(
         if run is None:
             return EvaluationInput(_predict(path, "test", predict_options), "checkpoint", path, path, None, "checkpoint")
         return _predictions_of_run(run, path, path, "checkpoint", contents, predict_options)
-    predictions = load_predictions(path, options=options)
+    if contents is not None:  # a .pt of predictions, already loaded: not read twice
+        from adacal.sources.formats import predictions_from, torch_arrays
+
+        predictions = predictions_from(torch_arrays(path, contents), options=options)
+    else:
+        predictions = load_predictions(path, options=options)
     return EvaluationInput(predictions, "predictions", path, path, None, "file", options)
 
 
