@@ -170,31 +170,18 @@ def _npy_header(handle: IO[bytes], label: str) -> tuple[tuple[int, ...], bool, n
     return tuple(int(s) for s in shape), bool(fortran), dtype, nbytes
 
 
-def _read_npy_body(handle: IO[bytes], shape: tuple[int, ...], fortran: bool, dtype: np.dtype, nbytes: int,
-                   label: str) -> np.ndarray:
+def _read_npy_body(handle: IO[bytes], shape: tuple[int, ...], dtype: np.dtype, nbytes: int, label: str) -> np.ndarray:
+    """The array whose header `_npy_header` checked, read by numpy from the start of `handle` once the memory it
+    needs is known to be there (numpy allocates the array, then fills it: nothing is read twice)."""
     check_allocation(nbytes, what=f"{label} (shape {shape}, {dtype})")
-    data = bytearray(nbytes)
-    view = memoryview(data)
-    filled = 0
     try:
-        while filled < nbytes:
-            chunk = handle.readinto(view[filled:]) if hasattr(handle, "readinto") else None
-            if chunk is None:
-                block = handle.read(nbytes - filled)
-                chunk = len(block)
-                view[filled:filled + chunk] = block
-            if not chunk:
-                break
-            filled += chunk
+        handle.seek(0)
+        return np.lib.format.read_array(handle, allow_pickle=False, max_header_size=MAX_NPY_HEADER)
     except (OSError, EOFError, zipfile.BadZipFile, zlib.error, ValueError) as exc:
-        raise InputError(f"Expected {label} to be a readable array, but it is truncated or corrupt ({exc.__class__.__name__}).") from None
-    if filled < nbytes:
         raise InputError(
-            f"Expected {label} to hold the {human_bytes(nbytes)} its header declares (shape {shape}), "
-            f"but it holds {human_bytes(filled)}: the file is truncated."
-        )
-    array = np.frombuffer(data, dtype=dtype)
-    return array.reshape(shape, order="F" if fortran else "C")
+            f"Expected {label} to hold the {human_bytes(nbytes)} its header declares (shape {shape}), but it is "
+            f"truncated or corrupt ({exc.__class__.__name__})."
+        ) from None
 
 
 def read_npy(path: str | os.PathLike, what: str = "an .npy array") -> np.ndarray:
@@ -208,7 +195,7 @@ def read_npy(path: str | os.PathLike, what: str = "an .npy array") -> np.ndarray
                 f"Expected {path} to hold the {human_bytes(nbytes)} its header declares (shape {shape}), "
                 f"but it holds {human_bytes(max(available, 0))}: the file is truncated or its header is wrong."
             )
-        return _read_npy_body(handle, shape, fortran, dtype, nbytes, str(path))
+        return _read_npy_body(handle, shape, dtype, nbytes, str(path))
 
 
 class NpzArchive:
@@ -264,7 +251,7 @@ class NpzArchive:
                         f"but its zip entry holds {human_bytes(max(info.file_size - header, 0))}: the file is damaged "
                         "or its header is wrong."
                     )
-                return _read_npy_body(member, shape, fortran, dtype, nbytes, label)
+                return _read_npy_body(member, shape, dtype, nbytes, label)
         except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
             raise InputError(f"Expected {self.path} to be a readable .npz file, but it is not ({exc.__class__.__name__}).") from None
 
