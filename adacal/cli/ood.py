@@ -141,19 +141,12 @@ def register(app: typer.Typer) -> None:
                                 ("--limit", limit)):
                 if given is not None:
                     raise InputError(f"Expected {flag} only with --model, not with --in-preds/--out-preds.")
-            options = read_options(logits_key, labels_key, None, renormalize)
-            in_logits = lib.load_ood_logits(in_preds, options=options)
-            out_logits = lib.load_ood_logits(out_preds, options=options)
-            if in_logits.shape[1] != out_logits.shape[1]:
-                raise InputError(
-                    f"Expected {in_preds.name} and {out_preds.name} to have the same number of classes, "
-                    f"got {in_logits.shape[1]} and {out_logits.shape[1]}."
-                )
-            val = lib.load_validation_predictions(in_preds, options=options) if fit_temperature else None
-            if fit_temperature and val is None:
-                raise InputError(
-                    f"Expected val_logits and val_labels in {in_preds} to fit the temperature (--fit-temperature)."
-                )
+            from adacal.sources import resolve_ood_inputs
+
+            in_logits, out_logits, val = resolve_ood_inputs(
+                in_preds, out_preds, options=read_options(logits_key, labels_key, None, renormalize),
+                with_val=fit_temperature,
+            )
             value, source = lib.resolve_temperature(temperature=temperature, fit=fit_temperature, val=val)
             in_name = in_name or in_preds.stem
             out_name = out_name or out_preds.stem

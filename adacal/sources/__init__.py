@@ -17,7 +17,7 @@ from adacal.sources.formats import (
 )
 from adacal.sources.resolve import (
     CHECKPOINT_FORMAT, CalibrationInput, EvaluationInput, load_ood_scores, load_validation_split,
-    resolve_calibration_input, resolve_checkpoint, resolve_evaluation_input,
+    resolve_calibration_input, resolve_checkpoint, resolve_evaluation_input, resolve_ood_inputs,
 )
 
 __all__ = [
@@ -25,5 +25,5 @@ __all__ = [
     "ReadOptions", "SCORE_KEYS", "check_allocation", "check_regular_file", "check_report", "load_ood_scores",
     "load_predictions", "load_scores", "load_split_predictions", "load_validation_split", "memory_budget",
     "open_arrays", "open_regular", "parse_json", "read_arrays", "read_history", "read_json", "read_npy",
-    "read_report", "resolve_calibration_input", "resolve_checkpoint", "resolve_evaluation_input", "safe_torch_load",
+    "read_report", "resolve_calibration_input", "resolve_checkpoint", "resolve_evaluation_input", "resolve_ood_inputs", "safe_torch_load",
 ]

@@ -230,6 +230,26 @@ def load_ood_scores(path: str | os.PathLike, *, split: str = "test", options: Re
     return load_scores(path, split=split, options=options)
 
 
+def resolve_ood_inputs(
+    in_preds: str | os.PathLike, out_preds: str | os.PathLike, *, options: ReadOptions = DEFAULT_OPTIONS,
+    with_val: bool = False,
+) -> tuple[Any, Any, Predictions | None]:
+    """(in-distribution scores, OOD scores, validation predictions or None) for `ood --in-preds/--out-preds`: both
+    sets of the same number of classes; with `with_val`, the validation split of `in_preds` (needed, not optional)."""
+    in_preds, out_preds = Path(in_preds), Path(out_preds)
+    in_scores = load_ood_scores(in_preds, options=options)
+    out_scores = load_ood_scores(out_preds, options=options)
+    if in_scores.shape[1] != out_scores.shape[1]:
+        raise InputError(
+            f"Expected {in_preds.name} and {out_preds.name} to have the same number of classes, "
+            f"got {in_scores.shape[1]} and {out_scores.shape[1]}."
+        )
+    val = load_validation_split(in_preds, options=options) if with_val else None
+    if with_val and val is None:
+        raise InputError(f"Expected val_logits and val_labels in {in_preds} to fit the temperature (--fit-temperature).")
+    return in_scores, out_scores, val
+
+
 def load_validation_split(path: str | os.PathLike, *, options: ReadOptions = DEFAULT_OPTIONS) -> Predictions | None:
     """`val_*` scores and labels from a predictions file, or None when it holds no validation split."""
     from adacal.sources.formats import _prefixed, has_split
