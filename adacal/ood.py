@@ -24,6 +24,7 @@ from adacal.arrays import check_labels, check_scores, looks_like_probs
 from adacal.errors import InputError, unknown_name
 from adacal.reports import make_report, read_report
 from adacal.runs import RunFolder, predictions_are_from
+from adacal.sources.files import check_regular_file
 from adacal.sources.formats import Predictions, ReadOptions, load_split_predictions
 from adacal.sources.resolve import load_ood_scores, load_validation_split
 from adacal.sources.resolve import resolve_checkpoint as _resolve_checkpoint
@@ -247,8 +248,9 @@ def check_ood_options(
     in_name = key
     out = str(out_name)
     if out.lower().endswith(".npz") or "/" in out or os.sep in out or Path(out).is_file():
-        if not Path(out).expanduser().is_file():
+        if not Path(out).expanduser().exists():
             raise InputError(f"Expected --out to be a dataset name or an .npz file of images, but {out} does not exist.")
+        check_regular_file(Path(out).expanduser(), "an .npz file of OOD images (--out)")
     elif out.lower() in ood_names():
         out = out.lower()
     else:

@@ -421,7 +421,9 @@ def _history_line(epoch, **extra):
     (_history_line(1) + "\n" + "garbage\n" + _history_line(3) + "\n", "line 2 of .* could not be parsed"),
     ((_history_line(1) + "\n").encode() + b'{"epoch": 2, "x": "\xff\xfe"}\n', "line 2 of .*not UTF-8"),
     (_history_line(1) + "\n[1, 2]\n", "line 2 of .* epoch record \\(a JSON object\\), got a list"),
-    (_history_line(2) + "\n" + _history_line(1) + "\n", "epochs in .* to increase, but line 2 .* epoch 1 after epoch 2"),
+    (_history_line(2) + "\n" + _history_line(1) + "\n", "1, 2, 3, ... in order .* line 1 .* records epoch 2 first"),
+    (_history_line(1) + "\n" + _history_line(1) + "\n", "line 2 .* records epoch 1 after epoch 1"),
+    (_history_line(1) + "\n" + _history_line(3) + "\n", "line 2 .* records epoch 3 after epoch 1"),
     (_history_line(1, lr="fast") + "\n", "'lr' in line 1 .* a number"),
     (_history_line(1) + "\n" + '{"epoch": 2, "lr": NaN}' + "\n", "line 2 .* NaN is not a JSON number"),
 ])

@@ -297,8 +297,8 @@ MAX_HISTORY_BYTES = 1 << 30
 def read_history(path: str | os.PathLike, *, torn_tail: bool = False) -> list[dict[str, Any]]:
     """The per-epoch records of a run's history.jsonl, each validated; blank lines are skipped.
 
-    A line that is not UTF-8, not JSON, or not an epoch record (epochs must increase) is refused with its line
-    number. With `torn_tail`, a last line without its newline that does not parse is the write a killed run left
+    A line that is not UTF-8, not JSON, or not the next epoch's record (epochs run 1, 2, 3, ... with no gap: a
+    missing record is never passed over) is refused with its line number. With `torn_tail`, a last line without its newline that does not parse is the write a killed run left
     half-done: it is left out (it is no epoch's record) instead of refused. Used by `train --resume` and the plots.
     """
     path = Path(path)
@@ -322,10 +322,12 @@ def read_history(path: str | os.PathLike, *, torn_tail: bool = False) -> list[di
         if not isinstance(record, dict):
             raise InputError(f"Expected {label} to be an epoch record (a JSON object), got {_type_name(record)}.")
         validate(record, HISTORY_RECORD, label=label)
-        if records and record["epoch"] <= records[-1]["epoch"]:
+        expected = records[-1]["epoch"] + 1 if records else 1
+        if record["epoch"] != expected:
+            after = f"after epoch {records[-1]['epoch']}" if records else "first"
             raise InputError(
-                f"Expected the epochs in {path} to increase, but {label} records epoch {record['epoch']} after "
-                f"epoch {records[-1]['epoch']}."
+                f"Expected the epochs in {path} to be 1, 2, 3, ... in order (one line each), but {label} records "
+                f"epoch {record['epoch']} {after}."
             )
         records.append(record)
     return records

@@ -169,6 +169,7 @@ def _bad_files(ws: Path, base: dict, a: dict) -> None:
         "type": [history[0], history[1].replace('"epoch": 2', '"epoch": "two"')],
         "garbage": [history[0], "}}} garbage {{{", history[1]],
         "order": [history[1], history[0]],
+        "gap": [history[1]],
         "nan": [history[0], history[1].replace('"lr": ', '"lr": NaN, "x": ', 1)],
         "list": [history[0], "[1, 2]"],
     }
@@ -229,6 +230,8 @@ CASES = [
     ("train --resume history FIFO", "train --resume {ws}/history_fifo", "is a FIFO"),
     ("ood --model FIFO", "ood --model {ws}/fifo.pt --in digits --out digits", "is a FIFO"),
     ("ood --model device", "ood --model /dev/null --in digits --out digits", "character device"),
+    ("ood --out FIFO of images", "ood --model {run} --in digits --out {ws}/fifo.npz", "is a FIFO"),
+    ("ood --out folder of images", "ood --model {run} --in digits --out {ws}/folder.npz", "is a folder"),
     ("plot roc FIFO", "plot roc {ws}/fifo.json --out {ws}/r.png", "is a FIFO"),
     ("plot reliability FIFO", "plot reliability {ws}/fifo.npz --out {ws}/r.png", "is a FIFO"),
     # --- declared sizes, checked before allocation
@@ -283,7 +286,8 @@ CASES = [
     # --- history.jsonl: every damaged line refused with its number before resume writes anything
     ("train --resume history type", "train --resume {ws}/history_type", "'epoch' in line 2"),
     ("train --resume history garbage", "train --resume {ws}/history_garbage", "line 2 of"),
-    ("train --resume history order", "train --resume {ws}/history_order", "epoch 1 after epoch 2"),
+    ("train --resume history order", "train --resume {ws}/history_order", "records epoch 2 first"),
+    ("train --resume history gap", "train --resume {ws}/history_gap", "records epoch 2 first"),
     ("train --resume history NaN", "train --resume {ws}/history_nan", "line 2 of"),
     ("train --resume history list", "train --resume {ws}/history_list", "line 2 of"),
     ("train --resume history not UTF-8", "train --resume {ws}/history_latin1", "line 2 of"),
