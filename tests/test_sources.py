@@ -339,6 +339,25 @@ def test_zip_bomb_under_an_unused_key_costs_nothing(tmp_path, monkeypatch):
         load_predictions(path, options=ReadOptions(logits_key="junk"))
 
 
+def test_torch_archive_entries_are_sized_before_loading(tmp_path, monkeypatch):
+    torch.save({"logits": torch.zeros(1 << 15, 8), "labels": torch.zeros(1 << 15, dtype=torch.long)}, tmp_path / "b.pt")
+    monkeypatch.setenv("ADACAL_MEMORY_LIMIT", str(256 << 10))
+    with pytest.raises(InputError, match=r"b.pt to fit in memory, but its entries declare 1.3 MiB and 256.0 KiB"):
+        load_predictions(tmp_path / "b.pt")
+
+
+def test_crafted_zip_entry_declaring_a_huge_size(tmp_path, monkeypatch):
+    """A central directory that declares a member of 4 GiB is refused from the declaration, unread."""
+    np.savez(tmp_path / "p.npz", logits=LOGITS, labels=LABELS)
+    data = bytearray((tmp_path / "p.npz").read_bytes())
+    central = data.find(b"PK\x01\x02")  # the first member's central directory record (logits.npy)
+    data[central + 24:central + 28] = (0xFFFFFFFE).to_bytes(4, "little")  # its uncompressed size
+    (tmp_path / "lying.npz").write_bytes(bytes(data))
+    monkeypatch.setenv("ADACAL_MEMORY_LIMIT", str(1 << 30))
+    with pytest.raises(InputError, match=r"logits to fit in memory, but it would need 4.0 GiB uncompressed"):
+        load_predictions(tmp_path / "lying.npz")
+
+
 def test_object_arrays_are_never_unpickled(tmp_path):
     np.savez(tmp_path / "o.npz", logits=np.array([{"a": 1}], dtype=object), labels=LABELS[:1])
     with pytest.raises(InputError, match="holds Python objects"):
