@@ -162,3 +162,24 @@ def test_json_has_no_nan_literals(tmp_path):
     path = tmp_path / "r.json"
     write_json(path, {"x": [math.nan, 1.0]})
     assert "NaN" not in path.read_text()
+
+
+def test_read_json_is_strict_and_bounded(tmp_path):
+    """reports.read_json / read_report go through adacal.sources: strict JSON, regular files only, schemas."""
+    import os
+
+    path = tmp_path / "doc.json"
+    path.write_text('{"a": NaN}')
+    with pytest.raises(InputError, match="NaN is not a JSON number"):
+        read_json(path)
+    path.write_text("[" * 50_000 + "]" * 50_000)
+    with pytest.raises(InputError, match="nest at most"):
+        read_json(path)
+    os.mkfifo(tmp_path / "pipe.json")
+    with pytest.raises(InputError, match="FIFO"):
+        read_report(tmp_path / "pipe.json")
+    write_json(path, make_report("calibrate", config={}, results={"calibrators": {"t": {"params": "T=2"}}}))
+    with pytest.raises(InputError, match="'results.calibrators.t.params' in .* to be an object, got a string"):
+        read_report(path, kind="calibrate")
+    write_json(path, make_report("evaluate", config={}, results={"metrics": {"ece_em": 0.1}}))
+    assert read_report(path)["kind"] == "evaluate"  # a valid report of any kind reads without naming the kind

@@ -130,6 +130,8 @@ def test_csv_string_labels_map_through_the_header(tmp_path):
     ("a,b,label\n", "only a header"),
     ("", "empty"),
     ("a,a,label\n1,2,0\n", "column names .* differ"),
+    ("a,b,label\n0.1,0.9,1.5\n", "integers, got non-integer values"),
+    ("0,1,label\n0.1,0.9,1\n", None),  # numeric class names: the label column's name tells the header
     ("a,b,label\n0.1,0.9,1\n", None),
 ])
 def test_csv_refusals(tmp_path, text, match):

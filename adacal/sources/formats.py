@@ -205,7 +205,8 @@ def read_csv(path: str | os.PathLike, *, labels_key: str | None = None, labels_o
             bad = next(number for number, row in rows if len(row) != 1)
             raise InputError(f"Expected line {bad} of {path} to have 1 column, like the first, but it does not.")
         return {"labels": _labels_array(cells)}
-    if not all(_is_number(cell) for cell in first[:-1]) or (labels_key is not None and labels_key in first):
+    named_label = any(cell.lower() in CSV_LABEL_NAMES for cell in first) or (labels_key is not None and labels_key in first)
+    if named_label or not all(_is_number(cell) for cell in first[:-1]):
         header, rows = first, rows[1:]
     if width < 2:
         raise InputError(f"Expected {path} to have a column per class and a label column, got {width} column(s).")
@@ -242,9 +243,12 @@ def read_csv(path: str | os.PathLike, *, labels_key: str | None = None, labels_o
 
 
 def _labels_array(labels: list[str]) -> np.ndarray:
-    """Integer labels when every cell is an integer, else the strings (mapped through class names later)."""
+    """Integer labels when every cell is an integer, numbers when every cell is one (refused later as non-integer),
+    else the strings (mapped through class names later)."""
     if all(_is_integer_text(label) for label in labels):
         return np.array([int(float(label)) for label in labels], dtype=np.int64)
+    if all(_is_number(label) for label in labels):
+        return np.array([float(label) for label in labels])
     return np.array(labels)
 
 
