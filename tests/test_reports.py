@@ -166,8 +166,6 @@ def test_json_has_no_nan_literals(tmp_path):
 
 def test_read_json_is_strict_and_bounded(tmp_path):
     """reports.read_json / read_report go through adacal.sources: strict JSON, regular files only, schemas."""
-    import os
-
     path = tmp_path / "doc.json"
     path.write_text('{"a": NaN}')
     with pytest.raises(InputError, match="NaN is not a JSON number"):
