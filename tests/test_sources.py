@@ -81,10 +81,14 @@ def test_pt_dict_pair_tuple_and_single_tensor(tmp_path):
 
 def test_npy_with_labels_file_or_sibling(tmp_path):
     np.save(tmp_path / "logits.npy", LOGITS)
-    with pytest.raises(InputError, match="give --labels FILE or put them in logits_labels.npy beside it"):
+    with pytest.raises(InputError, match=r"give --labels FILE or put them in logits_labels.npy \(or labels.npy\)"):
         load_predictions(tmp_path / "logits.npy")
-    np.save(tmp_path / "logits_labels.npy", LABELS)
-    same(load_predictions(tmp_path / "logits.npy"))
+    np.save(tmp_path / "labels.npy", (LABELS + 2) % K)
+    same(load_predictions(tmp_path / "logits.npy"), labels=(LABELS + 2) % K)  # the CIFAR-10-C layout
+    np.save(tmp_path / "logits_labels.npy", LABELS)  # <stem>_labels.npy wins over labels.npy
+    pred = load_predictions(tmp_path / "logits.npy")
+    same(pred)
+    assert pred.notes[-1].endswith("labels read from logits_labels.npy beside it")
     np.savez(tmp_path / "lab.npz", targets=LABELS)
     np.save(tmp_path / "logits_labels.npy", (LABELS + 1) % K)  # the explicit file wins over the sibling
     same(load_predictions(tmp_path / "logits.npy", options=ReadOptions(labels_file=tmp_path / "lab.npz")))

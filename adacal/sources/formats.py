@@ -5,8 +5,8 @@ also as `<split>_<key>` (a run's predictions.npz holds `val_logits`, `test_label
 `logits_key` / `labels_key`. Files:
 - `.npz` (only the members used are decompressed) and `.pt` (weights_only: a dict of tensors, a `(logits, labels)`
   pair, or one tensor of scores);
-- `.npy`: one array of scores; its labels come from `labels_file` or, when there is none, from the sibling file
-  `<stem>_labels.npy`;
+- `.npy`: one array of scores; its labels come from `labels_file` or, when there is none, from the file
+  `<stem>_labels.npy` beside it, else `labels.npy` beside it (said in `Predictions.notes`);
 - `.csv`: one column per class plus a label column, header optional; the label column is the one named `label`,
   `labels`, `target`, `targets`, `y` or `class` (or `labels_key`), else the last column.
 Binary models: 1-D scores (or one column) become two columns — positive-class probabilities p as [1 - p, p] when every
@@ -377,9 +377,13 @@ def _labels_from_file(options: ReadOptions, n: int, num_classes: int) -> tuple[n
                                 classes_name=arrays.label(classes_key) if classes_key else "classes")
 
 
-def sibling_labels(path: Path) -> Path:
-    """Where the labels of an .npy of scores are looked for when no labels file is given."""
-    return path.with_name(f"{path.stem}_labels.npy")
+def sibling_labels(path: Path) -> Path | None:
+    """The labels of an .npy of scores when no labels file is given: `<stem>_labels.npy` beside it, else
+    `labels.npy` beside it (the layout of CIFAR-10-C: `<name>.npy` + `labels.npy`); None when neither exists."""
+    for candidate in (path.with_name(f"{path.stem}_labels.npy"), path.with_name("labels.npy")):
+        if candidate != path and os.path.lexists(candidate):
+            return candidate
+    return None
 
 
 def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, split: str | None = "test",
@@ -416,12 +420,15 @@ def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str],
         label_key = _labels_key(arrays, options, split)
         if label_key is None and arrays.kind == "npy":
             sibling = sibling_labels(path)
-            if not sibling.exists():
+            if sibling is None:
                 raise InputError(
-                    f"Expected labels for {path}: give --labels FILE or put them in {sibling.name} beside it."
+                    f"Expected labels for {path}: give --labels FILE or put them in {path.stem}_labels.npy "
+                    "(or labels.npy) beside it."
                 )
-            return predictions_from(arrays, options=ReadOptions(
+            found = predictions_from(arrays, options=ReadOptions(
                 options.logits_key, options.labels_key, sibling, options.renormalize), split=split)
+            note = f"{arrays.label(key)}: labels read from {sibling.name} beside it"
+            return Predictions(found.logits, found.labels, found.notes + (note,))
         if label_key is None and key == WHOLE:
             raise InputError(f"Expected labels for {path}, which holds one tensor of scores: give --labels FILE.")
         if label_key is None:
