@@ -116,7 +116,7 @@ def register(app: typer.Typer) -> None:
         predictions: Annotated[
             Path,
             typer.Argument(
-                help="Predictions file (.npz/.pt with logits and labels), checkpoint, or run folder.",
+                help="Predictions file (.npz, .pt, .npy or .csv), checkpoint, or run folder.",
                 show_default=False,
             ),
         ],

@@ -10,19 +10,19 @@ import typer
 
 LogitsKey = Annotated[
     str | None,
-    typer.Option("--logits-key", help="Key of the scores (logits or probabilities) in an .npz/.pt file. "
-                                      "[default: logits, probs, probabilities or scores]", show_default=False),
+    typer.Option("--logits-key", help="Key of the scores (logits or probabilities) in an .npz/.pt file "
+                                      "(default: logits, probs, probabilities or scores).", show_default=False),
 ]
 LabelsKey = Annotated[
     str | None,
-    typer.Option("--labels-key", help="Key of the labels in an .npz/.pt file, or the label column's header in a .csv. "
-                                      "[default: labels, targets or y; in a .csv a column so named, else the last]",
+    typer.Option("--labels-key", help="Key of the labels in an .npz/.pt file, or the label column's header in a .csv "
+                                      "(default: labels, targets or y; in a .csv a column so named, else the last).",
                  show_default=False),
 ]
 LabelsFile = Annotated[
     Path | None,
     typer.Option("--labels", help="File of labels (.npy, .npz, .pt or .csv) for scores saved without them, e.g. an "
-                                  ".npy of logits. [default: <stem>_labels.npy, else labels.npy, beside an .npy]", show_default=False),
+                                  ".npy of logits (default: <stem>_labels.npy, else labels.npy, beside an .npy).", show_default=False),
 ]
 Renormalize = Annotated[
     bool,
