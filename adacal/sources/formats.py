@@ -390,6 +390,10 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
                      need_labels: bool = True) -> Predictions | np.ndarray:
     """The (scores, labels) of one split of an opened file, or only the scores when `need_labels` is False."""
     path = arrays.path
+    if options.logits_key is not None and arrays.kind in ("npy", "csv"):
+        raise InputError(
+            f"Expected --logits-key only with an .npz or .pt file, not with {path.name} (its scores have no key)."
+        )
     key = _scores_key(arrays, options, split)
     if key is None:
         wanted = (f"'{options.logits_key}' (--logits-key)" if options.logits_key else
