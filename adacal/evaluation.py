@@ -1,8 +1,8 @@
-"""The library side of `adacal evaluate`: find the predictions a path points to, compute metrics, build the report.
+"""The library side of `adacal evaluate`: compute metrics and build the report of the predictions a path points to.
 
-A path may be
-- a predictions file: .npz with `logits`/`labels` (or `val_*`/`test_*`: the test split is used), or a .pt dict of
-  tensors with the same keys (loaded with weights_only=True);
+Paths are resolved by `adacal.sources.resolve_evaluation_input` (re-exported here). A path may be
+- a predictions file of any framework: .npz, .pt (weights_only=True), .npy or .csv, with `logits`/`labels` or
+  their other spellings (or `val_*`/`test_*`: the test split is used), see `adacal.sources.formats`;
 - an adacal checkpoint (.pt whose "format" is "adacal-checkpoint") or a run folder: the run folder's
   predictions.npz test split when it exists, otherwise the checkpoint's model is run on its dataset's test split
   (`adacal.training.predict_checkpoint`).
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,33 +23,13 @@ from adacal.metrics.binning import check_n_bins
 from adacal.metrics.bootstrap import bootstrap_prepared, check_confidence, check_seed
 from adacal.metrics.calibration import compute_prepared, prepare_predictions, resolve_metric_names
 from adacal.metrics.memory import check_bins_fit, check_bootstrap_fits
-from adacal.predictions import Predictions, read_arrays, load_predictions
 from adacal.reports import make_report
-from adacal.runs import RunFolder, find_run_folder, predictions_are_from, require_run_folder, selected_checkpoint
+from adacal.sources.resolve import CHECKPOINT_FORMAT, INPUT_KINDS, EvaluationInput, resolve_evaluation_input
 
-CHECKPOINT_FORMAT = "adacal-checkpoint"
-INPUT_KINDS = ("predictions", "checkpoint", "run")
-
-
-@dataclass(frozen=True)
-class EvaluationInput:
-    """What a user's path resolved to: the predictions, and where they came from."""
-
-    predictions: Predictions
-    kind: str  # one of INPUT_KINDS
-    path: Path  # the path as given
-    data_path: Path  # the file actually read (predictions file or checkpoint): hashed into the report
-    run: RunFolder | None  # the run folder when the input is a checkpoint or run folder
-    source: str  # "file", "predictions.npz" or "checkpoint" (model run on the test split)
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "path": str(self.path),
-            "read": str(self.data_path),
-            "source": self.source,
-            "split": "test",
-        }
+__all__ = [
+    "CHECKPOINT_FORMAT", "INPUT_KINDS", "EvaluationInput", "calibrated_probs", "check_bootstrap", "evaluate_predictions",
+    "evaluation_config", "evaluation_report", "resolve_evaluation_input",
+]
 
 
 def check_bootstrap(n_resamples: Any, *, name: str = "bootstrap") -> int:
@@ -58,47 +37,6 @@ def check_bootstrap(n_resamples: Any, *, name: str = "bootstrap") -> int:
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 0:
         raise InputError(f"Expected {name} to be a non-negative integer, got {n_resamples!r}.")
     return int(n_resamples)
-
-
-def _predictions_of_run(
-    run: RunFolder, checkpoint: Path | None, given: Path, kind: str, contents: dict[str, Any] | None = None,
-    **predict_options: Any,
-) -> EvaluationInput:
-    """The run's predictions.npz when it holds the outputs asked for (the run's selected model, or the checkpoint
-    given, whose loaded `contents` tell its epoch); otherwise the checkpoint's own test logits (a best.pt of another
-    epoch than the model training evaluated is scored itself, not described by the other model's predictions)."""
-    if run.predictions.is_file() and (checkpoint is None or predictions_are_from(run, contents)):
-        return EvaluationInput(load_predictions(run.predictions), kind, given, run.predictions, run, "predictions.npz")
-    if checkpoint is None:
-        checkpoint = selected_checkpoint(run)  # the model training selected (best.pt for --select best-val)
-    from adacal.training import predict_checkpoint
-
-    predictions = predict_checkpoint(checkpoint, split="test", **predict_options)
-    return EvaluationInput(predictions, kind, given, checkpoint, run, "checkpoint")
-
-
-def resolve_evaluation_input(
-    path: str | os.PathLike, *, data_dir: str | os.PathLike | None = None, device: str = "auto"
-) -> EvaluationInput:
-    """Load the test-split predictions that `path` (predictions file, checkpoint or run folder) stands for."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"Expected a predictions file, checkpoint or run folder at {path}, but it does not exist.")
-    options: dict[str, Any] = {"device": device}
-    if data_dir is not None:
-        options["data_dir"] = data_dir
-    if path.is_dir():
-        return _predictions_of_run(require_run_folder(path), None, path, "run", **options)
-    if path.suffix.lower() in (".pt", ".pth"):
-        contents = read_arrays(path)
-        if contents.get("format") == CHECKPOINT_FORMAT:
-            run = find_run_folder(path)
-            if run is None:
-                from adacal.training import predict_checkpoint
-
-                return EvaluationInput(predict_checkpoint(path, split="test", **options), "checkpoint", path, path, None, "checkpoint")
-            return _predictions_of_run(run, path, path, "checkpoint", contents, **options)
-    return EvaluationInput(load_predictions(path), "predictions", path, path, None, "file")
 
 
 def calibrated_probs(calibrator: Any, logits: np.ndarray, *, calibrator_path: str | os.PathLike = "calibrator") -> np.ndarray:

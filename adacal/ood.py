@@ -23,16 +23,12 @@ import numpy as np
 
 from adacal.arrays import check_labels, check_scores, looks_like_probs
 from adacal.errors import InputError, unknown_name
-from adacal.predictions import Predictions, read_arrays
 from adacal.reports import make_report, read_report
-from adacal.runs import (
-    OOD_FILE,
-    RunFolder,
-    find_run_folder,
-    predictions_are_from,
-    require_run_folder,
-    selected_checkpoint,
-)
+from adacal.runs import OOD_FILE, RunFolder, predictions_are_from, require_run_folder
+from adacal.sources.files import check_regular_file
+from adacal.sources.formats import Predictions, ReadOptions, load_split_predictions
+from adacal.sources.resolve import load_ood_scores, load_validation_split
+from adacal.sources.resolve import resolve_checkpoint as _resolve_checkpoint
 
 OOD_SCORES = ("entropy", "max-prob", "energy")
 DEFAULT_CORRUPTION = "gaussian_noise"
@@ -237,27 +233,16 @@ def resolve_temperature(
 # ---------------------------------------------------------------------------------------------- saved logits
 
 
-def load_ood_logits(path: str | os.PathLike, *, split: str = "test") -> np.ndarray:
-    """Logits (N, K) from an .npz/.pt file with `logits` (labels optional), or `<split>_logits` (e.g. predictions.npz)."""
-    path = Path(path)
-    arrays = read_arrays(path)
-    for key in ("logits", f"{split}_logits"):
-        if key in arrays:
-            return check_scores(arrays[key], name=f"{path.name}:{key}")
-    raise InputError(
-        f"Expected {path} to contain logits or {split}_logits; it has: {', '.join(sorted(arrays)) or 'nothing'}."
-    )
+def load_ood_logits(path: str | os.PathLike, *, split: str = "test", options: ReadOptions | None = None) -> np.ndarray:
+    """Scores (N, K) of saved model outputs (labels optional): any file and key spelling `adacal.sources` reads
+    (`logits`, `probs`, ..., or `test_logits` as in predictions.npz; .npz, .pt, .npy, .csv)."""
+    return load_ood_scores(path, split=split, options=options or ReadOptions())
 
 
-def load_validation_predictions(path: str | os.PathLike) -> Predictions | None:
-    """`val_logits` and `val_labels` from a predictions file, or None when it holds no validation split."""
-    path = Path(path)
-    arrays = read_arrays(path)
-    if "val_logits" not in arrays or "val_labels" not in arrays:
-        return None
-    logits = check_scores(arrays["val_logits"], name=f"{path.name}:val_logits")
-    labels = check_labels(arrays["val_labels"], n=logits.shape[0], num_classes=logits.shape[1], name=f"{path.name}:val_labels")
-    return Predictions(logits=logits, labels=labels)
+def load_validation_predictions(path: str | os.PathLike, *, options: ReadOptions | None = None) -> Predictions | None:
+    """`val_logits` and `val_labels` (or their other spellings) from a predictions file, or None when it holds no
+    validation split."""
+    return load_validation_split(path, options=options or ReadOptions())
 
 
 # ------------------------------------------------------------------------------------------- from a checkpoint
@@ -288,8 +273,9 @@ def check_ood_options(
         in_name = key
     out = str(out_name)
     if out.lower().endswith(".npz") or "/" in out or os.sep in out or Path(out).is_file():
-        if not Path(out).expanduser().is_file():
+        if not Path(out).expanduser().exists():
             raise InputError(f"Expected --out to be a dataset name or an .npz file of images, but {out} does not exist.")
+        check_regular_file(Path(out).expanduser(), "an .npz file of OOD images (--out)")
     elif out.lower() in ood_names():
         out = out.lower()
     else:
@@ -345,13 +331,7 @@ def resolve_checkpoint(model_path: str | os.PathLike) -> tuple[Path, RunFolder |
     For a run folder: the model training selected (checkpoints/best.pt when it was trained with --select best-val,
     else checkpoints/last.pt) — the one its predictions.npz and evaluate.json describe.
     """
-    path = Path(model_path).expanduser()
-    if not path.exists():
-        raise InputError(f"Expected a run folder or checkpoint at {path}, but it does not exist.")
-    if not path.is_dir():
-        return path, find_run_folder(path)
-    run = require_run_folder(path)
-    return selected_checkpoint(run), run
+    return _resolve_checkpoint(model_path)
 
 
 def ood_from_model(
@@ -516,8 +496,6 @@ def _saved_predictions(run: RunFolder | None, checkpoint: dict[str, Any], *, in_
     """
     if run is None or in_name != str(checkpoint["dataset"]).lower() or not predictions_are_from(run, checkpoint):
         return None
-    from adacal.predictions import load_split_predictions
-
     return load_split_predictions(run.predictions)
 
 

@@ -63,32 +63,10 @@ def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
 
 
 def safe_torch_load(path: str | os.PathLike, *, what: str = "torch file") -> Any:
-    """`torch.load(weights_only=True)` on the CPU: a pickle payload is refused, a damaged file is a CheckpointError."""
-    import pickle
-    import zipfile
+    """`torch.load(weights_only=True)` on the CPU of a regular file: see `adacal.sources.files.safe_torch_load`."""
+    from adacal.sources.files import safe_torch_load as load
 
-    import torch
-
-    path = Path(path)
-    if not path.exists():
-        raise CheckpointError(f"Expected a {what} at {path}, but it does not exist.")
-    if path.is_dir():
-        raise CheckpointError(f"Expected a {what} at {path}, but it is a folder.")
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        # The weights-only unpickler names the global it refused; anything else is a damaged or foreign file.
-        if "unsupported global" in str(exc).lower() or "unsupported class" in str(exc).lower():
-            raise CheckpointError(
-                f"Refusing to load {path}: it holds Python objects other than tensors and plain values, "
-                "which could run code (adacal loads torch files with weights_only=True only)."
-            ) from None
-        raise CheckpointError(f"Expected {path} to be a readable {what}, but it is truncated or corrupt (UnpicklingError).") from None
-    except (RuntimeError, EOFError, OSError, ValueError, zipfile.BadZipFile, UnicodeDecodeError, KeyError,
-            AttributeError, TypeError, IndexError) as exc:
-        raise CheckpointError(
-            f"Expected {path} to be a readable {what}, but it is truncated or corrupt ({exc.__class__.__name__})."
-        ) from None
+    return load(path, what=what)
 
 
 def file_sha256(path: str | os.PathLike) -> str:
@@ -121,27 +99,17 @@ def make_report(
 
 
 def read_json(path: str | os.PathLike) -> Any:
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"Expected a JSON file at {path}, but it does not exist.")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"Expected {path} to be a JSON file, but it could not be parsed ({exc.__class__.__name__}).") from None
+    """A JSON document, parsed strictly with limits: see `adacal.sources.documents.read_json`."""
+    from adacal.sources.documents import read_json as read
+
+    return read(path)
 
 
 def read_report(path: str | os.PathLike, kind: str | None = None) -> dict[str, Any]:
-    """Read an adacal report, checking its envelope (and its kind, when given)."""
-    report = read_json(path)
-    if not isinstance(report, dict) or "schema_version" not in report or "results" not in report:
-        raise InputError(f"Expected {path} to be an adacal report, but it has no schema_version/results.")
-    if report["schema_version"] != SCHEMA_VERSION:
-        raise InputError(
-            f"Expected {path} to have schema_version {SCHEMA_VERSION}, got {report['schema_version']!r}."
-        )
-    if kind is not None and report.get("kind") != kind:
-        raise InputError(f"Expected {path} to be a report of kind '{kind}', got one of kind '{report.get('kind')}'.")
-    return report
+    """An adacal report, its envelope, kind (when given) and schema checked: see `adacal.sources.documents`."""
+    from adacal.sources.documents import read_report as read
+
+    return read(path, kind)
 
 
 def new_run_dir(root: str | os.PathLike, name: str, *, unique: bool = True) -> Path:

@@ -125,8 +125,8 @@ def test_make_report_envelope(tmp_path):
 
 def test_read_report_checks_envelope_and_kind(tmp_path):
     path = tmp_path / "report.json"
-    write_json(path, make_report("evaluate", config={}, results={"a": 1}))
-    assert read_report(path, kind="evaluate")["results"] == {"a": 1}
+    write_json(path, make_report("evaluate", config={}, results={"metrics": {"ece_em": 0.1}}))
+    assert read_report(path, kind="evaluate")["results"] == {"metrics": {"ece_em": 0.1}}
     with pytest.raises(InputError, match=r"Expected .*report.json to be a report of kind 'calibrate', got one of kind 'evaluate'\."):
         read_report(path, kind="calibrate")
     write_json(path, {"results": {}})
@@ -221,3 +221,20 @@ def test_new_run_dir_named_refuses_a_taken_name(tmp_path):
     with pytest.raises(InputError, match="already exists"):
         new_run_dir(tmp_path, "ce", unique=False)
     assert new_run_dir(tmp_path, "ce") == tmp_path / "ce-2"
+def test_read_json_is_strict_and_bounded(tmp_path):
+    """reports.read_json / read_report go through adacal.sources: strict JSON, regular files only, schemas."""
+    path = tmp_path / "doc.json"
+    path.write_text('{"a": NaN}')
+    with pytest.raises(InputError, match="NaN is not a JSON number"):
+        read_json(path)
+    path.write_text("[" * 50_000 + "]" * 50_000)
+    with pytest.raises(InputError, match="nest at most"):
+        read_json(path)
+    os.mkfifo(tmp_path / "pipe.json")
+    with pytest.raises(InputError, match="FIFO"):
+        read_report(tmp_path / "pipe.json")
+    write_json(path, make_report("calibrate", config={}, results={"calibrators": {"t": {"params": "T=2"}}}))
+    with pytest.raises(InputError, match="'results.calibrators.t.params' in .* to be an object, got a string"):
+        read_report(path, kind="calibrate")
+    write_json(path, make_report("evaluate", config={}, results={"metrics": {"ece_em": 0.1}}))
+    assert read_report(path)["kind"] == "evaluate"  # a valid report of any kind reads without naming the kind

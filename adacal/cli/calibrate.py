@@ -8,11 +8,13 @@ from typing import Annotated, Any, Optional
 import typer
 
 from adacal.cli.common import ForceOption, guarded, metrics_line
+from adacal.cli.inputs import LabelsFile, LabelsKey, LogitsKey, Renormalize, print_notes, read_options
 
 HELP = (
     "Fit post-hoc calibrators on validation logits and judge them on test.\n\n"
     "RUN_OR_PREDICTIONS is a run folder written by 'adacal train' (or a checkpoint or predictions.npz inside one), "
-    "or a predictions file (.npz or .pt) holding val_logits, val_labels, test_logits and test_labels. For a run, its "
+    "or a predictions file (.npz or .pt) holding val_logits, val_labels, test_logits and test_labels, or the test "
+    "predictions of any framework with --val FILE for the validation ones (formats as in 'adacal evaluate'). For a run, its "
     "predictions.npz is used (for a checkpoint, only when it holds that checkpoint's outputs); otherwise the logits "
     "are recomputed from the checkpoint (for a run folder, the one training selected). The report is written to "
     "calibrate.json in the run folder; nothing else there is touched. For a predictions file the results are only "
@@ -54,49 +56,14 @@ def _check_output_path(option: str, path: Path | None) -> None:
         raise InputError(f"Expected {option} to be a file path, got the folder {path}.")
 
 
-def _load_inputs(source: Path) -> tuple[Any, Any, Path, Any]:
-    """(validation predictions, test predictions, the file they came from, the run folder or None)."""
-    from adacal.errors import InputError
-    from adacal.predictions import load_split_predictions
-    from adacal.runs import find_run_folder, require_run_folder, selected_checkpoint
+def _describe_inputs(inputs: Any) -> dict[str, Any]:
+    """Reading options and what was assumed reading the input, for the report's config."""
+    from adacal.sources.resolve import describe_options
 
-    if not source.exists():
-        raise InputError(f"Expected a run folder, checkpoint or predictions file at {source}, but it does not exist.")
-    run, checkpoint = None, None
-    if source.is_dir():
-        run = require_run_folder(source)
-    else:
-        found = find_run_folder(source)
-        if found is not None and source.resolve() == found.predictions.resolve():
-            run = found
-        elif found is not None and source.resolve().parent == found.checkpoints.resolve():
-            run, checkpoint = found, source
-    if run is None:
-        splits, input_path = load_split_predictions(source), source
-    elif run.predictions.is_file() and (checkpoint is None or _predictions_are_from(run, checkpoint)):
-        splits, input_path = load_split_predictions(run.predictions), run.predictions
-    else:
-        if checkpoint is None:
-            checkpoint = selected_checkpoint(run)  # the model training selected (best.pt for --select best-val)
-        from adacal.training import predict_checkpoint
-
-        input_path = checkpoint
-        splits = {split: predict_checkpoint(input_path, split=split) for split in ("val", "test")}
-    if splits.get("val") is None:
-        raise InputError(
-            f"Expected {input_path} to hold validation predictions (val_logits, val_labels) to fit calibrators on, "
-            "found none."
-        )
-    return splits["val"], splits["test"], input_path, run
-
-
-def _predictions_are_from(run: Any, checkpoint: Path) -> bool:
-    """Whether the run's predictions.npz holds this checkpoint's outputs (else a best.pt of another epoch than the
-    model training evaluated would be calibrated with the other model's logits)."""
-    from adacal.runs import predictions_are_from
-    from adacal.training import load_checkpoint
-
-    return predictions_are_from(run, load_checkpoint(checkpoint))
+    described = describe_options(inputs.options)
+    if inputs.notes:
+        described["assumed"] = list(inputs.notes)
+    return described
 
 
 def _describe(params: dict[str, Any]) -> str:
@@ -152,6 +119,8 @@ def run_calibrate(
     save: Path | None = None,
     quiet: bool = False,
     force: bool = False,
+    val: Path | None = None,
+    options: Any = None,
 ) -> dict[str, Any]:
     """Everything `adacal calibrate` does; returns the report (written to calibrate.json / --json when there is one)."""
     from adacal.calibrators import TEMPERATURE_OBJECTIVES, build_calibrators, compare_calibrators, save_calibrator
@@ -171,20 +140,26 @@ def run_calibrate(
     build_calibrators(methods, objective=used_objective, n_bins=n_bins)
     from adacal.writing import check_output, is_stdout
 
-    check_output(json_path, flag="--json", inputs=(source,), force=force)
-    check_output(save, flag="--save", inputs=(source,), force=force)
+    own_inputs = (source, val, getattr(options, "labels_file", None))
+    check_output(json_path, flag="--json", inputs=own_inputs, force=force)
+    check_output(save, flag="--save", inputs=own_inputs, force=force)
     _check_output_path("--json", json_path)
     _check_output_path("--save", save)
     if is_stdout(json_path) and is_stdout(save):
         raise InputError("Expected at most one of --json and --save to be '-' (standard output), got both.")
 
-    val, test, input_path, run = _load_inputs(source)
+    from adacal.sources import ReadOptions, resolve_calibration_input
+
+    val_path = val
+    inputs = resolve_calibration_input(source, val=val, options=options or ReadOptions())
+    val, test, input_path, run = inputs.val, inputs.test, inputs.input_path, inputs.run
     comparison = compare_calibrators(
         val.logits, val.labels, test.logits, test.labels, methods=methods, objective=used_objective, n_bins=n_bins
     )
     report = make_report(
         "calibrate",
-        config={"method": method, "objective": used_objective, "n_bins": n_bins, "input": str(source)},
+        config={"method": method, "objective": used_objective, "n_bins": n_bins, "input": str(source),
+                **({"val": str(val_path)} if val_path is not None else {}), **_describe_inputs(inputs)},
         results=comparison.results,
         input_path=input_path,
     )
@@ -195,6 +170,7 @@ def run_calibrate(
     if save is not None:
         save_calibrator(comparison.fitted[comparison.best], save)
 
+    print_notes(inputs.notes, quiet)
     if is_stdout(json_path) or is_stdout(save):
         return report  # the JSON is the whole of stdout
     if quiet:
@@ -260,8 +236,17 @@ def register(app: typer.Typer) -> None:
         ] = None,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one summary line instead of the table.")] = False,
         force: ForceOption = False,
+        val: Annotated[
+            Optional[Path],
+            typer.Option("--val", help="Validation predictions to fit on (any format evaluate reads); "
+                                       "RUN_OR_PREDICTIONS then holds the test predictions.", show_default=False),
+        ] = None,
+        logits_key: LogitsKey = None,
+        labels_key: LabelsKey = None,
+        labels: LabelsFile = None,
+        renormalize: Renormalize = False,
     ) -> None:
         run_calibrate(
             source, method=method, objective=objective, n_bins=n_bins, json_path=json_path, save=save, quiet=quiet,
-            force=force,
+            force=force, val=val, options=read_options(logits_key, labels_key, labels, renormalize),
         )

@@ -10,13 +10,18 @@ from typing import Annotated, Any
 import typer
 
 from adacal.cli.common import ForceOption, guarded, metrics_line, reflow
+from adacal.cli.inputs import LabelsFile, LabelsKey, LogitsKey, Renormalize, print_notes, read_options
 from adacal.errors import InputError
 
 HELP = """Measure calibration of a model's test predictions: ECE (equal-width, equal-mass, debiased, sweep, smooth), MCE,
 classwise ECE, NLL, Brier score and top-1 error, optionally with bootstrap confidence intervals.
 
-PREDICTIONS is a predictions file (.npz or .pt with `logits` and `labels`, or `test_logits`/`test_labels` like a
-run's predictions.npz), a checkpoint, or a run folder written by 'adacal train'. Rows that are all in [0, 1] and sum
+PREDICTIONS is a predictions file of any framework (.npz or .pt with `logits`/`probs`/`scores` and
+`labels`/`targets`/`y`, or `test_logits`/`test_labels` like a run's predictions.npz; a .pt (logits, labels) pair; an
+.npy of scores with --labels FILE or <stem>_labels.npy (or labels.npy) beside it; a .csv with one column per class
+and a label column), a checkpoint, or a run folder written by 'adacal train'. 1-D binary scores are taken as
+positive-class probabilities when all in [0, 1], else as decision scores (logits); string labels are mapped through
+a `classes` array (or a .csv header). Rows that are all in [0, 1] and sum
 to 1 are taken as probabilities, anything else as logits; the table and JSON say which was assumed.
 The table shows fractions as %; the JSON holds fractions (NLL in nats).
 
@@ -53,8 +58,10 @@ def _check_options(
         raise InputError(f"Expected --seed to be a non-negative integer, got {seed}.")
     if json_path is not None and json_path.is_dir():
         raise InputError(f"Expected --json to be a file path, but {json_path} is a folder.")
-    if calibrator is not None and not calibrator.is_file():
-        raise InputError(f"Expected --calibrator to be a calibrator file, but {calibrator} does not exist.")
+    if calibrator is not None:
+        from adacal.sources import check_regular_file
+
+        check_regular_file(calibrator, "a calibrator file (--calibrator)")
 
 
 def _format(name: str, value: float) -> str:
@@ -136,7 +143,7 @@ def register(app: typer.Typer) -> None:
         predictions: Annotated[
             Path,
             typer.Argument(
-                help="Predictions file (.npz/.pt with logits and labels), checkpoint, or run folder.",
+                help="Predictions file (.npz, .pt, .npy or .csv), checkpoint, or run folder.",
                 show_default=False,
             ),
         ],
@@ -167,6 +174,10 @@ def register(app: typer.Typer) -> None:
         ] = "auto",
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one summary line instead of the table.")] = False,
         force: ForceOption = False,
+        logits_key: LogitsKey = None,
+        labels_key: LabelsKey = None,
+        labels: LabelsFile = None,
+        renormalize: Renormalize = False,
     ) -> None:
         from adacal.writing import check_output, is_stdout
         from adacal.evaluation import calibrated_probs, evaluation_report, resolve_evaluation_input
@@ -174,7 +185,7 @@ def register(app: typer.Typer) -> None:
         from adacal.reports import write_json
         from adacal.runs import EVALUATE_FILE
 
-        check_output(json_path, flag="--json", inputs=(predictions, calibrator), force=force)
+        check_output(json_path, flag="--json", inputs=(predictions, calibrator, labels), force=force)
         names = resolve_metric_names(metrics)
         _check_options(n_bins, bootstrap, seed, json_path, calibrator, len(names))
         fitted = None
@@ -183,7 +194,10 @@ def register(app: typer.Typer) -> None:
 
             fitted = load_calibrator(calibrator)
 
-        source = resolve_evaluation_input(predictions, data_dir=data_dir, device=device)
+        source = resolve_evaluation_input(
+            predictions, data_dir=data_dir, device=device,
+            options=read_options(logits_key, labels_key, labels, renormalize),
+        )
         scores = source.predictions.logits
         if fitted is not None:
             scores = calibrated_probs(fitted, scores, calibrator_path=calibrator)
@@ -211,6 +225,7 @@ def register(app: typer.Typer) -> None:
                 targets.append(run_report)  # an interrupted run has none yet
         for target in targets:
             write_json(target, report)
+        print_notes(source.predictions.notes, quiet)
         if is_stdout(json_path):
             return  # the report is the whole of stdout
         if quiet:

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from adacal.cli.common import ForceOption, guarded
+from adacal.cli.inputs import LabelsKey, LogitsKey, Renormalize, read_options
 from adacal.errors import InputError
 
 HELP = (
@@ -25,8 +26,9 @@ HELP = (
     "  adacal ood --out cifar10-c --corruption fog --severity 5 --model runs/RUN --data-dir DIR\n\n"
     "CIFAR-10-C: Hendrycks' published files are read from --data-dir (DIR/CIFAR-10-C/<corruption>.npy and "
     "labels.npy; all 19 corruptions); without them gaussian_noise is generated (the report says which).\n\n"
-    "From saved logits of any model (.npz or .pt with `logits`, or `test_logits` as in predictions.npz; labels "
-    "optional), printing the table, and writing ood.json only with --json PATH:\n\n"
+    "From saved outputs of any model (.npz, .pt, .npy or .csv with `logits`, `probs` or `scores`, or `test_logits` as "
+    "in predictions.npz, or the key --logits-key names; labels optional), printing the table, and writing a report "
+    "only with --json PATH:\n\n"
     "  adacal ood --in-preds cifar10_logits.npz --out-preds svhn_logits.npz --json ood.json"
 )
 
@@ -95,6 +97,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one summary line instead of the table.")] = False,
         force: ForceOption = False,
+        logits_key: LogitsKey = None,
+        labels_key: LabelsKey = None,
+        renormalize: Renormalize = False,
     ) -> None:
         from adacal import ood as lib
         from adacal.reports import write_json
@@ -118,6 +123,8 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"Expected --severity to be an integer from 1 to 5, got {severity}.")
 
         if model is not None:
+            if logits_key is not None or labels_key is not None or renormalize:
+                raise InputError("Expected --logits-key, --labels-key and --renormalize only with --in-preds/--out-preds.")
             if out_name is None:
                 raise InputError("Expected --out (the OOD set: a dataset name, cifar10-c or an .npz of images) with --model.")
             in_name, out_name, corruption, severity = lib.check_ood_options(
@@ -152,18 +159,12 @@ def register(app: typer.Typer) -> None:
                                 ("--limit", limit)):
                 if given is not None:
                     raise InputError(f"Expected {flag} only with --model, not with --in-preds/--out-preds.")
-            in_logits = lib.load_ood_logits(in_preds)
-            out_logits = lib.load_ood_logits(out_preds)
-            if in_logits.shape[1] != out_logits.shape[1]:
-                raise InputError(
-                    f"Expected {in_preds.name} and {out_preds.name} to have the same number of classes, "
-                    f"got {in_logits.shape[1]} and {out_logits.shape[1]}."
-                )
-            val = lib.load_validation_predictions(in_preds) if fit_temperature else None
-            if fit_temperature and val is None:
-                raise InputError(
-                    f"Expected val_logits and val_labels in {in_preds} to fit the temperature (--fit-temperature)."
-                )
+            from adacal.sources import resolve_ood_inputs
+
+            in_logits, out_logits, val = resolve_ood_inputs(
+                in_preds, out_preds, options=read_options(logits_key, labels_key, None, renormalize),
+                with_val=fit_temperature,
+            )
             value, source = lib.resolve_temperature(temperature=temperature, fit=fit_temperature, val=val)
             in_name = in_name or in_preds.stem
             out_name = out_name or out_preds.stem

@@ -14,11 +14,18 @@ from typing import Any
 import numpy as np
 import torch
 
-from adacal.errors import CheckpointError
-from adacal.reports import atomic_torch_save, safe_torch_load
+from adacal.errors import CheckpointError, InputError
+from adacal.reports import atomic_torch_save
+from adacal.sources.files import check_allocation, safe_torch_load
 
 FORMAT = "adacal-checkpoint"
 FORMAT_VERSION = 1
+# Bounds on what a checkpoint may declare, far beyond any real model: a file from elsewhere must not make adacal build
+# a model with 10^12 classes or an input of 10^15 values (memory is checked separately, on the meta device).
+MAX_CLASSES = 10_000_000
+MAX_INPUT_VALUES = 1 << 28
+MAX_OPTION_INT = 1 << 31
+MAX_STATE_ENTRIES = 100_000
 REQUIRED_KEYS = (
     "format", "format_version", "model_name", "model_options", "dataset", "num_classes", "input_shape", "config",
     "epoch", "model_state",
@@ -117,7 +124,7 @@ def save_checkpoint(checkpoint: dict[str, Any], path: str | os.PathLike) -> Path
 def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     """Read an adacal checkpoint safely (weights_only=True, on the CPU); anything else is a CheckpointError."""
     path = Path(path)
-    checkpoint = safe_torch_load(path, what="torch checkpoint")
+    checkpoint = safe_torch_load(path, what="torch checkpoint", error=CheckpointError)
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:
         raise CheckpointError(f"Expected {path} to be an adacal checkpoint (written by 'adacal train'), but it is not.")
     version = checkpoint.get("format_version")
@@ -130,6 +137,7 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     if missing:
         raise CheckpointError(f"Expected {path} to contain {', '.join(missing)}, but it does not.")
     _check_fields(checkpoint, path)
+    _check_model(checkpoint, path)
     return checkpoint
 
 
@@ -143,12 +151,14 @@ def _check_fields(checkpoint: dict[str, Any], path: Path) -> None:
         "model_name": ("a name", lambda v: isinstance(v, str) and v != ""),
         "model_options": ("a dict", lambda v: isinstance(v, dict)),
         "dataset": ("a name", lambda v: isinstance(v, str) and v != ""),
-        "num_classes": ("an integer >= 1", lambda v: _is_count(v, 1)),
-        "input_shape": ("a list of positive integers",
-                        lambda v: isinstance(v, (list, tuple)) and len(v) > 0 and all(_is_count(s, 1) for s in v)),
+        "num_classes": (f"an integer from 2 to {MAX_CLASSES}", lambda v: _is_count(v, 2) and v <= MAX_CLASSES),
+        "input_shape": (f"a list of 1 to 4 positive integers with at most {MAX_INPUT_VALUES} values in all",
+                        lambda v: isinstance(v, (list, tuple)) and 0 < len(v) <= 4 and all(_is_count(s, 1) for s in v)
+                        and int(np.prod([int(s) for s in v], dtype=object)) <= MAX_INPUT_VALUES),
         "config": ("a dict", lambda v: isinstance(v, dict)),
         "epoch": ("an integer >= 0", lambda v: _is_count(v, 0)),
-        "model_state": ("a dict of tensors", lambda v: isinstance(v, dict)),
+        "model_state": ("a dict of tensors", lambda v: isinstance(v, dict) and len(v) <= MAX_STATE_ENTRIES
+                        and all(isinstance(k, str) and isinstance(t, torch.Tensor) for k, t in v.items())),
     }
     for key, (kind, ok) in expected.items():
         if not ok(checkpoint[key]):
@@ -156,6 +166,95 @@ def _check_fields(checkpoint: dict[str, Any], path: Path) -> None:
     partial = checkpoint.get("partial_epoch")
     if partial is not None:
         _check_partial_epoch(partial, int(checkpoint["epoch"]), path)
+
+
+def _plain_option(value: Any, depth: int = 0) -> bool:
+    """A model option as a run records it: a JSON-like value with bounded integers and nesting."""
+    if value is None or isinstance(value, (bool, str)):
+        return True
+    if isinstance(value, int):
+        return abs(value) <= MAX_OPTION_INT
+    if isinstance(value, float):
+        return bool(np.isfinite(value))
+    if isinstance(value, (list, tuple)) and depth < 4:
+        return len(value) <= 10_000 and all(_plain_option(v, depth + 1) for v in value)
+    if isinstance(value, dict) and depth < 4:
+        return all(isinstance(k, str) and _plain_option(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def _check_model(checkpoint: dict[str, Any], path: Path) -> None:
+    """The model the checkpoint describes, built on the meta device (no memory), against its weights: absurd model
+    options are refused before any allocation, and so are weights whose names, shapes or dtypes do not fit."""
+    for key, value in checkpoint["model_options"].items():
+        if not isinstance(key, str) or not _plain_option(value):
+            raise CheckpointError(
+                f"Expected the model option '{key}' in {path} to be a plain value (integers up to {MAX_OPTION_INT}), "
+                f"got {value!r:.60}."
+            )
+    state = checkpoint["model_state"]
+    for key, tensor in state.items():
+        if tensor.dtype.is_complex or tensor.dtype in (torch.quint8, torch.qint8, torch.qint32):
+            raise CheckpointError(f"Expected the weight '{key}' in {path} to be a real tensor, got dtype {tensor.dtype}.")
+    model = _meta_model(checkpoint, path)
+    if model is None:
+        return
+    nbytes = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    check_allocation(nbytes, what=f"the model '{checkpoint['model_name']}' that {path} describes")
+
+
+def _meta_model(checkpoint: dict[str, Any], path: Path) -> torch.nn.Module | None:
+    """The checkpoint's model built on the meta device (shapes only, no memory); None when it cannot be built there
+    (it is then checked when it is built for real)."""
+    from adacal.models import build_model, rebuild_options
+
+    name = checkpoint["model_name"]
+    try:
+        with torch.device("meta"):
+            return build_model(
+                name, num_classes=int(checkpoint["num_classes"]),
+                input_shape=tuple(int(s) for s in checkpoint["input_shape"]),
+                **rebuild_options(dict(checkpoint["model_options"])),
+            )
+    except InputError:
+        raise
+    except (TypeError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        raise CheckpointError(
+            f"Expected the model options in {path} to build model '{name}', but they do not ({first:.120})."
+        ) from None
+    except Exception:  # noqa: BLE001 - a model that cannot be built on the meta device is checked when it is built
+        return None
+
+
+def check_weights_fit(checkpoint: dict[str, Any], path: str | os.PathLike) -> None:
+    """The checkpoint's weights against the model it names — every name, shape and kind of dtype — before the model
+    is built for real (one line naming the first difference)."""
+    path = Path(path)
+    model = _meta_model(checkpoint, path)
+    if model is None:
+        return
+    name, state, expected = checkpoint["model_name"], checkpoint["model_state"], model.state_dict()
+    missing = [k for k in expected if k not in state]
+    unexpected = [k for k in state if k not in expected]
+    if missing or unexpected:
+        which = f"missing {missing[0]!r}" if missing else f"unexpected {unexpected[0]!r}"
+        raise CheckpointError(
+            f"Expected the checkpoint's weights to fit model '{name}', but they do not ({which}; "
+            f"{len(missing)} missing, {len(unexpected)} unexpected)."
+        )
+    for key, tensor in expected.items():
+        if tuple(state[key].shape) != tuple(tensor.shape):
+            raise CheckpointError(
+                f"Expected the checkpoint's weights to fit model '{name}', but they do not ('{key}' has shape "
+                f"{tuple(state[key].shape)}, the model needs {tuple(tensor.shape)})."
+            )
+        if tensor.dtype.is_floating_point != state[key].dtype.is_floating_point:
+            kind = "floating" if tensor.dtype.is_floating_point else "integer"
+            raise CheckpointError(
+                f"Expected the weight '{key}' in {path} to be of a {kind} dtype like the model's {tensor.dtype}, "
+                f"got {state[key].dtype}."
+            )
 
 
 def _check_partial_epoch(partial: Any, epoch: int, path: Path) -> None:
@@ -182,12 +281,12 @@ def _check_partial_epoch(partial: Any, epoch: int, path: Path) -> None:
 
 def resolve_checkpoint_path(path: str | os.PathLike, which: str = "last") -> Path:
     """A checkpoint file given directly, or `<run>/checkpoints/<which>.pt` for a run folder."""
+    from adacal.sources.files import check_regular_file
+
     path = Path(path)
     if path.is_dir():
         candidate = path / "checkpoints" / f"{which}.pt"
         if not candidate.is_file():
             raise CheckpointError(f"Expected a checkpoint at {candidate}, but the run folder {path} has none.")
         return candidate
-    if not path.exists():
-        raise CheckpointError(f"Expected a run folder or checkpoint at {path}, but it does not exist.")
-    return path
+    return check_regular_file(path, "a run folder or checkpoint", error=CheckpointError)

@@ -94,10 +94,13 @@ def slice_split(split: Any, start: int, stop: int) -> Any:
     return split.subset(np.arange(start, stop))
 
 
-def build_model_from_checkpoint(checkpoint: dict[str, Any]) -> tuple[torch.nn.Module, str]:
+def build_model_from_checkpoint(checkpoint: dict[str, Any], path: str | os.PathLike = "the checkpoint"
+                                ) -> tuple[torch.nn.Module, str]:
     """Rebuild the architecture a checkpoint was trained with and load its weights; returns (model, dataset name)."""
     from adacal.models import build_model, rebuild_options
+    from adacal.training.checkpoints import check_weights_fit
 
+    check_weights_fit(checkpoint, path)  # names and shapes first, on the meta device: nothing allocated for a misfit
     model = build_model(
         checkpoint["model_name"],
         num_classes=int(checkpoint["num_classes"]),
@@ -174,7 +177,7 @@ def predict_checkpoint(
     checkpoint = load_checkpoint(checkpoint_path)
     options = checkpoint_data_options(checkpoint, checkpoint_path)
     torch_device = resolve_device(device)
-    model, dataset_name = build_model_from_checkpoint(checkpoint)
+    model, dataset_name = build_model_from_checkpoint(checkpoint, checkpoint_path)
     dataset = load_dataset(
         dataset_name,
         data_dir=data_dir if data_dir is not None else options["data_dir"],

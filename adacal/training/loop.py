@@ -47,7 +47,7 @@ import torch
 from adacal import __version__
 from adacal.errors import AdacalError, InputError
 from adacal.predictions import Predictions
-from adacal.reports import atomic_write, make_report, new_run_dir, read_json
+from adacal.reports import atomic_write, make_report, new_run_dir, read_report
 from adacal.runs import EVALUATE_FILE, RunFolder, require_run_folder
 from adacal.training.checkpoints import (
     capture_rng_state,
@@ -498,13 +498,13 @@ class Trainer:
         """Keep the history lines of epochs 1..last_epoch (a crash may have left one for an epoch not checkpointed)."""
         if not self.dist.is_main or not self.folder.history.exists():
             return
-        kept = []
-        for line in self.folder.history.read_text(encoding="utf-8").splitlines():
-            try:
-                if json.loads(line).get("epoch", 0) <= last_epoch:
-                    kept.append(line + "\n")
-            except json.JSONDecodeError:
-                break
+        from adacal.reports import to_jsonable
+        from adacal.sources import read_history
+
+        # Validated line by line (a damaged line is refused with its number); only a torn last line, the write a
+        # killed run left half-done, and records of epochs after the checkpoint (trained again now) are dropped.
+        records = read_history(self.folder.history, torn_tail=True)
+        kept = [json.dumps(to_jsonable(r), allow_nan=False) + "\n" for r in records if r["epoch"] <= last_epoch]
         atomic_write(self.folder.history, lambda handle: handle.writelines(kept))
 
     # ------------------------------------------------------------------------------------------------ the loop
@@ -826,6 +826,7 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
         checkpoint_path = resolve_checkpoint_path(config.resume)
         checkpoint = load_checkpoint(checkpoint_path)  # safe (weights_only) and checked before anything else
         run = require_run_folder(checkpoint_path)
+        _check_run_documents(run)  # config.json and every history line, before anything is written
         resolved = merge_resume_config(checkpoint["config"], config)
         if resolved.epochs < int(checkpoint["epoch"]):
             raise InputError(
@@ -949,13 +950,23 @@ def _loader_options(config: TrainConfig) -> dict[str, Any]:
     return {}
 
 
+def _check_run_documents(run: RunFolder) -> None:
+    """What resume reads back from a run folder besides the checkpoint, checked before anything is written."""
+    from adacal.sources import read_history
+
+    if run.config.exists():
+        read_report(run.config, kind="train-config")
+    if run.history.exists():
+        read_history(run.history, torn_tail=True)
+
+
 def _write_config(
     writer: RunWriter, config: TrainConfig, dataset: Any, *, resumed_from: int | None, resumed_batch: int | None = None
 ) -> None:
     run = writer.folder
     results: dict[str, Any] = {"split": _plain(dataset.split_info), "versions": versions()}
     if resumed_from is not None and run.config.exists():
-        previous = read_json(run.config).get("results", {})
+        previous = read_report(run.config, kind="train-config")["results"]
         resumes = list(previous.get("resumes", []))
         resume: dict[str, Any] = {"from_epoch": resumed_from}
         if resumed_batch is not None:  # from a mid-epoch checkpoint: epoch from_epoch + 1 after this batch

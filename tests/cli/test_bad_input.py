@@ -81,9 +81,9 @@ def _bad_files(ws: Path, base: dict) -> None:
     (ws / "empty.npz").write_bytes(b"")
     data = base["preds"].read_bytes()
     (ws / "truncated.npz").write_bytes(data[: len(data) // 2])
-    (ws / "preds.csv").write_text("logit,label\n0.1,1\n")
+    (ws / "preds.csv").write_text("a,b,label\n0.1,0.9,1\n0.2,0\n")  # ragged: a row lacks a column
     (ws / "notes.pt").write_text("these are notes, not a torch file\n")
-    _npz(ws / "wrong_keys.npz", scores=logits, targets=labels)
+    _npz(ws / "wrong_keys.npz", out=logits, gt=labels)
     _npz(ws / "flat.npz", logits=logits[:, 0], labels=labels)
     _npz(ws / "nan.npz", **{**good, "logits": np.where(np.arange(K) == 3, np.nan, logits)})
     _npz(ws / "nan_split.npz", **{**a, "val_logits": np.where(np.arange(K) == 3, np.nan, a["val_logits"])})
@@ -190,10 +190,10 @@ CASES = [
     ("evaluate missing file", "evaluate {ws}/missing.npz", "does not exist"),
     ("evaluate empty file", "evaluate {ws}/empty.npz", "readable .npz"),
     ("evaluate truncated npz", "evaluate {ws}/truncated.npz", "readable .npz"),
-    ("evaluate csv", "evaluate {ws}/preds.csv", "ending in .npz or .pt"),
-    ("evaluate npy", "evaluate {ws}/object.npy", "ending in .npz or .pt"),
+    ("evaluate ragged csv", "evaluate {ws}/preds.csv", "line 3 of"),
+    ("evaluate npy without labels", "evaluate {ws}/object.npy", "give --labels FILE"),
     ("evaluate a report", "evaluate {ood_json}", "ending in .npz or .pt"),
-    ("evaluate wrong keys", "evaluate {ws}/wrong_keys.npz", "to contain logits and labels"),
+    ("evaluate wrong keys", "evaluate {ws}/wrong_keys.npz", "to contain logits or test_logits"),
     ("evaluate 1-D logits", "evaluate {ws}/flat.npz", "2-D"),
     ("evaluate NaN", "evaluate {ws}/nan.npz", "finite"),
     ("evaluate Inf", "evaluate {ws}/inf.npz", "finite"),

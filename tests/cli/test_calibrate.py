@@ -1,8 +1,6 @@
 """`adacal calibrate` through CliRunner on tiny predictions: reports, tables, saved calibrators, one-line errors."""
 
 import json
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -123,8 +121,7 @@ def test_run_without_predictions_recomputes_from_the_checkpoint(run_folder, arra
         calls.append((path.name, split))
         return Predictions(arrays[f"{split}_logits"].astype(np.float64), arrays[f"{split}_labels"])
 
-    fake_training = types.SimpleNamespace(predict_checkpoint=fake_predict_checkpoint)
-    monkeypatch.setitem(sys.modules, "adacal.training", fake_training)
+    monkeypatch.setattr("adacal.training.inference.predict_checkpoint", fake_predict_checkpoint)
     result = _invoke(run_folder, "--quiet")
     assert result.exit_code == 0, result.output
     assert calls == [("last.pt", "val"), ("last.pt", "test")]
@@ -133,13 +130,11 @@ def test_run_without_predictions_recomputes_from_the_checkpoint(run_folder, arra
 
 
 def _fake_predict(monkeypatch, arrays, calls):
-    import adacal.training
-
     def fake_predict_checkpoint(path, *, split="test", data_dir=None, device="auto"):
         calls.append((Path(path).name, split))
         return Predictions(arrays[f"{split}_logits"].astype(np.float64) * 3.0, arrays[f"{split}_labels"])
 
-    monkeypatch.setattr(adacal.training, "predict_checkpoint", fake_predict_checkpoint)
+    monkeypatch.setattr("adacal.training.inference.predict_checkpoint", fake_predict_checkpoint)
 
 
 def test_checkpoint_of_another_epoch_is_scored_itself(run_folder, arrays, monkeypatch):

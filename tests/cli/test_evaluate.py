@@ -82,9 +82,7 @@ def fake_training(monkeypatch):
         calls.append({"path": str(path), "split": split, "device": device})
         return Predictions(logits=logits.astype(np.float64), labels=labels)
 
-    module = types.ModuleType("adacal.training")
-    module.predict_checkpoint = predict_checkpoint
-    monkeypatch.setitem(sys.modules, "adacal.training", module)
+    monkeypatch.setattr("adacal.training.inference.predict_checkpoint", predict_checkpoint)
     return calls, logits, labels
 
 
@@ -334,7 +332,7 @@ BAD_FILES = {
     # UnpicklingError for it, the same error as for a real pickle; still one clean line.)
     "corrupt pt": (lambda t: (t / "bad.pt").write_bytes(b"garbage") and t / "bad.pt", "bad.pt"),
     "missing keys": (lambda t: _write(t, "a.npz", logits=np.zeros((3, 2))), "labels"),
-    "1-D logits": (lambda t: _write(t, "a.npz", logits=np.zeros(3), labels=np.zeros(3, int)), "2-D"),
+    "3-D logits": (lambda t: _write(t, "a.npz", logits=np.zeros((3, 2, 2)), labels=np.zeros(3, int)), "2-D"),
     "N mismatch": (lambda t: _write(t, "a.npz", logits=np.zeros((3, 2)), labels=np.zeros(4, int)), "3 entries"),
     "labels out of range": (lambda t: _write(t, "a.npz", logits=np.zeros((3, 2)), labels=[0, 1, 2]), "[0, 1]"),
     "float labels": (lambda t: _write(t, "a.npz", logits=np.zeros((2, 2)), labels=[0.5, 1.0]), "integers"),

@@ -209,3 +209,27 @@ def test_calibrators_and_reports_are_read_as_json_never_unpickled(payloads, tmp_
     assert "could not be parsed" in line, line
     assert not payloads["marker"].exists()
     assert _snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "/dev/urandom", "fifo"])
+@pytest.mark.parametrize("command", ["evaluate", "calibrator", "ood", "resume"])
+def test_a_link_to_an_endless_file_is_refused_without_reading(tmp_path, monkeypatch, target, command):
+    """A predictions file, calibrator or checkpoint that is a symlink to a device or FIFO would never end (or never
+    start): it is refused from its stat, in one line, before anything is read."""
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    if target == "fifo":
+        target = tmp_path / "pipe"
+        os.mkfifo(target)
+    good = tmp_path / "good.npz"
+    np.savez(good, logits=np.eye(3), labels=np.arange(3))
+    link = tmp_path / ("link.json" if command == "calibrator" else "link.pt" if command == "resume" else "link.npz")
+    link.symlink_to(target)
+    argv = {"evaluate": ["evaluate", str(link)], "calibrator": ["evaluate", str(good), "--calibrator", str(link)],
+            "ood": ["ood", "--in-preds", str(good), "--out-preds", str(link)],
+            "resume": ["train", "--resume", str(link)]}[command]
+    before = _snapshot(tmp_path)
+    line = _one_line_error(runner.invoke(app, argv))
+    assert "regular file" in line and str(link) in line
+    assert _snapshot(tmp_path) == before

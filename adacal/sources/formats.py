@@ -1,0 +1,505 @@
+"""Model outputs from any framework, as validated (scores, labels): .npz, .pt, .npy, .csv, many key spellings.
+
+Keys, first match wins: scores `logits`, `probs`, `probabilities`, `scores`; labels `labels`, `targets`, `y`; each
+also as `<split>_<key>` (a run's predictions.npz holds `val_logits`, `test_labels`, ...), or named exactly with
+`logits_key` / `labels_key`. Files:
+- `.npz` (only the members used are decompressed) and `.pt` (weights_only: a dict of tensors, a `(logits, labels)`
+  pair, or one tensor of scores);
+- `.npy`: one array of scores; its labels come from `labels_file` or, when there is none, from the file
+  `<stem>_labels.npy` beside it, else `labels.npy` beside it (said in `Predictions.notes`);
+- `.csv`: one column per class plus a label column, header optional; the label column is the one named `label`,
+  `labels`, `target`, `targets`, `y` or `class` (or `labels_key`), else the last column.
+Binary models: 1-D scores (or one column) become two columns — positive-class probabilities p as [1 - p, p] when every
+value is in [0, 1], decision scores (logits) s as [0, s] otherwise (softmax([0, s]) = sigmoid(s)); the assumption is
+recorded in `Predictions.notes`. String labels are mapped to indices through a `classes` array (or a CSV's header).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adacal.arrays import PROB_SUM_TOLERANCE, check_labels, check_scores, looks_like_probs, probability_tolerance, to_numpy
+from adacal.errors import InputError
+from adacal.sources.files import NpzArchive, check_allocation, human_bytes, open_regular, read_npy, safe_torch_load
+
+SCORE_KEYS = ("logits", "probs", "probabilities", "scores")
+LABEL_KEYS = ("labels", "targets", "y")
+CLASS_KEYS = ("classes", "class_names")
+CSV_LABEL_NAMES = ("label", "labels", "target", "targets", "y", "class")
+FORMATS = (".npz", ".pt", ".pth", ".npy", ".csv")
+WHOLE = ""  # the key of the one array of an .npy file
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """Validated scores (N, K) — logits or probabilities — and integer labels (N,); `notes` say what was assumed
+    or converted on the way in (binary scores, renormalised rows, class names), for reports and the terminal."""
+
+    logits: np.ndarray
+    labels: np.ndarray
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.logits.shape[1])
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How to find and interpret the arrays of a predictions file (the CLI's --logits-key, --labels-key, --labels,
+    --renormalize)."""
+
+    logits_key: str | None = None
+    labels_key: str | None = None
+    labels_file: Path | None = None
+    renormalize: bool = False
+
+    def __post_init__(self) -> None:
+        for flag, key in (("--logits-key", self.logits_key), ("--labels-key", self.labels_key)):
+            if key is not None and (not isinstance(key, str) or not key.strip()):
+                raise InputError(f"Expected {flag} to be a key name, got {key!r}.")
+
+
+DEFAULT_OPTIONS = ReadOptions()
+
+
+# ------------------------------------------------------------------------------------------------ array containers
+
+
+class Arrays:
+    """The arrays of one file by key; arrays are read (and decompressed) only when asked for."""
+
+    def __init__(self, path: Path, keys: list[str], getter: Any, closer: Any = None, kind: str = "") -> None:
+        self.path, self._keys, self._get, self._close, self.kind = path, keys, getter, closer, kind
+        self._cache: dict[str, Any] = {}
+
+    def keys(self) -> list[str]:
+        return list(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._cache:
+            self._cache[key] = self._get(key)
+        return self._cache[key]
+
+    def label(self, key: str) -> str:
+        return self.path.name if key == WHOLE else f"{self.path.name}:{key}"
+
+    def listing(self) -> str:
+        return ", ".join(sorted(k for k in self._keys if k != WHOLE)) or "nothing"
+
+    def close(self) -> None:
+        if self._close is not None:
+            self._close()
+
+    def __enter__(self) -> Arrays:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _unsupported(path: Path) -> InputError:
+    return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .csv), got {path.name}.")
+
+
+def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False) -> Arrays:
+    """The arrays of a predictions file, by key, without reading any of them yet (for .npz)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        # Still say "does not exist" / "is a folder" first: that is the more useful sentence.
+        open_regular(path, "a predictions file").close()
+        raise _unsupported(path)
+    if suffix == ".npz":
+        archive = NpzArchive(path, "a predictions file (.npz)")
+        return Arrays(path, archive.files, archive.__getitem__, archive.close, "npz")
+    if suffix in (".pt", ".pth"):
+        return torch_arrays(path, safe_torch_load(path, what="torch predictions file", error=InputError))
+    if suffix == ".npy":
+        array = read_npy(path, "a predictions file (.npy)")
+        return Arrays(path, [WHOLE], {WHOLE: array}.__getitem__, None, "npy")
+    table = read_csv(path, labels_key=labels_key, labels_only=labels_only)
+    return Arrays(path, list(table), table.__getitem__, None, "csv")
+
+
+def torch_arrays(path: Path, data: Any) -> Arrays:
+    """The arrays of a loaded .pt file: a dict of tensors, a (logits, labels) pair, or one tensor of scores."""
+    if isinstance(data, (tuple, list)) and len(data) == 2 and all(hasattr(v, "shape") for v in data):
+        data = {"logits": data[0], "labels": data[1]}
+    elif hasattr(data, "shape") and hasattr(data, "detach"):
+        data = {WHOLE: data}
+    if not isinstance(data, dict):
+        count = f" of {len(data)} item(s)" if isinstance(data, (tuple, list)) else ""
+        raise InputError(
+            f"Expected {path} to hold a dict of tensors, a (logits, labels) pair or one tensor, "
+            f"got a {type(data).__name__}{count}."
+        )
+    data = {str(k): v for k, v in data.items()}
+    return Arrays(path, list(data), data.__getitem__, None, "pt")
+
+
+def read_arrays(path: str | os.PathLike) -> dict[str, Any]:
+    """Every array of a predictions file by key (all read: prefer `open_arrays`, which reads only what is used)."""
+    with open_arrays(path) as arrays:
+        return {key: arrays[key] for key in arrays.keys()}
+
+
+# ---------------------------------------------------------------------------------------------------------- csv
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def read_csv(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False
+             ) -> dict[str, np.ndarray]:
+    """{"scores": (N, K) float64, "labels": (N,) str or int, "classes": the header's class names (when there is a
+    header)} from a CSV with one column per class and a label column (see the module docstring). With
+    `labels_only` (a --labels file), a table of one column is that column of labels."""
+    path = Path(path)
+    with open_regular(path, "a predictions file (.csv)") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        # Parsed row by row into floats: about 16 bytes of memory per byte of text at worst.
+        check_allocation(16 * size, what=f"the table in {path}")
+        raw = handle.read()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"Expected {path} to be UTF-8 text, but byte {exc.start} is not.") from None
+    try:
+        sample = text[:4096]
+        dialect = csv.Sniffer().sniff(sample, delimiters=",;\t") if sample.strip() else csv.excel
+    except csv.Error:
+        dialect = csv.excel
+    try:
+        rows = [(number, row) for number, row in enumerate(csv.reader(io.StringIO(text), dialect), start=1)
+                if row and any(cell.strip() for cell in row)]
+    except csv.Error as exc:
+        raise InputError(f"Expected {path} to be a CSV table, but it could not be parsed ({exc}).") from None
+    if not rows:
+        raise InputError(f"Expected {path} to hold a table of scores and labels, but it is empty.")
+    header: list[str] | None = None
+    first = [cell.strip() for cell in rows[0][1]]
+    width = len(first)
+    if labels_only and width == 1:
+        has_header = not _is_number(first[0]) and first[0].lower() in CSV_LABEL_NAMES + ((labels_key or "").lower(),)
+        cells = [row[0].strip() for _, row in (rows[1:] if has_header else rows)]
+        if any(len(row) != 1 for _, row in rows):
+            bad = next(number for number, row in rows if len(row) != 1)
+            raise InputError(f"Expected line {bad} of {path} to have 1 column, like the first, but it does not.")
+        return {"labels": _labels_array(cells)}
+    named_label = any(cell.lower() in CSV_LABEL_NAMES for cell in first) or (labels_key is not None and labels_key in first)
+    if named_label or not all(_is_number(cell) for cell in first[:-1]):
+        header, rows = first, rows[1:]
+    if width < 2:
+        raise InputError(f"Expected {path} to have a column per class and a label column, got {width} column(s).")
+    if header is not None and len(set(header)) != len(header):
+        raise InputError(f"Expected the column names in {path} to differ, but some repeat.")
+    if labels_key is not None:
+        if header is None or labels_key not in header:
+            names = ", ".join(header) if header else "no header"
+            raise InputError(f"Expected a column named '{labels_key}' (--labels-key) in {path}; it has: {names}.")
+        label_column = header.index(labels_key)
+    else:
+        named = [i for i, name in enumerate(header or []) if name.lower() in CSV_LABEL_NAMES]
+        label_column = named[0] if named else width - 1
+    if not rows:
+        raise InputError(f"Expected {path} to hold at least one row of scores, but it has only a header.")
+    scores = np.empty((len(rows), width - 1), dtype=np.float64)
+    labels: list[str] = []
+    for index, (number, row) in enumerate(rows):
+        if len(row) != width:
+            raise InputError(f"Expected line {number} of {path} to have {width} columns, got {len(row)}.")
+        cells = [cell.strip() for cell in row]
+        labels.append(cells.pop(label_column))
+        try:
+            scores[index] = [float(cell) for cell in cells]
+        except ValueError:
+            bad = next(cell for cell in cells if not _is_number(cell))
+            raise InputError(f"Expected the scores on line {number} of {path} to be numbers, got {bad[:30]!r}.") from None
+    # One score column is a binary model's: 1-D scores, read as such (see `binary_columns`).
+    table: dict[str, np.ndarray] = {"scores": scores[:, 0] if width == 2 else scores}
+    table["labels"] = _labels_array(labels)
+    if header is not None:
+        table["classes"] = np.array([name for i, name in enumerate(header) if i != label_column])
+    return table
+
+
+def _labels_array(labels: list[str]) -> np.ndarray:
+    """Integer labels when every cell is an integer, numbers when every cell is one (refused later as non-integer),
+    else the strings (mapped through class names later)."""
+    if all(_is_integer_text(label) for label in labels):
+        return np.array([int(float(label)) for label in labels], dtype=np.int64)
+    if all(_is_number(label) for label in labels):
+        return np.array([float(label) for label in labels])
+    return np.array(labels)
+
+
+def _is_integer_text(text: str) -> bool:
+    try:
+        value = float(text)
+    except ValueError:
+        return False
+    return value.is_integer() and abs(value) < 2**62
+
+
+# -------------------------------------------------------------------------------------------------- interpretation
+
+
+def _first(arrays: Arrays, names: tuple[str, ...], split: str | None) -> str | None:
+    candidates = list(names) + ([f"{split}_{name}" for name in names] if split else [])
+    return next((key for key in candidates if key in arrays), None)
+
+
+def _scores_key(arrays: Arrays, options: ReadOptions, split: str | None) -> str | None:
+    if options.logits_key is not None:
+        return options.logits_key if options.logits_key in arrays else None
+    if WHOLE in arrays:
+        return WHOLE
+    return _first(arrays, SCORE_KEYS, split)
+
+
+def _labels_key(arrays: Arrays, options: ReadOptions, split: str | None) -> str | None:
+    if arrays.kind == "csv":
+        return "labels" if "labels" in arrays else None  # --labels-key picked the column when the table was read
+    if options.labels_key is not None:
+        return options.labels_key if options.labels_key in arrays else None
+    return _first(arrays, LABEL_KEYS, split)
+
+
+def binary_columns(scores: np.ndarray, name: str) -> tuple[np.ndarray, str]:
+    """Two columns from 1-D binary scores, and the sentence saying what was assumed."""
+    if scores.size and scores.min() >= 0.0 and scores.max() <= 1.0:
+        return np.stack([1.0 - scores, scores], axis=1), (
+            f"{name}: 1-D scores in [0, 1] taken as positive-class probabilities p (columns 1 - p, p)")
+    return np.stack([np.zeros_like(scores), scores], axis=1), (
+        f"{name}: 1-D scores outside [0, 1] taken as binary decision scores (logits) s (columns 0, s)")
+
+
+def interpret_scores(values: Any, *, name: str, renormalize: bool = False) -> tuple[np.ndarray, list[str]]:
+    """(N, K) float64 scores from an array of logits or probabilities, and notes on what was converted."""
+    notes: list[str] = []
+    tolerance = probability_tolerance(values)
+    array = to_numpy(values)
+    if array.dtype.kind in "OUSV" or array.dtype == bool:
+        raise InputError(f"Expected {name} to be numeric, got dtype {array.dtype}.")
+    if array.ndim == 1:
+        flat = np.asarray(array, dtype=np.float64).reshape(-1)
+        if flat.size and not np.isfinite(flat).all():
+            raise InputError(f"Expected {name} to be finite, found NaN or Inf in {int((~np.isfinite(flat)).sum())} row(s).")
+        array, note = binary_columns(flat, name)
+        notes.append(note)
+    scores = check_scores(array, name=name)
+    if renormalize:
+        sums = scores.sum(axis=1)
+        if scores.min() < 0.0 or scores.max() > 1.0 or not (sums > 0).all():
+            raise InputError(
+                f"Expected {name} to be probabilities (values in [0, 1], rows with a positive sum) for --renormalize, "
+                f"got values from {scores.min():.4g} to {scores.max():.4g}."
+            )
+        deviation = float(np.abs(sums - 1.0).max())
+        scores = scores / sums[:, None]
+        if deviation > PROB_SUM_TOLERANCE:
+            notes.append(f"{name}: rows renormalised to sum to 1 (they summed to {sums.min():.6g} to {sums.max():.6g})")
+    elif tolerance > PROB_SUM_TOLERANCE and looks_like_probs(scores, tolerance=tolerance):
+        # float16/bfloat16 probabilities sum to 1 only within their rounding: normalise them here, in float64, so
+        # that everything downstream takes them as probabilities (the normalisation changes no metric).
+        scores = scores / scores.sum(axis=1, keepdims=True)
+    return scores, notes
+
+
+def interpret_labels(values: Any, *, n: int, num_classes: int, name: str, classes: Any = None,
+                     classes_name: str = "classes") -> tuple[np.ndarray, list[str]]:
+    """Integer labels (N,) in [0, num_classes); string labels are looked up in `classes`."""
+    array = to_numpy(values)
+    if array.dtype.kind in "US":
+        if classes is None:
+            raise InputError(
+                f"Expected {name} to be integer class indices, got strings; add a 'classes' array naming the "
+                "classes in column order, or pass indices."
+            )
+        names = [str(c) for c in to_numpy(classes).reshape(-1).astype(str)]
+        if len(names) != num_classes:
+            raise InputError(f"Expected {classes_name} to name the {num_classes} classes, got {len(names)} name(s).")
+        if len(set(names)) != len(names):
+            raise InputError(f"Expected the names in {classes_name} to differ, but some repeat.")
+        index = {c: i for i, c in enumerate(names)}
+        flat = array.reshape(-1).astype(str) if array.ndim == 1 else None
+        if flat is None:
+            raise InputError(f"Expected {name} to be 1-D, got shape {array.shape}.")
+        unknown = next((label for label in flat if label not in index), None)
+        if unknown is not None:
+            raise InputError(
+                f"Expected every label in {name} to be one of the {num_classes} classes in {classes_name}; "
+                f"{unknown[:40]!r} is not."
+            )
+        mapped = np.fromiter((index[label] for label in flat), dtype=np.int64, count=flat.size)
+        return check_labels(mapped, n=n, num_classes=num_classes, name=name), [
+            f"{name}: class names mapped to indices by {classes_name}"]
+    return check_labels(array, n=n, num_classes=num_classes, name=name), []
+
+
+def _labels_from_file(options: ReadOptions, n: int, num_classes: int) -> tuple[np.ndarray, list[str]]:
+    path = Path(options.labels_file)
+    with open_arrays(path, labels_key=options.labels_key, labels_only=True) as arrays:
+        if WHOLE in arrays:
+            key = WHOLE
+        else:
+            key = _labels_key(arrays, options, None)
+            if key is None and path.suffix.lower() == ".csv" and "scores" in arrays:
+                key = "scores"
+            if key is None:
+                wanted = options.labels_key or " or ".join(LABEL_KEYS)
+                raise InputError(f"Expected the labels file {path} to contain {wanted}; it has: {arrays.listing()}.")
+        values = arrays[key]
+        if key == "scores" and np.ndim(values) == 2 and np.shape(values)[1] == 1:
+            values = np.asarray(values).reshape(-1)
+        classes_key = _first(arrays, CLASS_KEYS, None)
+        classes = arrays[classes_key] if classes_key else None
+        return interpret_labels(values, n=n, num_classes=num_classes, name=arrays.label(key), classes=classes,
+                                classes_name=arrays.label(classes_key) if classes_key else "classes")
+
+
+def sibling_labels(path: Path) -> Path | None:
+    """The labels of an .npy of scores when no labels file is given: `<stem>_labels.npy` beside it, else
+    `labels.npy` beside it (the layout of CIFAR-10-C: `<name>.npy` + `labels.npy`); None when neither exists."""
+    for candidate in (path.with_name(f"{path.stem}_labels.npy"), path.with_name("labels.npy")):
+        if candidate != path and os.path.lexists(candidate):
+            return candidate
+    return None
+
+
+def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, split: str | None = "test",
+                     need_labels: bool = True) -> Predictions | np.ndarray:
+    """The (scores, labels) of one split of an opened file, or only the scores when `need_labels` is False."""
+    path = arrays.path
+    if options.logits_key is not None and arrays.kind in ("npy", "csv"):
+        raise InputError(
+            f"Expected --logits-key only with an .npz or .pt file, not with {path.name} (its scores have no key)."
+        )
+    key = _scores_key(arrays, options, split)
+    if key is None:
+        wanted = (f"'{options.logits_key}' (--logits-key)" if options.logits_key else
+                  "logits" + (f" or {split}_logits" if split else "") + " (or probs, probabilities, scores)")
+        raise InputError(f"Expected {path} to contain {wanted}; it has: {arrays.listing()}.")
+    raw = arrays[key]
+    scores, notes = interpret_scores(raw, name=arrays.label(key), renormalize=options.renormalize)
+    if not need_labels:
+        return scores
+    try:
+        return _with_labels(arrays, key, scores, notes, options, split)
+    except InputError as exc:
+        if np.ndim(raw) == 1 and "in [0, 1]" in str(exc):
+            raise InputError(
+                f"{str(exc).rstrip('.')} (1-D scores are read as a binary model's; scores of more than 2 classes "
+                "must be 2-D, samples × classes)."
+            ) from None
+        raise
+
+
+def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str], options: ReadOptions,
+                 split: str | None) -> Predictions:
+    path = arrays.path
+    n, k = scores.shape
+    if options.labels_file is not None:
+        labels, label_notes = _labels_from_file(options, n, k)
+    else:
+        label_key = _labels_key(arrays, options, split)
+        if label_key is None and arrays.kind == "npy":
+            sibling = sibling_labels(path)
+            if sibling is None:
+                raise InputError(
+                    f"Expected labels for {path}: give --labels FILE or put them in {path.stem}_labels.npy "
+                    "(or labels.npy) beside it."
+                )
+            found = predictions_from(arrays, options=ReadOptions(
+                options.logits_key, options.labels_key, sibling, options.renormalize), split=split)
+            note = f"{arrays.label(key)}: labels read from {sibling.name} beside it"
+            return Predictions(found.logits, found.labels, found.notes + (note,))
+        if label_key is None and key == WHOLE:
+            raise InputError(f"Expected labels for {path}, which holds one tensor of scores: give --labels FILE.")
+        if label_key is None:
+            wanted = f"'{options.labels_key}' (--labels-key)" if options.labels_key else " or ".join(LABEL_KEYS)
+            raise InputError(f"Expected {path} to contain {wanted} beside {arrays.label(key)}; it has: {arrays.listing()}.")
+        classes_key = _first(arrays, CLASS_KEYS, None)
+        labels, label_notes = interpret_labels(
+            arrays[label_key], n=n, num_classes=k, name=arrays.label(label_key),
+            classes=arrays[classes_key] if classes_key else None,
+            classes_name=arrays.label(classes_key) if classes_key else "classes",
+        )
+    return Predictions(logits=scores, labels=labels, notes=tuple(notes + label_notes))
+
+
+def has_split(arrays: Arrays, split: str, options: ReadOptions = DEFAULT_OPTIONS) -> bool:
+    names = SCORE_KEYS + LABEL_KEYS + tuple(k for k in (options.logits_key, options.labels_key) if k)
+    return any(f"{split}_{name}" in arrays for name in names)
+
+
+def load_predictions(path: str | os.PathLike, *, split: str = "test", options: ReadOptions = DEFAULT_OPTIONS) -> Predictions:
+    """Scores and labels of a predictions file: `logits`/`labels` (any spelling above), or `<split>_...`."""
+    with open_arrays(path, labels_key=options.labels_key) as arrays:
+        return predictions_from(arrays, options=options, split=split)
+
+
+def load_scores(path: str | os.PathLike, *, split: str = "test", options: ReadOptions = DEFAULT_OPTIONS) -> np.ndarray:
+    """Only the scores (N, K) of a predictions file (labels not needed, e.g. OOD sets)."""
+    with open_arrays(path, labels_key=options.labels_key) as arrays:
+        return predictions_from(arrays, options=options, split=split, need_labels=False)
+
+
+def load_split_predictions(path: str | os.PathLike, *, options: ReadOptions = DEFAULT_OPTIONS
+                           ) -> dict[str, Predictions | None]:
+    """Validation and test predictions from one file (`val_*` and `test_*` keys, e.g. a run's predictions.npz)."""
+    path = Path(path)
+    with open_arrays(path, labels_key=options.labels_key) as arrays:
+        if not has_split(arrays, "test", options):
+            raise InputError(
+                f"Expected {path} to hold val_logits, val_labels, test_logits and test_labels (like a run's "
+                f"predictions.npz); it has: {arrays.listing()}."
+            )
+        test = _prefixed(arrays, "test", options)
+        val = _prefixed(arrays, "val", options) if has_split(arrays, "val", options) else None
+    if val is not None and val.num_classes != test.num_classes:
+        raise InputError(
+            f"Expected the validation and test logits in {path} to have the same number of classes, "
+            f"got {val.num_classes} and {test.num_classes}."
+        )
+    return {"val": val, "test": test}
+
+
+def _prefixed(arrays: Arrays, split: str, options: ReadOptions) -> Predictions:
+    """Only `<split>_` keys (a file with both `logits` and `val_logits` must not mix them up); --logits-key K and
+    --labels-key L name `<split>_K` and `<split>_L` here."""
+    score_names = (options.logits_key,) if options.logits_key else SCORE_KEYS
+    label_names = (options.labels_key,) if options.labels_key else LABEL_KEYS
+    scores = _first(arrays, tuple(f"{split}_{n}" for n in score_names), None)
+    labels = _first(arrays, tuple(f"{split}_{n}" for n in label_names), None)
+    missing = [f"{split}_logits" if scores is None else None, f"{split}_labels" if labels is None else None]
+    missing = [m for m in missing if m]
+    if missing:
+        raise InputError(f"Expected {arrays.path} to contain {' and '.join(missing)}; it has: {arrays.listing()}.")
+    return predictions_from(arrays, options=ReadOptions(scores, labels, None, options.renormalize), split=None)
+
+
+__all__ = [
+    "Arrays", "LABEL_KEYS", "Predictions", "ReadOptions", "SCORE_KEYS", "binary_columns", "human_bytes",
+    "interpret_labels", "interpret_scores", "load_predictions", "load_scores", "load_split_predictions",
+    "open_arrays", "predictions_from", "read_arrays", "read_csv", "sibling_labels",
+]

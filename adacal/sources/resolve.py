@@ -1,0 +1,270 @@
+"""What a path names — a predictions file, a checkpoint, a run folder — resolved to the predictions a command needs.
+
+`evaluate`, `calibrate` and `ood` all come through here, so they accept the same paths and refuse them the same
+way. A model is run (`adacal.training.inference.predict_checkpoint`) only when no saved outputs describe it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from adacal.errors import CheckpointError, InputError
+from adacal.runs import RunFolder, find_run_folder, predictions_are_from, require_run_folder, selected_checkpoint
+from adacal.sources.files import check_regular_file
+from adacal.sources.formats import (
+    DEFAULT_OPTIONS, Predictions, ReadOptions, load_predictions, load_split_predictions, open_arrays,
+)
+
+CHECKPOINT_FORMAT = "adacal-checkpoint"
+INPUT_KINDS = ("predictions", "checkpoint", "run")
+
+
+@dataclass(frozen=True)
+class EvaluationInput:
+    """What a user's path resolved to: the predictions, and where they came from."""
+
+    predictions: Predictions
+    kind: str  # one of INPUT_KINDS
+    path: Path  # the path as given
+    data_path: Path  # the file actually read (predictions file or checkpoint): hashed into the report
+    run: RunFolder | None  # the run folder when the input is a checkpoint or run folder
+    source: str  # "file", "predictions.npz" or "checkpoint" (model run on the test split)
+    options: ReadOptions = field(default=DEFAULT_OPTIONS, compare=False)
+
+    def describe(self) -> dict[str, Any]:
+        described: dict[str, Any] = {
+            "kind": self.kind,
+            "path": str(self.path),
+            "read": str(self.data_path),
+            "source": self.source,
+            "split": "test",
+        }
+        described.update(describe_options(self.options))
+        if self.predictions.notes:
+            described["assumed"] = list(self.predictions.notes)
+        return described
+
+
+def describe_options(options: ReadOptions) -> dict[str, Any]:
+    """The reading options that differ from the defaults, for a report's config."""
+    described: dict[str, Any] = {}
+    if options.logits_key is not None:
+        described["logits_key"] = options.logits_key
+    if options.labels_key is not None:
+        described["labels_key"] = options.labels_key
+    if options.labels_file is not None:
+        described["labels_file"] = str(options.labels_file)
+    if options.renormalize:
+        described["renormalize"] = True
+    return described
+
+
+def _check_exists(path: Path, what: str) -> None:
+    """A one-line refusal for a missing path, or one that is neither a folder nor a regular file (FIFO, device)."""
+    if path.is_dir():
+        return
+    check_regular_file(path, what)
+
+
+def _is_checkpoint(path: Path) -> tuple[bool, dict[str, Any] | None]:
+    """Whether a .pt file is an adacal checkpoint (and its contents), read once with weights_only=True."""
+    if path.suffix.lower() not in (".pt", ".pth"):
+        return False, None
+    from adacal.sources.files import safe_torch_load
+
+    contents = safe_torch_load(path, what="torch file", error=InputError)
+    return isinstance(contents, dict) and contents.get("format") == CHECKPOINT_FORMAT, contents
+
+
+def _predict(checkpoint: Path, split: str, options: dict[str, Any]) -> Predictions:
+    from adacal.training.inference import predict_checkpoint
+
+    return predict_checkpoint(checkpoint, split=split, **options)
+
+
+def _checked_checkpoint(path: Path) -> dict[str, Any]:
+    from adacal.training.checkpoints import load_checkpoint
+
+    return load_checkpoint(path)
+
+
+def _forbid_options(options: ReadOptions, what: str) -> None:
+    used = describe_options(options)
+    if used:
+        flags = {"logits_key": "--logits-key", "labels_key": "--labels-key", "labels_file": "--labels",
+                 "renormalize": "--renormalize"}
+        flag = flags[next(iter(used))]
+        raise InputError(f"Expected {flag} only with a predictions file, not with {what}.")
+
+
+def resolve_evaluation_input(
+    path: str | os.PathLike,
+    *,
+    data_dir: str | os.PathLike | None = None,
+    device: str = "auto",
+    options: ReadOptions = DEFAULT_OPTIONS,
+) -> EvaluationInput:
+    """The test-split predictions that `path` (predictions file, checkpoint or run folder) stands for."""
+    path = Path(path)
+    _check_exists(path, "a predictions file, checkpoint or run folder")
+    predict_options: dict[str, Any] = {"device": device}
+    if data_dir is not None:
+        predict_options["data_dir"] = data_dir
+    if path.is_dir():
+        _forbid_options(options, "a run folder")
+        return _predictions_of_run(require_run_folder(path), None, path, "run", None, predict_options)
+    checkpoint, contents = _is_checkpoint(path)
+    if checkpoint:
+        _forbid_options(options, "a checkpoint")
+        run = find_run_folder(path)
+        if run is None:
+            return EvaluationInput(_predict(path, "test", predict_options), "checkpoint", path, path, None, "checkpoint")
+        return _predictions_of_run(run, path, path, "checkpoint", contents, predict_options)
+    if contents is not None:  # a .pt of predictions, already loaded: not read twice
+        from adacal.sources.formats import predictions_from, torch_arrays
+
+        predictions = predictions_from(torch_arrays(path, contents), options=options)
+    else:
+        predictions = load_predictions(path, options=options)
+    return EvaluationInput(predictions, "predictions", path, path, None, "file", options)
+
+
+def _predictions_of_run(
+    run: RunFolder, checkpoint: Path | None, given: Path, kind: str, contents: dict[str, Any] | None,
+    predict_options: dict[str, Any],
+) -> EvaluationInput:
+    """The run's predictions.npz when it holds the outputs asked for (the run's selected model, or the checkpoint
+    given, whose loaded `contents` tell its epoch); otherwise the checkpoint's own test logits (a best.pt of another
+    epoch than the model training evaluated is scored itself, not described by the other model's predictions)."""
+    if run.predictions.is_file() and (checkpoint is None or predictions_are_from(run, contents)):
+        return EvaluationInput(load_predictions(run.predictions), kind, given, run.predictions, run, "predictions.npz")
+    if checkpoint is None:
+        checkpoint = selected_checkpoint(run)  # the model training selected (best.pt for --select best-val)
+    return EvaluationInput(_predict(checkpoint, "test", predict_options), kind, given, checkpoint, run, "checkpoint")
+
+
+@dataclass(frozen=True)
+class CalibrationInput:
+    """Validation and test predictions for `calibrate`, the file they came from and the run folder, if any."""
+
+    val: Predictions
+    test: Predictions
+    input_path: Path
+    run: RunFolder | None
+    options: ReadOptions = field(default=DEFAULT_OPTIONS, compare=False)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.val.notes + self.test.notes))
+
+
+def resolve_calibration_input(
+    source: str | os.PathLike, *, val: str | os.PathLike | None = None, options: ReadOptions = DEFAULT_OPTIONS,
+    data_dir: str | os.PathLike | None = None, device: str = "auto",
+) -> CalibrationInput:
+    """Validation predictions to fit on and test predictions to judge on.
+
+    `source` is a run folder (or a checkpoint / predictions.npz inside one), or a file with `val_*` and `test_*`
+    arrays; or, with `val` (a second predictions file), `source` holds the test predictions and `val` the
+    validation ones, each in any format `load_predictions` reads.
+    """
+    source = Path(source)
+    _check_exists(source, "a run folder, checkpoint or predictions file")
+    predict_options: dict[str, Any] = {"device": device}
+    if data_dir is not None:
+        predict_options["data_dir"] = data_dir
+    if val is not None:
+        val = Path(val)
+        if source.is_dir() or _is_checkpoint(source)[0]:
+            raise InputError("Expected --val only with a predictions file of test outputs, not with a run or checkpoint.")
+        _check_exists(val, "a predictions file of validation outputs (--val)")
+        test_predictions = load_predictions(source, options=options)
+        # --labels names the labels of the test file; the validation file carries its own (or <stem>_labels.npy).
+        val_predictions = load_predictions(val, options=replace(options, labels_file=None))
+        if val_predictions.num_classes != test_predictions.num_classes:
+            raise InputError(
+                f"Expected the validation ({val.name}) and test ({source.name}) predictions to have the same number "
+                f"of classes, got {val_predictions.num_classes} and {test_predictions.num_classes}."
+            )
+        return CalibrationInput(val_predictions, test_predictions, source, None, options)
+    run, checkpoint = None, None
+    if source.is_dir():
+        run = require_run_folder(source)
+    else:
+        found = find_run_folder(source)
+        if found is not None and source.resolve() == found.predictions.resolve():
+            run = found
+        elif found is not None and source.resolve().parent == found.checkpoints.resolve():
+            run, checkpoint = found, source
+    if run is not None:
+        _forbid_options(options, "a run folder or checkpoint")
+    if run is None:
+        if options.labels_file is not None:
+            raise InputError("Expected --labels only with --val (labels of the test file), not with a file of "
+                             "val_ and test_ arrays, which holds its own.")
+        splits, input_path = load_split_predictions(source, options=options), source
+    elif run.predictions.is_file() and (
+        checkpoint is None or predictions_are_from(run, _checked_checkpoint(checkpoint))
+    ):
+        splits, input_path = load_split_predictions(run.predictions), run.predictions
+    else:
+        if checkpoint is None:
+            checkpoint = selected_checkpoint(run)  # the model training selected (best.pt for --select best-val)
+        input_path = checkpoint
+        splits = {split: _predict(checkpoint, split, predict_options) for split in ("val", "test")}
+    if splits.get("val") is None:
+        raise InputError(
+            f"Expected {input_path} to hold validation predictions (val_logits, val_labels) to fit calibrators on, "
+            "found none; or give them with --val FILE."
+        )
+    return CalibrationInput(splits["val"], splits["test"], input_path, run, options)
+
+
+def load_ood_scores(path: str | os.PathLike, *, split: str = "test", options: ReadOptions = DEFAULT_OPTIONS):
+    """Scores (N, K) of a saved set of model outputs (labels optional), for `ood --in-preds/--out-preds`."""
+    from adacal.sources.formats import load_scores
+
+    return load_scores(path, split=split, options=options)
+
+
+def resolve_ood_inputs(
+    in_preds: str | os.PathLike, out_preds: str | os.PathLike, *, options: ReadOptions = DEFAULT_OPTIONS,
+    with_val: bool = False,
+) -> tuple[Any, Any, Predictions | None]:
+    """(in-distribution scores, OOD scores, validation predictions or None) for `ood --in-preds/--out-preds`: both
+    sets of the same number of classes; with `with_val`, the validation split of `in_preds` (needed, not optional)."""
+    in_preds, out_preds = Path(in_preds), Path(out_preds)
+    in_scores = load_ood_scores(in_preds, options=options)
+    out_scores = load_ood_scores(out_preds, options=options)
+    if in_scores.shape[1] != out_scores.shape[1]:
+        raise InputError(
+            f"Expected {in_preds.name} and {out_preds.name} to have the same number of classes, "
+            f"got {in_scores.shape[1]} and {out_scores.shape[1]}."
+        )
+    val = load_validation_split(in_preds, options=options) if with_val else None
+    if with_val and val is None:
+        raise InputError(f"Expected val_logits and val_labels in {in_preds} to fit the temperature (--fit-temperature).")
+    return in_scores, out_scores, val
+
+
+def load_validation_split(path: str | os.PathLike, *, options: ReadOptions = DEFAULT_OPTIONS) -> Predictions | None:
+    """`val_*` scores and labels from a predictions file, or None when it holds no validation split."""
+    from adacal.sources.formats import _prefixed, has_split
+
+    with open_arrays(path, labels_key=options.labels_key) as arrays:
+        if not has_split(arrays, "val", options):
+            return None
+        return _prefixed(arrays, "val", options)
+
+
+def resolve_checkpoint(model_path: str | os.PathLike) -> tuple[Path, RunFolder | None]:
+    """(checkpoint file, run folder or None) from a run folder or a checkpoint file (a regular file)."""
+    path = Path(model_path).expanduser()
+    if path.is_dir():
+        run = require_run_folder(path)
+        return selected_checkpoint(run), run
+    check_regular_file(path, "a run folder or checkpoint", error=CheckpointError)
+    return path, find_run_folder(path)

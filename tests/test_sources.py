@@ -1,0 +1,664 @@
+"""adacal.sources: every way a user's path becomes data, checked against independent truth.
+
+Formats are compared with the canonical .npz of the same arrays (metrics must be identical); refusals are one
+InputError sentence; sizes are refused from their declarations, before allocation (with ADACAL_MEMORY_LIMIT lowering
+the budget so the tests need no big machine); non-regular files are refused without blocking.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import zipfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from adacal.arrays import softmax
+from adacal.errors import InputError
+from adacal.evaluation import evaluate_predictions
+from adacal.sources import (
+    NpzArchive, ReadOptions, load_predictions, load_scores, load_split_predictions, open_regular, parse_json,
+    read_history, read_json, read_npy, read_report, resolve_calibration_input,
+)
+from adacal.sources.documents import MAX_DEPTH, MAX_INT_DIGITS
+
+RNG = np.random.default_rng(7)
+N, K = 40, 4
+LOGITS = RNG.normal(size=(N, K)).astype(np.float32)
+LABELS = RNG.integers(0, K, N).astype(np.int64)
+REPO = Path(__file__).resolve().parents[1]
+
+
+def same(pred, logits=LOGITS, labels=LABELS):
+    np.testing.assert_allclose(pred.logits, logits, rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(pred.labels, labels)
+
+
+# ------------------------------------------------------------------------------------------- keys and formats
+
+
+@pytest.mark.parametrize("score_key, label_key", [
+    (s, l) for s in ("logits", "probs", "probabilities", "scores") for l in ("labels", "targets", "y")
+] + [("test_logits", "test_labels"), ("test_probs", "test_targets"), ("test_scores", "test_y")])
+def test_every_key_spelling(tmp_path, score_key, label_key):
+    np.savez(tmp_path / "p.npz", **{score_key: LOGITS, label_key: LABELS})
+    same(load_predictions(tmp_path / "p.npz"))
+
+
+def test_named_keys_win_and_missing_named_key_is_refused(tmp_path):
+    np.savez(tmp_path / "p.npz", out=LOGITS, gt=LABELS, logits=LOGITS * 0, labels=(LABELS + 1) % K)
+    same(load_predictions(tmp_path / "p.npz", options=ReadOptions(logits_key="out", labels_key="gt")))
+    with pytest.raises(InputError, match=r"contain 'nope' \(--logits-key\); it has: gt, labels, logits, out"):
+        load_predictions(tmp_path / "p.npz", options=ReadOptions(logits_key="nope"))
+    with pytest.raises(InputError, match=r"contain 'nope' \(--labels-key\)"):
+        load_predictions(tmp_path / "p.npz", options=ReadOptions(labels_key="nope"))
+
+
+def test_pt_dict_pair_tuple_and_single_tensor(tmp_path):
+    torch.save({"probs": torch.tensor(LOGITS), "targets": torch.tensor(LABELS)}, tmp_path / "d.pt")
+    same(load_predictions(tmp_path / "d.pt"))
+    torch.save((torch.tensor(LOGITS), torch.tensor(LABELS)), tmp_path / "t.pt")
+    same(load_predictions(tmp_path / "t.pt"))
+    torch.save([torch.tensor(LOGITS), torch.tensor(LABELS)], tmp_path / "l.pt")
+    same(load_predictions(tmp_path / "l.pt"))
+    torch.save(torch.tensor(LOGITS), tmp_path / "only.pt")
+    np.save(tmp_path / "y.npy", LABELS)
+    same(load_predictions(tmp_path / "only.pt", options=ReadOptions(labels_file=tmp_path / "y.npy")))
+    torch.save([torch.tensor(LOGITS)], tmp_path / "one.pt")
+    with pytest.raises(InputError, match="dict of tensors, a \\(logits, labels\\) pair or one tensor, got a list of 1"):
+        load_predictions(tmp_path / "one.pt")
+
+
+def test_npy_with_labels_file_or_sibling(tmp_path):
+    np.save(tmp_path / "logits.npy", LOGITS)
+    with pytest.raises(InputError, match=r"give --labels FILE or put them in logits_labels.npy \(or labels.npy\)"):
+        load_predictions(tmp_path / "logits.npy")
+    np.save(tmp_path / "labels.npy", (LABELS + 2) % K)
+    same(load_predictions(tmp_path / "logits.npy"), labels=(LABELS + 2) % K)  # the CIFAR-10-C layout
+    np.save(tmp_path / "logits_labels.npy", LABELS)  # <stem>_labels.npy wins over labels.npy
+    pred = load_predictions(tmp_path / "logits.npy")
+    same(pred)
+    assert pred.notes[-1].endswith("labels read from logits_labels.npy beside it")
+    np.savez(tmp_path / "lab.npz", targets=LABELS)
+    np.save(tmp_path / "logits_labels.npy", (LABELS + 1) % K)  # the explicit file wins over the sibling
+    same(load_predictions(tmp_path / "logits.npy", options=ReadOptions(labels_file=tmp_path / "lab.npz")))
+    (tmp_path / "lab.csv").write_text("label\n" + "\n".join(map(str, LABELS)) + "\n")
+    same(load_predictions(tmp_path / "logits.npy", options=ReadOptions(labels_file=tmp_path / "lab.csv")))
+
+
+def _csv(rows, header=None, sep=","):
+    lines = [sep.join(header)] if header else []
+    lines += [sep.join(str(v) for v in row) for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def test_csv_with_and_without_header_and_label_column_anywhere(tmp_path):
+    rows = [[*map(repr, map(float, LOGITS[i])), int(LABELS[i])] for i in range(N)]
+    (tmp_path / "plain.csv").write_text(_csv(rows))
+    same(load_predictions(tmp_path / "plain.csv"), LOGITS.astype(np.float64))
+    (tmp_path / "head.csv").write_text(_csv(rows, ["a", "b", "c", "d", "label"]))
+    same(load_predictions(tmp_path / "head.csv"), LOGITS.astype(np.float64))
+    moved = [[row[-1], *row[:-1]] for row in rows]
+    (tmp_path / "first.csv").write_text(_csv(moved, ["target", "a", "b", "c", "d"], sep=";"))
+    same(load_predictions(tmp_path / "first.csv"), LOGITS.astype(np.float64))
+    (tmp_path / "named.csv").write_text(_csv(moved, ["truth", "a", "b", "c", "d"]))
+    same(load_predictions(tmp_path / "named.csv", options=ReadOptions(labels_key="truth")), LOGITS.astype(np.float64))
+
+
+def test_csv_string_labels_map_through_the_header(tmp_path):
+    names = ["cat", "dog", "bird", "fish"]
+    rows = [[*LOGITS[i], names[LABELS[i]]] for i in range(N)]
+    (tmp_path / "s.csv").write_text(_csv(rows, [*names, "label"]))
+    pred = load_predictions(tmp_path / "s.csv")
+    same(pred, LOGITS.astype(np.float64))
+    assert any("class names mapped" in note for note in pred.notes)
+    rows[5][-1] = "zebra"
+    (tmp_path / "bad.csv").write_text(_csv(rows, [*names, "label"]))
+    with pytest.raises(InputError, match="one of the 4 classes in .*'zebra' is not"):
+        load_predictions(tmp_path / "bad.csv")
+
+
+@pytest.mark.parametrize("text, match", [
+    ("a,b,label\n0.1,0.9,1\n0.2,0.8\n", "line 3 of .* to have 3 columns, got 2"),
+    ("a,b,label\n0.1,x,1\n", "scores on line 2 of .* to be numbers, got 'x'"),
+    ("a,b,label\n", "only a header"),
+    ("", "empty"),
+    ("a,a,label\n1,2,0\n", "column names .* differ"),
+    ("a,b,label\n0.1,0.9,1.5\n", "integers, got non-integer values"),
+    ("0,1,label\n0.1,0.9,1\n", None),  # numeric class names: the label column's name tells the header
+    ("a,b,label\n0.1,0.9,1\n", None),
+])
+def test_csv_refusals(tmp_path, text, match):
+    (tmp_path / "t.csv").write_text(text)
+    if match is None:
+        assert load_predictions(tmp_path / "t.csv").logits.shape == (1, 2)
+        return
+    with pytest.raises(InputError, match=match):
+        load_predictions(tmp_path / "t.csv")
+
+
+def test_string_labels_with_classes_array(tmp_path):
+    names = np.array(["ant", "bee", "cow", "doe"])
+    np.savez(tmp_path / "s.npz", logits=LOGITS, labels=names[LABELS], classes=names)
+    same(load_predictions(tmp_path / "s.npz"))
+    np.savez(tmp_path / "none.npz", logits=LOGITS, labels=names[LABELS])
+    with pytest.raises(InputError, match="got strings; add a 'classes' array"):
+        load_predictions(tmp_path / "none.npz")
+    np.savez(tmp_path / "short.npz", logits=LOGITS, labels=names[LABELS], classes=names[:3])
+    with pytest.raises(InputError, match="to name the 4 classes, got 3"):
+        load_predictions(tmp_path / "short.npz")
+
+
+def test_binary_probabilities_and_decision_scores(tmp_path):
+    p = RNG.uniform(size=N)
+    y = RNG.integers(0, 2, N)
+    np.savez(tmp_path / "p.npz", probs=p, labels=y)
+    pred = load_predictions(tmp_path / "p.npz")
+    np.testing.assert_allclose(pred.logits, np.stack([1 - p, p], axis=1))
+    assert "positive-class probabilities" in pred.notes[0]
+    two = evaluate_predictions(np.stack([1 - p, p], axis=1), y)["metrics"]
+    assert evaluate_predictions(pred.logits, pred.labels)["metrics"] == two
+    s = RNG.normal(scale=3, size=N)
+    np.savez(tmp_path / "s.npz", scores=s, labels=y)
+    pred = load_predictions(tmp_path / "s.npz")
+    assert "decision scores" in pred.notes[0]
+    np.testing.assert_allclose(softmax(pred.logits)[:, 1], 1 / (1 + np.exp(-s)))  # softmax([0, s]) = sigmoid(s)
+    np.savez(tmp_path / "k.npz", probs=p, labels=LABELS)
+    with pytest.raises(InputError, match=r"in \[0, 1\].*1-D scores are read as a binary model's"):
+        load_predictions(tmp_path / "k.npz")
+
+
+def test_renormalize_rounded_probabilities(tmp_path):
+    probs = softmax(LOGITS.astype(np.float64))
+    rounded = np.round(probs, 2)
+    np.savez(tmp_path / "r.npz", probs=rounded, labels=LABELS)
+    with pytest.raises(InputError, match="renormalise"):
+        evaluate_predictions(load_predictions(tmp_path / "r.npz").logits, LABELS)
+    pred = load_predictions(tmp_path / "r.npz", options=ReadOptions(renormalize=True))
+    np.testing.assert_allclose(pred.logits, rounded / rounded.sum(axis=1, keepdims=True))
+    assert evaluate_predictions(pred.logits, LABELS)["assumed_input"] == "probs"
+    np.savez(tmp_path / "l.npz", logits=LOGITS, labels=LABELS)
+    with pytest.raises(InputError, match="probabilities .* for --renormalize"):
+        load_predictions(tmp_path / "l.npz", options=ReadOptions(renormalize=True))
+
+
+def test_split_files_and_val_file(tmp_path):
+    np.savez(tmp_path / "s.npz", val_probs=softmax(LOGITS[:20]), val_y=LABELS[:20], test_logits=LOGITS[20:],
+             test_labels=LABELS[20:])
+    splits = load_split_predictions(tmp_path / "s.npz")
+    same(splits["test"], LOGITS[20:], LABELS[20:])
+    np.testing.assert_array_equal(splits["val"].labels, LABELS[:20])
+    np.save(tmp_path / "val.npy", LOGITS[:20])
+    np.save(tmp_path / "val_labels.npy", LABELS[:20])
+    torch.save((torch.tensor(LOGITS[20:]), torch.tensor(LABELS[20:])), tmp_path / "test.pt")
+    inputs = resolve_calibration_input(tmp_path / "test.pt", val=tmp_path / "val.npy")
+    same(inputs.val, LOGITS[:20], LABELS[:20])
+    same(inputs.test, LOGITS[20:], LABELS[20:])
+    with pytest.raises(InputError, match="--labels only with --val"):
+        resolve_calibration_input(tmp_path / "s.npz", options=ReadOptions(labels_file=tmp_path / "val_labels.npy"))
+
+
+def test_ood_scores_need_no_labels(tmp_path):
+    np.save(tmp_path / "o.npy", LOGITS)
+    np.testing.assert_allclose(load_scores(tmp_path / "o.npy"), LOGITS)
+
+
+# ------------------------------------------------------------------------------------------- only regular files
+
+
+@pytest.fixture()
+def fifo(tmp_path):
+    path = tmp_path / "preds.npz"
+    os.mkfifo(path)
+    return path
+
+
+def test_fifo_socket_device_and_folder_are_refused_without_blocking(tmp_path, fifo):
+    started = time.monotonic()
+    with pytest.raises(InputError, match="to be a regular file, but it is a FIFO"):
+        open_regular(fifo, "a predictions file")
+    with pytest.raises(InputError, match="FIFO"):
+        load_predictions(fifo)
+    with pytest.raises(InputError, match="FIFO"):
+        read_json(fifo)
+    with pytest.raises(InputError, match="FIFO"):
+        read_history(fifo)
+    assert time.monotonic() - started < 5
+    with pytest.raises(InputError, match="character device"):
+        read_json("/dev/null")
+    with pytest.raises(InputError, match="is a folder"):
+        load_predictions(tmp_path)
+    sock_path = tmp_path / "s.npz"
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(sock_path))
+        with pytest.raises(InputError, match="a socket"):
+            load_predictions(sock_path)
+    finally:
+        server.close()
+
+
+def test_fifo_in_a_real_process_returns_at_once(tmp_path, fifo):
+    """A command given a FIFO (no writer) must answer in one line, not wait for data forever."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for argv in (["evaluate", str(fifo)], ["ood", "--in-preds", str(fifo), "--out-preds", str(fifo)],
+                 ["calibrate", str(fifo)]):
+        done = subprocess.run([sys.executable, "-m", "adacal", *argv], capture_output=True, text=True, timeout=60,
+                              env=env, cwd=tmp_path)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1 and "FIFO" in lines[0], done.stderr
+
+
+def test_no_warning_prints_ahead_of_the_error_line(tmp_path):
+    """torch warns while loading a sparse tensor; in a real process only the one Error: line may reach stderr."""
+    torch.save({"logits": torch.eye(K).to_sparse(), "labels": torch.arange(K)}, tmp_path / "s.pt")
+    done = subprocess.run([sys.executable, "-m", "adacal", "evaluate", str(tmp_path / "s.pt")], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "dense tensor" in done.stderr, done.stderr
+
+
+# ------------------------------------------------------------------------------------------- declared sizes
+
+
+def _npy_bytes(shape, dtype="<f8", body=b""):
+    out = io.BytesIO()
+    np.lib.format.write_array_header_1_0(out, {"descr": dtype, "fortran_order": False, "shape": shape})
+    return out.getvalue() + body
+
+
+def test_npy_header_declaring_more_than_the_file_holds(tmp_path):
+    (tmp_path / "big.npy").write_bytes(_npy_bytes((10**12, 10), body=b"\0" * 64))
+    started = time.monotonic()
+    with pytest.raises(InputError, match=r"header declares \(shape \(1000000000000, 10\)\).*truncated"):
+        read_npy(tmp_path / "big.npy")
+    assert time.monotonic() - started < 2
+
+
+def test_npz_member_header_declaring_a_huge_shape(tmp_path):
+    with zipfile.ZipFile(tmp_path / "big.npz", "w") as archive:
+        archive.writestr("logits.npy", _npy_bytes((10**9, 10**6), body=b"\0" * 80))
+        archive.writestr("labels.npy", _npy_bytes((3,), "<i8", b"\0" * 24))
+    with pytest.raises(InputError, match="its zip entry holds"):
+        load_predictions(tmp_path / "big.npz")
+
+
+def test_memory_budget_is_checked_before_reading(tmp_path, monkeypatch):
+    np.savez(tmp_path / "p.npz", logits=LOGITS.astype(np.float64), labels=LABELS)
+    monkeypatch.setenv("ADACAL_MEMORY_LIMIT", "1000")
+    with pytest.raises(InputError, match=r"p.npz:logits to fit in memory, but it would need 1.4 KiB uncompressed and 1000 bytes is available"):
+        load_predictions(tmp_path / "p.npz")
+
+
+def _zip_bomb(path: Path, used: dict, size: int) -> None:
+    """An .npz whose member `junk` inflates to `size` bytes of zeros (deflated to a few hundred KiB)."""
+    np.savez(path, **used)
+    header = _npy_bytes((size,), "|u1")
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+    chunk = b"\0" * (1 << 20)
+    parts = [compressor.compress(header)]
+    for _ in range(size // len(chunk)):
+        parts.append(compressor.compress(chunk))
+    parts.append(compressor.flush())
+    data = b"".join(parts)
+    crc = zlib.crc32(chunk * 0)
+    crc = zlib.crc32(header)
+    for _ in range(size // len(chunk)):
+        crc = zlib.crc32(chunk, crc)
+    info = zipfile.ZipInfo("junk.npy")
+    info.compress_type = zipfile.ZIP_DEFLATED
+    with zipfile.ZipFile(path, "a") as archive:
+        # Raw deflate data written as the member, with its true CRC and sizes.
+        info.CRC, info.compress_size, info.file_size = crc, len(data), len(header) + size
+        archive.fp.seek(archive.start_dir)
+        info.header_offset = archive.fp.tell()
+        archive.fp.write(info.FileHeader())
+        archive.fp.write(data)
+        archive.start_dir = archive.fp.tell()
+        archive.filelist.append(info)
+        archive.NameToInfo[info.filename] = info
+        archive._didModify = True
+
+
+def test_zip_bomb_under_an_unused_key_costs_nothing(tmp_path, monkeypatch):
+    path = tmp_path / "bomb.npz"
+    _zip_bomb(path, {"logits": LOGITS, "labels": LABELS}, 64 << 20)
+    assert path.stat().st_size < 1 << 20
+    monkeypatch.setenv("ADACAL_MEMORY_LIMIT", str(16 << 20))
+    started = time.monotonic()
+    same(load_predictions(path))  # junk is never decompressed
+    assert time.monotonic() - started < 2
+    with NpzArchive(path) as archive:
+        assert sorted(archive.files) == ["junk", "labels", "logits"]
+        with pytest.raises(InputError, match=r"junk to fit in memory, but it would need 64.0 MiB uncompressed"):
+            archive["junk"]
+    with pytest.raises(InputError, match="would need 64.0 MiB"):
+        load_predictions(path, options=ReadOptions(logits_key="junk"))
+
+
+def test_torch_archive_entries_are_sized_before_loading(tmp_path, monkeypatch):
+    torch.save({"logits": torch.zeros(1 << 15, 8), "labels": torch.zeros(1 << 15, dtype=torch.long)}, tmp_path / "b.pt")
+    monkeypatch.setenv("ADACAL_MEMORY_LIMIT", str(256 << 10))
+    with pytest.raises(InputError, match=r"b.pt to fit in memory, but its entries declare 1.3 MiB and 256.0 KiB"):
+        load_predictions(tmp_path / "b.pt")
+
+
+def test_crafted_zip_entry_declaring_a_huge_size(tmp_path, monkeypatch):
+    """A central directory that declares a member of 4 GiB is refused from the declaration, unread."""
+    np.savez(tmp_path / "p.npz", logits=LOGITS, labels=LABELS)
+    data = bytearray((tmp_path / "p.npz").read_bytes())
+    central = data.find(b"PK\x01\x02")  # the first member's central directory record (logits.npy)
+    data[central + 24:central + 28] = (0xFFFFFFFE).to_bytes(4, "little")  # its uncompressed size
+    (tmp_path / "lying.npz").write_bytes(bytes(data))
+    monkeypatch.setenv("ADACAL_MEMORY_LIMIT", str(1 << 30))
+    with pytest.raises(InputError, match=r"logits to fit in memory, but it would need 4.0 GiB uncompressed"):
+        load_predictions(tmp_path / "lying.npz")
+
+
+def test_object_arrays_are_never_unpickled(tmp_path):
+    np.savez(tmp_path / "o.npz", logits=np.array([{"a": 1}], dtype=object), labels=LABELS[:1])
+    with pytest.raises(InputError, match="holds Python objects"):
+        load_predictions(tmp_path / "o.npz")
+
+
+def test_expanded_sparse_and_nested_tensors(tmp_path, monkeypatch):
+    torch.save({"logits": torch.zeros(1, 1).expand(10**7, 1000), "labels": torch.zeros(10**7, dtype=torch.long)},
+               tmp_path / "x.pt")
+    assert (tmp_path / "x.pt").stat().st_size < 100 << 20  # the view's storage is tiny; its shape is not
+    monkeypatch.setenv("ADACAL_MEMORY_LIMIT", str(1 << 30))
+    with pytest.raises(InputError, match=r"'logits' in .* to fit in memory, but its shape \(10000000, 1000\) would need 37.3 GiB"):
+        load_predictions(tmp_path / "x.pt")
+    torch.save({"logits": torch.eye(4).to_sparse(), "labels": torch.arange(4)}, tmp_path / "s.pt")
+    with pytest.raises(InputError, match="'logits' in .* to be a dense tensor, got a sparse_coo one"):
+        load_predictions(tmp_path / "s.pt")
+    small = {"logits": torch.zeros(1, K).expand(N, K), "labels": torch.tensor(LABELS)}
+    torch.save(small, tmp_path / "ok.pt")
+    assert load_predictions(tmp_path / "ok.pt").logits.shape == (N, K)  # a small view is fine
+
+
+# ------------------------------------------------------------------------------------------- JSON documents
+
+
+@pytest.mark.parametrize("text, match", [
+    ("[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5), "nest at most"),
+    ("[" * 200_000 + "]" * 200_000, "nest at most"),
+    ('{"a": ' + "9" * 5000 + "}", "integer of 5000 digits"),
+    ('{"a": ' + "9" * (MAX_INT_DIGITS + 1) + "}", "digits"),
+    ('{"a": NaN}', "NaN is not a JSON number"),
+    ('{"a": -Infinity}', "-Infinity is not a JSON number"),
+    ('{"a": 1e999}', "out of range for a float"),
+    ('{"a": 1', "could not be parsed"),
+    (b'{"a": "\xff"}', "not UTF-8"),
+])
+def test_json_limits(text, match):
+    with pytest.raises(InputError, match=match):
+        parse_json(text, label="doc.json")
+
+
+def _report(kind, results, config=None):
+    return {"schema_version": 1, "kind": kind, "adacal_version": "0", "created": "now", "config": config or {},
+            "results": results}
+
+
+@pytest.mark.parametrize("kind, results, match", [
+    ("evaluate", {"metrics": {"ece": "high"}}, r"'results.metrics.ece' .* to be a number, got a string \"high\""),
+    ("evaluate", {"metrics": [0.1]}, "'results.metrics' in .* to be an object, got a list"),
+    ("evaluate", {"metrics": {}, "bins": {"equal_width": {"edges": [0], "counts": [-1], "mean_confidence": [],
+                                                          "accuracy": []}}}, r"counts\[0\]' .* integer >= 0"),
+    ("calibrate", {"calibrators": {"t": {"params": []}}}, "'results.calibrators.t.params' .* to be an object"),
+    ("calibrate", {"calibrators": {"t": {"calibrator": {"method": 3, "format_version": 1, "params": {}}}}},
+     "'results.calibrators.t.calibrator.method' .* non-empty string"),
+    ("ood", {"scores": {"entropy": {"pre": {"auroc": 1.5}}}}, "'results.scores.entropy.pre.auroc' .* in \\[0, 1\\]"),
+    ("ood", {"scores": {}, "in": {"name": "x", "n": 0}}, "'results.in.n' .* integer >= 1"),
+    ("calibrator", {"calibrator": {"method": "temperature", "format_version": True, "params": {}}},
+     "'results.calibrator.format_version' .* integer >= 1, got true/false"),
+    ("calibrator", {}, "'results.calibrator', but it is missing"),
+])
+def test_report_schemas(tmp_path, kind, results, match):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(_report(kind, results)))
+    with pytest.raises(InputError, match=match):
+        read_report(path, kind)
+
+
+def test_config_json_schema(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_report("train-config", {}, {"dataset": "digits", "loss": "ce", "epochs": "ten"})))
+    with pytest.raises(InputError, match="'config.epochs' in .* to be an integer >= 0, got a string \"ten\""):
+        read_report(path, "train-config")
+
+
+def _history_line(epoch, **extra):
+    return json.dumps({"epoch": epoch, "lr": 0.1, "train": {"loss": 1.0}, "val": {"error": 0.5}, **extra})
+
+
+@pytest.mark.parametrize("content, match", [
+    (_history_line(1) + "\n" + _history_line("two") + "\n", "'epoch' in line 2 .* integer >= 1"),
+    (_history_line(1) + "\n" + "garbage\n" + _history_line(3) + "\n", "line 2 of .* could not be parsed"),
+    ((_history_line(1) + "\n").encode() + b'{"epoch": 2, "x": "\xff\xfe"}\n', "line 2 of .*not UTF-8"),
+    (_history_line(1) + "\n[1, 2]\n", "line 2 of .* epoch record \\(a JSON object\\), got a list"),
+    (_history_line(2) + "\n" + _history_line(1) + "\n", "1, 2, 3, ... in order .* line 1 .* records epoch 2 first"),
+    (_history_line(1) + "\n" + _history_line(1) + "\n", "line 2 .* records epoch 1 after epoch 1"),
+    (_history_line(1) + "\n" + _history_line(3) + "\n", "line 2 .* records epoch 3 after epoch 1"),
+    (_history_line(1, lr="fast") + "\n", "'lr' in line 1 .* a number"),
+    (_history_line(1) + "\n" + '{"epoch": 2, "lr": NaN}' + "\n", "line 2 .* NaN is not a JSON number"),
+])
+def test_history_lines_are_validated_with_their_number(tmp_path, content, match):
+    path = tmp_path / "history.jsonl"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(InputError, match=match):
+        read_history(path, torn_tail=True)
+
+
+def test_history_torn_tail_only_when_asked_and_only_at_the_end(tmp_path):
+    path = tmp_path / "history.jsonl"
+    path.write_text(_history_line(1) + "\n" + _history_line(2) + "\n" + '{"epoch": 3, "lr": 0.')
+    assert [r["epoch"] for r in read_history(path, torn_tail=True)] == [1, 2]
+    with pytest.raises(InputError, match="line 3"):
+        read_history(path)
+
+
+# ------------------------------------------------------------------------------------------- checkpoints
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    from adacal.models import build_model
+    from adacal.training.checkpoints import make_checkpoint
+
+    model = build_model("mlp", num_classes=3, input_shape=(8,))
+    return make_checkpoint(model_name="mlp", model_options={}, dataset="digits", num_classes=3, input_shape=(8,),
+                           config={}, epoch=1, model_state=model.state_dict())
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"num_classes": 10**12}, "'num_classes' .* integer from 2 to 10000000"),
+    ({"input_shape": [10**6, 10**6]}, "'input_shape' .* at most 268435456 values"),
+    ({"model_options": {"hidden": [10**6, 10**6]}}, "the model 'mlp' .* to fit in memory, but it would need"),
+    ({"model_options": {"hidden": 10**12}}, "model option 'hidden'"),
+    ({"model_options": {"dropout": float("inf")}}, "model option 'dropout'"),
+    ({"num_classes": 5}, "weights to fit model 'mlp', but they do not .* has shape"),
+    ({"model_state": {"w": [1, 2]}}, "'model_state' .* dict of tensors"),
+    ("sparse", "to be a dense tensor, got a sparse_coo one"),
+    ("complex", "to be a real tensor"),
+    ("missing", "missing"),
+])
+def test_checkpoint_contents(tmp_path, checkpoint, change, match):
+    from adacal.training.checkpoints import check_weights_fit, load_checkpoint
+
+    if change == "sparse":
+        key = next(iter(checkpoint["model_state"]))
+        change = {"model_state": {**checkpoint["model_state"], key: checkpoint["model_state"][key].to_sparse()}}
+    elif change == "complex":
+        key = next(iter(checkpoint["model_state"]))
+        change = {"model_state": {**checkpoint["model_state"], key: checkpoint["model_state"][key].to(torch.complex64)}}
+    elif change == "missing":
+        state = dict(checkpoint["model_state"])
+        state.pop(next(iter(state)))
+        change = {"model_state": state}
+    torch.save({**checkpoint, **change}, tmp_path / "c.pt")
+    started = time.monotonic()
+    with pytest.raises(InputError, match=match):
+        load_checkpoint(tmp_path / "c.pt")
+        check_weights_fit(torch.load(tmp_path / "c.pt", weights_only=True), tmp_path / "c.pt")
+    assert time.monotonic() - started < 5
+
+
+def test_good_checkpoint_loads(tmp_path, checkpoint):
+    from adacal.training.checkpoints import load_checkpoint
+
+    torch.save(checkpoint, tmp_path / "c.pt")
+    assert load_checkpoint(tmp_path / "c.pt")["num_classes"] == 3
+
+
+# ------------------------------------------------------------------------------------------- import graph
+
+
+def _imports(repo: Path) -> dict[str, set[str]]:
+    """Every adacal module's imports of other adacal modules, lazy (function-level) ones included."""
+    modules = {}
+    for path in (repo / "adacal").rglob("*.py"):
+        parts = list(path.relative_to(repo).with_suffix("").parts)
+        package = parts[-1] == "__init__"
+        if package:
+            parts = parts[:-1]
+        modules[".".join(parts)] = (path, package)
+    graph = {}
+    for name, (path, package) in modules.items():
+        base_package = name if package else name.rpartition(".")[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = base_package.split(".")[: len(base_package.split(".")) - node.level + 1]
+                    base = ".".join(anchor + ([base] if base else []))
+                targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            found |= {target for target in targets if target in modules and target != name}
+        graph[name] = found
+    return graph
+
+
+def test_no_import_cycle_among_adacal_modules():
+    graph = _imports(REPO)
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(node, trail):
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append(trail[trail.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, trail + [nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert not cycles, " ; ".join(" → ".join(cycle) for cycle in cycles)
+    assert "adacal.training.inference" in graph["adacal.sources.resolve"]
+    assert not any(m == "adacal.training" for m in graph["adacal.evaluation"] | graph["adacal.sources.resolve"])
+
+
+def test_every_reader_module_imports_first_in_a_fresh_interpreter():
+    """Import order must not matter: each module, imported first, loads (no partially-initialised module)."""
+    code = (
+        "import importlib, sys\n"
+        "for name in sys.argv[1:]:\n"
+        "    for loaded in [m for m in sys.modules if m == 'adacal' or m.startswith('adacal.')]:\n"
+        "        del sys.modules[loaded]\n"
+        "    importlib.import_module(name)\n"
+        "import adacal.sources\n"
+    )
+    names = ["adacal.sources", "adacal.sources.files", "adacal.predictions", "adacal.training.checkpoints",
+             "adacal.training.inference", "adacal.training", "adacal.evaluation", "adacal.ood", "adacal.runs",
+             "adacal.reports", "adacal.cli"]
+    done = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    light = subprocess.run([sys.executable, "-c", "import sys, adacal.sources; print('torch' in sys.modules)"],
+                           capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert light.stdout.strip() == "False", light.stderr  # reading a .npz or .csv never imports torch
+
+
+# ------------------------------------------------------------------------------------------- through the CLI
+
+
+def _cli(*argv, cwd=None):
+    from typer.testing import CliRunner
+
+    from adacal.cli import app
+
+    return CliRunner().invoke(app, [str(a) for a in argv])
+
+
+def test_evaluate_reads_every_format_to_the_same_metrics(tmp_path):
+    """The same outputs as .npz, .pt pair, .npy + labels, .csv: identical metrics in every report."""
+    np.savez(tmp_path / "ref.npz", logits=LOGITS, labels=LABELS)
+    torch.save((torch.tensor(LOGITS), torch.tensor(LABELS)), tmp_path / "pair.pt")
+    np.save(tmp_path / "x.npy", LOGITS)
+    np.save(tmp_path / "x_labels.npy", LABELS)
+    rows = [[*map(repr, map(float, LOGITS[i])), int(LABELS[i])] for i in range(N)]
+    (tmp_path / "t.csv").write_text(_csv(rows, ["a", "b", "c", "d", "y"]))
+    np.savez(tmp_path / "named.npz", out=LOGITS, gt=LABELS)
+    metrics = []
+    for name, extra in (("ref.npz", []), ("pair.pt", []), ("x.npy", []), ("t.csv", []),
+                        ("named.npz", ["--logits-key", "out", "--labels-key", "gt"])):
+        result = _cli("evaluate", tmp_path / name, "--json", tmp_path / f"{name}.json", "-q", *extra)
+        assert result.exit_code == 0, result.output
+        report = json.loads((tmp_path / f"{name}.json").read_text())
+        metrics.append(report["results"]["metrics"])
+    for other in metrics[1:]:
+        assert other == pytest.approx(metrics[0], rel=1e-6)
+    assert report["config"]["source"]["logits_key"] == "out"
+
+
+def test_binary_assumption_is_said_on_stderr_and_in_the_report(tmp_path):
+    p = RNG.uniform(size=N)
+    np.savez(tmp_path / "b.npz", probs=p, labels=RNG.integers(0, 2, N))
+    result = _cli("evaluate", tmp_path / "b.npz", "--json", tmp_path / "b.json")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("Note: ") == 1 and "positive-class probabilities" in result.stderr
+    assumed = json.loads((tmp_path / "b.json").read_text())["config"]["source"]["assumed"]
+    assert "positive-class probabilities" in assumed[0]
+
+
+def test_calibrate_with_val_file_and_ood_with_other_keys(tmp_path):
+    np.savez(tmp_path / "val.npz", probabilities=softmax(LOGITS[:20].astype(np.float64)), targets=LABELS[:20])
+    np.savez(tmp_path / "test.npz", probabilities=softmax(LOGITS[20:].astype(np.float64)), targets=LABELS[20:])
+    result = _cli("calibrate", tmp_path / "test.npz", "--val", tmp_path / "val.npz", "--method", "histogram",
+                  "--json", tmp_path / "c.json", "-q")
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "c.json").read_text())
+    assert report["config"]["val"] == str(tmp_path / "val.npz")
+    np.save(tmp_path / "ood.npy", LOGITS[:10] * 0.1)
+    result = _cli("ood", "--in-preds", tmp_path / "test.npz", "--out-preds", tmp_path / "ood.npy", "--json",
+                  tmp_path / "o.json", "-q")
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "o.json").read_text())["results"]["out"]["n"] == 10
+
+
+def test_renormalize_through_the_cli(tmp_path):
+    rounded = np.round(softmax(LOGITS.astype(np.float64)), 2)
+    np.savez(tmp_path / "r.npz", probs=rounded, labels=LABELS)
+    assert _cli("evaluate", tmp_path / "r.npz", "-q").exit_code == 2
+    result = _cli("evaluate", tmp_path / "r.npz", "--renormalize", "--json", tmp_path / "r.json")
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    expected = evaluate_predictions(rounded / rounded.sum(axis=1, keepdims=True), LABELS)["metrics"]
+    assert report["results"]["metrics"] == pytest.approx(expected)
+    assert report["config"]["source"]["renormalize"] is True and "renormalised" in result.stderr
