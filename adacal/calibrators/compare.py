@@ -38,6 +38,7 @@ def build_calibrators(methods: list[str], *, objective: str | None = None, n_bin
         if "objective" in accepted and objective is not None:
             options["objective"] = objective
         calibrators[name] = CALIBRATORS.build(name, **options)
+        calibrators[name].check_options()
     return calibrators
 
 
