@@ -190,7 +190,7 @@ class _OdirCalibrator(_LinearCalibrator):
 
 @CALIBRATORS.register("matrix-scaling")
 class MatrixScaling(_OdirCalibrator):
-    """probs = softmax(logits · weights_ᵀ + bias_), a full K × K map with ODIR (Guo et al. 2017; Kull et al. 2019)."""
+    """probs = softmax(logits · weights_ᵀ + bias_): a full K × K map with ODIR (Kull et al. 2019)."""
 
     name = "matrix-scaling"
 

@@ -253,7 +253,8 @@ def test_progress_goes_to_the_callback_and_nothing_extra_when_piped(preds, tmp_p
     assert "fold 1/2" not in result.output and "fit on all validation data" not in result.output
     seen = []
     monkeypatch.setattr(calibrate_cli, "_show_progress", lambda quiet, n: True)
-    monkeypatch.setattr(calibrate_cli._RichSteps, "__call__", lambda self, done, total, what: seen.append((done, total)))
+    monkeypatch.setattr(calibrate_cli._RichSteps, "__call__",
+                        lambda self, done, total, what: seen.append((done, total)))
     result = _invoke(preds, "--method", "all", "--folds", "2", "--json", tmp_path / "b.json")
     assert result.exit_code == 0, result.output
     total = len(CALIBRATORS.names()) * 3  # one step per fold fit and one per final fit
