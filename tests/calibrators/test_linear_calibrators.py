@@ -81,20 +81,28 @@ def test_fit_matches_a_slow_direct_minimisation(small_problem, kind, reg_lambda,
 
 
 @pytest.mark.parametrize("diagonal", [True, False])
-def test_analytic_gradient_matches_finite_differences(small_problem, diagonal):
+@pytest.mark.parametrize("centred", [False, True])
+def test_analytic_gradient_matches_finite_differences(small_problem, diagonal, centred):
     logits, labels = small_problem
     k = logits.shape[1]
     onehot = np.eye(k)[labels]
     rng = np.random.default_rng(0)
     point = rng.normal(0.0, 0.5, size=(2 * k if diagonal else k * k + k))
+    centre = logits.mean(axis=0) if centred else None
+    inputs = logits - centre if centred else logits
 
     def value(p):
-        return linear_objective(p, logits, onehot, diagonal=diagonal, reg_lambda=0.7, reg_mu=0.3)[0]
+        return linear_objective(p, inputs, onehot, diagonal=diagonal, reg_lambda=0.7, reg_mu=0.3, centre=centre)[0]
 
     def gradient(p):
-        return linear_objective(p, logits, onehot, diagonal=diagonal, reg_lambda=0.7, reg_mu=0.3)[1]
+        return linear_objective(p, inputs, onehot, diagonal=diagonal, reg_lambda=0.7, reg_mu=0.3, centre=centre)[1]
 
     assert check_grad(value, gradient, point) < 1e-5
+    if centred:  # the same objective as uncentred with the intercept b = c − W m
+        weights = np.diag(point[:k]) if diagonal else point[: k * k].reshape(k, k)
+        flat = np.concatenate([point[:-k], point[-k:] - weights @ centre])
+        plain = linear_objective(flat, logits, onehot, diagonal=diagonal, reg_lambda=0.7, reg_mu=0.3)[0]
+        assert value(point) == pytest.approx(plain, rel=1e-12)
 
 
 def _with_params(cls, weights, bias):
