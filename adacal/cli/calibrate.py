@@ -28,7 +28,8 @@ HELP = (
     "choice is results.selection and results.best in the report, is listed first, and is what --save writes "
     "(refitted on the whole validation split). The table shows test metrics before and after calibration (ECE and "
     "error in %) beside the cross-validation score; the 'test rank' column is the paper-style ranking by test "
-    "metric, shown only, never used to choose.\n\n"
+    "metric, shown only, never used to choose. On a terminal a progress bar counts the fits (one per fold and "
+    "calibrator); nothing is drawn when the output is piped or with --quiet.\n\n"
     "Example: adacal calibrate runs/RUN --method temperature\n\n"
     "Example: adacal calibrate preds.npz --method all --json calibrate.json --save chosen.json"
 )
