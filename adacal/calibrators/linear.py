@@ -7,22 +7,26 @@ All three are a multinomial logistic regression on a per-row input x (N, K):
 - "matrix-scaling": x = logits, W a full K × K matrix;
 - "dirichlet": x = log-probabilities log softmax(logits), W full (Kull et al.'s Dirichlet calibration).
 
-Fitting minimises the mean validation negative log-likelihood plus, for the full maps, the paper's ODIR penalty
-(Off-Diagonal and Intercept Regularisation):
+Fitting minimises the mean validation negative log-likelihood plus the paper's ODIR penalty (Off-Diagonal and
+Intercept Regularisation; vector scaling has only the intercept term):
     reg_lambda · Σ_{i≠j} W_ij² / (K (K − 1))  +  reg_mu · Σ_j b_j² / K
 (the diagonal is left free, so temperature scaling, W = I / T and b = 0, costs no penalty). The objective is
-convex; it is minimised by scipy's L-BFGS-B with the analytic gradient, in float64, started at the NLL temperature
-scaling solution (W = I / T, b = 0). L-BFGS-B only accepts steps that lower the objective, so the fitted map's
-validation NLL is never above temperature scaling's, which it contains (for "dirichlet", softmax(log p / T) =
-softmax(logits / T)). The fit is deterministic: no random start.
+convex; it is minimised by scipy's L-BFGS-B with the analytic gradient, in float64, in centred coordinates, started
+at the NLL temperature scaling solution (W = I / T, b = 0), and a result above the start is never kept: the penalty
+is 0 there, so the fitted map's validation NLL is never above temperature scaling's, which every map here contains
+(for "dirichlet", softmax(log p / T) = softmax(logits / T)). The fit is deterministic: no random start.
 
 Defaults: reg_lambda = reg_mu = 1 (`ODIR_DEFAULT`; per off-diagonal weight that is a penalty of w² / (K (K − 1)),
 mild for K ≤ 10) and at most 500 L-BFGS-B iterations (`max_iter`). Kull et al. tune both strengths by cross-validation
 over powers of 10. With many classes the K² weights overfit a validation set of a few thousand samples unless the
 strengths are raised a lot (on synthetic K = 100, N = 5000 data, reg 1 to 100 still gave a test NLL well above
 temperature scaling's), so tune them there, or let `adacal calibrate --method all` choose between calibrators by
-cross-validation, which sees the overfitting. Vector scaling has 2K parameters and is not regularised, as in the
-paper. Large K is also slow: each iteration costs O(N K²).
+cross-validation, which sees the overfitting. Large K is also slow: each iteration costs O(N K²).
+
+Vector scaling (2K parameters) takes ODIR's intercept term only (`reg_mu`, default 1; its scales are diagonal, so
+there is nothing off-diagonal to penalise). Guo et al.'s vector scaling is unregularised (reg_mu = 0), but on a
+small validation set its intercepts run away: on the digits MLP's 360 validation samples, unregularised intercepts
+reached |b| ≈ 80 and test NLL 1.06 against 0.155 uncalibrated.
 
 None of these maps keeps the predicted class in general: class-wise scales and intercepts can reorder the classes
 of a row (only W = c · I, c > 0, with equal intercepts is sure to keep it).
@@ -191,16 +195,22 @@ class _LinearCalibrator(Calibrator):
 
 @CALIBRATORS.register("vector-scaling")
 class VectorScaling(_LinearCalibrator):
-    """probs = softmax(logits · weights_ + bias_): a scale and an intercept per class (Guo et al. 2017)."""
+    """probs = softmax(logits · weights_ + bias_): a scale and an intercept per class (Guo et al. 2017), the
+    intercepts L2-regularised by `reg_mu` (0: Guo et al.'s unregularised form)."""
 
     name = "vector-scaling"
     diagonal = True
 
-    def __init__(self, *, max_iter: int = MAX_ITER_DEFAULT) -> None:
+    def __init__(self, *, reg_mu: float = ODIR_DEFAULT, max_iter: int = MAX_ITER_DEFAULT) -> None:
+        self.reg_mu = reg_mu
         self.max_iter = max_iter
 
     def check_options(self) -> None:
+        check_nonnegative("reg_mu", self.reg_mu)
         check_int("max_iter", self.max_iter, minimum=1)
+
+    def _regularisation(self) -> tuple[float, float]:
+        return 0.0, float(self.reg_mu)
 
 
 class _OdirCalibrator(_LinearCalibrator):

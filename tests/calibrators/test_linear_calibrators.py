@@ -40,7 +40,7 @@ def _slow_objective(params, logits, labels, *, kind, reg_lambda, reg_mu):
         mapped = weights @ x + bias
         total += np.log(np.sum(np.exp(mapped))) - mapped[label]
     off = [weights[i, j] ** 2 for i in range(k) for j in range(k) if i != j]
-    penalty = 0.0 if kind == "vector-scaling" else reg_lambda * sum(off) / (k * (k - 1)) + reg_mu * np.sum(bias**2) / k
+    penalty = reg_lambda * sum(off) / (k * (k - 1)) + reg_mu * np.sum(bias**2) / k  # off = [] for vector scaling
     return total / n + penalty
 
 
@@ -55,12 +55,12 @@ def small_problem():
 
 @pytest.mark.parametrize(
     ("kind", "reg_lambda", "reg_mu"),
-    [("vector-scaling", 0.0, 0.0), ("matrix-scaling", 0.0, 0.0), ("matrix-scaling", 0.5, 2.0),
-     ("dirichlet", 0.0, 0.0), ("dirichlet", 0.5, 2.0)],  # vector scaling has no penalty
+    [("vector-scaling", 0.0, 0.0), ("vector-scaling", 0.0, 2.0), ("matrix-scaling", 0.0, 0.0),
+     ("matrix-scaling", 0.5, 2.0), ("dirichlet", 0.0, 0.0), ("dirichlet", 0.5, 2.0)],  # vector scaling: μ only
 )
 def test_fit_matches_a_slow_direct_minimisation(small_problem, kind, reg_lambda, reg_mu):
     logits, labels = small_problem
-    options = {} if kind == "vector-scaling" else {"reg_lambda": reg_lambda, "reg_mu": reg_mu}
+    options = {"reg_mu": reg_mu} if kind == "vector-scaling" else {"reg_lambda": reg_lambda, "reg_mu": reg_mu}
     fitted = build_calibrator(kind, **options).fit(logits, labels)
     k = logits.shape[1]
     start = np.concatenate([np.ones(k) if kind == "vector-scaling" else np.eye(k).ravel(), np.zeros(k)])
@@ -76,7 +76,8 @@ def test_fit_matches_a_slow_direct_minimisation(small_problem, kind, reg_lambda,
     slow_fit = _with_params(type(fitted), slow.x[:-k].reshape(k, -1).squeeze() if kind == "vector-scaling"
                             else slow.x[:-k].reshape(k, k), slow.x[-k:])
     np.testing.assert_allclose(probs, slow_fit.transform(logits), atol=1e-4)
-    if reg_lambda > 0:  # without the penalty, W + 1cᵀ and b + c0 give the same probabilities: compare maps only
+    # Without a penalty W + 1cᵀ and b + c0 give the same probabilities, so only those are compared.
+    if reg_lambda > 0 or (kind == "vector-scaling" and reg_mu > 0):
         np.testing.assert_allclose(ours, slow.x, atol=2e-3)
 
 
@@ -143,7 +144,7 @@ def test_recovers_a_known_linear_miscalibration():
     logits = rng.normal(0.0, 2.0, size=(n, k))
     scale, shift = np.array([0.5, 1.5, 1.0]), np.array([0.4, -0.3, 0.0])
     labels = sample_labels(rng, softmax(logits * scale + shift, axis=1))
-    vector = VectorScaling().fit(logits, labels)
+    vector = VectorScaling(reg_mu=0.0).fit(logits, labels)
     # Softmax ignores a common shift of the intercepts: compare them centred.
     np.testing.assert_allclose(vector.weights_, scale, atol=0.08)
     np.testing.assert_allclose(vector.bias_ - vector.bias_.mean(), shift - shift.mean(), atol=0.08)
