@@ -125,7 +125,7 @@ def compare_calibrators(
 
     names = list(methods) if methods else CALIBRATORS.names()
     calibrators = build_calibrators(names, objective=objective, n_bins=n_bins)
-    selection_metric = _check_selection(metric, folds, n_methods=len(calibrators))
+    selection_metric = check_selection(metric, folds)
     val_scores = check_scores(val_logits, name="validation logits")
     n, k = val_scores.shape
     val_labels = check_labels(val_labels, n=n, num_classes=k, name="validation labels")
@@ -217,7 +217,7 @@ def _metric(metrics: dict[str, float], key: str) -> float | None:
     return float(value) if value is not None else None
 
 
-def _check_selection(metric: Any, folds: Any, *, n_methods: int) -> str:
+def check_selection(metric: Any, folds: Any) -> str:
     """The selection metric's name, after checking it and the number of folds (cheap, before any data is read)."""
     from adacal.metrics import resolve_metric_names
 

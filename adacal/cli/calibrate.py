@@ -236,7 +236,7 @@ def run_calibrate(
 ) -> dict[str, Any]:
     """Everything `adacal calibrate` does; returns the report (written to calibrate.json / --json when there is one)."""
     from adacal.calibrators import TEMPERATURE_OBJECTIVES, build_calibrators, compare_calibrators, save_calibrator
-    from adacal.calibrators.compare import DEFAULT_FOLDS, DEFAULT_SELECTION_METRIC, _check_selection
+    from adacal.calibrators.compare import DEFAULT_FOLDS, DEFAULT_SELECTION_METRIC, check_selection
     from adacal.errors import InputError, unknown_name
     from adacal.reports import make_report, write_json
     from adacal.runs import CALIBRATE_FILE
@@ -257,7 +257,7 @@ def run_calibrate(
         raise InputError(f"Expected --folds to be an integer >= 2, got {folds}.")
     folds = DEFAULT_FOLDS if folds is None else folds
     select_metric = DEFAULT_SELECTION_METRIC if select_metric is None else select_metric
-    _check_selection(select_metric, folds, n_methods=len(methods))
+    check_selection(select_metric, folds)
     used_objective = (objective or "nll") if "temperature" in methods else None
     build_calibrators(methods, objective=used_objective, n_bins=n_bins)
     _check_output_path("--json", json_path)
