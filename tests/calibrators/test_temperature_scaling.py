@@ -115,3 +115,16 @@ def test_fit_at_the_edge_of_its_range_is_flagged():
     sharp_logits = np.eye(3)[labels] * 0.01  # right every time but timid: T → 0
     calibrator = TemperatureScaling().fit(sharp_logits, labels)
     assert calibrator.temperature_ == pytest.approx(0.05, rel=1e-3) and calibrator.at_bound_ is True
+
+
+def test_calibrators_saved_before_at_bound_existed_still_load():
+    """A temperature calibrator dict as written by earlier versions (no at_bound anywhere) loads and transforms."""
+    from adacal.calibrators import Calibrator
+
+    saved = {"method": "temperature", "format_version": 1, "options": {"objective": "ece-em", "n_bins": 15},
+             "params": {"temperature": 2.5}, "num_classes": 4}
+    calibrator = Calibrator.from_dict(saved)
+    logits = np.random.default_rng(0).normal(0.0, 3.0, size=(20, 4))
+    np.testing.assert_allclose(calibrator.transform(logits), softmax(logits / 2.5, axis=1), rtol=1e-12)
+    assert calibrator.at_bound_ is False and calibrator.summary() == {"temperature": 2.5, "at_bound": False}
+    assert calibrator.to_dict() == saved
