@@ -153,7 +153,7 @@ for seed in $SEEDS; do
             rundir="$(latest_run "$folder")"
         fi
         if [[ $DRY_RUN -eq 1 && -z "$rundir" ]]; then rundir="$folder/RUN"; fi
-        [[ -f "$rundir/calibrate.json" ]] || run "$ADACAL" calibrate "$rundir" --method temperature --quiet
+        [[ -f "$rundir/calibrate.json" ]] || run "$ADACAL" calibrate "$rundir" --method temperature --objective ece-em --quiet
         if [[ -f "$DATA/svhn.npz" || $DOWNLOAD == "--download" ]]; then
             [[ -f "$rundir/ood-svhn.json" ]] || run "$ADACAL" ood --in cifar10 --out svhn --model "$rundir" \
                 --data-dir "$DATA" --device "$DEVICE" "$DOWNLOAD" "${OOD_ARGS[@]}" --json "$rundir/ood-svhn.json" --quiet

@@ -4,9 +4,12 @@
     calibrator = build_calibrator("temperature", objective="ece-em").fit(val_logits, val_labels)
     probs = calibrator.transform(test_logits)
 
-Names (CALIBRATORS): temperature, ets, spline, histogram, isotonic. Temperature scaling and ETS rescale the whole
-row; spline, histogram and isotonic recalibrate the top-class confidence only and rebuild the row so that it sums
-to 1 and keeps its predicted class (see `complete_top_label`).
+Names (CALIBRATORS): temperature, ets, vector-scaling, matrix-scaling, dirichlet, spline, histogram, isotonic.
+Temperature scaling and ETS rescale the whole row; vector scaling, matrix scaling and Dirichlet calibration map it
+linearly (class-wise, so they may change the predicted class); spline, histogram and isotonic recalibrate the
+top-class confidence only and rebuild the row so that it sums to 1 and keeps its predicted class (see
+`complete_top_label`). Every calibrator follows scikit-learn's estimator conventions (get_params / set_params, fit,
+transform / predict_proba, fitted attributes ending in `_`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from adacal.calibrators.base import CALIBRATORS, Calibrator, TopLabelCalibrator,
 from adacal.calibrators.ets import EnsembleTemperatureScaling
 from adacal.calibrators.histogram import HistogramBinning
 from adacal.calibrators.isotonic import IsotonicCalibration
+from adacal.calibrators.linear import DirichletCalibration, MatrixScaling, VectorScaling
 from adacal.calibrators.saving import load_calibrator, save_calibrator
 from adacal.calibrators.spline import SplineCalibration
 from adacal.calibrators.temperature import TEMPERATURE_OBJECTIVES, TemperatureScaling
@@ -24,8 +28,10 @@ from adacal.calibrators.compare import CalibrationComparison, build_calibrators,
 
 
 def build_calibrator(name: str, **options: Any) -> Calibrator:
-    """An unfitted calibrator by name (unknown name or option → InputError listing the choices)."""
-    return CALIBRATORS.build(name, **options)
+    """An unfitted calibrator by name (unknown name, option or option value → InputError listing the choices)."""
+    calibrator = CALIBRATORS.build(name, **options)
+    calibrator.check_options()
+    return calibrator
 
 
 def calibrator_names() -> list[str]:
@@ -37,12 +43,15 @@ __all__ = [
     "TEMPERATURE_OBJECTIVES",
     "CalibrationComparison",
     "Calibrator",
+    "DirichletCalibration",
     "EnsembleTemperatureScaling",
     "HistogramBinning",
     "IsotonicCalibration",
+    "MatrixScaling",
     "SplineCalibration",
     "TemperatureScaling",
     "TopLabelCalibrator",
+    "VectorScaling",
     "build_calibrator",
     "build_calibrators",
     "calibrator_names",

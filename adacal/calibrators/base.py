@@ -1,11 +1,15 @@
 """What every post-hoc calibrator shares: option checks, fit / transform, the fitted check, and JSON (de)serialisation.
 
-Every calibrator maps logits (N, K) to probabilities (N, K) whose rows sum to 1:
+Every calibrator maps logits (N, K) to probabilities (N, K) whose rows sum to 1, following scikit-learn's
+estimator conventions (without importing scikit-learn, which takes seconds):
 
-- `__init__` only stores keyword-only options (checked there, one-sentence InputError);
+- `__init__` only stores its keyword-only options, as given; `get_params()` / `set_params(**options)` read and
+  change them, so `sklearn.base.clone` works. Options are checked (one-sentence InputError) by `check_options()`,
+  which `fit`, `build_calibrator` and `from_dict` call, so a bad option fails before any data is read;
 - `fit(logits, labels)` validates its inputs, learns attributes ending in `_` (`temperature_`, `weights_`, ...) and
   returns `self`;
-- `transform(logits)` gives calibrated probabilities; using it before `fit` raises NotFittedError;
+- `transform(logits)` and `predict_proba(logits)` (the same) give calibrated probabilities; using either before `fit`
+  raises adacal's NotFittedError, which is also an instance of scikit-learn's NotFittedError when it is installed;
 - `to_dict()` / `Calibrator.from_dict(d)` round-trip a fitted calibrator through plain JSON types.
 
 Inputs are expected to be logits. When every row already looks like a probability vector (entries in [0, 1], rows
@@ -16,6 +20,9 @@ on the probabilities' log (p^(1/T), renormalised) and the top-label methods see 
 from __future__ import annotations
 
 from typing import Any, ClassVar
+
+import functools
+import inspect
 
 import numpy as np
 
@@ -51,6 +58,30 @@ def check_int(option: str, value: Any, *, minimum: int) -> int:
     return int(value)
 
 
+def check_nonnegative(option: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InputError(f"Expected {option} to be a non-negative number, got {value!r}.")
+    if not np.isfinite(value) or value < 0:
+        raise InputError(f"Expected {option} to be a non-negative number, got {value!r}.")
+    return float(value)
+
+
+@functools.lru_cache(maxsize=1)
+def _not_fitted_error_class() -> type[NotFittedError]:
+    """adacal's NotFittedError, made an instance of scikit-learn's too when scikit-learn is installed (imported only
+    on this error path: it takes seconds), so `check_is_fitted`-style handling catches it."""
+    try:
+        from sklearn.exceptions import NotFittedError as SklearnNotFittedError
+    except ImportError:  # pragma: no cover - scikit-learn is a dependency
+        return NotFittedError
+
+    class CalibratorNotFittedError(NotFittedError, SklearnNotFittedError):
+        """Raised when a calibrator is used before `fit` (an AdacalError and scikit-learn's NotFittedError)."""
+
+    CalibratorNotFittedError.__module__ = NotFittedError.__module__
+    return CalibratorNotFittedError
+
+
 def float_array(params: dict[str, Any], key: str, *, ndim: int = 1) -> np.ndarray:
     """A finite float array stored under `key` in saved params (KeyError/ValueError when missing or malformed)."""
     array = np.asarray(params[key], dtype=np.float64)
@@ -70,11 +101,18 @@ class Calibrator:
     """Base class: maps logits (N, K) to calibrated probabilities (N, K). Subclasses implement `_fit`/`_transform`."""
 
     name: ClassVar[str] = ""
+    # Whether the predicted class of every row is always kept (true of monotone maps of the whole row and of the
+    # top-label methods; not of vector / matrix scaling and Dirichlet calibration, whose class-wise maps can reorder).
+    keeps_argmax: ClassVar[bool] = True
 
     # ----- what subclasses provide -------------------------------------------------------------------------------
+    def check_options(self) -> None:
+        """Raise InputError for an option that is out of range (subclasses with options override)."""
+
     def get_options(self) -> dict[str, Any]:
-        """The constructor options (what `CALIBRATORS.build(name, **options)` takes back)."""
-        return {}
+        """The checked constructor options as JSON types (what `CALIBRATORS.build(name, **options)` takes back)."""
+        self.check_options()
+        return {key: _json_scalar(value) for key, value in self.get_params().items()}
 
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
         raise NotImplementedError
@@ -93,6 +131,49 @@ class Calibrator:
         self._check_fitted()
         return self._get_params()
 
+    # ----- scikit-learn's estimator protocol ---------------------------------------------------------------------
+    @classmethod
+    def _option_names(cls) -> list[str]:
+        params = inspect.signature(cls.__init__).parameters.values()
+        return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor options, as stored (scikit-learn's protocol; no nested estimators, so `deep` is moot)."""
+        return {name: getattr(self, name) for name in self._option_names()}
+
+    def set_params(self, **params: Any) -> Calibrator:
+        """Change constructor options (checked at the next `fit`, as scikit-learn does); returns self."""
+        accepted = self._option_names()
+        for key, value in params.items():
+            if key not in accepted:
+                listed = ", ".join(accepted) if accepted else "none"
+                raise InputError(
+                    f"Calibrator '{self.name}' does not take option {key!r}; it takes: {listed}."
+                )
+            setattr(self, key, value)
+        return self
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return self.is_fitted
+
+    def __sklearn_tags__(self) -> Any:
+        """Tags for scikit-learn's checks: a fitted transformer of (N, K) scores that needs the labels to fit."""
+        from sklearn.utils import InputTags, Tags, TargetTags, TransformerTags
+
+        return Tags(
+            estimator_type=None,
+            target_tags=TargetTags(required=True),
+            transformer_tags=TransformerTags(preserves_dtype=["float64"]),
+            input_tags=InputTags(two_d_array=True),
+        )
+
+    @property
+    def n_features_in_(self) -> int:
+        """The number of classes seen in `fit` (scikit-learn's name for the input width)."""
+        if not self.is_fitted:
+            raise AttributeError(f"{type(self).__name__} is not fitted yet, so it has no n_features_in_.")
+        return self.num_classes_
+
     # ----- the shared interface ----------------------------------------------------------------------------------
     @property
     def is_fitted(self) -> bool:
@@ -100,10 +181,13 @@ class Calibrator:
 
     def _check_fitted(self) -> None:
         if not self.is_fitted:
-            raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit(logits, labels) first.")
+            raise _not_fitted_error_class()(
+                f"{type(self).__name__} is not fitted yet; call fit(logits, labels) first."
+            )
 
     def fit(self, logits: Any, labels: Any) -> Calibrator:
         """Learn the calibration map from validation logits (N, K) and labels (N,); returns self."""
+        self.check_options()
         scores = check_scores(logits, name="logits")
         labels = check_labels(labels, n=scores.shape[0], num_classes=scores.shape[1])
         self._fit(as_logits(scores), labels)
@@ -119,6 +203,10 @@ class Calibrator:
                 f"Expected logits with {self.num_classes_} classes (as in fit), got shape {scores.shape}."
             )
         return self._transform(as_logits(scores))
+
+    def predict_proba(self, logits: Any) -> np.ndarray:
+        """The same as `transform` (scikit-learn's name for probabilities)."""
+        return self.transform(logits)
 
     def fit_transform(self, logits: Any, labels: Any) -> np.ndarray:
         return self.fit(logits, labels).transform(logits)
@@ -155,6 +243,7 @@ class Calibrator:
                 f"Expected the '{method}' calibrator's num_classes to be an integer >= 2, got {num_classes!r}."
             )
         calibrator = CALIBRATORS.build(method, **options)
+        calibrator.check_options()
         try:
             calibrator._set_params(params)
         except (KeyError, TypeError, ValueError) as exc:
@@ -163,9 +252,14 @@ class Calibrator:
         return calibrator
 
     def __repr__(self) -> str:
-        options = ", ".join(f"{key}={value!r}" for key, value in self.get_options().items())
+        options = ", ".join(f"{key}={value!r}" for key, value in self.get_params().items())
         fitted = "" if self.is_fitted else " (not fitted)"
         return f"{type(self).__name__}({options}){fitted}"
+
+
+def _json_scalar(value: Any) -> Any:
+    """numpy scalars as the Python numbers JSON takes."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 class TopLabelCalibrator(Calibrator):

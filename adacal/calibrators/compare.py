@@ -1,23 +1,28 @@
-"""Fit calibrators on validation predictions and measure them on test: what `adacal calibrate` reports."""
+"""Fit calibrators on validation predictions, choose one by cross-validation on validation data, and measure them on
+test: what `adacal calibrate` reports."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from adacal.arrays import check_labels, check_scores
 from adacal.calibrators.base import CALIBRATORS, Calibrator, check_choice, check_int
 from adacal.calibrators.temperature import TEMPERATURE_OBJECTIVES
-from adacal.errors import InputError
+from adacal.errors import AdacalError, InputError
 from adacal.registry import option_names
 
-RANKING_METRIC = "ece_em"
+DEFAULT_FOLDS = 5
+DEFAULT_SELECTION_METRIC = "ece-em"
 
 
 @dataclass(frozen=True)
 class CalibrationComparison:
-    """`results` is the calibrate.json results object; `fitted` the calibrators by name, best first."""
+    """`results` is the calibrate.json results object; `fitted` the calibrators by name, the selected one first."""
 
     results: dict[str, Any]
     fitted: dict[str, Calibrator]
@@ -38,12 +43,51 @@ def build_calibrators(methods: list[str], *, objective: str | None = None, n_bin
         if "objective" in accepted and objective is not None:
             options["objective"] = objective
         calibrators[name] = CALIBRATORS.build(name, **options)
+        calibrators[name].check_options()
     return calibrators
 
 
-def _rank_value(metrics: dict[str, float]) -> float:
-    value = metrics.get(RANKING_METRIC)
+def _finite_or_inf(value: float | None) -> float:
     return value if value is not None and math.isfinite(value) else math.inf
+
+
+def stratified_folds(labels: np.ndarray, n_folds: int, *, seed: int = 0) -> list[np.ndarray]:
+    """Held-out index sets of a seeded, stratified k-fold split: each class's samples, shuffled, are dealt to the folds
+    in turn (continuing where the previous class stopped), so fold sizes differ by at most one and every class is
+    spread as evenly as its count allows, even when a class has fewer samples than there are folds."""
+    rng = np.random.default_rng(seed)
+    assignment = np.empty(labels.size, dtype=np.int64)
+    dealt = 0
+    for label in np.unique(labels):
+        members = rng.permutation(np.flatnonzero(labels == label))
+        assignment[members] = (dealt + np.arange(members.size)) % n_folds
+        dealt += members.size
+    return [np.sort(np.flatnonzero(assignment == fold)) for fold in range(n_folds)]
+
+
+def cross_validate(
+    calibrator: Calibrator,
+    logits: np.ndarray,
+    labels: np.ndarray,
+    folds: list[np.ndarray],
+    *,
+    metric: str,
+    n_bins: int,
+    step: Callable[[str], None] | None = None,
+) -> list[float]:
+    """The metric (a compute_metrics name) of `calibrator` refitted on all but each fold and scored on that fold."""
+    from adacal.metrics import compute_metrics
+
+    scores = []
+    for index, held_out in enumerate(folds):
+        train = np.ones(labels.size, dtype=bool)
+        train[held_out] = False
+        fold_calibrator = type(calibrator)(**calibrator.get_params()).fit(logits[train], labels[train])
+        probs = fold_calibrator.transform(logits[held_out])
+        scores.append(next(iter(compute_metrics(probs, labels[held_out], n_bins=n_bins, names=metric).values())))
+        if step is not None:
+            step(f"{calibrator.name}: fold {index + 1}/{len(folds)}")
+    return scores
 
 
 def compare_calibrators(
@@ -53,20 +97,35 @@ def compare_calibrators(
     test_labels: Any,
     *,
     methods: list[str] | None = None,
-    objective: str | None = "ece-em",
+    objective: str | None = "nll",
     n_bins: int = 15,
+    folds: int = DEFAULT_FOLDS,
+    metric: str = DEFAULT_SELECTION_METRIC,
+    seed: int = 0,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> CalibrationComparison:
-    """Fit each method on validation data; metrics of test before/after and of calibrated validation data.
+    """Fit each method on validation data, choose one by cross-validation on validation data only, measure on test.
 
-    Results: {"calibrators": {name: {"params", "calibrator", "val", "test_pre", "test_post"}}, "best": name}, with
-    calibrators ordered best first by test ECE-EM after calibration ("val" = metrics of the calibrated validation
-    predictions, i.e. on the data the calibrator was fitted on). `objective` is temperature scaling's (default
-    "ece-em", the paper's); `n_bins` is used by the metrics, the ECE objectives and histogram binning.
+    Selection (`results["selection"]`): with more than one method, each is scored by `folds`-fold cross-validation
+    inside the validation split (seeded by `seed`, stratified by label, see `stratified_folds`): refitted on the
+    other folds, its calibrated predictions on each held-out fold are scored by `metric` (any compute_metrics name,
+    lower is better; default ECE-EM), and the method with the lowest mean wins (ties: by name). A method that cannot
+    be fitted on a fold (e.g. too few samples for a spline) gets no score and is not chosen. The test split plays no
+    part in the choice: it only gives the test metrics shown beside it (and `test_rank`, the rank by test `metric`,
+    the paper-style ranking). With one method there is nothing to choose: folds = 0 and no scores.
+
+    Every method is then refitted on the whole validation split. Results: {"calibrators": {name: {"params",
+    "calibrator", "val", "test_pre", "test_post", "cv", "test_rank"}}, "best": the selected name, "selection":
+    {"method", "metric", "folds", "split": "validation", "seed", "stratified": True, "cv_scores": {name: mean or None},
+    "cv_fold_scores": {name: [per fold]}, "errors": {name: message}}}, calibrators ordered by cross-validation score,
+    best first. `objective` is temperature scaling's; `n_bins` is used by the metrics, the ECE objectives and
+    histogram binning. `progress(done, total, description)` is called after each fold fit and each final fit.
     """
-    from adacal.metrics import compute_metrics
+    from adacal.metrics import compute_metrics, metric_key, resolve_metric_names
 
     names = list(methods) if methods else CALIBRATORS.names()
     calibrators = build_calibrators(names, objective=objective, n_bins=n_bins)
+    selection_metric = check_selection(metric, folds)
     val_scores = check_scores(val_logits, name="validation logits")
     n, k = val_scores.shape
     val_labels = check_labels(val_labels, n=n, num_classes=k, name="validation labels")
@@ -77,6 +136,40 @@ def compare_calibrators(
         raise InputError(
             f"Expected validation and test logits with the same number of classes, got {val_scores.shape[1]} "
             f"and {test_scores.shape[1]}."
+        )
+    n_folds = folds if len(calibrators) > 1 else 0
+    if n_folds and val_labels.size < n_folds:
+        raise InputError(
+            f"Expected at least {n_folds} validation samples for {n_folds}-fold selection, got {val_labels.size}."
+        )
+
+    total = len(calibrators) * (n_folds + 1)
+    done = 0
+
+    def step(description: str) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total, description)
+
+    key = metric_key(resolve_metric_names(selection_metric)[0])
+    fold_sets = stratified_folds(val_labels, n_folds, seed=seed) if n_folds else []
+    fold_scores: dict[str, list[float] | None] = {}
+    errors: dict[str, str] = {}
+    for name, calibrator in calibrators.items():
+        if not n_folds:
+            continue
+        try:
+            fold_scores[name] = cross_validate(
+                calibrator, val_scores, val_labels, fold_sets, metric=selection_metric, n_bins=n_bins, step=step
+            )
+        except AdacalError as exc:
+            fold_scores[name], errors[name] = None, str(exc)
+            done = (list(calibrators).index(name) + 1) * n_folds
+    cv_scores = {name: (float(np.mean(s)) if s is not None else None) for name, s in fold_scores.items()}
+    if n_folds and all(value is None for value in cv_scores.values()):
+        raise InputError(
+            f"Expected at least one calibrator to fit on every validation fold, but none did: {errors}."
         )
 
     test_pre = compute_metrics(test_scores, test_labels, n_bins=n_bins)
@@ -90,8 +183,48 @@ def compare_calibrators(
             "test_pre": dict(test_pre),
             "test_post": compute_metrics(calibrator.transform(test_scores), test_labels, n_bins=n_bins),
         }
-    order = sorted(entries, key=lambda name: (_rank_value(entries[name]["test_post"]), name))
+        if n_folds:
+            scores = fold_scores[name]
+            entries[name]["cv"] = {
+                "metric": key,
+                "mean": cv_scores[name],
+                "std": float(np.std(scores)) if scores is not None else None,
+                "folds": scores,
+            }
+        step(f"{name}: fit on all validation data")
+    by_test = sorted(entries, key=lambda name: (_finite_or_inf(_metric(entries[name]["test_post"], key)), name))
+    for rank, name in enumerate(by_test, start=1):
+        entries[name]["test_rank"] = rank
+    order = sorted(entries, key=lambda name: (_finite_or_inf(cv_scores.get(name)), name)) if n_folds else list(entries)
     best = order[0]
-    results = {"calibrators": {name: entries[name] for name in order}, "best": best}
+    selection = {
+        "method": best,
+        "metric": key,
+        "folds": n_folds,
+        "split": "validation",
+        "seed": seed,
+        "stratified": True,
+        "cv_scores": {name: cv_scores[name] for name in order} if n_folds else {},
+        "cv_fold_scores": {name: fold_scores[name] for name in order} if n_folds else {},
+        "errors": errors,
+    }
+    results = {"calibrators": {name: entries[name] for name in order}, "best": best, "selection": selection}
     return CalibrationComparison(results=results, fitted={name: calibrators[name] for name in order}, best=best)
 
+
+def _metric(metrics: dict[str, float], key: str) -> float | None:
+    value = metrics.get(key)
+    return float(value) if value is not None else None
+
+
+def check_selection(metric: Any, folds: Any) -> str:
+    """The selection metric's name, after checking it and the number of folds (cheap, before any data is read)."""
+    from adacal.metrics import resolve_metric_names
+
+    if not isinstance(metric, str):
+        raise InputError(f"Expected the selection metric to be a metric name, got {metric!r}.")
+    names = resolve_metric_names(metric)
+    if len(names) != 1:
+        raise InputError(f"Expected one selection metric, got {metric!r}.")
+    check_int("folds", folds, minimum=2)
+    return names[0]

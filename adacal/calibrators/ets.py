@@ -21,7 +21,7 @@ import numpy as np
 
 from adacal.arrays import softmax
 from adacal.calibrators.base import CALIBRATORS, Calibrator, float_array, positive_float
-from adacal.calibrators.temperature import fit_temperature_nll
+from adacal.calibrators.temperature import fit_temperature_nll, temperature_at_bound
 from adacal.errors import AdacalError
 
 
@@ -76,11 +76,15 @@ class EnsembleTemperatureScaling(Calibrator):
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
         self.temperature_ = fit_temperature_nll(logits, labels)
         self.weights_ = fit_ets_weights(*brier_quadratic(logits, labels, self.temperature_))
+        self.at_bound_ = temperature_at_bound(self.temperature_, "nll")
 
     def _transform(self, logits: np.ndarray) -> np.ndarray:
         scaled, raw = ets_components(logits, self.temperature_)
         w = self.weights_
         return w[0] * scaled + w[1] * raw + w[2] / logits.shape[1]
+
+    def summary(self) -> dict[str, Any]:
+        return {**super().summary(), "at_bound": self.at_bound_}
 
     def _get_params(self) -> dict[str, Any]:
         return {"temperature": self.temperature_, "weights": self.weights_.tolist()}
@@ -91,3 +95,4 @@ class EnsembleTemperatureScaling(Calibrator):
         if weights.size != 3 or (weights < 0).any() or abs(weights.sum() - 1.0) > 1e-6:
             raise ValueError("'weights' must be 3 non-negative numbers summing to 1")
         self.temperature_, self.weights_ = temperature, weights
+        self.at_bound_ = temperature_at_bound(temperature, "nll")

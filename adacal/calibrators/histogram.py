@@ -23,13 +23,13 @@ class HistogramBinning(TopLabelCalibrator):
     name = "histogram"
 
     def __init__(self, *, n_bins: int = 15) -> None:
-        self.n_bins = check_int("n_bins", n_bins, minimum=1)
+        self.n_bins = n_bins
 
-    def get_options(self) -> dict[str, Any]:
-        return {"n_bins": self.n_bins}
+    def check_options(self) -> None:
+        check_int("n_bins", self.n_bins, minimum=1)
 
     def _fit_confidences(self, confidences: np.ndarray, correct: np.ndarray) -> None:
-        edges = equal_mass_edges(confidences, self.n_bins)
+        edges = equal_mass_edges(confidences, int(self.n_bins))
         stats = bin_statistics(confidences, correct, edges=edges)
         midpoints = (edges[:-1] + edges[1:]) / 2.0
         self.edges_ = edges
@@ -41,7 +41,7 @@ class HistogramBinning(TopLabelCalibrator):
 
     def summary(self) -> dict[str, Any]:
         self._check_fitted()
-        return {"n_bins": self.n_bins}
+        return {"n_bins": int(self.n_bins)}
 
     def _get_params(self) -> dict[str, Any]:
         return {

@@ -57,10 +57,10 @@ class SplineCalibration(TopLabelCalibrator):
     name = "spline"
 
     def __init__(self, *, n_knots: int = 6) -> None:
-        self.n_knots = check_int("n_knots", n_knots, minimum=3)
+        self.n_knots = n_knots
 
-    def get_options(self) -> dict[str, Any]:
-        return {"n_knots": self.n_knots}
+    def check_options(self) -> None:
+        check_int("n_knots", self.n_knots, minimum=3)
 
     def _fit_confidences(self, confidences: np.ndarray, correct: np.ndarray) -> None:
         if confidences.size < self.n_knots:
@@ -68,14 +68,14 @@ class SplineCalibration(TopLabelCalibrator):
                 f"Expected at least {self.n_knots} validation samples for a {self.n_knots}-knot spline, "
                 f"got {confidences.size}."
             )
-        self.knot_values_, self.scores_, self.calibrated_ = fit_spline_map(confidences, correct, self.n_knots)
+        self.knot_values_, self.scores_, self.calibrated_ = fit_spline_map(confidences, correct, int(self.n_knots))
 
     def _map_confidences(self, confidences: np.ndarray) -> np.ndarray:
         return np.clip(np.interp(confidences, self.scores_, self.calibrated_), 0.0, 1.0)
 
     def summary(self) -> dict[str, Any]:
         self._check_fitted()
-        return {"n_knots": self.n_knots, "knot_values": self.knot_values_.tolist()}
+        return {"n_knots": int(self.n_knots), "knot_values": self.knot_values_.tolist()}
 
     def _get_params(self) -> dict[str, Any]:
         return {

@@ -1,14 +1,16 @@
 """Temperature scaling (Guo et al. 2017): probs = softmax(logits / T), one scalar T > 0 learned on validation data.
 
 Objectives (option `objective`):
+- "nll" (the default, Guo et al.'s choice): T minimising validation NLL, found by bounded Brent search on log T
+  over [log 0.05, log 20], so T stays positive (float64, log-softmax, vectorised); NLL is convex in 1/T, so the
+  minimum is unique and never worse than T = 1 on the data it was fitted on; a search that does not converge raises;
 - "ece-em": the AdaFocal paper's choice — T on the grid {0.1, 0.2, ..., 10.0} minimising validation ECE with
   `n_bins` equal-mass bins (ties go to the T closest to 1);
-- "ece-ew": the same grid with equal-width bins;
-- "nll" (the library default, the usual choice): T minimising validation NLL, found by bounded Brent search on log T
-  over [log 0.05, log 20] (float64, log-softmax, vectorised); a search that does not converge raises.
+- "ece-ew": the same grid with equal-width bins.
 
-`adacal calibrate` defaults to "ece-em" (the paper); the Python default is "nll". Dividing logits by T > 0 never
-changes the predicted class.
+A fit that ends at the edge of its range (T = 0.1 or 10 on the grid; within 0.01% of 0.05 or 20 for NLL) is flagged
+by `at_bound_` = True (and `at_bound` in `summary()`): the best T may lie outside the range searched. Dividing
+logits by T > 0 never changes the predicted class.
 """
 
 from __future__ import annotations
@@ -25,6 +27,16 @@ from adacal.metrics.binning import bin_statistics
 TEMPERATURE_OBJECTIVES = ("ece-em", "ece-ew", "nll")
 TEMPERATURE_GRID = np.arange(1, 101) / 10.0  # 0.1, 0.2, ..., 10.0 exactly as i / 10
 NLL_BOUNDS = (0.05, 20.0)
+# A fitted log T this close to log of an NLL bound counts as at the bound (Brent's bounded search stops within its
+# tolerance of an edge, never exactly on it).
+BOUND_LOG_TOLERANCE = 1e-4
+
+
+def temperature_at_bound(temperature: float, objective: str) -> bool:
+    """Whether a fitted T sits at the edge of the range its objective searches (so the optimum may lie beyond)."""
+    if objective == "nll":
+        return any(abs(np.log(temperature) - np.log(bound)) <= BOUND_LOG_TOLERANCE for bound in NLL_BOUNDS)
+    return bool(temperature <= TEMPERATURE_GRID[0] or temperature >= TEMPERATURE_GRID[-1])
 
 
 def binned_ece(confidences: np.ndarray, correct: np.ndarray, *, n_bins: int, binning: str) -> float:
@@ -67,7 +79,11 @@ def fit_temperature_nll(logits: np.ndarray, labels: np.ndarray) -> float:
     )
     if not result.success or not np.isfinite(result.x):
         raise AdacalError(f"Temperature scaling (nll) did not converge: {result.message}.")
-    return float(np.exp(result.x))
+    temperature = float(np.exp(result.x))
+    # Brent stops within its tolerance of the minimum; never hand back a T that fits worse than leaving logits alone.
+    if temperature_nll(logits, labels, temperature) > temperature_nll(logits, labels, 1.0):
+        return 1.0
+    return temperature
 
 
 @CALIBRATORS.register("temperature")
@@ -77,18 +93,24 @@ class TemperatureScaling(Calibrator):
     name = "temperature"
 
     def __init__(self, *, objective: str = "nll", n_bins: int = 15) -> None:
-        self.objective = check_choice("temperature objective", objective, TEMPERATURE_OBJECTIVES)
-        self.n_bins = check_int("n_bins", n_bins, minimum=1)
+        self.objective = objective
+        self.n_bins = n_bins
 
-    def get_options(self) -> dict[str, Any]:
-        return {"objective": self.objective, "n_bins": self.n_bins}
+    def check_options(self) -> None:
+        check_choice("temperature objective", self.objective, TEMPERATURE_OBJECTIVES)
+        check_int("n_bins", self.n_bins, minimum=1)
 
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
         if self.objective == "nll":
             self.temperature_ = fit_temperature_nll(logits, labels)
         else:
             binning = "equal-mass" if self.objective == "ece-em" else "equal-width"
-            self.temperature_ = fit_temperature_grid(logits, labels, n_bins=self.n_bins, binning=binning)
+            self.temperature_ = fit_temperature_grid(logits, labels, n_bins=int(self.n_bins), binning=binning)
+        self.at_bound_ = temperature_at_bound(self.temperature_, self.objective)
+
+    def summary(self) -> dict[str, Any]:
+        self._check_fitted()
+        return {"temperature": self.temperature_, "at_bound": self.at_bound_}
 
     def _transform(self, logits: np.ndarray) -> np.ndarray:
         return softmax(logits / self.temperature_)
@@ -98,3 +120,4 @@ class TemperatureScaling(Calibrator):
 
     def _set_params(self, params: dict[str, Any]) -> None:
         self.temperature_ = positive_float(params, "temperature")
+        self.at_bound_ = temperature_at_bound(self.temperature_, self.objective)

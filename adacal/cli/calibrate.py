@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -19,12 +21,19 @@ HELP = (
     "are recomputed from the checkpoint (for a run folder, the one training selected). The report is written to "
     "calibrate.json in the run folder; nothing else there is touched. For a predictions file the results are only "
     "printed unless --json is given.\n\n"
-    "Methods: temperature (temperature scaling), ets (ensemble temperature scaling, Zhang et al. 2020), spline "
-    "(Gupta et al. 2021), histogram (equal-mass histogram binning), isotonic (isotonic regression), or all. The "
-    "table shows test metrics before and after calibration (ECE and error in %), best first by test ECE-EM after "
-    "calibration; with --method all that first row is the 'best' of calibrate.json and what --save writes.\n\n"
+    "Methods: temperature (temperature scaling, by NLL unless --objective says otherwise), ets (ensemble "
+    "temperature scaling, Zhang et al. 2020), vector-scaling, matrix-scaling and dirichlet (Kull et al. 2019, "
+    "with ODIR regularisation; these may change the predicted class), spline (Gupta et al. 2021), histogram "
+    "(equal-mass histogram binning), isotonic (isotonic regression), or all.\n\n"
+    "With --method all, one calibrator is chosen on the validation split only: each is scored by --folds-fold "
+    "cross-validation inside it (stratified, seeded by --seed) on --select-metric, and the lowest mean wins. The "
+    "choice is results.selection and results.best in the report, is listed first, and is what --save writes "
+    "(refitted on the whole validation split). The table shows test metrics before and after calibration (ECE and "
+    "error in %) beside the cross-validation score; the 'test rank' column is the paper-style ranking by test "
+    "metric, shown only, never used to choose. On a terminal a progress bar counts the fits (one per fold and "
+    "calibrator); nothing is drawn when the output is piped or with --quiet.\n\n"
     "Example: adacal calibrate runs/RUN --method temperature\n\n"
-    "Example: adacal calibrate preds.npz --method all --json calibrate.json --save best.json"
+    "Example: adacal calibrate preds.npz --method all --json calibrate.json --save chosen.json"
 )
 
 # (key in compute_metrics, column header, scale)
@@ -69,7 +78,9 @@ def _describe_inputs(inputs: Any) -> dict[str, Any]:
 def _describe(params: dict[str, Any]) -> str:
     parts = []
     if "temperature" in params:
-        parts.append(f"T={params['temperature']:.3g}")
+        parts.append(f"T={params['temperature']:.3g}" + (" (at bound)" if params.get("at_bound") else ""))
+    if "n_params" in params:
+        parts.append(f"{params['n_params']} params" + ("" if params.get("converged", True) else " (not converged)"))
     if "weights" in params:
         parts.append("w=" + "/".join(f"{round(w, 2):g}" for w in params["weights"]))
     for key, unit in (("n_knots", "knots"), ("n_bins", "bins"), ("n_thresholds", "steps")):
@@ -90,23 +101,91 @@ def _print_table(results: dict[str, Any], *, n_val: int, n_test: int) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    selection = results.get("selection") or {}
+    folds = selection.get("folds") or 0
+    metric_header = _metric_header(selection.get("metric", "ece_em"))
+    caption = f"fitted on {n_val} validation samples, tested on {n_test}"
+    if folds:
+        caption += f"; chosen by {folds}-fold cross-validation on validation {metric_header} (first row)"
     table = Table(
         title="Test metrics before and after calibration (ECE and error in %)",
-        caption=f"fitted on {n_val} validation samples, tested on {n_test}",
+        caption=caption,
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
     table.add_column("method", no_wrap=True)
+    if folds:
+        table.add_column(f"CV {metric_header}", justify="right", no_wrap=True)
     for _, header, _ in TABLE_COLUMNS:
         table.add_column(header, justify="right", no_wrap=True)
+    if folds:
+        table.add_column("test rank", justify="right", no_wrap=True)
     table.add_column("params", overflow="fold")
     entries = results["calibrators"]
     before = next(iter(entries.values()))["test_pre"]
-    table.add_row("uncalibrated", *(_cell(before, key, scale) for key, _, scale in TABLE_COLUMNS), "", end_section=True)
+    padding = ("",) if folds else ()
+    table.add_row("uncalibrated", *padding, *(_cell(before, key, scale) for key, _, scale in TABLE_COLUMNS),
+                  *padding, "", end_section=True)
+    scale = 1.0 if selection.get("metric") in ("nll", "brier") else 100.0
     for name, entry in entries.items():
-        cells = (_cell(entry["test_post"], key, scale) for key, _, scale in TABLE_COLUMNS)
+        cells = [_cell(entry["test_post"], key, scale) for key, _, scale in TABLE_COLUMNS]
+        if folds:
+            cv = _cell({"mean": (entry.get("cv") or {}).get("mean")}, "mean", scale)
+            cells = [cv, *cells, str(entry.get("test_rank", "-"))]
         table.add_row(name, *cells, _describe(entry["params"]))
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:  # piped or captured: wide enough that the table never wraps
+        console = Console(width=160)
+    console.print(table)
+
+
+def _metric_header(key: str) -> str:
+    headers = {key: header for key, header, _ in TABLE_COLUMNS}
+    return headers.get(key, key.replace("_", "-").upper())
+
+
+def _bound_warnings(results: dict[str, Any]) -> list[str]:
+    """One line per fitted temperature at the edge of its search range (the optimum may lie beyond it)."""
+    lines = []
+    for name, entry in results["calibrators"].items():
+        params = entry.get("params") or {}
+        if params.get("at_bound"):
+            lines.append(
+                f"Warning: {name}'s temperature T={params['temperature']:.3g} is at the edge of its search range; "
+                "the best T may lie beyond it."
+            )
+    return lines
+
+
+class _RichSteps:
+    """A transient rich bar advanced by compare_calibrators' progress callback (one step per fold fit and final
+    fit); the library only calls back, the CLI draws."""
+
+    def __init__(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.bars = Progress(
+            TextColumn("calibrating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+            TextColumn("{task.description}"), transient=True,
+        )
+        self.task = None
+
+    def __enter__(self) -> _RichSteps:
+        self.bars.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.bars.stop()
+
+    def __call__(self, done: int, total: int, description: str) -> None:
+        if self.task is None:
+            self.task = self.bars.add_task(description, total=total)
+        self.bars.update(self.task, completed=done, description=description)
+
+
+def _show_progress(quiet: bool, n_methods: int) -> bool:
+    """A bar only for work with several fits, on a terminal, and not with --quiet (nothing extra when piped)."""
+    return not quiet and n_methods > 1 and sys.stdout.isatty()
 
 
 def run_calibrate(
@@ -115,6 +194,9 @@ def run_calibrate(
     method: str = "temperature",
     objective: str | None = None,
     n_bins: int = 15,
+    folds: int | None = None,
+    select_metric: str | None = None,
+    seed: int = 0,
     json_path: Path | None = None,
     save: Path | None = None,
     quiet: bool = False,
@@ -124,6 +206,7 @@ def run_calibrate(
 ) -> dict[str, Any]:
     """Everything `adacal calibrate` does; returns the report (written to calibrate.json / --json when there is one)."""
     from adacal.calibrators import TEMPERATURE_OBJECTIVES, build_calibrators, compare_calibrators, save_calibrator
+    from adacal.calibrators.compare import DEFAULT_FOLDS, DEFAULT_SELECTION_METRIC, check_selection
     from adacal.errors import InputError, unknown_name
     from adacal.reports import make_report, write_json
     from adacal.runs import CALIBRATE_FILE
@@ -136,7 +219,16 @@ def run_calibrate(
         raise unknown_name("objective", objective, TEMPERATURE_OBJECTIVES)
     if isinstance(n_bins, bool) or n_bins < 1:
         raise InputError(f"Expected --n-bins to be a positive integer, got {n_bins}.")
-    used_objective = (objective or "ece-em") if "temperature" in methods else None
+    for option, value in (("--folds", folds), ("--select-metric", select_metric)):
+        if value is not None and len(methods) == 1:
+            raise InputError(f"Expected {option} only with --method all (to choose between calibrators), "
+                             f"got --method {method}.")
+    if folds is not None and (isinstance(folds, bool) or folds < 2):
+        raise InputError(f"Expected --folds to be an integer >= 2, got {folds}.")
+    folds = DEFAULT_FOLDS if folds is None else folds
+    select_metric = DEFAULT_SELECTION_METRIC if select_metric is None else select_metric
+    check_selection(select_metric, folds)
+    used_objective = (objective or "nll") if "temperature" in methods else None
     build_calibrators(methods, objective=used_objective, n_bins=n_bins)
     from adacal.writing import check_output, is_stdout
 
@@ -153,16 +245,18 @@ def run_calibrate(
     val_path = val
     inputs = resolve_calibration_input(source, val=val, options=options or ReadOptions())
     val, test, input_path, run = inputs.val, inputs.test, inputs.input_path, inputs.run
-    comparison = compare_calibrators(
-        val.logits, val.labels, test.logits, test.labels, methods=methods, objective=used_objective, n_bins=n_bins
-    )
-    report = make_report(
-        "calibrate",
-        config={"method": method, "objective": used_objective, "n_bins": n_bins, "input": str(source),
-                **({"val": str(val_path)} if val_path is not None else {}), **_describe_inputs(inputs)},
-        results=comparison.results,
-        input_path=input_path,
-    )
+    steps = _RichSteps() if _show_progress(quiet, len(methods)) else None
+    with steps if steps is not None else contextlib.nullcontext():
+        comparison = compare_calibrators(
+            val.logits, val.labels, test.logits, test.labels, methods=methods, objective=used_objective,
+            n_bins=n_bins, folds=folds, metric=select_metric, seed=seed, progress=steps,
+        )
+    selection = comparison.results["selection"]
+    config = {"method": method, "objective": used_objective, "n_bins": n_bins, "input": str(source),
+              **({"val": str(val_path)} if val_path is not None else {}), **_describe_inputs(inputs)}
+    if len(methods) > 1:
+        config.update({"folds": folds, "select_metric": selection["metric"], "seed": seed})
+    report = make_report("calibrate", config=config, results=comparison.results, input_path=input_path)
 
     out_path = json_path if json_path is not None else (run.report(CALIBRATE_FILE) if run is not None else None)
     if out_path is not None:
@@ -179,7 +273,17 @@ def run_calibrate(
     if not quiet:
         _print_table(comparison.results, n_val=len(val), n_test=len(test))
         if len(methods) > 1:
-            typer.echo(f"Best by test ECE-EM after calibration: {comparison.best}")
+            header = _metric_header(selection["metric"])
+            typer.echo(
+                f"Selected on validation ({selection['folds']}-fold cross-validation, {header}): {comparison.best}"
+            )
+            by_test = min(comparison.results["calibrators"].items(), key=lambda item: item[1]["test_rank"])[0]
+            typer.echo(f"Best by test {header} (shown, not used to choose): {by_test}")
+            if selection["errors"]:
+                for name, message in selection["errors"].items():
+                    typer.echo(f"Not selectable: {name} could not be fitted on every fold ({message})")
+        for line in _bound_warnings(comparison.results):
+            typer.echo(line)
         typer.echo(f"Wrote {out_path}" if out_path is not None else "Not saved: use --json PATH to write the report.")
         if save is not None:
             typer.echo(f"Saved the fitted '{comparison.best}' calibrator to {save}")
@@ -202,21 +306,41 @@ def register(app: typer.Typer) -> None:
         method: Annotated[
             str,
             typer.Option(
-                help="Calibrator: temperature, ets, spline, histogram, isotonic, or all (fit each and compare)."
+                help="Calibrator: temperature, ets, vector-scaling, matrix-scaling, dirichlet, spline, histogram, "
+                "isotonic, or all (fit each, choose one by cross-validation on validation data)."
             ),
         ] = "temperature",
         objective: Annotated[
             Optional[str],
             typer.Option(
-                help="Temperature scaling objective: ece-em (the paper: grid T = 0.1..10.0 minimising validation "
-                "ECE-EM), ece-ew (same grid, ECE-EW) or nll (continuous NLL minimum). Default ece-em; "
-                "only with --method temperature or all.",
+                help="Temperature scaling objective: nll (default, Guo et al. 2017: the validation NLL minimum, "
+                "T in [0.05, 20]), ece-em (the AdaFocal paper: grid T = 0.1..10.0 minimising validation ECE-EM) "
+                "or ece-ew (same grid, ECE-EW). A T at the edge of its range is flagged. Only with --method "
+                "temperature or all.",
                 show_default=False,
             ),
         ] = None,
         n_bins: Annotated[
             int, typer.Option("--n-bins", help="Bins for the ECE metrics, the ECE objectives and histogram binning.")
         ] = 15,
+        folds: Annotated[
+            Optional[int],
+            typer.Option(
+                help="Cross-validation folds inside the validation split for choosing a calibrator. Default 5; "
+                "only with --method all.",
+                show_default=False,
+            ),
+        ] = None,
+        select_metric: Annotated[
+            Optional[str],
+            typer.Option(
+                "--select-metric",
+                help="Metric (lower is better) the cross-validation chooses by: ece-em (default), ece-ew, "
+                "ece-debias, nll, brier, ... Only with --method all.",
+                show_default=False,
+            ),
+        ] = None,
+        seed: Annotated[int, typer.Option(help="Seed of the cross-validation folds.")] = 0,
         json_path: Annotated[
             Optional[Path],
             typer.Option(
@@ -229,8 +353,8 @@ def register(app: typer.Typer) -> None:
         save: Annotated[
             Optional[Path],
             typer.Option(
-                help="Save the fitted calibrator as JSON (the best one with --method all); load it with "
-                "adacal.calibrators.load_calibrator.",
+                help="Save the fitted calibrator as JSON (with --method all, the one chosen on validation, "
+                "refitted on all of it); load it with adacal.calibrators.load_calibrator.",
                 show_default=False,
             ),
         ] = None,
@@ -247,6 +371,7 @@ def register(app: typer.Typer) -> None:
         renormalize: Renormalize = False,
     ) -> None:
         run_calibrate(
-            source, method=method, objective=objective, n_bins=n_bins, json_path=json_path, save=save, quiet=quiet,
-            force=force, val=val, options=read_options(logits_key, labels_key, labels, renormalize),
+            source, method=method, objective=objective, n_bins=n_bins, folds=folds, select_metric=select_metric,
+            seed=seed, json_path=json_path, save=save, quiet=quiet, force=force, val=val,
+            options=read_options(logits_key, labels_key, labels, renormalize),
         )

@@ -87,3 +87,44 @@ def test_library_default_objective_is_nll_and_options_are_checked():
         build_calibrator("temperature", n_bins=0)
     with pytest.raises(TypeError):
         TemperatureScaling("nll")  # options are keyword-only
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_nll_fit_never_worsens_validation_nll_and_matches_a_fine_scan(problem, seed):
+    """Over- and under-confident, small and large: NLL(T_fit) ≤ NLL(1) and ≤ every T of a fine log-spaced scan."""
+    rng = np.random.default_rng(seed)
+    logits, labels = problem(n=int(rng.integers(20, 400)), k=int(rng.integers(2, 8)), sigma=float(rng.uniform(0.3, 5)),
+                             true_temperature=float(rng.uniform(0.3, 4)), seed=seed)
+    calibrator = TemperatureScaling().fit(logits, labels)
+    fitted = _reference_nll(logits, labels, calibrator.temperature_)
+    assert fitted <= _reference_nll(logits, labels, 1.0) + 1e-12
+    scan = np.exp(np.linspace(np.log(0.05), np.log(20.0), 3000))
+    assert fitted <= min(_reference_nll(logits, labels, t) for t in scan) + 1e-9
+    assert calibrator.at_bound_ is False
+
+
+def test_fit_at_the_edge_of_its_range_is_flagged():
+    rng = np.random.default_rng(0)
+    noise_logits = rng.normal(0.0, 30.0, size=(400, 3))  # confident but unrelated to the labels: T → ∞
+    labels = rng.integers(0, 3, size=400)
+    for objective, edge in (("nll", 20.0), ("ece-em", 10.0), ("ece-ew", 10.0)):
+        calibrator = TemperatureScaling(objective=objective).fit(noise_logits, labels)
+        assert calibrator.temperature_ == pytest.approx(edge, rel=1e-3) and calibrator.at_bound_ is True
+        assert calibrator.summary()["at_bound"] is True
+        assert TemperatureScaling.from_dict(calibrator.to_dict()).at_bound_ is True
+    sharp_logits = np.eye(3)[labels] * 0.01  # right every time but timid: T → 0
+    calibrator = TemperatureScaling().fit(sharp_logits, labels)
+    assert calibrator.temperature_ == pytest.approx(0.05, rel=1e-3) and calibrator.at_bound_ is True
+
+
+def test_calibrators_saved_before_at_bound_existed_still_load():
+    """A temperature calibrator dict as written by earlier versions (no at_bound anywhere) loads and transforms."""
+    from adacal.calibrators import Calibrator
+
+    saved = {"method": "temperature", "format_version": 1, "options": {"objective": "ece-em", "n_bins": 15},
+             "params": {"temperature": 2.5}, "num_classes": 4}
+    calibrator = Calibrator.from_dict(saved)
+    logits = np.random.default_rng(0).normal(0.0, 3.0, size=(20, 4))
+    np.testing.assert_allclose(calibrator.transform(logits), softmax(logits / 2.5, axis=1), rtol=1e-12)
+    assert calibrator.at_bound_ is False and calibrator.summary() == {"temperature": 2.5, "at_bound": False}
+    assert calibrator.to_dict() == saved

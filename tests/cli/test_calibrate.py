@@ -65,17 +65,26 @@ def _invoke(*args):
     return runner.invoke(app, ["calibrate", *map(str, args)])
 
 
-def test_temperature_on_a_predictions_file_with_json(preds, tmp_path):
+def test_temperature_on_a_predictions_file_with_json(preds, tmp_path, arrays):
     out = tmp_path / "out" / "calibrate.json"
     result = _invoke(preds, "--json", out)
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
     assert report["kind"] == "calibrate" and report["schema_version"] == 1
-    assert report["config"] == {"method": "temperature", "objective": "ece-em", "n_bins": 15, "input": str(preds)}
+    assert report["config"] == {"method": "temperature", "objective": "nll", "n_bins": 15, "input": str(preds)}
     assert report["input"]["path"] == str(preds)
     entry = report["results"]["calibrators"]["temperature"]
     assert report["results"]["best"] == "temperature"
-    assert entry["params"]["temperature"] in np.arange(1, 101) / 10.0
+    assert report["results"]["selection"] == {
+        "method": "temperature", "metric": "ece_em", "folds": 0, "split": "validation", "seed": 0,
+        "stratified": True, "cv_scores": {}, "cv_fold_scores": {}, "errors": {},
+    }
+    # The default objective is NLL (Guo et al. 2017): the fitted T is the library's NLL fit, not a grid point.
+    from adacal.calibrators import TemperatureScaling
+
+    expected = TemperatureScaling(objective="nll").fit(arrays["val_logits"], arrays["val_labels"]).temperature_
+    assert entry["params"]["temperature"] == pytest.approx(expected, rel=1e-12)
+    assert entry["params"]["at_bound"] is False
     assert entry["calibrator"]["method"] == "temperature"
     for part in ("val", "test_pre", "test_post"):
         assert {"ece_em", "ece_ew", "ece_debias", "nll", "brier", "error"} <= set(entry[part])
@@ -165,22 +174,86 @@ def test_best_val_run_without_predictions_uses_best_checkpoint(run_folder, array
     assert calls == [("best.pt", "val"), ("best.pt", "test")]
 
 
-def test_method_all_table_best_first_and_save(preds, tmp_path):
-    out, saved = tmp_path / "all.json", tmp_path / "best.json"
+def test_method_all_selects_on_validation_by_cross_validation_and_saves_that(preds, tmp_path):
+    out, saved = tmp_path / "all.json", tmp_path / "chosen.json"
     result = _invoke(preds, "--method", "all", "--json", out, "--save", saved)
     assert result.exit_code == 0, result.output
     for name in ["uncalibrated", *CALIBRATORS.names()]:
         assert name in result.stdout
-    results = json.loads(out.read_text())["results"]
+    report = json.loads(out.read_text())
+    results = report["results"]
+    assert report["config"]["folds"] == 5 and report["config"]["select_metric"] == "ece_em"
+    selection = results["selection"]
+    assert {key: selection[key] for key in ("metric", "folds", "split")} == {
+        "metric": "ece_em", "folds": 5, "split": "validation"}
     order = list(results["calibrators"])
     assert sorted(order) == CALIBRATORS.names()
-    eces = [results["calibrators"][name]["test_post"]["ece_em"] for name in order]
-    assert eces == sorted(eces) and results["best"] == order[0]
+    # The choice is the lowest mean cross-validation score, and the calibrators are listed in that order.
+    cv = selection["cv_scores"]
+    assert list(cv) == order and [cv[name] for name in order] == sorted(cv.values())
+    for name in order:
+        folds = selection["cv_fold_scores"][name]
+        assert len(folds) == 5 and cv[name] == pytest.approx(np.mean(folds), rel=1e-12)
+        assert results["calibrators"][name]["cv"]["mean"] == cv[name]
+    assert selection["method"] == results["best"] == order[0]
+    # Test metrics are shown beside it, with the paper-style test ranking as a column only.
+    ranks = {name: results["calibrators"][name]["test_rank"] for name in order}
+    assert sorted(ranks.values()) == list(range(1, len(order) + 1))
+    by_test = sorted(order, key=lambda name: (results["calibrators"][name]["test_post"]["ece_em"], name))
+    assert [ranks[name] for name in by_test] == list(range(1, len(order) + 1))
     lines = [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
-    assert [name for name in lines if name in order] == order  # the table is best first too
+    assert [name for name in lines if name in order] == order  # the table lists the chosen one first
+    assert f"Selected on validation (5-fold cross-validation, ECE-EM): {order[0]}" in result.stdout
+    assert f"Best by test ECE-EM (shown, not used to choose): {by_test[0]}" in result.stdout
     calibrator = load_calibrator(saved)
     assert calibrator.name == results["best"]
     assert calibrator.to_dict() == results["calibrators"][results["best"]]["calibrator"]
+
+
+def test_the_choice_never_looks_at_the_test_split(tmp_path, arrays):
+    """Any test split, even one built to favour another method, leaves the choice and the CV scores unchanged."""
+    reports = []
+    for index, test_labels in enumerate([arrays["test_labels"], (arrays["test_labels"] + 1) % 4,
+                                         arrays["test_logits"].argmax(axis=1)]):
+        path = _write(tmp_path / f"p{index}.npz", **{**arrays, "test_labels": test_labels})
+        out = tmp_path / f"r{index}.json"
+        result = _invoke(path, "--method", "all", "--folds", "3", "--select-metric", "nll", "--json", out, "-q")
+        assert result.exit_code == 0, result.output
+        reports.append(json.loads(out.read_text())["results"])
+    assert len({r["best"] for r in reports}) == 1
+    assert all(r["selection"]["cv_scores"] == reports[0]["selection"]["cv_scores"] for r in reports)
+    assert reports[0]["selection"]["metric"] == "nll" and reports[0]["selection"]["folds"] == 3
+    assert len({tuple(sorted((n, e["test_rank"]) for n, e in r["calibrators"].items())) for r in reports}) > 1
+
+
+def test_temperature_at_the_edge_of_its_range_is_flagged(tmp_path):
+    rng = np.random.default_rng(1)
+    logits = rng.normal(0.0, 30.0, size=(300, 3))  # confident logits, labels unrelated: T wants to go to infinity
+    labels = rng.integers(0, 3, size=300)
+    path = _write(tmp_path / "noise.npz", val_logits=logits, val_labels=labels, test_logits=logits, test_labels=labels)
+    for objective, bound in (("nll", "20"), ("ece-em", "10")):
+        out = tmp_path / f"{objective}.json"
+        result = _invoke(path, "--objective", objective, "--json", out)
+        assert result.exit_code == 0, result.output
+        params = json.loads(out.read_text())["results"]["calibrators"]["temperature"]["params"]
+        assert params["at_bound"] is True
+        assert f"Warning: temperature's temperature T={bound} is at the edge of its search range" in result.stdout
+
+
+def test_progress_goes_to_the_callback_and_nothing_extra_when_piped(preds, tmp_path, monkeypatch):
+    import adacal.cli.calibrate as calibrate_cli
+
+    result = _invoke(preds, "--method", "all", "--folds", "2", "--json", tmp_path / "a.json")
+    assert result.exit_code == 0, result.output
+    assert "fold 1/2" not in result.output and "fit on all validation data" not in result.output
+    seen = []
+    monkeypatch.setattr(calibrate_cli, "_show_progress", lambda quiet, n: True)
+    monkeypatch.setattr(calibrate_cli._RichSteps, "__call__",
+                        lambda self, done, total, what: seen.append((done, total)))
+    result = _invoke(preds, "--method", "all", "--folds", "2", "--json", tmp_path / "b.json")
+    assert result.exit_code == 0, result.output
+    total = len(CALIBRATORS.names()) * 3  # one step per fold fit and one per final fit
+    assert seen == [(done, total) for done in range(1, total + 1)]
 
 
 def _write(path, **arrays):
@@ -202,6 +275,10 @@ def _write(path, **arrays):
         ("not-a-run", "not_a_run"),
         ("json-input", "ending in .npz or .pt"),
         ("save-to-folder", "Expected --save to be a file path"),
+        ("folds-1", "Expected --folds to be an integer >= 2, got 1."),
+        ("folds-with-one-method", "Expected --folds only with --method all"),
+        ("unknown-select-metric", "Unknown metric 'ece-xm'"),
+        ("more-folds-than-samples", "Expected at least 7 validation samples for 7-fold selection, got 5."),
     ],
 )
 def test_bad_input_is_one_line_error_and_writes_nothing(tmp_path, arrays, case, message):
@@ -218,6 +295,12 @@ def test_bad_input_is_one_line_error_and_writes_nothing(tmp_path, arrays, case, 
         "not-a-run": [(tmp_path / "not_a_run").mkdir() or tmp_path / "not_a_run"],
         "json-input": [(tmp_path / "c.json").write_text("{}") and tmp_path / "c.json"],
         "save-to-folder": [good, "--save", tmp_path],
+        "folds-1": [good, "--method", "all", "--folds", "1"],
+        "folds-with-one-method": [good, "--folds", "3"],
+        "unknown-select-metric": [good, "--method", "all", "--select-metric", "ece-xm"],
+        "more-folds-than-samples": [_write(tmp_path / "s.npz", **{**arrays, "val_logits": arrays["val_logits"][:5],
+                                                                  "val_labels": arrays["val_labels"][:5]}),
+                                    "--method", "all", "--folds", "7"],
     }[case]
     before = _snapshot(tmp_path)
     result = _invoke(*args, "--json", tmp_path / "report.json")
