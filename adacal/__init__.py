@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from adacal.version import __version__
 
 # Public subpackages and modules, imported on first attribute access (PEP 562).
 _SUBMODULES = ("calibrators", "data", "losses", "metrics", "models", "ood", "plots", "training")

@@ -369,10 +369,10 @@ def ood_from_model(
     hendrycks-files or generated), out_files, out_size (samples in the whole OOD set), out_subsample (why and how
     it was subsampled to the in-distribution size, or None), and val when asked.
     """
-    from adacal import training
     from adacal.data import BatchLoader, load_dataset, load_ood_set
     from adacal.data.base import TEST_SUBSET_SEED
-    from adacal.training.inference import resolve_device
+    from adacal.training.checkpoints import load_checkpoint
+    from adacal.training.inference import build_model_from_checkpoint, checkpoint_data_options, predict, resolve_device
 
     in_name, out_name, corruption, severity = check_ood_options(
         in_name=in_name, out_name=out_name, corruption=corruption, severity=severity
@@ -382,12 +382,12 @@ def ood_from_model(
     if limit is not None:
         _check_int("--limit", limit, minimum=1)
     checkpoint_path, run = resolve_checkpoint(model_path)
-    checkpoint = training.load_checkpoint(checkpoint_path)
+    checkpoint = load_checkpoint(checkpoint_path)
     torch_device = resolve_device(device)
     trained = str(checkpoint["dataset"]).lower()
     in_name = in_name or trained
     input_shape = tuple(int(v) for v in checkpoint["input_shape"])
-    options = training.checkpoint_data_options(checkpoint, checkpoint_path)
+    options = checkpoint_data_options(checkpoint, checkpoint_path)
     if data_dir is None:
         data_dir = options["data_dir"]
     same = in_name == trained
@@ -443,11 +443,11 @@ def ood_from_model(
     def logits_of(split: Any) -> np.ndarray:
         nonlocal model
         if model is None:
-            model, _ = training.build_model_from_checkpoint(checkpoint)
+            model, _ = build_model_from_checkpoint(checkpoint)
             model = model.to(torch_device)
         # Normalise with the training dataset's statistics (the model's input convention), whatever the set.
         loader = BatchLoader(split, batch_size, dataset=trained, shuffle=False, augment=False, device=torch_device)
-        logits, _ = training.predict(model, loader, torch_device)
+        logits, _ = predict(model, loader, torch_device)
         return logits
 
     if saved is not None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from adacal import __version__
+from adacal.version import __version__
 from adacal.errors import CheckpointError, InputError
 
 SCHEMA_VERSION = 1

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from adacal.errors import InputError
-from adacal.reports import read_report
 
 CONFIG_FILE = "config.json"
 HISTORY_FILE = "history.jsonl"
@@ -78,6 +77,8 @@ def require_run_folder(path: str | os.PathLike) -> RunFolder:
 def selected_checkpoint(run: RunFolder) -> Path:
     """The checkpoint of the model training selected — best.pt for a run trained with --select best-val, else
     last.pt (falling back to the other when it is missing) — the one its predictions.npz and evaluate.json describe."""
+    from adacal.sources.documents import read_report  # here: the sources package itself reads run folders
+
     order = ["last", "best"]
     try:
         if read_report(run.config).get("config", {}).get("select") == "best-val":
@@ -105,6 +106,8 @@ def predictions_are_from(run: RunFolder, checkpoint: dict[str, Any]) -> bool:
 
 def _selected_epoch(run: RunFolder, checkpoint: dict[str, Any]) -> int | None:
     """The epoch whose model produced the run's predictions.npz, or None when that cannot be told."""
+    from adacal.sources.documents import read_report
+
     try:
         config = read_report(run.report(EVALUATE_FILE)).get("config", {})
     except InputError:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from adacal import __version__
+from adacal.version import __version__
 from adacal.cli import calibrate, evaluate, ood, plot, train
 from adacal.cli.common import OneLineErrorGroup
 

@@ -73,11 +73,9 @@ def comparison_output(paths: Sequence[str | os.PathLike], kind: str) -> Path:
 def figure_kind(path: str | os.PathLike) -> str | None:
     """The kind ("reliability", "gamma", ...) that `adacal plot` recorded in the figure at `path`; None when the file
     is not a figure adacal plot wrote (or its metadata cannot be read)."""
-    from adacal.plots.style import FORMATS
-
     path = Path(path)
-    fmt = FORMATS.get(path.suffix.lower())
-    if fmt is None:
+    fmt = path.suffix.lower().lstrip(".")
+    if fmt not in _KIND_PATTERNS:
         return None
     try:
         with open(path, "rb") as handle:

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from adacal import __version__
+from adacal.version import __version__
 from adacal.errors import AdacalError, InputError
 from adacal.predictions import Predictions
 from adacal.reports import atomic_write, make_report, new_run_dir, read_report
