@@ -21,6 +21,7 @@ from adacal.data.base import (
     NORMALIZATION,
     Dataset,
     Split,
+    folders_removed_on_failure,
     images_to_tensor,
     labels_to_tensor,
     shuffled_split,
@@ -97,8 +98,9 @@ def load_image_arrays(spec: ArrayDatasetSpec, data_dir: Path, *, download: bool)
             "or run with network access to download it."
         )
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        arrays = spec.fetch(data_dir)
+        with folders_removed_on_failure(data_dir):  # a download that cannot happen leaves no folder behind
+            data_dir.mkdir(parents=True, exist_ok=True)
+            arrays = spec.fetch(data_dir)
     except DOWNLOAD_ERRORS as exc:
         reason = " ".join(f"{exc.__class__.__name__}: {exc}".split())
         raise DataUnavailableError(
