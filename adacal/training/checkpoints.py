@@ -36,6 +36,19 @@ REQUIRED_KEYS = (
 # random number generator state, as tensors and plain lists (weights_only-safe)
 
 
+def checkpoint_safe(value: Any) -> Any:
+    """Checkpoint-safe copies of option values (paths become strings)."""
+    if isinstance(value, dict):
+        return {str(k): checkpoint_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [checkpoint_safe(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
 def capture_rng_state() -> dict[str, Any]:
     """The torch, numpy, python and (if any) CUDA generator states, in a form torch.load(weights_only=True) accepts."""
     np_name, np_keys, np_pos, np_has_gauss, np_cached = np.random.get_state()
@@ -93,7 +106,7 @@ def make_checkpoint(
     **extra: Any,
 ) -> dict[str, Any]:
     """The checkpoint dict of CONTRACTS.md (extra keys, e.g. `scaler_state`, are allowed; a mid-epoch checkpoint
-    (checkpoints/interrupted.pt) adds `partial_epoch`, see `adacal.training.loop`)."""
+    (checkpoints/interrupted.pt) adds `partial_epoch`, see `adacal.training.interrupts`)."""
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,

@@ -1,29 +1,11 @@
-"""The epoch loop (`Trainer`) and `train(config)`, the library form of `adacal train`.
+"""The epoch loop (`Trainer`); `adacal.training.entry.train(config)` builds it and runs it for `adacal train`.
 
 Each epoch: train on shuffled batches (order and augmentation depend on (seed, epoch) only), then ONE validation
 forward pass in eval mode whose logits give the validation metrics and, for losses that learn from validation
 (AdaFocal), the γ-update. One history.jsonl line and checkpoints/last.pt (and best.pt on a new best validation
 accuracy) are written after every epoch; an epoch-0 checkpoint is written before training starts.
 
-Resume: `TrainConfig(resume=RUN_OR_CHECKPOINT, epochs=N)` continues the run in its own folder up to N epochs in total.
-Model, optimiser, scheduler, loss state (γ, bins, history) and all random generator states are restored, so on the
-same machine and device a resumed run reproduces the uninterrupted run exactly.
-
-Interrupts (Ctrl-C, SIGTERM) during the training batches of an epoch are deferred to the end of the current batch
-(forward, backward, optimiser step and any per-N-batches γ-update): the loop then writes checkpoints/interrupted.pt —
-the state after that batch: `epoch` = the last completed epoch, `partial_epoch` = {epoch, batch, loss_sum, correct,
-seen, updates} (the epoch's totals and γ-update records so far), RNG states taken at that batch boundary — and raises
-`TrainingInterrupted`, whose message names the file and the resume command. A second signal while one is pending stops
-at once (checkpoints/last.pt still holds the last completed epoch). Outside the batches (validation, checkpoint writes
-held until they finish, the final evaluation) an interrupt stops at once, as before, with last.pt as the resume point.
-
-Resuming a run folder uses interrupted.pt when its `epoch` equals last.pt's (otherwise it is stale, e.g. left by a
-SIGKILL after the next epoch finished, and ignored) and continues its epoch at the next batch: `BatchLoader.iterate`
-replays the order and augmentation draws, so the result is exactly that of an uninterrupted run. interrupted.pt is
-deleted as soon as the next end-of-epoch last.pt is written; last.pt keeps meaning "the end of an epoch" (what
-evaluate, calibrate, ood and plot read). Under torchrun (world_size > 1) ranks may be between different batches when a
-signal arrives, so there is no mid-epoch checkpoint there: an interrupt stops at once and resuming repeats the
-interrupted epoch from its start (exact too).
+Resuming and interrupts: see `adacal.training.entry` and `adacal.training.interrupts`.
 """
 
 from __future__ import annotations
@@ -31,11 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
-import platform
-import random
-import signal
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,29 +21,21 @@ from typing import Any
 import numpy as np
 import torch
 
-from adacal.version import __version__
 from adacal.errors import AdacalError, InputError
 from adacal.predictions import Predictions
-from adacal.reports import atomic_write, make_report, new_run_dir, read_report
-from adacal.runs import EVALUATE_FILE, RunFolder, require_run_folder
+from adacal.reports import atomic_write
+from adacal.runs import EVALUATE_FILE, RunFolder
 from adacal.training.checkpoints import (
     capture_rng_state,
+    checkpoint_safe,
     load_checkpoint,
     make_checkpoint,
-    resolve_checkpoint_path,
     restore_rng_state,
 )
-from adacal.training.config import (
-    TrainConfig,
-    check_model_options,
-    check_names,
-    merge_resume_config,
-    parse_update_every,
-    resolve_config,
-    resolved_loss_options,
-)
+from adacal.training.config import TrainConfig, parse_update_every
 from adacal.training.distributed import DistributedContext
-from adacal.training.inference import EVAL_BATCH_SIZE, predict, resolve_device, slice_split
+from adacal.training.inference import EVAL_BATCH_SIZE, predict, slice_split
+from adacal.training.interrupts import InterruptGuard, TrainingInterrupted
 from adacal.training.optimizers import build_optimizer
 from adacal.training.progress import ProgressDispatcher
 from adacal.training.run_writer import INTERRUPTED, RunWriter
@@ -75,37 +44,6 @@ from adacal.training.schedules import build_scheduler
 VAL_METRICS = ("error", "nll", "ece_em", "ece_ew")
 N_BINS = 15
 CUDA_SYNC_EVERY = 25  # batches between reads of the loss on a GPU (each read waits for the GPU)
-
-
-class TrainingInterrupted(Exception):
-    """Ctrl-C or SIGTERM stopped training; checkpoints/last.pt holds the last completed epoch and `saved` (when not
-    None) the mid-epoch checkpoint written after batch `batch` of epoch `epoch`."""
-
-    def __init__(
-        self, *, run_dir: Path, epoch: int, batch: int, epochs: int, checkpoint_epoch: int, phase: str = "training",
-        saved: Path | None = None,
-    ) -> None:
-        self.run_dir = Path(run_dir)
-        self.saved = Path(saved) if saved is not None else None
-        self.epoch = epoch
-        self.batch = batch
-        self.epochs = epochs
-        self.checkpoint_epoch = checkpoint_epoch
-        self.phase = phase
-        super().__init__(self.message)
-
-    @property
-    def resume_command(self) -> str:
-        return f"adacal train --resume {self.run_dir} --epochs {self.epochs}"
-
-    @property
-    def message(self) -> str:
-        where = (
-            f"during the final evaluation after epoch {self.checkpoint_epoch}" if self.phase == "evaluation"
-            else f"at epoch {self.epoch} batch {self.batch}"
-        )
-        saved = f"; saved {self.saved}" if self.saved is not None else ""
-        return f"Interrupted {where}{saved}; resume with: {self.resume_command}"
 
 
 class NonFiniteLossError(AdacalError):
@@ -132,113 +70,6 @@ class TrainResult:
     evaluate_report: dict[str, Any] = field(default_factory=dict)
 
 
-# ---------------------------------------------------------------------------------------------------------------------
-# interrupts
-
-
-class InterruptGuard:
-    """SIGINT/SIGTERM raise KeyboardInterrupt in the main loop, except inside `critical()` (checkpoint writes), where
-    they are held until the write has finished, and inside `deferring()` (the training batches), where the first one
-    only sets `pending` for the loop to act on at a batch boundary and a second one raises at once."""
-
-    def __init__(self) -> None:
-        self._previous: dict[int, Any] = {}
-        self._depth = 0
-        self._deferring = False
-        self._pending = False
-
-    @property
-    def pending(self) -> bool:
-        return self._pending
-
-    def __enter__(self) -> InterruptGuard:
-        if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                try:
-                    self._previous[signum] = signal.signal(signum, self._handle)
-                except (ValueError, OSError):  # pragma: no cover - platforms without the signal
-                    pass
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-        self._previous.clear()
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        if self._depth or (self._deferring and not self._pending):
-            self._pending = True
-            return
-        raise KeyboardInterrupt
-
-    @contextlib.contextmanager
-    def deferring(self):
-        """Signals set `pending` instead of raising (a second one raises); a signal still pending when the block ends
-        normally raises KeyboardInterrupt then."""
-        self._deferring = True
-        try:
-            yield
-        except BaseException:
-            self._pending = False
-            raise
-        finally:
-            self._deferring = False
-        if self._pending:
-            self._pending = False
-            raise KeyboardInterrupt
-
-    @contextlib.contextmanager
-    def critical(self):
-        self._depth += 1
-        try:
-            yield
-        finally:
-            self._depth -= 1
-            if not self._depth and self._pending:
-                self._pending = False
-                raise KeyboardInterrupt
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# helpers
-
-
-def seed_everything(seed: int) -> None:
-    """Seed torch (CPU and CUDA), numpy and python's random from one number."""
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-def versions() -> dict[str, str]:
-    return {
-        "adacal": __version__,
-        "torch": torch.__version__,
-        "numpy": np.__version__,
-        "python": platform.python_version(),
-    }
-
-
-def run_folder_name(dataset: str, model: str, loss: str) -> str:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    safe = [part.replace(":", "-").replace("/", "-") for part in (dataset, model, loss)]
-    return f"{stamp}-{'-'.join(safe)}"
-
-
-def _check_writable(out: str | os.PathLike) -> None:
-    """Fail before any work when the output folder (or its nearest existing parent) cannot be written."""
-    path = Path(out).expanduser().absolute()
-    probe = path
-    while not probe.exists():
-        if probe.parent == probe:
-            break
-        probe = probe.parent
-    if probe.exists() and not probe.is_dir():
-        raise InputError(f"Expected --out to be a folder, but {probe} is a file.")
-    if not os.access(probe, os.W_OK):
-        raise InputError(f"Cannot write to the output folder {path}: permission denied.")
-
-
 def _val_metrics(logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
     from adacal.metrics import compute_metrics
 
@@ -253,19 +84,6 @@ def evaluation_report(logits: np.ndarray, labels: np.ndarray, *, run: RunFolder)
     source = {"kind": "run", "path": str(run.root), "read": str(run.predictions), "source": "predictions.npz",
               "split": "test"}
     return build_report(logits, labels, n_bins=N_BINS, input_path=run.predictions, source=source)
-
-
-def _plain(value: Any) -> Any:
-    """Checkpoint-safe copies of option values (paths become strings)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -420,7 +238,7 @@ class Trainer:
             extra["partial_epoch"] = partial_epoch
         return make_checkpoint(
             model_name=self.model_name,
-            model_options=_plain(self.model_options),
+            model_options=checkpoint_safe(self.model_options),
             dataset=self.dataset.name,
             num_classes=int(self.dataset.num_classes),
             input_shape=tuple(self.dataset.input_shape),
@@ -769,208 +587,3 @@ def _report_metrics(report: dict[str, Any]) -> dict[str, float]:
 
 # ---------------------------------------------------------------------------------------------------------------------
 # train(config)
-
-
-def train(config: TrainConfig, progress: Any = None) -> TrainResult:
-    """Run `adacal train` from Python: check everything cheap, load data, build, train, evaluate; see TrainConfig.
-
-    Raises InputError (and its subclasses) for bad options before any training, NonFiniteLossError when the loss
-    diverges, TrainingInterrupted on Ctrl-C/SIGTERM. The run folder is locked for the whole run (RunWriter.lock): a
-    second `train --resume` of the same run fails at once with RunLockedError.
-    """
-    writers: list[RunWriter] = []
-    try:
-        return _train(config, progress, writers)
-    finally:
-        for writer in writers:
-            writer.unlock()
-
-
-def resolved_config(config: TrainConfig) -> dict[str, Any]:
-    """The configuration `train(config)` would run with (`adacal train --print-config`): presets, the default model of
-    the dataset and every loss hyper-parameter filled in, all checks passed; with `resume`, the run's own config with
-    what may change. A dry run: no folder is created, no data is loaded, nothing is written."""
-    from adacal.models import default_model
-
-    if config.resume:
-        checkpoint_path = resolve_checkpoint_path(config.resume)
-        checkpoint = load_checkpoint(checkpoint_path)
-        resolved = merge_resume_config(checkpoint["config"], config)
-        check_names(resolved)
-    else:
-        resolved = resolve_config(config)
-        check_names(resolved)
-        check_model_options(resolved)
-        resolved.loss_options = resolved_loss_options(resolved.loss, resolved.loss_options)
-        resolved.model = resolved.model or default_model(str(resolved.dataset))
-    return resolved.to_dict()
-
-
-def _locked_writer(run: RunFolder, dist: DistributedContext, writers: list[RunWriter]) -> RunWriter:
-    """The run folder's writer, holding its lock (rank 0 only: the other ranks write nothing)."""
-    writer = RunWriter(run, enabled=dist.is_main)
-    writer.lock()
-    writers.append(writer)
-    return writer
-
-
-def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> TrainResult:
-    from adacal.data import load_dataset
-    from adacal.losses import build_loss
-    from adacal.models import build_model, check_input_shape, rebuild_options, default_model, model_options_for_dataset
-
-    dist = DistributedContext.from_env()
-    checkpoint = None
-    run: RunFolder | None = None
-    if config.resume:
-        checkpoint_path = resolve_checkpoint_path(config.resume)
-        checkpoint = load_checkpoint(checkpoint_path)  # safe (weights_only) and checked before anything else
-        run = require_run_folder(checkpoint_path)
-        _check_run_documents(run)  # config.json and every history line, before anything is written
-        resolved = merge_resume_config(checkpoint["config"], config)
-        if resolved.epochs < int(checkpoint["epoch"]):
-            raise InputError(
-                f"Expected --epochs to be at least the {checkpoint['epoch']} epoch(s) {checkpoint_path} has completed, "
-                f"got {resolved.epochs}."
-            )
-        checkpoint = _continue_interrupted_epoch(checkpoint_path, checkpoint, resolved.epochs)
-    else:
-        resolved = resolve_config(config)
-    check_names(resolved)
-    if checkpoint is None:
-        resolved.loss_options = resolved_loss_options(resolved.loss, resolved.loss_options)  # config.json says all
-        check_model_options(resolved)
-    device = dist.device_for(resolve_device(resolved.device))
-    if checkpoint is None and dist.is_main:
-        _check_writable(resolved.out)
-    # One writer per run folder: after the cheap checks (a refused command touches nothing), before any work; a
-    # second resume of a run that is training stops here. A new run takes its lock as soon as its folder exists.
-    writer = _locked_writer(run, dist, writers) if run is not None else None
-
-    dist.setup(device)
-    try:
-        seed_everything(resolved.seed)
-        data_dir, download = _data_source(config, resolved, resumed=checkpoint is not None)
-        dataset = load_dataset(
-            resolved.dataset, data_dir=data_dir, seed=resolved.seed, train_subset=resolved.train_subset,
-            val_size=resolved.val_size, download=download, **_loader_options(resolved),
-        ).limit_test(resolved.test_subset)
-        if resolved.channels_last and dataset.kind != "image":
-            raise InputError(f"--channels-last applies to image datasets only; {dataset.name} is a {dataset.kind} dataset.")
-        model_name = resolved.model or default_model(dataset.name)
-        resolved.model = model_name
-        check_input_shape(model_name, tuple(dataset.input_shape), kind=dataset.kind)
-        model_options = model_options_for_dataset(model_name, dataset, resolved.model_options or {})
-        if checkpoint is not None:
-            # The weights come from the checkpoint: a resumed run never rereads an initialisation file (GloVe) and
-            # builds the architecture the checkpoint recorded (e.g. the embedding size that file had).
-            model_options = rebuild_options({**model_options, **checkpoint["model_options"]})
-        if checkpoint is not None and checkpoint["model_name"] != model_name:
-            raise InputError(
-                f"Expected the checkpoint's model '{checkpoint['model_name']}' to match --model {model_name}."
-            )
-        model = build_model(
-            model_name, num_classes=dataset.num_classes, input_shape=tuple(dataset.input_shape), **model_options
-        )
-        loss = build_loss(resolved.loss, **(resolved.loss_options or {}))
-
-        if run is None:
-            root = None
-            if dist.is_main:
-                name = resolved.name or run_folder_name(dataset.name, model_name, resolved.loss)
-                root = str(new_run_dir(resolved.out, name, unique=resolved.name is None))
-            run = RunFolder(Path(dist.broadcast(root)))
-            writer = _locked_writer(run, dist, writers)
-        trainer = Trainer(
-            resolved, dataset=dataset, model=model, loss=loss, model_name=model_name,
-            model_options=rebuild_options(model_options, model),
-            device=device, run=run, dist=dist, progress=progress, writer=writer,
-        )
-        if checkpoint is not None:
-            trainer.load_state(checkpoint)
-        if dist.is_main:
-            _write_config(
-                trainer.writer, resolved, dataset, resumed_from=trainer.resumed_from, resumed_batch=trainer.resumed_batch
-            )
-        dist.barrier()
-        return trainer.run()
-    finally:
-        dist.teardown()
-
-
-def _continue_interrupted_epoch(path: Path, checkpoint: dict[str, Any], epochs: int) -> dict[str, Any]:
-    """The checkpoint to resume from: checkpoints/interrupted.pt instead of the run's last.pt when it continues
-    last.pt's epoch (same `epoch`) and that epoch is within --epochs; a stale or unreadable one is ignored (last.pt
-    is always a correct resume point: the interrupted epoch is then repeated from its start)."""
-    partial = checkpoint.get("partial_epoch")
-    if partial is not None:  # a mid-epoch checkpoint given directly
-        if epochs < partial["epoch"]:
-            raise InputError(
-                f"Expected --epochs to be at least {partial['epoch']} to finish the interrupted epoch {path} holds, "
-                f"got {epochs}."
-            )
-        return checkpoint
-    candidate = path.with_name(f"{INTERRUPTED}.pt")
-    if path.name != "last.pt" or not candidate.is_file():
-        return checkpoint
-    from adacal.errors import CheckpointError
-
-    try:
-        interrupted = load_checkpoint(candidate)
-    except CheckpointError:
-        return checkpoint
-    partial = interrupted.get("partial_epoch")
-    if (
-        partial is None
-        or interrupted["epoch"] != checkpoint["epoch"]
-        or interrupted["model_name"] != checkpoint["model_name"]
-        or epochs < partial["epoch"]
-    ):
-        return checkpoint
-    return interrupted
-
-
-def _data_source(given: TrainConfig, resolved: TrainConfig, *, resumed: bool) -> tuple[str | None, bool]:
-    """(data folder, whether a download may write into it). A folder read from a resumed run's checkpoint (not typed
-    now) is used only when it exists and is never downloaded into; otherwise the default data folder is used."""
-    if not resumed or given.data_dir is not None or resolved.data_dir is None:
-        return resolved.data_dir, True
-    if os.path.isdir(os.path.expanduser(str(resolved.data_dir))):
-        return resolved.data_dir, False
-    return None, True
-
-
-def _loader_options(config: TrainConfig) -> dict[str, Any]:
-    """--workers goes to dataset loaders that decode files and take it; tensor-resident datasets need no workers."""
-    from adacal.data import DATASETS
-    from adacal.registry import option_names
-
-    if config.workers and "workers" in option_names(DATASETS.get(config.dataset)):
-        return {"workers": config.workers}
-    return {}
-
-
-def _check_run_documents(run: RunFolder) -> None:
-    """What resume reads back from a run folder besides the checkpoint, checked before anything is written."""
-    from adacal.sources import read_history
-
-    if run.config.exists():
-        read_report(run.config, kind="train-config")
-    if run.history.exists():
-        read_history(run.history, torn_tail=True)
-
-
-def _write_config(
-    writer: RunWriter, config: TrainConfig, dataset: Any, *, resumed_from: int | None, resumed_batch: int | None = None
-) -> None:
-    run = writer.folder
-    results: dict[str, Any] = {"split": _plain(dataset.split_info), "versions": versions()}
-    if resumed_from is not None and run.config.exists():
-        previous = read_report(run.config, kind="train-config")["results"]
-        resumes = list(previous.get("resumes", []))
-        resume: dict[str, Any] = {"from_epoch": resumed_from}
-        if resumed_batch is not None:  # from a mid-epoch checkpoint: epoch from_epoch + 1 after this batch
-            resume["from_batch"] = resumed_batch
-        resumes.append({**resume, "epochs": config.epochs, "versions": versions()})
-        results = {**previous, "resumes": resumes}
-    writer.write_config(make_report("train-config", config=config.to_dict(), results=results))

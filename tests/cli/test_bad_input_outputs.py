@@ -287,7 +287,7 @@ def test_a_failed_download_leaves_no_data_folder(tmp_path, monkeypatch):
 
 def test_a_resumed_run_never_downloads_into_the_folder_its_checkpoint_records(tmp_path):
     from adacal.training import TrainConfig
-    from adacal.training.loop import _data_source
+    from adacal.training.entry import _data_source
 
     recorded = tmp_path / "recorded"
     resolved = TrainConfig(data_dir=str(recorded))

@@ -446,10 +446,10 @@ def test_new_run_dir_gives_every_racer_its_own_folder(tmp_path):
 
 
 def _racer(out: Path, barrier) -> None:
-    from adacal.training import loop
+    from adacal.training import entry
 
     torch.set_num_threads(1)
-    loop.run_folder_name = lambda *parts: "20240101-000000-digits-mlp-adafocal"  # the same second
+    entry.run_folder_name = lambda *parts: "20240101-000000-digits-mlp-adafocal"  # the same second
     barrier.wait()
     train(TrainConfig(**OPTIONS, epochs=EPOCHS, out=str(out)))
 

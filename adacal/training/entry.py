@@ -1,0 +1,280 @@
+"""`train(config)`, the library form of `adacal train`: check everything cheap, lock the run folder, load the data,
+build the model, loss and optimiser (or restore them from a checkpoint on resume), hand them to the epoch loop
+(`adacal.training.loop.Trainer`) and return its result. `resolved_config(config)` is the dry run behind
+`adacal train --print-config`.
+
+Resume: `TrainConfig(resume=RUN_OR_CHECKPOINT, epochs=N)` continues the run in its own folder up to N epochs in total.
+Model, optimiser, scheduler, loss state (γ, bins, history) and all random generator states are restored, so on the
+same machine and device a resumed run reproduces the uninterrupted run exactly.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from adacal.errors import InputError
+from adacal.reports import make_report, new_run_dir, read_report
+from adacal.runs import RunFolder, require_run_folder
+from adacal.training.checkpoints import checkpoint_safe, load_checkpoint, resolve_checkpoint_path
+from adacal.training.config import (
+    TrainConfig,
+    check_model_options,
+    check_names,
+    merge_resume_config,
+    resolve_config,
+    resolved_loss_options,
+)
+from adacal.training.distributed import DistributedContext
+from adacal.training.inference import resolve_device
+from adacal.training.loop import Trainer, TrainResult
+from adacal.training.run_writer import INTERRUPTED, RunWriter
+from adacal.version import __version__
+
+
+def seed_everything(seed: int) -> None:
+    """Seed torch (CPU and CUDA), numpy and python's random from one number."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def versions() -> dict[str, str]:
+    return {
+        "adacal": __version__,
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def run_folder_name(dataset: str, model: str, loss: str) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    safe = [part.replace(":", "-").replace("/", "-") for part in (dataset, model, loss)]
+    return f"{stamp}-{'-'.join(safe)}"
+
+
+def _check_writable(out: str | os.PathLike) -> None:
+    """Fail before any work when the output folder (or its nearest existing parent) cannot be written."""
+    path = Path(out).expanduser().absolute()
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise InputError(f"Expected --out to be a folder, but {probe} is a file.")
+    if not os.access(probe, os.W_OK):
+        raise InputError(f"Cannot write to the output folder {path}: permission denied.")
+
+
+def train(config: TrainConfig, progress: Any = None) -> TrainResult:
+    """Run `adacal train` from Python: check everything cheap, load data, build, train, evaluate; see TrainConfig.
+
+    Raises InputError (and its subclasses) for bad options before any training, NonFiniteLossError when the loss
+    diverges, TrainingInterrupted on Ctrl-C/SIGTERM. The run folder is locked for the whole run (RunWriter.lock): a
+    second `train --resume` of the same run fails at once with RunLockedError.
+    """
+    writers: list[RunWriter] = []
+    try:
+        return _train(config, progress, writers)
+    finally:
+        for writer in writers:
+            writer.unlock()
+
+
+def resolved_config(config: TrainConfig) -> dict[str, Any]:
+    """The configuration `train(config)` would run with (`adacal train --print-config`): presets, the default model of
+    the dataset and every loss hyper-parameter filled in, all checks passed; with `resume`, the run's own config with
+    what may change. A dry run: no folder is created, no data is loaded, nothing is written."""
+    from adacal.models import default_model
+
+    if config.resume:
+        checkpoint_path = resolve_checkpoint_path(config.resume)
+        checkpoint = load_checkpoint(checkpoint_path)
+        resolved = merge_resume_config(checkpoint["config"], config)
+        check_names(resolved)
+    else:
+        resolved = resolve_config(config)
+        check_names(resolved)
+        check_model_options(resolved)
+        resolved.loss_options = resolved_loss_options(resolved.loss, resolved.loss_options)
+        resolved.model = resolved.model or default_model(str(resolved.dataset))
+    return resolved.to_dict()
+
+
+def _locked_writer(run: RunFolder, dist: DistributedContext, writers: list[RunWriter]) -> RunWriter:
+    """The run folder's writer, holding its lock (rank 0 only: the other ranks write nothing)."""
+    writer = RunWriter(run, enabled=dist.is_main)
+    writer.lock()
+    writers.append(writer)
+    return writer
+
+
+def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> TrainResult:
+    from adacal.data import load_dataset
+    from adacal.losses import build_loss
+    from adacal.models import build_model, check_input_shape, rebuild_options, default_model, model_options_for_dataset
+
+    dist = DistributedContext.from_env()
+    checkpoint = None
+    run: RunFolder | None = None
+    if config.resume:
+        checkpoint_path = resolve_checkpoint_path(config.resume)
+        checkpoint = load_checkpoint(checkpoint_path)  # safe (weights_only) and checked before anything else
+        run = require_run_folder(checkpoint_path)
+        _check_run_documents(run)  # config.json and every history line, before anything is written
+        resolved = merge_resume_config(checkpoint["config"], config)
+        if resolved.epochs < int(checkpoint["epoch"]):
+            raise InputError(
+                f"Expected --epochs to be at least the {checkpoint['epoch']} epoch(s) {checkpoint_path} has completed, "
+                f"got {resolved.epochs}."
+            )
+        checkpoint = _continue_interrupted_epoch(checkpoint_path, checkpoint, resolved.epochs)
+    else:
+        resolved = resolve_config(config)
+    check_names(resolved)
+    if checkpoint is None:
+        resolved.loss_options = resolved_loss_options(resolved.loss, resolved.loss_options)  # config.json says all
+        check_model_options(resolved)
+    device = dist.device_for(resolve_device(resolved.device))
+    if checkpoint is None and dist.is_main:
+        _check_writable(resolved.out)
+    # One writer per run folder: after the cheap checks (a refused command touches nothing), before any work; a
+    # second resume of a run that is training stops here. A new run takes its lock as soon as its folder exists.
+    writer = _locked_writer(run, dist, writers) if run is not None else None
+
+    dist.setup(device)
+    try:
+        seed_everything(resolved.seed)
+        data_dir, download = _data_source(config, resolved, resumed=checkpoint is not None)
+        dataset = load_dataset(
+            resolved.dataset, data_dir=data_dir, seed=resolved.seed, train_subset=resolved.train_subset,
+            val_size=resolved.val_size, download=download, **_loader_options(resolved),
+        ).limit_test(resolved.test_subset)
+        if resolved.channels_last and dataset.kind != "image":
+            raise InputError(f"--channels-last applies to image datasets only; {dataset.name} is a {dataset.kind} dataset.")
+        model_name = resolved.model or default_model(dataset.name)
+        resolved.model = model_name
+        check_input_shape(model_name, tuple(dataset.input_shape), kind=dataset.kind)
+        model_options = model_options_for_dataset(model_name, dataset, resolved.model_options or {})
+        if checkpoint is not None:
+            # The weights come from the checkpoint: a resumed run never rereads an initialisation file (GloVe) and
+            # builds the architecture the checkpoint recorded (e.g. the embedding size that file had).
+            model_options = rebuild_options({**model_options, **checkpoint["model_options"]})
+        if checkpoint is not None and checkpoint["model_name"] != model_name:
+            raise InputError(
+                f"Expected the checkpoint's model '{checkpoint['model_name']}' to match --model {model_name}."
+            )
+        model = build_model(
+            model_name, num_classes=dataset.num_classes, input_shape=tuple(dataset.input_shape), **model_options
+        )
+        loss = build_loss(resolved.loss, **(resolved.loss_options or {}))
+
+        if run is None:
+            root = None
+            if dist.is_main:
+                name = resolved.name or run_folder_name(dataset.name, model_name, resolved.loss)
+                root = str(new_run_dir(resolved.out, name, unique=resolved.name is None))
+            run = RunFolder(Path(dist.broadcast(root)))
+            writer = _locked_writer(run, dist, writers)
+        trainer = Trainer(
+            resolved, dataset=dataset, model=model, loss=loss, model_name=model_name,
+            model_options=rebuild_options(model_options, model),
+            device=device, run=run, dist=dist, progress=progress, writer=writer,
+        )
+        if checkpoint is not None:
+            trainer.load_state(checkpoint)
+        if dist.is_main:
+            _write_config(
+                trainer.writer, resolved, dataset, resumed_from=trainer.resumed_from, resumed_batch=trainer.resumed_batch
+            )
+        dist.barrier()
+        return trainer.run()
+    finally:
+        dist.teardown()
+
+
+def _continue_interrupted_epoch(path: Path, checkpoint: dict[str, Any], epochs: int) -> dict[str, Any]:
+    """The checkpoint to resume from: checkpoints/interrupted.pt instead of the run's last.pt when it continues
+    last.pt's epoch (same `epoch`) and that epoch is within --epochs; a stale or unreadable one is ignored (last.pt
+    is always a correct resume point: the interrupted epoch is then repeated from its start)."""
+    partial = checkpoint.get("partial_epoch")
+    if partial is not None:  # a mid-epoch checkpoint given directly
+        if epochs < partial["epoch"]:
+            raise InputError(
+                f"Expected --epochs to be at least {partial['epoch']} to finish the interrupted epoch {path} holds, "
+                f"got {epochs}."
+            )
+        return checkpoint
+    candidate = path.with_name(f"{INTERRUPTED}.pt")
+    if path.name != "last.pt" or not candidate.is_file():
+        return checkpoint
+    from adacal.errors import CheckpointError
+
+    try:
+        interrupted = load_checkpoint(candidate)
+    except CheckpointError:
+        return checkpoint
+    partial = interrupted.get("partial_epoch")
+    if (
+        partial is None
+        or interrupted["epoch"] != checkpoint["epoch"]
+        or interrupted["model_name"] != checkpoint["model_name"]
+        or epochs < partial["epoch"]
+    ):
+        return checkpoint
+    return interrupted
+
+
+def _data_source(given: TrainConfig, resolved: TrainConfig, *, resumed: bool) -> tuple[str | None, bool]:
+    """(data folder, whether a download may write into it). A folder read from a resumed run's checkpoint (not typed
+    now) is used only when it exists and is never downloaded into; otherwise the default data folder is used."""
+    if not resumed or given.data_dir is not None or resolved.data_dir is None:
+        return resolved.data_dir, True
+    if os.path.isdir(os.path.expanduser(str(resolved.data_dir))):
+        return resolved.data_dir, False
+    return None, True
+
+
+def _loader_options(config: TrainConfig) -> dict[str, Any]:
+    """--workers goes to dataset loaders that decode files and take it; tensor-resident datasets need no workers."""
+    from adacal.data import DATASETS
+    from adacal.registry import option_names
+
+    if config.workers and "workers" in option_names(DATASETS.get(config.dataset)):
+        return {"workers": config.workers}
+    return {}
+
+
+def _check_run_documents(run: RunFolder) -> None:
+    """What resume reads back from a run folder besides the checkpoint, checked before anything is written."""
+    from adacal.sources import read_history
+
+    if run.config.exists():
+        read_report(run.config, kind="train-config")
+    if run.history.exists():
+        read_history(run.history, torn_tail=True)
+
+
+def _write_config(
+    writer: RunWriter, config: TrainConfig, dataset: Any, *, resumed_from: int | None, resumed_batch: int | None = None
+) -> None:
+    run = writer.folder
+    results: dict[str, Any] = {"split": checkpoint_safe(dataset.split_info), "versions": versions()}
+    if resumed_from is not None and run.config.exists():
+        previous = read_report(run.config, kind="train-config")["results"]
+        resumes = list(previous.get("resumes", []))
+        resume: dict[str, Any] = {"from_epoch": resumed_from}
+        if resumed_batch is not None:  # from a mid-epoch checkpoint: epoch from_epoch + 1 after this batch
+            resume["from_batch"] = resumed_batch
+        resumes.append({**resume, "epochs": config.epochs, "versions": versions()})
+        results = {**previous, "resumes": resumes}
+    writer.write_config(make_report("train-config", config=config.to_dict(), results=results))
