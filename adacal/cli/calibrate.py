@@ -273,7 +273,3 @@ def calibrate(
     typer.echo(f"Wrote {run.written}" if run.written is not None else "Not saved: use --json PATH to write the report.")
     if run.saved is not None:
         typer.echo(f"Saved the fitted '{run.best}' calibrator to {run.saved}")
-
-
-def register(app: typer.Typer) -> None:
-    app.command("calibrate", help=HELP)(calibrate)

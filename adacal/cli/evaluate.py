@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from adacal.cli.common import ForceOption, guarded, metrics_line, reflow
+from adacal.cli.common import ForceOption, guarded, metrics_line
 from adacal.cli.inputs import LabelsFile, LabelsKey, LogitsKey, Renormalize, print_notes, read_options
 from adacal.errors import InputError
 
@@ -136,105 +136,103 @@ def _bootstrap_progress(total: int, silent: bool) -> Iterator[Callable[[int, int
         yield lambda done, _total: bar.update(task, completed=done)
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("evaluate", help=reflow(HELP))
-    @guarded
-    def evaluate(
-        predictions: Annotated[
-            Path,
-            typer.Argument(
-                help="Predictions file (.npz, .pt, .npy or .csv), checkpoint, or run folder.",
-                show_default=False,
-            ),
-        ],
-        n_bins: Annotated[int, typer.Option("--n-bins", help="Number of bins for the binned metrics.")] = 15,
-        metrics: Annotated[
-            str | None,
-            typer.Option(
-                "--metrics",
-                help="Comma-separated metrics: error, nll, brier, ece-ew, ece-em, ece-debias, ece-sweep-ew, "
-                "ece-sweep-em, ece-smooth, mce, classwise-ece (default: all); ece_em and ECE-EM are accepted too.",
-            ),
-        ] = None,
-        bootstrap: Annotated[
-            int, typer.Option("--bootstrap", help="Bootstrap resamples for 95% confidence intervals (0 = none).")
-        ] = 0,
-        seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")] = 0,
-        json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON report to this file ('-': to stdout, and nothing else goes there).")] = None,
-        calibrator: Annotated[
-            Path | None,
-            typer.Option("--calibrator", help="Calibrator file saved by 'adacal calibrate': evaluate its output."),
-        ] = None,
-        data_dir: Annotated[
-            Path | None,
-            typer.Option("--data-dir", help="Dataset folder, when a checkpoint must be run on its test split."),
-        ] = None,
-        device: Annotated[
-            str, typer.Option("--device", help="auto, cpu, cuda or cuda:N (when a checkpoint must be run).")
-        ] = "auto",
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one summary line instead of the table.")] = False,
-        force: ForceOption = False,
-        logits_key: LogitsKey = None,
-        labels_key: LabelsKey = None,
-        labels: LabelsFile = None,
-        renormalize: Renormalize = False,
-    ) -> None:
-        from adacal.writing import check_output, is_stdout
-        from adacal.evaluation import calibrated_probs, evaluation_report, resolve_evaluation_input
-        from adacal.metrics import resolve_metric_names
-        from adacal.reports import write_json
-        from adacal.runs import EVALUATE_FILE
+@guarded
+def evaluate(
+    predictions: Annotated[
+        Path,
+        typer.Argument(
+            help="Predictions file (.npz, .pt, .npy or .csv), checkpoint, or run folder.",
+            show_default=False,
+        ),
+    ],
+    n_bins: Annotated[int, typer.Option("--n-bins", help="Number of bins for the binned metrics.")] = 15,
+    metrics: Annotated[
+        str | None,
+        typer.Option(
+            "--metrics",
+            help="Comma-separated metrics: error, nll, brier, ece-ew, ece-em, ece-debias, ece-sweep-ew, "
+            "ece-sweep-em, ece-smooth, mce, classwise-ece (default: all); ece_em and ECE-EM are accepted too.",
+        ),
+    ] = None,
+    bootstrap: Annotated[
+        int, typer.Option("--bootstrap", help="Bootstrap resamples for 95% confidence intervals (0 = none).")
+    ] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")] = 0,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON report to this file ('-': to stdout, and nothing else goes there).")] = None,
+    calibrator: Annotated[
+        Path | None,
+        typer.Option("--calibrator", help="Calibrator file saved by 'adacal calibrate': evaluate its output."),
+    ] = None,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="Dataset folder, when a checkpoint must be run on its test split."),
+    ] = None,
+    device: Annotated[
+        str, typer.Option("--device", help="auto, cpu, cuda or cuda:N (when a checkpoint must be run).")
+    ] = "auto",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one summary line instead of the table.")] = False,
+    force: ForceOption = False,
+    logits_key: LogitsKey = None,
+    labels_key: LabelsKey = None,
+    labels: LabelsFile = None,
+    renormalize: Renormalize = False,
+) -> None:
+    from adacal.writing import check_output, is_stdout
+    from adacal.evaluation import calibrated_probs, evaluation_report, resolve_evaluation_input
+    from adacal.metrics import resolve_metric_names
+    from adacal.reports import write_json
+    from adacal.runs import EVALUATE_FILE
 
-        check_output(json_path, flag="--json", inputs=(predictions, calibrator, labels), force=force)
-        names = resolve_metric_names(metrics)
-        _check_options(n_bins, bootstrap, seed, json_path, calibrator, len(names))
-        fitted = None
-        if calibrator is not None:
-            from adacal.calibrators import load_calibrator
+    check_output(json_path, flag="--json", inputs=(predictions, calibrator, labels), force=force)
+    names = resolve_metric_names(metrics)
+    _check_options(n_bins, bootstrap, seed, json_path, calibrator, len(names))
+    fitted = None
+    if calibrator is not None:
+        from adacal.calibrators import load_calibrator
 
-            fitted = load_calibrator(calibrator)
+        fitted = load_calibrator(calibrator)
 
-        source = resolve_evaluation_input(
-            predictions, data_dir=data_dir, device=device,
-            options=read_options(logits_key, labels_key, labels, renormalize),
+    source = resolve_evaluation_input(
+        predictions, data_dir=data_dir, device=device,
+        options=read_options(logits_key, labels_key, labels, renormalize),
+    )
+    scores = source.predictions.logits
+    if fitted is not None:
+        scores = calibrated_probs(fitted, scores, calibrator_path=calibrator)
+    with _bootstrap_progress(bootstrap, quiet) as progress:
+        report = evaluation_report(
+            scores,
+            source.predictions.labels,
+            n_bins=n_bins,
+            metric_names=names,
+            bootstrap=bootstrap,
+            seed=seed,
+            input_path=source.data_path,
+            source=source.describe(),
+            calibrator=calibrator,
+            progress=progress,
         )
-        scores = source.predictions.logits
-        if fitted is not None:
-            scores = calibrated_probs(fitted, scores, calibrator_path=calibrator)
-        with _bootstrap_progress(bootstrap, quiet) as progress:
-            report = evaluation_report(
-                scores,
-                source.predictions.labels,
-                n_bins=n_bins,
-                metric_names=names,
-                bootstrap=bootstrap,
-                seed=seed,
-                input_path=source.data_path,
-                source=source.describe(),
-                calibrator=calibrator,
-                progress=progress,
-            )
 
-        targets = [json_path] if json_path is not None else []
-        kept_run_report = None
-        if source.run is not None and fitted is None:
-            run_report = source.run.report(EVALUATE_FILE)
-            if run_report.exists():
-                kept_run_report = run_report  # train wrote it: evaluate never modifies what train wrote
-            elif json_path is None or run_report.resolve() != json_path.resolve():
-                targets.append(run_report)  # an interrupted run has none yet
+    targets = [json_path] if json_path is not None else []
+    kept_run_report = None
+    if source.run is not None and fitted is None:
+        run_report = source.run.report(EVALUATE_FILE)
+        if run_report.exists():
+            kept_run_report = run_report  # train wrote it: evaluate never modifies what train wrote
+        elif json_path is None or run_report.resolve() != json_path.resolve():
+            targets.append(run_report)  # an interrupted run has none yet
+    for target in targets:
+        write_json(target, report)
+    print_notes(source.predictions.notes, quiet)
+    if is_stdout(json_path):
+        return  # the report is the whole of stdout
+    if quiet:
+        typer.echo(metrics_line(report["results"]["metrics"]))
+    else:
+        _print_table(report, str(predictions), calibrated=fitted is not None)
         for target in targets:
-            write_json(target, report)
-        print_notes(source.predictions.notes, quiet)
-        if is_stdout(json_path):
-            return  # the report is the whole of stdout
-        if quiet:
-            typer.echo(metrics_line(report["results"]["metrics"]))
-        else:
-            _print_table(report, str(predictions), calibrated=fitted is not None)
-            for target in targets:
-                typer.echo(f"Wrote {target}")
-            if kept_run_report is not None and json_path is None:
-                typer.echo(f"Kept {kept_run_report} as train wrote it; give --json PATH to save this report.")
-            if source.run is not None and fitted is not None:
-                typer.echo(f"Not writing {EVALUATE_FILE} into {source.run.root}: it describes the uncalibrated model.")
+            typer.echo(f"Wrote {target}")
+        if kept_run_report is not None and json_path is None:
+            typer.echo(f"Kept {kept_run_report} as train wrote it; give --json PATH to save this report.")
+        if source.run is not None and fitted is not None:
+            typer.echo(f"Not writing {EVALUATE_FILE} into {source.run.root}: it describes the uncalibrated model.")

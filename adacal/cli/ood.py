@@ -117,10 +117,6 @@ def ood(
         _print_table(run.results, run.written, run.notes)
 
 
-def register(app: typer.Typer) -> None:
-    app.command("ood", help=HELP)(ood)
-
-
 def _summary_line(results: dict[str, Any]) -> str:
     """`-q`: AUROC of each score before → after temperature scaling, on one line."""
     parts = []
