@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,9 @@ from adacal.reports import make_report
 from adacal.sources.resolve import CHECKPOINT_FORMAT, INPUT_KINDS, EvaluationInput, resolve_evaluation_input
 
 __all__ = [
-    "CHECKPOINT_FORMAT", "INPUT_KINDS", "EvaluationInput", "calibrated_probs", "check_bootstrap", "evaluate_predictions",
-    "evaluation_config", "evaluation_report", "resolve_evaluation_input",
+    "CHECKPOINT_FORMAT", "INPUT_KINDS", "EvaluationInput", "EvaluationRun", "calibrated_probs", "check_bootstrap",
+    "check_evaluate_options", "evaluate_predictions", "evaluation_config", "evaluation_report",
+    "resolve_evaluation_input", "run_evaluate",
 ]
 
 
@@ -152,3 +154,109 @@ def evaluation_report(
         source=source, calibrator=calibrator,
     )
     return make_report("evaluate", config=config, results=results, input_path=input_path)
+
+
+# ------------------------------------------------------------------------------------------------- the command
+
+
+@dataclass(frozen=True)
+class EvaluationRun:
+    """What `run_evaluate` did: the report, where it was written and what it left alone."""
+
+    report: dict[str, Any]
+    source: EvaluationInput
+    written: list[Path] = field(default_factory=list)  # --json, and a run's evaluate.json when it had none
+    kept: Path | None = None  # the run's evaluate.json that train wrote: never replaced
+    calibrated: bool = False  # the report describes the scores after --calibrator
+
+    @property
+    def notes(self) -> list[str]:
+        """What was assumed reading the input (binary scores, class names, renormalised rows)."""
+        return list(self.source.predictions.notes)
+
+
+def check_evaluate_options(
+    n_bins: Any, bootstrap: Any, seed: Any, json_path: str | os.PathLike | None = None,
+    calibrator: str | os.PathLike | None = None, n_metrics: int = 1,
+) -> None:
+    """`adacal evaluate`'s cheap checks, before anything is loaded: bins and resamples that fit in memory, a seed,
+    --json a file path, --calibrator a regular file."""
+    if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 1:
+        raise InputError(f"Expected --n-bins to be a positive integer, got {n_bins}.")
+    check_n_bins(n_bins, name="--n-bins")  # refuses bins that cannot fit in memory
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
+        raise InputError(f"Expected --bootstrap to be a non-negative integer (0 = no intervals), got {bootstrap}.")
+    if bootstrap:
+        check_bootstrap_fits(bootstrap, 0, n_metrics, name="--bootstrap")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InputError(f"Expected --seed to be a non-negative integer, got {seed}.")
+    if json_path is not None and Path(json_path).is_dir():
+        raise InputError(f"Expected --json to be a file path, but {json_path} is a folder.")
+    if calibrator is not None:
+        from adacal.sources import check_regular_file
+
+        check_regular_file(calibrator, "a calibrator file (--calibrator)")
+
+
+def run_evaluate(
+    predictions: str | os.PathLike,
+    *,
+    n_bins: int = 15,
+    metrics: str | Iterable[str] | None = None,
+    bootstrap: int = 0,
+    seed: int = 0,
+    json_path: str | os.PathLike | None = None,
+    calibrator: str | os.PathLike | None = None,
+    data_dir: str | os.PathLike | None = None,
+    device: str = "auto",
+    force: bool = False,
+    options: Any = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> EvaluationRun:
+    """Everything `adacal evaluate` does, without printing.
+
+    Measures the predictions at `predictions` (a predictions file of any framework, a checkpoint or a run folder;
+    `options` is a `adacal.sources.ReadOptions`), after `calibrator` (a file saved by `adacal calibrate`) when
+    given. The report goes to `json_path` ("-": standard output) and, for a run folder without an evaluate.json
+    (training interrupted) and no calibrator, to its evaluate.json; the evaluate.json train wrote is never
+    replaced. `progress(done, total)` is called after each bootstrap resample. Every cheap check runs before
+    anything is loaded, and nothing is written before the report exists.
+    """
+    from adacal.runs import EVALUATE_FILE
+    from adacal.reports import write_json
+    from adacal.sources import ReadOptions
+    from adacal.writing import check_output
+
+    predictions = Path(predictions)
+    json_path = None if json_path is None else Path(json_path)
+    calibrator = None if calibrator is None else Path(calibrator)
+    options = options or ReadOptions()
+    check_output(json_path, flag="--json", inputs=(predictions, calibrator, options.labels_file), force=force)
+    names = resolve_metric_names(metrics)
+    check_evaluate_options(n_bins, bootstrap, seed, json_path, calibrator, len(names))
+    fitted = None
+    if calibrator is not None:
+        from adacal.calibrators import load_calibrator
+
+        fitted = load_calibrator(calibrator)
+
+    source = resolve_evaluation_input(predictions, data_dir=data_dir, device=device, options=options)
+    scores = source.predictions.logits
+    if fitted is not None:
+        scores = calibrated_probs(fitted, scores, calibrator_path=calibrator)
+    report = evaluation_report(
+        scores, source.predictions.labels, n_bins=n_bins, metric_names=names, bootstrap=bootstrap, seed=seed,
+        input_path=source.data_path, source=source.describe(), calibrator=calibrator, progress=progress,
+    )
+
+    targets = [json_path] if json_path is not None else []
+    kept = None
+    if source.run is not None and fitted is None:
+        run_report = source.run.report(EVALUATE_FILE)
+        if run_report.exists():
+            kept = run_report  # train wrote it: evaluate never modifies what train wrote
+        elif json_path is None or run_report.resolve() != json_path.resolve():
+            targets.append(run_report)  # an interrupted run has none yet
+    for target in targets:
+        write_json(target, report)
+    return EvaluationRun(report=report, source=source, written=targets, kept=kept, calibrated=fitted is not None)

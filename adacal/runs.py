@@ -120,3 +120,18 @@ def _selected_epoch(run: RunFolder, checkpoint: dict[str, Any]) -> int | None:
     if train_config.get("select") == "last" and isinstance(train_config.get("epochs"), int):
         return int(train_config["epochs"])
     return None
+
+
+def load_history(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """The per-epoch records of a run's history.jsonl (the file, or the run folder holding it), each validated by
+    `adacal.sources.read_history` (a damaged line is refused with its number); a history with no record is refused
+    too, since whatever reads it (the plots) has nothing to show."""
+    from adacal.sources.documents import read_history
+
+    path = Path(path)
+    if path.is_dir() and is_run_folder(path):
+        path = RunFolder(path).history
+    records = read_history(path)
+    if not records:
+        raise InputError(f"Expected {path} to hold at least one epoch record, but it is empty.")
+    return records

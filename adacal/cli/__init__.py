@@ -8,7 +8,7 @@ import typer
 
 from adacal.version import __version__
 from adacal.cli import calibrate, evaluate, ood, plot, train
-from adacal.cli.common import OneLineErrorGroup
+from adacal.cli.common import OneLineErrorGroup, reflow
 
 app = typer.Typer(
     name="adacal",
@@ -40,11 +40,12 @@ def _root(
     """Calibration toolkit (AdaFocal, ECE metrics, post-hoc calibrators, OOD detection)."""
 
 
-train.register(app)
-evaluate.register(app)
-calibrate.register(app)
-ood.register(app)
-plot.register(app)
+# Each command is a module-level function of its module (options in, one library call, output), registered here.
+app.command("train", help=reflow(train.HELP))(train.train)
+app.command("evaluate", help=reflow(evaluate.HELP))(evaluate.evaluate)
+app.command("calibrate", help=calibrate.HELP)(calibrate.calibrate)
+app.command("ood", help=ood.HELP)(ood.ood)
+app.add_typer(plot.plot_app, name="plot", help=plot.HELP)
 
 
 def main() -> None:

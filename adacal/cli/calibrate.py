@@ -47,34 +47,6 @@ TABLE_COLUMNS = (
 )
 
 
-def _methods(method: str) -> list[str]:
-    from adacal.calibrators import CALIBRATORS
-    from adacal.errors import unknown_name
-
-    if method == "all":
-        return CALIBRATORS.names()
-    if method not in CALIBRATORS:
-        raise unknown_name("calibration method", method, [*CALIBRATORS.names(), "all"])
-    return [method]
-
-
-def _check_output_path(option: str, path: Path | None) -> None:
-    from adacal.errors import InputError
-
-    if path is not None and path.is_dir():
-        raise InputError(f"Expected {option} to be a file path, got the folder {path}.")
-
-
-def _describe_inputs(inputs: Any) -> dict[str, Any]:
-    """Reading options and what was assumed reading the input, for the report's config."""
-    from adacal.sources.resolve import describe_options
-
-    described = describe_options(inputs.options)
-    if inputs.notes:
-        described["assumed"] = list(inputs.notes)
-    return described
-
-
 def _describe(params: dict[str, Any]) -> str:
     parts = []
     if "temperature" in params:
@@ -158,8 +130,9 @@ def _bound_warnings(results: dict[str, Any]) -> list[str]:
 
 
 class _RichSteps:
-    """A transient rich bar advanced by compare_calibrators' progress callback (one step per fold fit and final
-    fit); the library only calls back, the CLI draws."""
+    """A transient rich bar advanced by the library's progress callback (one step per fold fit and final fit); the
+    library only calls back, the CLI draws. The bar starts at the first fit, so that reading the inputs (and an
+    `Error:` line) is never drawn over."""
 
     def __init__(self) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -171,207 +144,132 @@ class _RichSteps:
         self.task = None
 
     def __enter__(self) -> _RichSteps:
-        self.bars.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.bars.stop()
+        if self.task is not None:
+            self.bars.stop()
 
     def __call__(self, done: int, total: int, description: str) -> None:
         if self.task is None:
+            self.bars.start()
             self.task = self.bars.add_task(description, total=total)
         self.bars.update(self.task, completed=done, description=description)
 
 
-def _show_progress(quiet: bool, n_methods: int) -> bool:
-    """A bar only for work with several fits, on a terminal, and not with --quiet (nothing extra when piped)."""
-    return not quiet and n_methods > 1 and sys.stdout.isatty()
+def _show_progress(quiet: bool, several: bool) -> bool:
+    """A bar only for work with several fits (--method all), on a terminal, and not with --quiet (nothing extra when
+    piped)."""
+    return not quiet and several and sys.stdout.isatty()
 
 
-def run_calibrate(
-    source: Path,
-    *,
-    method: str = "temperature",
-    objective: str | None = None,
-    n_bins: int = 15,
-    folds: int | None = None,
-    select_metric: str | None = None,
-    seed: int = 0,
-    json_path: Path | None = None,
-    save: Path | None = None,
-    quiet: bool = False,
-    force: bool = False,
-    val: Path | None = None,
-    options: Any = None,
-) -> dict[str, Any]:
-    """Everything `adacal calibrate` does; returns the report (written to calibrate.json / --json when there is one)."""
-    from adacal.calibrators import TEMPERATURE_OBJECTIVES, build_calibrators, compare_calibrators, save_calibrator
-    from adacal.calibrators.compare import DEFAULT_FOLDS, DEFAULT_SELECTION_METRIC, check_selection
-    from adacal.errors import InputError, unknown_name
-    from adacal.reports import make_report, write_json
-    from adacal.runs import CALIBRATE_FILE
+@guarded
+def calibrate(
+    source: Annotated[
+        Path,
+        typer.Argument(
+            metavar="RUN_OR_PREDICTIONS",
+            help="Run folder (or a checkpoint / predictions.npz in it), or a .npz/.pt with val_ and test_ "
+            "logits and labels.",
+            show_default=False,
+        ),
+    ],
+    method: Annotated[
+        str,
+        typer.Option(
+            help="Calibrator: temperature, ets, vector-scaling, matrix-scaling, dirichlet, spline, histogram, "
+            "isotonic, or all (fit each, choose one by cross-validation on validation data)."
+        ),
+    ] = "temperature",
+    objective: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Temperature scaling objective: nll (default, Guo et al. 2017: the validation NLL minimum, "
+            "T in [0.05, 20]), ece-em (the AdaFocal paper: grid T = 0.1..10.0 minimising validation ECE-EM) "
+            "or ece-ew (same grid, ECE-EW). A T at the edge of its range is flagged. Only with --method "
+            "temperature or all.",
+            show_default=False,
+        ),
+    ] = None,
+    n_bins: Annotated[
+        int, typer.Option("--n-bins", help="Bins for the ECE metrics, the ECE objectives and histogram binning.")
+    ] = 15,
+    folds: Annotated[
+        Optional[int],
+        typer.Option(
+            help="Cross-validation folds inside the validation split for choosing a calibrator. Default 5; "
+            "only with --method all.",
+            show_default=False,
+        ),
+    ] = None,
+    select_metric: Annotated[
+        Optional[str],
+        typer.Option(
+            "--select-metric",
+            help="Metric (lower is better) the cross-validation chooses by: ece-em (default), ece-ew, "
+            "ece-debias, nll, brier, ... Only with --method all.",
+            show_default=False,
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the cross-validation folds.")] = 0,
+    json_path: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--json",
+            help="Write the report here instead of RUN/calibrate.json (needed to save it for a predictions file; "
+            "'-': to stdout, and nothing else goes there).",
+            show_default=False,
+        ),
+    ] = None,
+    save: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="Save the fitted calibrator as JSON (with --method all, the one chosen on validation, "
+            "refitted on all of it); load it with adacal.calibrators.load_calibrator.",
+            show_default=False,
+        ),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one summary line instead of the table.")] = False,
+    force: ForceOption = False,
+    val: Annotated[
+        Optional[Path],
+        typer.Option("--val", help="Validation predictions to fit on (any format evaluate reads); "
+                                   "RUN_OR_PREDICTIONS then holds the test predictions.", show_default=False),
+    ] = None,
+    logits_key: LogitsKey = None,
+    labels_key: LabelsKey = None,
+    labels: LabelsFile = None,
+    renormalize: Renormalize = False,
+) -> None:
+    """Fit post-hoc calibrators on validation predictions and compare test metrics before and after."""
+    from adacal.calibrate import run_calibrate
+    from adacal.writing import is_stdout
 
-    # Cheap checks first: names, numbers, output paths.
-    methods = _methods(method)
-    if objective is not None and "temperature" not in methods:
-        raise InputError(f"Expected --objective only with --method temperature or all, got --method {method}.")
-    if objective is not None and objective not in TEMPERATURE_OBJECTIVES:
-        raise unknown_name("objective", objective, TEMPERATURE_OBJECTIVES)
-    if isinstance(n_bins, bool) or n_bins < 1:
-        raise InputError(f"Expected --n-bins to be a positive integer, got {n_bins}.")
-    for option, value in (("--folds", folds), ("--select-metric", select_metric)):
-        if value is not None and len(methods) == 1:
-            raise InputError(f"Expected {option} only with --method all (to choose between calibrators), "
-                             f"got --method {method}.")
-    if folds is not None and (isinstance(folds, bool) or folds < 2):
-        raise InputError(f"Expected --folds to be an integer >= 2, got {folds}.")
-    folds = DEFAULT_FOLDS if folds is None else folds
-    select_metric = DEFAULT_SELECTION_METRIC if select_metric is None else select_metric
-    check_selection(select_metric, folds)
-    used_objective = (objective or "nll") if "temperature" in methods else None
-    build_calibrators(methods, objective=used_objective, n_bins=n_bins)
-    from adacal.writing import check_output, is_stdout
-
-    own_inputs = (source, val, getattr(options, "labels_file", None))
-    check_output(json_path, flag="--json", inputs=own_inputs, force=force)
-    check_output(save, flag="--save", inputs=own_inputs, force=force)
-    _check_output_path("--json", json_path)
-    _check_output_path("--save", save)
-    if is_stdout(json_path) and is_stdout(save):
-        raise InputError("Expected at most one of --json and --save to be '-' (standard output), got both.")
-
-    from adacal.sources import ReadOptions, resolve_calibration_input
-
-    val_path = val
-    inputs = resolve_calibration_input(source, val=val, options=options or ReadOptions())
-    val, test, input_path, run = inputs.val, inputs.test, inputs.input_path, inputs.run
-    steps = _RichSteps() if _show_progress(quiet, len(methods)) else None
+    steps = _RichSteps() if _show_progress(quiet, method == "all") else None
     with steps if steps is not None else contextlib.nullcontext():
-        comparison = compare_calibrators(
-            val.logits, val.labels, test.logits, test.labels, methods=methods, objective=used_objective,
-            n_bins=n_bins, folds=folds, metric=select_metric, seed=seed, progress=steps,
-        )
-    selection = comparison.results["selection"]
-    config = {"method": method, "objective": used_objective, "n_bins": n_bins, "input": str(source),
-              **({"val": str(val_path)} if val_path is not None else {}), **_describe_inputs(inputs)}
-    if len(methods) > 1:
-        config.update({"folds": folds, "select_metric": selection["metric"], "seed": seed})
-    report = make_report("calibrate", config=config, results=comparison.results, input_path=input_path)
-
-    out_path = json_path if json_path is not None else (run.report(CALIBRATE_FILE) if run is not None else None)
-    if out_path is not None:
-        write_json(out_path, report)
-    if save is not None:
-        save_calibrator(comparison.fitted[comparison.best], save)
-
-    print_notes(inputs.notes, quiet)
-    if is_stdout(json_path) or is_stdout(save):
-        return report  # the JSON is the whole of stdout
-    if quiet:
-        best = comparison.results["calibrators"][comparison.best]
-        typer.echo(f"{comparison.best}: test {metrics_line(best['test_post'])} (uncalibrated: {metrics_line(best['test_pre'])})")
-    if not quiet:
-        _print_table(comparison.results, n_val=len(val), n_test=len(test))
-        if len(methods) > 1:
-            header = _metric_header(selection["metric"])
-            typer.echo(
-                f"Selected on validation ({selection['folds']}-fold cross-validation, {header}): {comparison.best}"
-            )
-            by_test = min(comparison.results["calibrators"].items(), key=lambda item: item[1]["test_rank"])[0]
-            typer.echo(f"Best by test {header} (shown, not used to choose): {by_test}")
-            if selection["errors"]:
-                for name, message in selection["errors"].items():
-                    typer.echo(f"Not selectable: {name} could not be fitted on every fold ({message})")
-        for line in _bound_warnings(comparison.results):
-            typer.echo(line)
-        typer.echo(f"Wrote {out_path}" if out_path is not None else "Not saved: use --json PATH to write the report.")
-        if save is not None:
-            typer.echo(f"Saved the fitted '{comparison.best}' calibrator to {save}")
-    return report
-
-
-def register(app: typer.Typer) -> None:
-    @app.command("calibrate", help=HELP)
-    @guarded
-    def calibrate(
-        source: Annotated[
-            Path,
-            typer.Argument(
-                metavar="RUN_OR_PREDICTIONS",
-                help="Run folder (or a checkpoint / predictions.npz in it), or a .npz/.pt with val_ and test_ "
-                "logits and labels.",
-                show_default=False,
-            ),
-        ],
-        method: Annotated[
-            str,
-            typer.Option(
-                help="Calibrator: temperature, ets, vector-scaling, matrix-scaling, dirichlet, spline, histogram, "
-                "isotonic, or all (fit each, choose one by cross-validation on validation data)."
-            ),
-        ] = "temperature",
-        objective: Annotated[
-            Optional[str],
-            typer.Option(
-                help="Temperature scaling objective: nll (default, Guo et al. 2017: the validation NLL minimum, "
-                "T in [0.05, 20]), ece-em (the AdaFocal paper: grid T = 0.1..10.0 minimising validation ECE-EM) "
-                "or ece-ew (same grid, ECE-EW). A T at the edge of its range is flagged. Only with --method "
-                "temperature or all.",
-                show_default=False,
-            ),
-        ] = None,
-        n_bins: Annotated[
-            int, typer.Option("--n-bins", help="Bins for the ECE metrics, the ECE objectives and histogram binning.")
-        ] = 15,
-        folds: Annotated[
-            Optional[int],
-            typer.Option(
-                help="Cross-validation folds inside the validation split for choosing a calibrator. Default 5; "
-                "only with --method all.",
-                show_default=False,
-            ),
-        ] = None,
-        select_metric: Annotated[
-            Optional[str],
-            typer.Option(
-                "--select-metric",
-                help="Metric (lower is better) the cross-validation chooses by: ece-em (default), ece-ew, "
-                "ece-debias, nll, brier, ... Only with --method all.",
-                show_default=False,
-            ),
-        ] = None,
-        seed: Annotated[int, typer.Option(help="Seed of the cross-validation folds.")] = 0,
-        json_path: Annotated[
-            Optional[Path],
-            typer.Option(
-                "--json",
-                help="Write the report here instead of RUN/calibrate.json (needed to save it for a predictions file; "
-                "'-': to stdout, and nothing else goes there).",
-                show_default=False,
-            ),
-        ] = None,
-        save: Annotated[
-            Optional[Path],
-            typer.Option(
-                help="Save the fitted calibrator as JSON (with --method all, the one chosen on validation, "
-                "refitted on all of it); load it with adacal.calibrators.load_calibrator.",
-                show_default=False,
-            ),
-        ] = None,
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one summary line instead of the table.")] = False,
-        force: ForceOption = False,
-        val: Annotated[
-            Optional[Path],
-            typer.Option("--val", help="Validation predictions to fit on (any format evaluate reads); "
-                                       "RUN_OR_PREDICTIONS then holds the test predictions.", show_default=False),
-        ] = None,
-        logits_key: LogitsKey = None,
-        labels_key: LabelsKey = None,
-        labels: LabelsFile = None,
-        renormalize: Renormalize = False,
-    ) -> None:
-        run_calibrate(
+        run = run_calibrate(
             source, method=method, objective=objective, n_bins=n_bins, folds=folds, select_metric=select_metric,
-            seed=seed, json_path=json_path, save=save, quiet=quiet, force=force, val=val,
-            options=read_options(logits_key, labels_key, labels, renormalize),
+            seed=seed, json_path=json_path, save=save, force=force, val=val,
+            options=read_options(logits_key, labels_key, labels, renormalize), progress=steps,
         )
+    print_notes(run.notes, quiet)
+    if is_stdout(json_path) or is_stdout(save):
+        return  # the JSON is the whole of stdout
+    if quiet:
+        best = run.results["calibrators"][run.best]
+        typer.echo(f"{run.best}: test {metrics_line(best['test_post'])} (uncalibrated: {metrics_line(best['test_pre'])})")
+        return
+    _print_table(run.results, n_val=run.n_val, n_test=run.n_test)
+    selection = run.results["selection"]
+    if len(run.methods) > 1:
+        header = _metric_header(selection["metric"])
+        typer.echo(f"Selected on validation ({selection['folds']}-fold cross-validation, {header}): {run.best}")
+        by_test = min(run.results["calibrators"].items(), key=lambda item: item[1]["test_rank"])[0]
+        typer.echo(f"Best by test {header} (shown, not used to choose): {by_test}")
+        for name, message in selection["errors"].items():
+            typer.echo(f"Not selectable: {name} could not be fitted on every fold ({message})")
+    for line in _bound_warnings(run.results):
+        typer.echo(line)
+    typer.echo(f"Wrote {run.written}" if run.written is not None else "Not saved: use --json PATH to write the report.")
+    if run.saved is not None:
+        typer.echo(f"Saved the fitted '{run.best}' calibrator to {run.saved}")

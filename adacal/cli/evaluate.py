@@ -9,9 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
-from adacal.cli.common import ForceOption, guarded, metrics_line, reflow
+from adacal.cli.common import ForceOption, guarded, metrics_line
 from adacal.cli.inputs import LabelsFile, LabelsKey, LogitsKey, Renormalize, print_notes, read_options
-from adacal.errors import InputError
 
 HELP = """Measure calibration of a model's test predictions: ECE (equal-width, equal-mass, debiased, sweep, smooth), MCE,
 classwise ECE, NLL, Brier score and top-1 error, optionally with bootstrap confidence intervals.
@@ -39,29 +38,6 @@ Examples:
 """
 
 _UNITS = {"nll": "nats", "brier": ""}
-
-
-def _check_options(
-    n_bins: int, bootstrap: int, seed: int, json_path: Path | None, calibrator: Path | None, n_metrics: int = 1
-) -> None:
-    from adacal.metrics.binning import check_n_bins
-    from adacal.metrics.memory import check_bootstrap_fits
-
-    if n_bins < 1:
-        raise InputError(f"Expected --n-bins to be a positive integer, got {n_bins}.")
-    check_n_bins(n_bins, name="--n-bins")  # refuses bins that cannot fit in memory, before loading anything
-    if bootstrap < 0:
-        raise InputError(f"Expected --bootstrap to be a non-negative integer (0 = no intervals), got {bootstrap}.")
-    if bootstrap:
-        check_bootstrap_fits(bootstrap, 0, n_metrics, name="--bootstrap")
-    if seed < 0:
-        raise InputError(f"Expected --seed to be a non-negative integer, got {seed}.")
-    if json_path is not None and json_path.is_dir():
-        raise InputError(f"Expected --json to be a file path, but {json_path} is a folder.")
-    if calibrator is not None:
-        from adacal.sources import check_regular_file
-
-        check_regular_file(calibrator, "a calibrator file (--calibrator)")
 
 
 def _format(name: str, value: float) -> str:
@@ -111,7 +87,8 @@ def _print_table(report: dict[str, Any], label: str, calibrated: bool) -> None:
 @contextlib.contextmanager
 def _bootstrap_progress(total: int, silent: bool) -> Iterator[Callable[[int, int], None] | None]:
     """A progress bar (count, elapsed, ETA) on stderr for the bootstrap resamples, when stderr is a terminal; yields
-    the callback the library calls after each resample (None: nothing is drawn when silent or piped)."""
+    the callback the library calls after each resample (None: nothing is drawn when silent or piped). The bar starts
+    at the first resample, so that reading the input (and an `Error:` line) is never drawn over."""
     from rich.console import Console
 
     console = Console(stderr=True)
@@ -131,110 +108,83 @@ def _bootstrap_progress(total: int, silent: bool) -> Iterator[Callable[[int, int
         TextColumn("Bootstrap resamples"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         TextColumn("ETA"), TimeRemainingColumn(),
     )
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task("bootstrap", total=total)
-        yield lambda done, _total: bar.update(task, completed=done)
+    bar = Progress(*columns, console=console, transient=True)
+    tasks: list[Any] = []
+
+    def advance(done: int, _total: int) -> None:
+        if not tasks:
+            bar.start()
+            tasks.append(bar.add_task("bootstrap", total=total))
+        bar.update(tasks[0], completed=done)
+
+    try:
+        yield advance
+    finally:
+        if tasks:
+            bar.stop()
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("evaluate", help=reflow(HELP))
-    @guarded
-    def evaluate(
-        predictions: Annotated[
-            Path,
-            typer.Argument(
-                help="Predictions file (.npz, .pt, .npy or .csv), checkpoint, or run folder.",
-                show_default=False,
-            ),
-        ],
-        n_bins: Annotated[int, typer.Option("--n-bins", help="Number of bins for the binned metrics.")] = 15,
-        metrics: Annotated[
-            str | None,
-            typer.Option(
-                "--metrics",
-                help="Comma-separated metrics: error, nll, brier, ece-ew, ece-em, ece-debias, ece-sweep-ew, "
-                "ece-sweep-em, ece-smooth, mce, classwise-ece (default: all); ece_em and ECE-EM are accepted too.",
-            ),
-        ] = None,
-        bootstrap: Annotated[
-            int, typer.Option("--bootstrap", help="Bootstrap resamples for 95% confidence intervals (0 = none).")
-        ] = 0,
-        seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")] = 0,
-        json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON report to this file ('-': to stdout, and nothing else goes there).")] = None,
-        calibrator: Annotated[
-            Path | None,
-            typer.Option("--calibrator", help="Calibrator file saved by 'adacal calibrate': evaluate its output."),
-        ] = None,
-        data_dir: Annotated[
-            Path | None,
-            typer.Option("--data-dir", help="Dataset folder, when a checkpoint must be run on its test split."),
-        ] = None,
-        device: Annotated[
-            str, typer.Option("--device", help="auto, cpu, cuda or cuda:N (when a checkpoint must be run).")
-        ] = "auto",
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one summary line instead of the table.")] = False,
-        force: ForceOption = False,
-        logits_key: LogitsKey = None,
-        labels_key: LabelsKey = None,
-        labels: LabelsFile = None,
-        renormalize: Renormalize = False,
-    ) -> None:
-        from adacal.writing import check_output, is_stdout
-        from adacal.evaluation import calibrated_probs, evaluation_report, resolve_evaluation_input
-        from adacal.metrics import resolve_metric_names
-        from adacal.reports import write_json
-        from adacal.runs import EVALUATE_FILE
+@guarded
+def evaluate(
+    predictions: Annotated[
+        Path,
+        typer.Argument(
+            help="Predictions file (.npz, .pt, .npy or .csv), checkpoint, or run folder.",
+            show_default=False,
+        ),
+    ],
+    n_bins: Annotated[int, typer.Option("--n-bins", help="Number of bins for the binned metrics.")] = 15,
+    metrics: Annotated[
+        str | None,
+        typer.Option(
+            "--metrics",
+            help="Comma-separated metrics: error, nll, brier, ece-ew, ece-em, ece-debias, ece-sweep-ew, "
+            "ece-sweep-em, ece-smooth, mce, classwise-ece (default: all); ece_em and ECE-EM are accepted too.",
+        ),
+    ] = None,
+    bootstrap: Annotated[
+        int, typer.Option("--bootstrap", help="Bootstrap resamples for 95% confidence intervals (0 = none).")
+    ] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")] = 0,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON report to this file ('-': to stdout, and nothing else goes there).")] = None,
+    calibrator: Annotated[
+        Path | None,
+        typer.Option("--calibrator", help="Calibrator file saved by 'adacal calibrate': evaluate its output."),
+    ] = None,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="Dataset folder, when a checkpoint must be run on its test split."),
+    ] = None,
+    device: Annotated[
+        str, typer.Option("--device", help="auto, cpu, cuda or cuda:N (when a checkpoint must be run).")
+    ] = "auto",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one summary line instead of the table.")] = False,
+    force: ForceOption = False,
+    logits_key: LogitsKey = None,
+    labels_key: LabelsKey = None,
+    labels: LabelsFile = None,
+    renormalize: Renormalize = False,
+) -> None:
+    from adacal.evaluation import run_evaluate
+    from adacal.runs import EVALUATE_FILE
+    from adacal.writing import is_stdout
 
-        check_output(json_path, flag="--json", inputs=(predictions, calibrator, labels), force=force)
-        names = resolve_metric_names(metrics)
-        _check_options(n_bins, bootstrap, seed, json_path, calibrator, len(names))
-        fitted = None
-        if calibrator is not None:
-            from adacal.calibrators import load_calibrator
-
-            fitted = load_calibrator(calibrator)
-
-        source = resolve_evaluation_input(
-            predictions, data_dir=data_dir, device=device,
-            options=read_options(logits_key, labels_key, labels, renormalize),
+    with _bootstrap_progress(bootstrap, quiet) as progress:
+        run = run_evaluate(
+            predictions, n_bins=n_bins, metrics=metrics, bootstrap=bootstrap, seed=seed, json_path=json_path,
+            calibrator=calibrator, data_dir=data_dir, device=device, force=force,
+            options=read_options(logits_key, labels_key, labels, renormalize), progress=progress,
         )
-        scores = source.predictions.logits
-        if fitted is not None:
-            scores = calibrated_probs(fitted, scores, calibrator_path=calibrator)
-        with _bootstrap_progress(bootstrap, quiet) as progress:
-            report = evaluation_report(
-                scores,
-                source.predictions.labels,
-                n_bins=n_bins,
-                metric_names=names,
-                bootstrap=bootstrap,
-                seed=seed,
-                input_path=source.data_path,
-                source=source.describe(),
-                calibrator=calibrator,
-                progress=progress,
-            )
-
-        targets = [json_path] if json_path is not None else []
-        kept_run_report = None
-        if source.run is not None and fitted is None:
-            run_report = source.run.report(EVALUATE_FILE)
-            if run_report.exists():
-                kept_run_report = run_report  # train wrote it: evaluate never modifies what train wrote
-            elif json_path is None or run_report.resolve() != json_path.resolve():
-                targets.append(run_report)  # an interrupted run has none yet
-        for target in targets:
-            write_json(target, report)
-        print_notes(source.predictions.notes, quiet)
-        if is_stdout(json_path):
-            return  # the report is the whole of stdout
-        if quiet:
-            typer.echo(metrics_line(report["results"]["metrics"]))
-        else:
-            _print_table(report, str(predictions), calibrated=fitted is not None)
-            for target in targets:
-                typer.echo(f"Wrote {target}")
-            if kept_run_report is not None and json_path is None:
-                typer.echo(f"Kept {kept_run_report} as train wrote it; give --json PATH to save this report.")
-            if source.run is not None and fitted is not None:
-                typer.echo(f"Not writing {EVALUATE_FILE} into {source.run.root}: it describes the uncalibrated model.")
+    print_notes(run.notes, quiet)
+    if is_stdout(json_path):
+        return  # the report is the whole of stdout
+    if quiet:
+        typer.echo(metrics_line(run.report["results"]["metrics"]))
+        return
+    _print_table(run.report, str(predictions), calibrated=run.calibrated)
+    for target in run.written:
+        typer.echo(f"Wrote {target}")
+    if run.kept is not None and json_path is None:
+        typer.echo(f"Kept {run.kept} as train wrote it; give --json PATH to save this report.")
+    if run.source.run is not None and run.calibrated:
+        typer.echo(f"Not writing {EVALUATE_FILE} into {run.source.run.root}: it describes the uncalibrated model.")

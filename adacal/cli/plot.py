@@ -298,7 +298,3 @@ def roc(
         return plots.roc_curves(items, score=score, title=title)
 
     _draw("roc", reports, out, dpi, force, build)
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(plot_app, name="plot", help=HELP)

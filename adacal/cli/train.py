@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from adacal.cli.common import EXIT_INTERRUPTED, guarded, reflow
+from adacal.cli.common import EXIT_INTERRUPTED, guarded
 from adacal.errors import InputError
 
 HELP = """Train a classifier with a calibration-aware loss and write a run folder.
@@ -224,90 +224,88 @@ def _print_summary(result: Any, quiet: bool) -> None:
 # ------------------------------------------------------------------------------------------------------- command
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("train", help=reflow(HELP))
-    @guarded
-    def train(
-        dataset: Annotated[str | None, typer.Option(help="Dataset name: digits (default), cifar10, cifar100, svhn, tiny-imagenet, imagenet, 20newsgroups.")] = None,
-        model: Annotated[str | None, typer.Option(help="Model name (resnet20, resnet50, resnet110, wrn-26-10, densenet121, mlp, textcnn, torchvision:<name>); default per dataset.")] = None,
-        loss: Annotated[str | None, typer.Option(help="Loss: adafocal (default), ce, focal, flsd-53, inverse-focal, calfocal, brier, mmce, label-smoothing.")] = None,
-        embeddings: Annotated[Path | None, typer.Option(help="GloVe text file ('word v1 v2 ...' per line, .gz too) whose vectors initialise --model textcnn's embeddings (the words of the training vocabulary it has); default: trained from scratch.")] = None,
-        gamma: Annotated[float | None, typer.Option(help="γ of focal / inverse-focal." + _loss_default("gamma"))] = None,
-        lam: Annotated[float | None, typer.Option(help="λ of the AdaFocal γ-update (and CalFocal); paper: 1." + _loss_default("lam"))] = None,
-        gamma_max: Annotated[float | None, typer.Option(help="AdaFocal upper bound on γ; paper: 20." + _loss_default("gamma_max"))] = None,
-        gamma_min: Annotated[float | None, typer.Option(help="AdaFocal lower bound on γ (negative = inverse focal); paper: -2." + _loss_default("gamma_min"))] = None,
-        switch_threshold: Annotated[float | None, typer.Option(help="AdaFocal |γ| below which focal and inverse focal switch; paper: 0.2." + _loss_default("switch_threshold"))] = None,
-        num_bins: Annotated[int | None, typer.Option(help="Number of AdaFocal / CalFocal validation bins; paper: 15." + _loss_default("num_bins"))] = None,
-        gamma_init: Annotated[float | None, typer.Option(help="AdaFocal initial γ per bin; paper: 1." + _loss_default("gamma_init"))] = None,
-        mmce_weight: Annotated[float | None, typer.Option(help="Weight of the MMCE term added to cross-entropy (--loss mmce)." + _loss_default("mmce_weight"))] = None,
-        smoothing: Annotated[float | None, typer.Option(help="Label-smoothing α (--loss label-smoothing); paper: 0.05." + _loss_default("smoothing"))] = None,
-        epochs: Annotated[int | None, typer.Option(help="Epochs in total (with --resume: total to reach)." + _preset_default("epochs"))] = None,
-        batch_size: Annotated[int | None, typer.Option(help="Training batch size (per process under torchrun)." + _preset_default("batch_size"))] = None,
-        lr: Annotated[float | None, typer.Option(help="Initial learning rate." + _preset_default("lr"))] = None,
-        milestones: Annotated[str | None, typer.Option(help="Epochs after which the learning rate is multiplied by --lr-decay, e.g. 150,250 ('none' for a constant rate). Milestones at or past --epochs never fire." + _preset_default("milestones"))] = None,
-        lr_decay: Annotated[float | None, typer.Option(help="Learning-rate factor at each milestone." + _preset_default("lr_decay"))] = None,
-        momentum: Annotated[float | None, typer.Option(help="SGD momentum (sgd only)." + _preset_default("momentum"))] = None,
-        weight_decay: Annotated[float | None, typer.Option(help="Weight decay (L2)." + _preset_default("weight_decay"))] = None,
-        optimizer: Annotated[str | None, typer.Option(help="sgd, adam or adamw." + _preset_default("optimizer"))] = None,
-        seed: Annotated[int | None, typer.Option(help="Seed for the validation split, weights, data order and augmentation (default 0).")] = None,
-        device: Annotated[str | None, typer.Option(help="auto (CUDA when available), cpu, cuda or cuda:N. (default: auto)")] = None,
-        amp: Annotated[bool | None, typer.Option("--amp/--no-amp", help="Mixed precision: bf16 (or fp16 with loss scaling) on CUDA; bf16 autocast on CPU (often slower there). (default: --no-amp)")] = None,
-        channels_last: Annotated[bool | None, typer.Option("--channels-last/--no-channels-last", help="channels_last memory format for image models (faster convolutions on recent GPUs). (default: --no-channels-last)")] = None,
-        update_every: Annotated[str | None, typer.Option(help="When AdaFocal updates γ: 'epoch' (default), N (every N batches), 'paper' (= 'epoch:25,100:40,1': every epoch to epoch 25, every 100 batches to 40, then every batch) or such a spec.")] = None,
-        select: Annotated[str | None, typer.Option(help="Model to evaluate at the end: last (default) or best-val (best validation accuracy). best.pt is kept either way." + _preset_default("select"))] = None,
-        grad_clip: Annotated[float | None, typer.Option(help="Clip the gradient norm to this value before each optimiser step (with --amp after unscaling). (default: none; 2 with --preset paper on image datasets, as the reference code)")] = None,
-        eval_test_every: Annotated[int | None, typer.Option(help="Also compute test metrics every K epochs (0 = only at the end). (default: 0)")] = None,
-        out: Annotated[Path | None, typer.Option(help="Folder that receives the run folder (default ./runs).")] = None,
-        resume: Annotated[Path | None, typer.Option(help="Continue a run (its folder or a checkpoint in it) up to --epochs in total; other options come from the run (giving a different value is an error; --device, --workers and --data-dir may change). (default: start a new run)")] = None,
-        workers: Annotated[int | None, typer.Option(help="Data is held as tensors (no loader workers); this is passed only to dataset loaders that take it. Image-folder sets decode with one thread per CPU core. (default: 0)")] = None,
-        data_dir: Annotated[Path | None, typer.Option(help="Where datasets are (default $ADACAL_DATA or ~/.cache/adacal).")] = None,
-        train_subset: Annotated[int | None, typer.Option(help="Train on the first N training samples only (val and test unchanged). (default: all of them)")] = None,
-        val_size: Annotated[int | None, typer.Option(help="Validation samples split off the training set (default per dataset).")] = None,
-        test_subset: Annotated[int | None, typer.Option(help="Score only a fixed seeded sample of N test samples, every class represented (quick experiments; the full test set by default).")] = None,
-        preset: Annotated[str | None, typer.Option(help="quick (default) or paper: where options you leave out come from.")] = None,
-        loss_reduction: Annotated[str | None, typer.Option(help="How the training loss combines a batch: mean, or sum (the reference code's choice: a batch-size times larger gradient, usually with --grad-clip). γ-updates and validation metrics do not depend on it. (default: mean; --preset paper on image datasets: sum (brier: mean), as the reference code)")] = None,
-        name: Annotated[str | None, typer.Option(help="Name of the run folder under --out (e.g. --out runs --name ce gives runs/ce); a name that is taken is refused. (default: <time>-<dataset>-<model>-<loss>, with -2, -3, ... when taken)")] = None,
-        print_config: Annotated[bool, typer.Option("--print-config", help="Print the fully resolved configuration (presets and loss defaults filled in) as JSON and exit: a dry run that writes nothing and loads no data.")] = False,
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final summary line and the run folder.")] = False,
-    ) -> None:
-        from adacal.training import TrainConfig, TrainingInterrupted
-        from adacal.training import train as run_training
+@guarded
+def train(
+    dataset: Annotated[str | None, typer.Option(help="Dataset name: digits (default), cifar10, cifar100, svhn, tiny-imagenet, imagenet, 20newsgroups.")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name (resnet20, resnet50, resnet110, wrn-26-10, densenet121, mlp, textcnn, torchvision:<name>); default per dataset.")] = None,
+    loss: Annotated[str | None, typer.Option(help="Loss: adafocal (default), ce, focal, flsd-53, inverse-focal, calfocal, brier, mmce, label-smoothing.")] = None,
+    embeddings: Annotated[Path | None, typer.Option(help="GloVe text file ('word v1 v2 ...' per line, .gz too) whose vectors initialise --model textcnn's embeddings (the words of the training vocabulary it has); default: trained from scratch.")] = None,
+    gamma: Annotated[float | None, typer.Option(help="γ of focal / inverse-focal." + _loss_default("gamma"))] = None,
+    lam: Annotated[float | None, typer.Option(help="λ of the AdaFocal γ-update (and CalFocal); paper: 1." + _loss_default("lam"))] = None,
+    gamma_max: Annotated[float | None, typer.Option(help="AdaFocal upper bound on γ; paper: 20." + _loss_default("gamma_max"))] = None,
+    gamma_min: Annotated[float | None, typer.Option(help="AdaFocal lower bound on γ (negative = inverse focal); paper: -2." + _loss_default("gamma_min"))] = None,
+    switch_threshold: Annotated[float | None, typer.Option(help="AdaFocal |γ| below which focal and inverse focal switch; paper: 0.2." + _loss_default("switch_threshold"))] = None,
+    num_bins: Annotated[int | None, typer.Option(help="Number of AdaFocal / CalFocal validation bins; paper: 15." + _loss_default("num_bins"))] = None,
+    gamma_init: Annotated[float | None, typer.Option(help="AdaFocal initial γ per bin; paper: 1." + _loss_default("gamma_init"))] = None,
+    mmce_weight: Annotated[float | None, typer.Option(help="Weight of the MMCE term added to cross-entropy (--loss mmce)." + _loss_default("mmce_weight"))] = None,
+    smoothing: Annotated[float | None, typer.Option(help="Label-smoothing α (--loss label-smoothing); paper: 0.05." + _loss_default("smoothing"))] = None,
+    epochs: Annotated[int | None, typer.Option(help="Epochs in total (with --resume: total to reach)." + _preset_default("epochs"))] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Training batch size (per process under torchrun)." + _preset_default("batch_size"))] = None,
+    lr: Annotated[float | None, typer.Option(help="Initial learning rate." + _preset_default("lr"))] = None,
+    milestones: Annotated[str | None, typer.Option(help="Epochs after which the learning rate is multiplied by --lr-decay, e.g. 150,250 ('none' for a constant rate). Milestones at or past --epochs never fire." + _preset_default("milestones"))] = None,
+    lr_decay: Annotated[float | None, typer.Option(help="Learning-rate factor at each milestone." + _preset_default("lr_decay"))] = None,
+    momentum: Annotated[float | None, typer.Option(help="SGD momentum (sgd only)." + _preset_default("momentum"))] = None,
+    weight_decay: Annotated[float | None, typer.Option(help="Weight decay (L2)." + _preset_default("weight_decay"))] = None,
+    optimizer: Annotated[str | None, typer.Option(help="sgd, adam or adamw." + _preset_default("optimizer"))] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed for the validation split, weights, data order and augmentation (default 0).")] = None,
+    device: Annotated[str | None, typer.Option(help="auto (CUDA when available), cpu, cuda or cuda:N. (default: auto)")] = None,
+    amp: Annotated[bool | None, typer.Option("--amp/--no-amp", help="Mixed precision: bf16 (or fp16 with loss scaling) on CUDA; bf16 autocast on CPU (often slower there). (default: --no-amp)")] = None,
+    channels_last: Annotated[bool | None, typer.Option("--channels-last/--no-channels-last", help="channels_last memory format for image models (faster convolutions on recent GPUs). (default: --no-channels-last)")] = None,
+    update_every: Annotated[str | None, typer.Option(help="When AdaFocal updates γ: 'epoch' (default), N (every N batches), 'paper' (= 'epoch:25,100:40,1': every epoch to epoch 25, every 100 batches to 40, then every batch) or such a spec.")] = None,
+    select: Annotated[str | None, typer.Option(help="Model to evaluate at the end: last (default) or best-val (best validation accuracy). best.pt is kept either way." + _preset_default("select"))] = None,
+    grad_clip: Annotated[float | None, typer.Option(help="Clip the gradient norm to this value before each optimiser step (with --amp after unscaling). (default: none; 2 with --preset paper on image datasets, as the reference code)")] = None,
+    eval_test_every: Annotated[int | None, typer.Option(help="Also compute test metrics every K epochs (0 = only at the end). (default: 0)")] = None,
+    out: Annotated[Path | None, typer.Option(help="Folder that receives the run folder (default ./runs).")] = None,
+    resume: Annotated[Path | None, typer.Option(help="Continue a run (its folder or a checkpoint in it) up to --epochs in total; other options come from the run (giving a different value is an error; --device, --workers and --data-dir may change). (default: start a new run)")] = None,
+    workers: Annotated[int | None, typer.Option(help="Data is held as tensors (no loader workers); this is passed only to dataset loaders that take it. Image-folder sets decode with one thread per CPU core. (default: 0)")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Where datasets are (default $ADACAL_DATA or ~/.cache/adacal).")] = None,
+    train_subset: Annotated[int | None, typer.Option(help="Train on the first N training samples only (val and test unchanged). (default: all of them)")] = None,
+    val_size: Annotated[int | None, typer.Option(help="Validation samples split off the training set (default per dataset).")] = None,
+    test_subset: Annotated[int | None, typer.Option(help="Score only a fixed seeded sample of N test samples, every class represented (quick experiments; the full test set by default).")] = None,
+    preset: Annotated[str | None, typer.Option(help="quick (default) or paper: where options you leave out come from.")] = None,
+    loss_reduction: Annotated[str | None, typer.Option(help="How the training loss combines a batch: mean, or sum (the reference code's choice: a batch-size times larger gradient, usually with --grad-clip). γ-updates and validation metrics do not depend on it. (default: mean; --preset paper on image datasets: sum (brier: mean), as the reference code)")] = None,
+    name: Annotated[str | None, typer.Option(help="Name of the run folder under --out (e.g. --out runs --name ce gives runs/ce); a name that is taken is refused. (default: <time>-<dataset>-<model>-<loss>, with -2, -3, ... when taken)")] = None,
+    print_config: Annotated[bool, typer.Option("--print-config", help="Print the fully resolved configuration (presets and loss defaults filled in) as JSON and exit: a dry run that writes nothing and loads no data.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final summary line and the run folder.")] = False,
+) -> None:
+    from adacal.training import TrainConfig, TrainingInterrupted
+    from adacal.training import train as run_training
 
-        options = locals()
-        given_loss = {key: options[flag] for flag, key in LOSS_FLAGS.items() if options[flag] is not None}
-        config = TrainConfig(
-            dataset=dataset, model=model, loss=loss, loss_options=given_loss or None,
-            model_options={"embeddings": str(embeddings)} if embeddings is not None else None, epochs=epochs,
-            batch_size=batch_size, lr=lr, milestones=parse_milestones(milestones), lr_decay=lr_decay,
-            momentum=momentum, weight_decay=weight_decay, optimizer=optimizer, seed=seed, device=device, amp=amp,
-            channels_last=channels_last, update_every=update_every, select=select, grad_clip=grad_clip,
-            eval_test_every=eval_test_every, out=str(out) if out is not None else None,
-            resume=str(resume) if resume is not None else None, workers=workers,
-            data_dir=str(data_dir) if data_dir is not None else None, train_subset=train_subset, val_size=val_size,
-            test_subset=test_subset,
-            preset=preset, loss_reduction=loss_reduction, name=name,
-        )
-        if print_config:
-            import json
+    options = locals()
+    given_loss = {key: options[flag] for flag, key in LOSS_FLAGS.items() if options[flag] is not None}
+    config = TrainConfig(
+        dataset=dataset, model=model, loss=loss, loss_options=given_loss or None,
+        model_options={"embeddings": str(embeddings)} if embeddings is not None else None, epochs=epochs,
+        batch_size=batch_size, lr=lr, milestones=parse_milestones(milestones), lr_decay=lr_decay,
+        momentum=momentum, weight_decay=weight_decay, optimizer=optimizer, seed=seed, device=device, amp=amp,
+        channels_last=channels_last, update_every=update_every, select=select, grad_clip=grad_clip,
+        eval_test_every=eval_test_every, out=str(out) if out is not None else None,
+        resume=str(resume) if resume is not None else None, workers=workers,
+        data_dir=str(data_dir) if data_dir is not None else None, train_subset=train_subset, val_size=val_size,
+        test_subset=test_subset,
+        preset=preset, loss_reduction=loss_reduction, name=name,
+    )
+    if print_config:
+        import json
 
-            from adacal.training import resolved_config
+        from adacal.training import resolved_config
 
-            typer.echo(json.dumps(resolved_config(config), indent=2))
-            return
-        if quiet:
-            progress: Any = None
-        elif sys.stdout.isatty():
-            progress = RichProgress()
-        else:
-            progress = PlainProgress()
-        try:
-            if isinstance(progress, RichProgress):
-                with progress:
-                    result = run_training(config, progress=progress)
-            else:
+        typer.echo(json.dumps(resolved_config(config), indent=2))
+        return
+    if quiet:
+        progress: Any = None
+    elif sys.stdout.isatty():
+        progress = RichProgress()
+    else:
+        progress = PlainProgress()
+    try:
+        if isinstance(progress, RichProgress):
+            with progress:
                 result = run_training(config, progress=progress)
-        except TrainingInterrupted as interrupted:
-            typer.echo(interrupted.message, err=True)
-            raise typer.Exit(code=EXIT_INTERRUPTED) from None
-        if result.rank == 0:
-            _print_summary(result, quiet)
+        else:
+            result = run_training(config, progress=progress)
+    except TrainingInterrupted as interrupted:
+        typer.echo(interrupted.message, err=True)
+        raise typer.Exit(code=EXIT_INTERRUPTED) from None
+    if result.rank == 0:
+        _print_summary(result, quiet)

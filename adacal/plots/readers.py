@@ -1,12 +1,12 @@
 """What `adacal plot` reads: run folders, their history.jsonl, predictions files and evaluate/calibrate/ood reports.
 
 Each function checks everything it can before returning, so the CLI can fail with one line before drawing or writing
-anything. Reading a run's history belongs beside the run-folder code (`adacal.runs`); it lives here until it moves.
+anything. Every file is read through `adacal.sources` (reports and predictions) or `adacal.runs` (a run's history), so
+`plot` accepts and refuses the same files as the other commands.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,37 +20,15 @@ from adacal.metrics.binning import BinStatistics
 from adacal.plots.reliability_diagrams import ReliabilityPanel
 from adacal.plots.roc import RocInput
 from adacal.plots.style import _colors_for, _finite, display_name
-from adacal.predictions import load_predictions
-from adacal.reports import read_report
 from adacal.runs import (
     CALIBRATE_FILE,
     HISTORY_FILE,
     PREDICTIONS_FILE,
     is_run_folder,
+    load_history,
     require_run_folder,
 )
-
-
-def load_history(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """The per-epoch records of a run's history.jsonl (one JSON object per line, blank lines skipped)."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"Expected a training history at {path}, but it does not exist.")
-    records = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            raise InputError(f"Expected line {number} of {path} to be a JSON object, but it could not be parsed.") from None
-        if not isinstance(record, dict) or "epoch" not in record:
-            raise InputError(f"Expected line {number} of {path} to be an epoch record with an 'epoch' key.")
-        records.append(record)
-    if not records:
-        raise InputError(f"Expected {path} to hold at least one epoch record, but it is empty.")
-    return records
-
+from adacal.sources import load_predictions, read_report
 
 
 @dataclass(frozen=True)

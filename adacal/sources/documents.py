@@ -243,11 +243,16 @@ ENVELOPE = obj(
      "input": nullable(obj(optional={"path": string, "sha256": string}))},
 )
 # One line of history.jsonl: what `adacal train` appends after each epoch (and plots / resume read back).
+_PER_BIN = list_of(nullable(number))  # one value per bin; an empty bin may hold null
+# One AdaFocal γ-update as the loop writes it: what `plot gamma` and `plot correspondence` draw.
+_ADAFOCAL_UPDATE = obj(optional={"edges": _PER_BIN, "gammas": _PER_BIN, "val_confidence": _PER_BIN,
+                                 "val_accuracy": _PER_BIN, "counts": list_of(integer(0))})
 HISTORY_RECORD = obj({"epoch": integer(1)}, {
     "lr": nullable(number), "seconds": nullable(number),
     "train": nullable(obj(optional={"loss": nullable(number), "error": nullable(fraction)})),
     "val": nullable(_METRICS), "test": nullable(_METRICS),
-    "adafocal": nullable(obj(optional={"updates": list_of(OBJECT)})),
+    "adafocal": nullable(obj(optional={"updates": list_of(_ADAFOCAL_UPDATE), "train_confidence": nullable(_PER_BIN),
+                                       "train_counts": nullable(list_of(integer(0)))})),
 })
 
 

@@ -1,0 +1,148 @@
+"""Post-hoc calibration of saved predictions, as `adacal calibrate` runs it: check the options, read the validation
+and test predictions (`adacal.sources`), fit and compare the calibrators (`adacal.calibrators.compare_calibrators`),
+build the report and write it (and the chosen calibrator).
+
+`run_calibrate` is the whole command as one Python call; it never prints. The CLI only turns its options into the
+call and prints the returned `CalibrationRun`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from adacal.errors import InputError, unknown_name
+
+
+@dataclass(frozen=True)
+class CalibrationRun:
+    """What `run_calibrate` did: the report, the chosen calibrator and where things were written."""
+
+    report: dict[str, Any]
+    results: dict[str, Any]  # compare_calibrators' results: "calibrators", "best", "selection"
+    best: str
+    n_val: int
+    n_test: int
+    methods: list[str]
+    written: Path | None = None  # the JSON report (RUN/calibrate.json or --json), None when not saved
+    saved: Path | None = None  # the fitted calibrator (--save)
+    notes: list[str] = field(default_factory=list)  # what was assumed reading the inputs
+
+
+def calibration_methods(method: str) -> list[str]:
+    """The calibrators `method` names: one registered name, or every one for "all"."""
+    from adacal.calibrators import CALIBRATORS
+
+    if method == "all":
+        return CALIBRATORS.names()
+    if method not in CALIBRATORS:
+        raise unknown_name("calibration method", method, [*CALIBRATORS.names(), "all"])
+    return [method]
+
+
+def _check_output_path(option: str, path: Path | None) -> None:
+    if path is not None and path.is_dir():
+        raise InputError(f"Expected {option} to be a file path, got the folder {path}.")
+
+
+def _describe_inputs(inputs: Any) -> dict[str, Any]:
+    """Reading options and what was assumed reading the input, for the report's config."""
+    from adacal.sources.resolve import describe_options
+
+    described = describe_options(inputs.options)
+    if inputs.notes:
+        described["assumed"] = list(inputs.notes)
+    return described
+
+
+def run_calibrate(
+    source: str | os.PathLike,
+    *,
+    method: str = "temperature",
+    objective: str | None = None,
+    n_bins: int = 15,
+    folds: int | None = None,
+    select_metric: str | None = None,
+    seed: int = 0,
+    json_path: str | os.PathLike | None = None,
+    save: str | os.PathLike | None = None,
+    force: bool = False,
+    val: str | os.PathLike | None = None,
+    options: Any = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> CalibrationRun:
+    """Everything `adacal calibrate` does, without printing.
+
+    Fits `method` (a calibrator name or "all") on the validation predictions of `source` (a run folder, a checkpoint
+    or predictions.npz in one, or a file with val_/test_ logits and labels; or the test predictions with `val` for
+    the validation ones) and measures it on test. Writes the report to `json_path` ("-": standard output), else to
+    the run folder's calibrate.json for a run; `save` receives the chosen calibrator. `options` is a
+    `adacal.sources.ReadOptions`; `progress(done, total, description)` is called after each fit. Every cheap check
+    (names, numbers, output paths) runs before anything is read, and nothing is written before the fits succeed.
+    """
+    from adacal.calibrators import TEMPERATURE_OBJECTIVES, build_calibrators, compare_calibrators, save_calibrator
+    from adacal.calibrators.compare import DEFAULT_FOLDS, DEFAULT_SELECTION_METRIC, check_selection
+    from adacal.reports import make_report, write_json
+    from adacal.runs import CALIBRATE_FILE
+    from adacal.sources import ReadOptions, resolve_calibration_input
+    from adacal.writing import check_output, is_stdout
+
+    source = Path(source)
+    val = None if val is None else Path(val)
+    json_path = None if json_path is None else Path(json_path)
+    save = None if save is None else Path(save)
+
+    # Cheap checks first: names, numbers, output paths.
+    methods = calibration_methods(method)
+    if objective is not None and "temperature" not in methods:
+        raise InputError(f"Expected --objective only with --method temperature or all, got --method {method}.")
+    if objective is not None and objective not in TEMPERATURE_OBJECTIVES:
+        raise unknown_name("objective", objective, TEMPERATURE_OBJECTIVES)
+    if isinstance(n_bins, bool) or n_bins < 1:
+        raise InputError(f"Expected --n-bins to be a positive integer, got {n_bins}.")
+    for option, value in (("--folds", folds), ("--select-metric", select_metric)):
+        if value is not None and len(methods) == 1:
+            raise InputError(f"Expected {option} only with --method all (to choose between calibrators), "
+                             f"got --method {method}.")
+    if folds is not None and (isinstance(folds, bool) or folds < 2):
+        raise InputError(f"Expected --folds to be an integer >= 2, got {folds}.")
+    folds = DEFAULT_FOLDS if folds is None else folds
+    select_metric = DEFAULT_SELECTION_METRIC if select_metric is None else select_metric
+    check_selection(select_metric, folds)
+    used_objective = (objective or "nll") if "temperature" in methods else None
+    build_calibrators(methods, objective=used_objective, n_bins=n_bins)
+
+    options = options or ReadOptions()
+    own_inputs = (source, val, getattr(options, "labels_file", None))
+    check_output(json_path, flag="--json", inputs=own_inputs, force=force)
+    check_output(save, flag="--save", inputs=own_inputs, force=force)
+    _check_output_path("--json", json_path)
+    _check_output_path("--save", save)
+    if is_stdout(json_path) and is_stdout(save):
+        raise InputError("Expected at most one of --json and --save to be '-' (standard output), got both.")
+
+    inputs = resolve_calibration_input(source, val=val, options=options)
+    comparison = compare_calibrators(
+        inputs.val.logits, inputs.val.labels, inputs.test.logits, inputs.test.labels, methods=methods,
+        objective=used_objective, n_bins=n_bins, folds=folds, metric=select_metric, seed=seed, progress=progress,
+    )
+    selection = comparison.results["selection"]
+    config = {"method": method, "objective": used_objective, "n_bins": n_bins, "input": str(source),
+              **({"val": str(val)} if val is not None else {}), **_describe_inputs(inputs)}
+    if len(methods) > 1:
+        config.update({"folds": folds, "select_metric": selection["metric"], "seed": seed})
+    report = make_report("calibrate", config=config, results=comparison.results, input_path=inputs.input_path)
+
+    run = inputs.run
+    written = json_path if json_path is not None else (run.report(CALIBRATE_FILE) if run is not None else None)
+    if written is not None:
+        write_json(written, report)
+    if save is not None:
+        save_calibrator(comparison.fitted[comparison.best], save)
+    return CalibrationRun(
+        report=report, results=comparison.results, best=comparison.best, n_val=len(inputs.val),
+        n_test=len(inputs.test), methods=methods, written=written, saved=save, notes=list(inputs.notes),
+    )
