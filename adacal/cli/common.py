@@ -33,14 +33,22 @@ ForceOption = Annotated[
 ]
 
 
-def metrics_line(metrics: dict[str, Any]) -> str:
-    """The one summary line `-q` prints: error, ECE-EM, ECE-EW (%) and NLL, those that were computed."""
+_HEADLINE_METRICS = ("error", "ece_em", "ece_ew", "nll")
+_NOT_PERCENT = ("nll", "brier")  # nats and squared error; every other metric is a fraction shown in %
+
+
+def metrics_line(metrics: dict[str, Any], names: Any = None) -> str:
+    """The one summary line `-q` prints: the metrics a user asked for (`names`, as `--metrics` takes them), else
+    error, ECE-EM, ECE-EW (%) and NLL; those that were computed."""
+    from adacal.metrics.calibration import display_name, resolve_metric_names
+
+    keys = [name.replace("-", "_") for name in resolve_metric_names(names)] if names else _HEADLINE_METRICS
     parts = []
-    for key, label, percent in (("error", "error", True), ("ece_em", "ECE-EM", True), ("ece_ew", "ECE-EW", True),
-                                ("nll", "NLL", False)):
+    for key in keys:
         value = metrics.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            parts.append(f"{label} {100 * value:.2f}%" if percent else f"{label} {value:.4f}")
+            label = "error" if key == "error" else display_name(key)
+            parts.append(f"{label} {value:.4f}" if key in _NOT_PERCENT else f"{label} {100 * value:.2f}%")
     return "  ".join(parts)
 
 

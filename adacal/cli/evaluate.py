@@ -179,7 +179,7 @@ def evaluate(
     if is_stdout(json_path):
         return  # the report is the whole of stdout
     if quiet:
-        typer.echo(metrics_line(run.report["results"]["metrics"]))
+        typer.echo(metrics_line(run.report["results"]["metrics"], metrics))
         return
     _print_table(run.report, str(predictions), calibrated=run.calibrated)
     for target in run.written:

@@ -3,7 +3,7 @@
 Only options live here; reading inputs and drawing is `adacal.plots`. Every subcommand checks the output path and
 its inputs before drawing, and writes the figure atomically, so a failed command leaves nothing behind. Where figures
 go by default and what may be replaced there is `adacal.plots.outputs`: a figure of several inputs goes to a
-`plots/compare-<kind>-<names>.png` of its own, and an existing file is replaced only when it is a figure of the same
+`plots/compare-<kind>-<names>.png` of its own in the current folder, and an existing file is replaced only when it is a figure of the same
 kind (else `--force`). Warnings raised while drawing (numpy, matplotlib) are held back: after a failure only the
 `Error:` line is printed, after a success they follow the "Wrote" line on stderr.
 """
@@ -42,7 +42,7 @@ OutOption = Annotated[
         "-o",
         help="Figure file; .png, .svg or .pdf picks the format. Default for one input: <run>/plots/<kind>.png for a "
         "run folder, else <input stem>-<kind>.png beside the input; for several: plots/compare-<kind>-<names>.png in "
-        "the folder holding them all.",
+        "the current folder.",
         show_default=False,
     ),
 ]

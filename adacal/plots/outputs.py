@@ -2,7 +2,8 @@
 
 - **Default names.** One input: `<run>/plots/<kind>.png` for a run folder (or a file inside one), else
   `<input stem>-<kind>.png` beside the input. Several inputs (a comparison): `plots/compare-<kind>-<names>.png` in
-  the folder that holds all the inputs, so a comparison never lands on a single run's figure. The names are the
+  the current folder, so a comparison never lands on a single run's figure, nor inside the folder that holds the
+  runs (where `adacal plot curves runs/*` would then take it for a run). The names are the
   inputs' run-folder names or file stems; when they repeat or run long, a hash of the inputs' paths stands in.
 - **Replacing.** Every figure `adacal plot` writes records its kind in the file's metadata (PNG `Comment`, SVG
   `dc:description`, PDF `Subject`: "adacal plot <kind>"). An existing output is replaced only when it is a figure of
@@ -55,13 +56,11 @@ def _input_name(path: Path) -> str:
 
 
 def comparison_output(paths: Sequence[str | os.PathLike], kind: str) -> Path:
-    """Where a figure comparing several inputs goes by default: `<common folder>/plots/compare-<kind>-<names>.png`."""
+    """Where a figure comparing several inputs goes by default: `plots/compare-<kind>-<names>.png` in the current
+    folder."""
     paths = [Path(p) for p in paths]
     resolved = [p.resolve() for p in paths]
-    common = Path(os.path.commonpath([str(p) for p in resolved]))
-    if common in resolved and not common.is_dir():
-        common = common.parent
-    folder = common / "plots"
+    folder = Path("plots")
     names = [_input_name(p) for p in paths]
     joined = "-".join(names)
     if len(set(names)) == len(names) and len(joined) <= _MAX_NAMES_LENGTH:

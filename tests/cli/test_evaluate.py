@@ -200,6 +200,13 @@ def test_quiet_prints_one_summary_line(npz):
     assert result.exit_code == 0 and len(result.stdout.splitlines()) == 1 and "ECE-EM" in result.stdout
 
 
+def test_quiet_summary_shows_the_metrics_asked_for(npz):
+    result = invoke(npz, "--quiet", "--metrics", "ece_debias,NLL,ece-sweep-em")
+    assert result.exit_code == 0, result.output
+    (line,) = result.stdout.splitlines()
+    assert [part.split()[0] for part in line.split("  ")] == ["ECE-DEBIAS", "NLL", "ECE-SWEEP-EM"]
+
+
 def test_run_folder_uses_predictions_and_writes_evaluate_json(tmp_path, fake_training):
     calls, _, _ = fake_training
     run, test_logits, test_labels = make_run(tmp_path)

@@ -3,6 +3,7 @@
 import json
 import re
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -126,10 +127,11 @@ def _bar_heights(fig):
     return heights
 
 
-def test_reliability_of_run_folders_goes_to_a_comparison_name(runs, captured):
+def test_reliability_of_run_folders_goes_to_a_comparison_name(runs, captured, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     result = _ok(["reliability", str(runs["ce"]), str(runs["adafocal"]), "--binning", "equal-mass", "--n-bins", "10",
                   "--dpi", "40"])
-    out = runs["ce"].parent / "plots" / "compare-reliability-ce-adafocal.png"
+    out = Path("plots") / "compare-reliability-ce-adafocal.png"  # in the current folder
     assert out.read_bytes().startswith(PNG) and str(out) in result.stdout
     assert not (runs["ce"] / "plots" / "reliability.png").exists()  # the single run's figure is not touched
     (fig,) = captured
@@ -139,7 +141,8 @@ def test_reliability_of_run_folders_goes_to_a_comparison_name(runs, captured):
     assert titles[0].startswith("CE\n") and titles[1].startswith("AdaFocal\n")
 
 
-def test_reliability_of_predictions_file_and_evaluate_json(runs, tmp_path, captured):
+def test_reliability_of_predictions_file_and_evaluate_json(runs, tmp_path, captured, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     predictions = tmp_path / "preds.npz"
     predictions.write_bytes((runs["ce"] / "predictions.npz").read_bytes())
     stats = _stats(runs["ce"])

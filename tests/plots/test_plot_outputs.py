@@ -9,6 +9,8 @@ import subprocess
 import sys
 import warnings
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -68,7 +70,7 @@ def _one_error_line(result):
 
 def test_comparison_names_use_the_inputs_or_a_hash(tmp_path):
     runs = [_run(tmp_path / "runs", name) for name in ("ce", "adafocal")]
-    assert plots.comparison_output(runs, "roc") == tmp_path / "runs" / "plots" / "compare-roc-ce-adafocal.png"
+    assert plots.comparison_output(runs, "roc") == Path("plots") / "compare-roc-ce-adafocal.png"  # the current folder
     same = [runs[0], runs[0] / "predictions.npz"]  # both named "ce": a hash tells the pair apart
     name = plots.comparison_output(same, "reliability").name
     assert re.fullmatch(r"compare-reliability-2-inputs-[0-9a-f]{10}\.png", name)
@@ -76,7 +78,7 @@ def test_comparison_names_use_the_inputs_or_a_hash(tmp_path):
     many = [_run(tmp_path / "many", f"run-with-a-long-name-{i}") for i in range(5)]
     assert re.fullmatch(r"compare-curves-5-inputs-[0-9a-f]{10}\.png", plots.comparison_output(many, "curves").name)
     odd = [_preds(tmp_path / "a b$.npz"), _preds(tmp_path / "c.npz")]
-    assert plots.comparison_output(odd, "reliability") == tmp_path / "plots" / "compare-reliability-a_b-c.png"
+    assert plots.comparison_output(odd, "reliability") == Path("plots") / "compare-reliability-a_b-c.png"
 
 
 @pytest.mark.parametrize("suffix", [".png", ".svg", ".pdf"])
@@ -101,7 +103,8 @@ def test_figures_record_their_kind_and_only_the_same_kind_is_replaced(tmp_path, 
         plots.check_replace(tmp_path / f"dir{suffix}", "roc", force=True)
 
 
-def test_a_comparison_never_replaces_a_single_runs_figure(tmp_path):
+def test_a_comparison_never_replaces_a_single_runs_figure(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     ce, af = _run(tmp_path, "ce"), _run(tmp_path, "af", loss="adafocal")
     assert _invoke(["reliability", ce, "--dpi", "30"]).exit_code == 0
     single = ce / "plots" / "reliability.png"
@@ -372,3 +375,13 @@ def test_cli_smooth_curve_is_drawn_and_needs_per_sample_predictions(tmp_path, mo
     message = _one_error_line(_invoke(["reliability", evaluate, "--smooth", "--out", tmp_path / "s.png"]))
     assert "--smooth needs per-sample predictions" in message
     assert not (tmp_path / "s.png").exists()
+
+
+def test_a_comparison_lands_outside_the_folder_of_runs_so_a_glob_of_it_still_names_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    runs = [_run(tmp_path / "runs", name) for name in ("ce", "af")]
+    assert _invoke(["reliability", *runs, "--dpi", "30"]).exit_code == 0
+    assert (tmp_path / "plots" / "compare-reliability-ce-af.png").is_file()
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["af", "ce"]  # runs/* is still only runs
+    result = _invoke(["curves", *sorted((tmp_path / "runs").iterdir()), "--dpi", "30"])
+    assert result.exit_code == 0, result.output
