@@ -80,6 +80,7 @@ def guarded(command: F) -> F:
         # a successful run (or a bug's traceback) they are shown on stderr as Python would have shown them.
         with warnings.catch_warnings(record=True) as caught:
             try:
+                _check_path_names(kwargs)
                 result = command(*args, **kwargs)
             except AdacalError as exc:
                 raise fail(str(exc)) from None
@@ -90,6 +91,30 @@ def guarded(command: F) -> F:
         return result
 
     return wrapper  # type: ignore[return-value]
+
+
+def _check_path_names(kwargs: dict[str, Any]) -> None:
+    """Every path the user typed, input or output, has names the file system can hold: a name over its limit would
+    otherwise surface as an OSError (ENAMETOOLONG) from wherever the path is first touched."""
+    from pathlib import Path
+
+    from adacal.writing import check_name_lengths
+
+    try:  # Typer >= 0.20 vendors click
+        from typer._click.globals import get_current_context
+    except ImportError:  # pragma: no cover - older Typer uses click itself
+        from click import get_current_context
+
+    context = get_current_context(silent=True)
+    params = {param.name: param for param in context.command.params} if context is not None else {}
+    for name, value in kwargs.items():
+        paths = value if isinstance(value, (list, tuple)) else [value]
+        for path in paths:
+            if isinstance(path, Path) and str(path) != "-":
+                param = params.get(name)
+                is_option = getattr(param, "param_type_name", None) == "option"
+                flag = param.opts[0] if is_option else (getattr(param, "metavar", None) or name.upper())
+                check_name_lengths(path, flag)
 
 
 def _show(caught: list[warnings.WarningMessage]) -> None:
