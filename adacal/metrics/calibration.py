@@ -230,8 +230,11 @@ def _per_sample_quantities(pred: PreparedPredictions, group: str) -> dict[str, n
         # constant keeps its argmax (up to ties made by rounding), so the raw rows' argmax and maximum give the top
         # class and its probability.
         top, top_values = pred._top if pred._top is not None else _row_tops(pred._scores)
-        divisor = np.where(within_rounding(pred._row_sums, pred.num_classes), 1.0, pred._row_sums)
-        return {"predictions": top, "confidences": top_values / divisor}
+        outside = ~within_rounding(pred._row_sums, pred.num_classes)
+        # The raw maxima are read only here: they become the confidences in place (no N-sized temporary).
+        pred._top = None
+        confidences = np.divide(top_values, pred._row_sums, out=top_values, where=outside)
+        return {"predictions": top, "confidences": confidences}
     out = {name: np.empty(n, dtype=np.int64 if name == "predictions" else np.float64) for name in _GROUPS[group]}
     for rows, probs, shifted, sums in pred.blocks():
         index = np.arange(probs.shape[0])
@@ -309,13 +312,24 @@ def _scan_rows(array: np.ndarray) -> tuple[np.ndarray, float, tuple[np.ndarray, 
     top = np.empty(n, dtype=np.int64)
     top_values = np.empty(n)
     minimum = np.inf
+    # The maximum is gathered at the argmax (one flat `take` per block) rather than found by a second reduction: on
+    # short rows numpy's max(axis=1) costs more than the argmax.
+    flat = array.flags.c_contiguous
+    offsets = np.arange(min(step, n), dtype=np.int64) * k
+    index = np.empty_like(offsets)
     with np.errstate(over="ignore", invalid="ignore"):
         for start in range(0, n, step):
-            block = array[start:start + step]
+            stop = min(start + step, n)
+            block, rows = array[start:stop], stop - start
             # float64 sums equal to those of arrays.to_probs bit for bit (arrays.row_sums).
-            block_row_sums(block, out=row_sums[start:start + step])
-            block.argmax(axis=1, out=top[start:start + step])
-            top_values[start:start + step] = block[np.arange(block.shape[0]), top[start:start + step]]
+            block_row_sums(block, out=row_sums[start:stop])
+            block_top = top[start:stop]
+            block.argmax(axis=1, out=block_top)
+            if flat:
+                np.add(block_top, offsets[:rows], out=index[:rows])
+                top_values[start:stop] = block.ravel().take(index[:rows])
+            else:
+                top_values[start:stop] = np.take_along_axis(block, block_top[:, None], axis=1)[:, 0]
             minimum = min(minimum, float(block.min()))
     return row_sums, minimum, (top, top_values)
 
@@ -456,10 +470,12 @@ def sorted_with_cumulative_hits(confidences: np.ndarray, correct: np.ndarray) ->
     if binary and n:
         bits = (confidences + 0.0).view(np.int64)  # + 0.0 turns -0.0 into 0.0
         if bits.min() >= 0 and bits.max() < (1 << 62):
-            keys = (bits << 1) | (correct == 1.0)
+            # In place: N-sized temporaries cost page faults on every call.
+            keys = np.left_shift(bits, 1, out=bits)
+            np.bitwise_or(keys, correct == 1.0, out=keys)
             keys.sort()
             np.cumsum(keys & 1, out=cum[1:], dtype=np.float64)
-            return (keys >> 1).view(np.float64), cum
+            return np.right_shift(keys, 1, out=keys).view(np.float64), cum
     order = np.argsort(confidences, kind="stable")
     np.cumsum(correct[order], out=cum[1:])
     return confidences[order], cum
