@@ -229,7 +229,7 @@ def _per_sample_quantities(pred: PreparedPredictions, group: str) -> dict[str, n
         # Probabilities are the rows as given (within rounding of 1) or over their sums: dividing a row by a positive
         # constant keeps its argmax (up to ties made by rounding), so the raw rows' argmax and maximum give the top
         # class and its probability.
-        top, top_values = pred._top if pred._top is not None else _row_tops(pred._scores)
+        top, top_values = pred._top if pred._top is not None else row_top(pred._scores)
         outside = ~within_rounding(pred._row_sums, pred.num_classes)
         # The raw maxima are read only here: they become the confidences in place (no N-sized temporary).
         pred._top = None
@@ -334,9 +334,15 @@ def _scan_rows(array: np.ndarray) -> tuple[np.ndarray, float, tuple[np.ndarray, 
     return row_sums, minimum, (top, top_values)
 
 
-def _row_tops(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    top = np.argmax(array, axis=1)
-    return top, array[np.arange(array.shape[0]), top].astype(np.float64)
+def row_top(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's argmax (np.argmax: tied maxima give the lowest index) and its value as float64, for a 2-D array the
+    caller has already validated (probabilities or logits, any float dtype).
+
+    The low-level top-1 helper for hot paths (calibrator fits, OOD scores); `top_label` validates and detects
+    probabilities first. The value is gathered at the argmax, which costs less than a second reduction (max).
+    """
+    top = np.argmax(values, axis=1)
+    return top, np.take_along_axis(values, top[:, None], axis=1)[:, 0].astype(np.float64)
 
 
 def _check_prepared(scores: Any, labels: Any, n_bins: Any) -> tuple[PreparedPredictions, int]:
@@ -388,7 +394,12 @@ def _classwise_ece(pred: PreparedPredictions, n_bins: int) -> float:
         conf_sum += np.bincount(cells.ravel(), weights=flat, minlength=k * n_bins)
         true_cells = cells[np.arange(probs.shape[0]), pred.labels[rows]]
         hit_sum += np.bincount(true_cells, minlength=k * n_bins)
-    return float(np.abs(conf_sum - hit_sum).sum() / (n * k))
+    return classwise_error(conf_sum, hit_sum, n, k)
+
+
+def classwise_error(conf_sum: np.ndarray, hit_sum: np.ndarray, n_samples: int, num_classes: int) -> float:
+    """Classwise ECE from its (class, bin) cells: Σ |Σ p_k − hits| / (N · K) (shared with the streaming meter)."""
+    return float(np.abs(conf_sum - hit_sum).sum() / (n_samples * num_classes))
 
 
 def _nll(pred: PreparedPredictions, n_bins: int) -> float:
