@@ -25,6 +25,7 @@ Results are written (atomically) to benchmarks/results/bench_metrics.json.
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import os
 import platform
@@ -75,6 +76,7 @@ def interleaved_times(fns: dict[str, Callable[[], Any]], repeats: int) -> tuple[
 
     Each round starts one function later than the previous one (so no function always follows the same neighbour),
     and a short pause follows each call (so that threads a peer leaves spinning, e.g. OpenMP's, go idle first).
+    Garbage is collected before each call and the collector is off during it.
     """
     names = list(fns)
     times: dict[str, list[float]] = {name: [] for name in names}
@@ -84,10 +86,15 @@ def interleaved_times(fns: dict[str, Callable[[], Any]], repeats: int) -> tuple[
     for round_ in range(repeats):
         for i in range(len(names)):
             name = names[(round_ + i) % len(names)]
+            gc.collect()
             time.sleep(_SETTLE_S)
-            start = time.perf_counter()
-            fns[name]()
-            times[name].append(time.perf_counter() - start)
+            gc.disable()  # as timeit does: a collection of the peers' garbage must not land in whichever call is next
+            try:
+                start = time.perf_counter()
+                fns[name]()
+                times[name].append(time.perf_counter() - start)
+            finally:
+                gc.enable()
     return {name: statistics.median(seconds) for name, seconds in times.items()}, values
 
 
