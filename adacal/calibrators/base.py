@@ -28,6 +28,7 @@ import numpy as np
 
 from adacal.arrays import check_labels, check_scores, looks_like_probs, softmax
 from adacal.errors import InputError, NotFittedError, unknown_name
+from adacal.metrics.calibration import row_top
 from adacal.registry import Registry
 
 FORMAT_VERSION = 1
@@ -272,15 +273,13 @@ class TopLabelCalibrator(Calibrator):
     """
 
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
-        probs = softmax(logits)
-        predicted = probs.argmax(axis=1)
-        confidences = probs[np.arange(probs.shape[0]), predicted]
+        predicted, confidences = row_top(softmax(logits))
         self._fit_confidences(confidences, (predicted == labels).astype(np.float64))
 
     def _transform(self, logits: np.ndarray) -> np.ndarray:
         probs = softmax(logits)
-        confidences = probs.max(axis=1)
-        return complete_top_label(probs, self._map_confidences(confidences))
+        predicted, confidences = row_top(probs)
+        return complete_top_label(probs, self._map_confidences(confidences), top_index=predicted)
 
     def _fit_confidences(self, confidences: np.ndarray, correct: np.ndarray) -> None:
         raise NotImplementedError
@@ -295,16 +294,18 @@ class TopLabelCalibrator(Calibrator):
         return np.clip(self._map_confidences(values), 0.0, 1.0)
 
 
-def complete_top_label(probs: np.ndarray, new_top: np.ndarray) -> np.ndarray:
+def complete_top_label(probs: np.ndarray, new_top: np.ndarray, *, top_index: np.ndarray | None = None) -> np.ndarray:
     """Rows with the top probability replaced by `new_top`; the argmax is kept and rows sum to 1.
 
     new_top is clamped to [1/K + 1e-6, 1]. The other classes share 1 - t: in proportion to their original
     probabilities, mixed with the uniform share (1 - t)/(K - 1) by the smallest λ in [0, 1] that keeps every one of
     them below t (λ = 0 whenever the proportional share already does). Their order among themselves is kept.
+    `top_index` is each row's argmax (`row_top`) when the caller has it.
     """
     n, k = probs.shape
     rows = np.arange(n)
-    top_index = probs.argmax(axis=1)
+    if top_index is None:
+        top_index = row_top(probs)[0]
     top = np.clip(np.asarray(new_top, dtype=np.float64), 1.0 / k + TOP_FLOOR_MARGIN, 1.0)
     others = probs.copy()
     others[rows, top_index] = 0.0

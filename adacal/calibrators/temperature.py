@@ -22,7 +22,8 @@ import numpy as np
 from adacal.arrays import softmax
 from adacal.calibrators.base import CALIBRATORS, Calibrator, check_choice, check_int, positive_float
 from adacal.errors import AdacalError
-from adacal.metrics.binning import bin_statistics
+from adacal.metrics.binning import bin_statistics, calibration_error
+from adacal.metrics.calibration import row_top
 
 TEMPERATURE_OBJECTIVES = ("ece-em", "ece-ew", "nll")
 TEMPERATURE_GRID = np.arange(1, 101) / 10.0  # 0.1, 0.2, ..., 10.0 exactly as i / 10
@@ -40,9 +41,8 @@ def temperature_at_bound(temperature: float, objective: str) -> bool:
 
 
 def binned_ece(confidences: np.ndarray, correct: np.ndarray, *, n_bins: int, binning: str) -> float:
-    """Top-label ECE from the shared bin statistics: Σ_b |B_b|/N · |conf_b - acc_b|."""
-    stats = bin_statistics(confidences, correct, n_bins=n_bins, binning=binning)
-    return float(np.sum(stats.weights * np.abs(stats.gaps)))
+    """Top-label ECE from the shared bin statistics and the shared kernel: Σ_b |B_b|/N · |conf_b - acc_b|."""
+    return calibration_error(bin_statistics(confidences, correct, n_bins=n_bins, binning=binning))
 
 
 def temperature_nll(logits: np.ndarray, labels: np.ndarray, temperature: float) -> float:
@@ -55,8 +55,9 @@ def temperature_nll(logits: np.ndarray, labels: np.ndarray, temperature: float) 
 
 def fit_temperature_grid(logits: np.ndarray, labels: np.ndarray, *, n_bins: int, binning: str) -> float:
     """The grid T minimising validation ECE; among equal minima (within 1e-12) the T closest to 1."""
-    correct = (logits.argmax(axis=1) == labels).astype(np.float64)
-    shifted = logits - logits.max(axis=1, keepdims=True)  # the top class is at 0 for every T
+    predicted, top = row_top(logits)
+    correct = (predicted == labels).astype(np.float64)
+    shifted = logits - top[:, None]  # the top class is at 0 for every T
     eces = np.array(
         [
             binned_ece(1.0 / np.exp(shifted / t).sum(axis=1), correct, n_bins=n_bins, binning=binning)

@@ -48,6 +48,7 @@ from adacal.metrics.calibration import (
     smooth_ece,
     smooth_reliability,
     sweep_bins,
+    row_top,
     top_label,
 )
 from adacal.metrics.meter import CalibrationMeter
@@ -110,6 +111,7 @@ __all__ = [
     "reliability",
     "resolve_metric_names",
     "roc_curve_points",
+    "row_top",
     "smooth_ece",
     "smooth_reliability",
     "sweep_bins",

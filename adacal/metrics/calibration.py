@@ -229,9 +229,12 @@ def _per_sample_quantities(pred: PreparedPredictions, group: str) -> dict[str, n
         # Probabilities are the rows as given (within rounding of 1) or over their sums: dividing a row by a positive
         # constant keeps its argmax (up to ties made by rounding), so the raw rows' argmax and maximum give the top
         # class and its probability.
-        top, top_values = pred._top if pred._top is not None else _row_tops(pred._scores)
-        divisor = np.where(within_rounding(pred._row_sums, pred.num_classes), 1.0, pred._row_sums)
-        return {"predictions": top, "confidences": top_values / divisor}
+        top, top_values = pred._top if pred._top is not None else row_top(pred._scores)
+        outside = ~within_rounding(pred._row_sums, pred.num_classes)
+        # The raw maxima are read only here: they become the confidences in place (no N-sized temporary).
+        pred._top = None
+        confidences = np.divide(top_values, pred._row_sums, out=top_values, where=outside)
+        return {"predictions": top, "confidences": confidences}
     out = {name: np.empty(n, dtype=np.int64 if name == "predictions" else np.float64) for name in _GROUPS[group]}
     for rows, probs, shifted, sums in pred.blocks():
         index = np.arange(probs.shape[0])
@@ -309,20 +312,37 @@ def _scan_rows(array: np.ndarray) -> tuple[np.ndarray, float, tuple[np.ndarray, 
     top = np.empty(n, dtype=np.int64)
     top_values = np.empty(n)
     minimum = np.inf
+    # The maximum is gathered at the argmax (one flat `take` per block) rather than found by a second reduction: on
+    # short rows numpy's max(axis=1) costs more than the argmax.
+    flat = array.flags.c_contiguous
+    offsets = np.arange(min(step, n), dtype=np.int64) * k
+    index = np.empty_like(offsets)
     with np.errstate(over="ignore", invalid="ignore"):
         for start in range(0, n, step):
-            block = array[start:start + step]
+            stop = min(start + step, n)
+            block, rows = array[start:stop], stop - start
             # float64 sums equal to those of arrays.to_probs bit for bit (arrays.row_sums).
-            block_row_sums(block, out=row_sums[start:start + step])
-            block.argmax(axis=1, out=top[start:start + step])
-            top_values[start:start + step] = block[np.arange(block.shape[0]), top[start:start + step]]
+            block_row_sums(block, out=row_sums[start:stop])
+            block_top = top[start:stop]
+            block.argmax(axis=1, out=block_top)
+            if flat:
+                np.add(block_top, offsets[:rows], out=index[:rows])
+                top_values[start:stop] = block.ravel().take(index[:rows])
+            else:
+                top_values[start:stop] = np.take_along_axis(block, block_top[:, None], axis=1)[:, 0]
             minimum = min(minimum, float(block.min()))
     return row_sums, minimum, (top, top_values)
 
 
-def _row_tops(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    top = np.argmax(array, axis=1)
-    return top, array[np.arange(array.shape[0]), top].astype(np.float64)
+def row_top(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's argmax (np.argmax: tied maxima give the lowest index) and its value as float64, for a 2-D array the
+    caller has already validated (probabilities or logits, any float dtype).
+
+    The low-level top-1 helper for hot paths (calibrator fits, OOD scores); `top_label` validates and detects
+    probabilities first. The value is gathered at the argmax, which costs less than a second reduction (max).
+    """
+    top = np.argmax(values, axis=1)
+    return top, np.take_along_axis(values, top[:, None], axis=1)[:, 0].astype(np.float64)
 
 
 def _check_prepared(scores: Any, labels: Any, n_bins: Any) -> tuple[PreparedPredictions, int]:
@@ -374,7 +394,12 @@ def _classwise_ece(pred: PreparedPredictions, n_bins: int) -> float:
         conf_sum += np.bincount(cells.ravel(), weights=flat, minlength=k * n_bins)
         true_cells = cells[np.arange(probs.shape[0]), pred.labels[rows]]
         hit_sum += np.bincount(true_cells, minlength=k * n_bins)
-    return float(np.abs(conf_sum - hit_sum).sum() / (n * k))
+    return classwise_error(conf_sum, hit_sum, n, k)
+
+
+def classwise_error(conf_sum: np.ndarray, hit_sum: np.ndarray, n_samples: int, num_classes: int) -> float:
+    """Classwise ECE from its (class, bin) cells: Σ |Σ p_k − hits| / (N · K) (shared with the streaming meter)."""
+    return float(np.abs(conf_sum - hit_sum).sum() / (n_samples * num_classes))
 
 
 def _nll(pred: PreparedPredictions, n_bins: int) -> float:
@@ -456,10 +481,12 @@ def sorted_with_cumulative_hits(confidences: np.ndarray, correct: np.ndarray) ->
     if binary and n:
         bits = (confidences + 0.0).view(np.int64)  # + 0.0 turns -0.0 into 0.0
         if bits.min() >= 0 and bits.max() < (1 << 62):
-            keys = (bits << 1) | (correct == 1.0)
+            # In place: N-sized temporaries cost page faults on every call.
+            keys = np.left_shift(bits, 1, out=bits)
+            np.bitwise_or(keys, correct == 1.0, out=keys)
             keys.sort()
             np.cumsum(keys & 1, out=cum[1:], dtype=np.float64)
-            return (keys >> 1).view(np.float64), cum
+            return np.right_shift(keys, 1, out=keys).view(np.float64), cum
     order = np.argsort(confidences, kind="stable")
     np.cumsum(correct[order], out=cum[1:])
     return confidences[order], cum

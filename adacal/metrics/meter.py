@@ -29,6 +29,7 @@ from adacal.metrics.binning import assign_bins, check_n_bins, equal_width_edges
 from adacal.metrics.calibration import (
     _KERNELS,
     PreparedPredictions,
+    classwise_error,
     metric_key,
     prepare_predictions,
     resolve_metric_names,
@@ -127,7 +128,7 @@ class CalibrationMeter:
         for name in self.names:
             if name == "classwise-ece":
                 conf_sum, hit_sum = classwise  # type: ignore[misc]
-                results[metric_key(name)] = float(np.abs(conf_sum - hit_sum).sum() / (data.shape[0] * num_classes))
+                results[metric_key(name)] = classwise_error(conf_sum, hit_sum, data.shape[0], num_classes)
             else:
                 results[metric_key(name)] = _KERNELS[name](pred, self.n_bins)
         return results

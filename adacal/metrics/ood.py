@@ -26,6 +26,7 @@ import numpy as np
 
 from adacal.arrays import check_scores, looks_like_probs, to_numpy, to_probs
 from adacal.errors import InputError
+from adacal.metrics.calibration import row_top
 from adacal.registry import Registry
 
 
@@ -48,7 +49,7 @@ def entropy_score(scores: Any) -> np.ndarray:
 def max_prob_score(scores: Any) -> np.ndarray:
     """1 − the top probability (Hendrycks & Gimpel 2017's baseline, turned so that higher = more OOD)."""
     probs, _ = to_probs(check_scores(scores, name="scores"))
-    return 1.0 - probs.max(axis=1)
+    return 1.0 - row_top(probs)[1]
 
 
 def energy_score(logits: Any) -> np.ndarray:

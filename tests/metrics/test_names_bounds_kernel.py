@@ -135,3 +135,43 @@ def test_sorted_bin_statistics_equal_the_per_sample_bincount(seed):
     order = np.argsort(conf * 3 - 1, kind="stable")
     np.testing.assert_array_equal(ordered, (conf * 3 - 1)[order])
     np.testing.assert_allclose(cum[1:], np.cumsum(soft[order]))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_row_top_is_argmax_and_max_with_ties_to_the_lowest_class(dtype):
+    from adacal.metrics import row_top
+
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=(300, 7)).astype(dtype)
+    values[:50, 4] = values[:50, 2] = 9.0  # tied maxima: the lower class wins
+    values[50:60] = 0.25  # a whole row tied
+    index, top = row_top(values)
+    assert index.dtype == np.int64 and top.dtype == np.float64
+    np.testing.assert_array_equal(index, values.argmax(axis=1))
+    np.testing.assert_array_equal(top, values.max(axis=1).astype(np.float64))
+    assert (index[:50] == 2).all() and (index[50:60] == 0).all()
+    # a non-contiguous view (every other column) gives the same as its copy
+    view = values[:, ::2]
+    np.testing.assert_array_equal(row_top(view)[1], row_top(np.ascontiguousarray(view))[1])
+
+
+def test_one_kernel_serves_temperature_scaling_meter_and_ood_scores():
+    from adacal.calibrators.temperature import binned_ece
+    from adacal.metrics import CalibrationMeter, classwise_ece, ece_ew, max_prob_score
+
+    rng = np.random.default_rng(8)
+    logits = rng.normal(size=(400, 5)) * 2
+    labels = rng.integers(0, 5, size=400)
+    top = top_label(logits, labels)
+    for binning, metric in (("equal-mass", ece_em), ("equal-width", ece_ew)):
+        # the calibrator's objective and the metric: same statistics, same kernel
+        assert binned_ece(top.confidences, top.correct, n_bins=15, binning=binning) == pytest.approx(
+            metric(logits, labels), abs=1e-15
+        )
+    # by hand: one bin holding confidences .9, .7 with one hit: |0.8 − 0.5| = 0.3
+    assert binned_ece(np.array([0.9, 0.7]), np.array([1.0, 0.0]), n_bins=1, binning="equal-width") == pytest.approx(0.3)
+    meter = CalibrationMeter(names="classwise-ece", n_bins=10)
+    meter.update(logits[:150], labels[:150])
+    meter.update(logits[150:], labels[150:])
+    assert meter.compute()["classwise_ece"] == pytest.approx(classwise_ece(logits, labels, n_bins=10), abs=1e-12)
+    np.testing.assert_array_equal(max_prob_score(logits), 1.0 - softmax(logits).max(axis=1))
