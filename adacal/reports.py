@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from adacal.version import __version__
-from adacal.errors import CheckpointError, InputError
+from adacal.errors import InputError
 
 SCHEMA_VERSION = 1
 
