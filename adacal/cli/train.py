@@ -111,9 +111,11 @@ def _epoch_line(record: dict[str, Any], epochs: int, seconds: float) -> str:
     )
     if "test" in record:
         line += f"  test err {100 * record['test']['error']:.2f}%  test ECE-EM {100 * record['test']['ece_em']:.2f}%"
-    section = next((v for v in record.values() if isinstance(v, dict) and "updates" in v), {})
-    updates = section.get("updates") or []
-    gammas = updates[-1].get("gammas") if updates else None
+    from adacal.losses.records import UPDATES_KEY, BinnedLossEpoch  # loaded by training already; keeps --help light
+
+    section = next((v for v in record.values() if isinstance(v, dict) and UPDATES_KEY in v), None)
+    updates = BinnedLossEpoch.from_dict(section).updates if section is not None else ()
+    gammas = updates[-1].gammas if updates else None
     if gammas:
         line += f"  γ {min(gammas):.2f}..{max(gammas):.2f}"
     return line + f"  ({seconds:.1f}s)"

@@ -21,6 +21,7 @@ import torch
 
 from adacal.losses.base import check_choice, check_positive
 from adacal.losses.binned import ValidationBinnedLoss
+from adacal.losses.records import BinUpdate
 from adacal.losses.focal import signed_focal_terms, true_class_log_probs
 from adacal.losses.registry import LOSSES
 
@@ -56,10 +57,9 @@ class CalFocalLoss(ValidationBinnedLoss):
         gamma = torch.exp(exponent.clamp(max=_MAX_LOG_GAMMA))
         return signed_focal_terms(log_p, log_q, gamma).mean()
 
-    def update(self, val_logits: Any, val_labels: Any) -> dict[str, Any]:
-        """Recompute the validation bins and their C_val, A_val; returns the record also appended to `history`:
-        {"edges", "gammas" (per-bin γ_b in mode "bin", None in mode "sample"), "val_confidence", "val_accuracy",
-        "counts"}."""
+    def update(self, val_logits: Any, val_labels: Any) -> BinUpdate:
+        """Recompute the validation bins and their C_val, A_val; returns the record also appended to `history`
+        (edges, gammas: per-bin γ_b in mode "bin", None in mode "sample", val_confidence, val_accuracy, counts)."""
         stats, _ = self._validation_statistics(val_logits, val_labels)
         self.bin_edges.copy_(torch.from_numpy(stats.edges))
         self.val_confidence.copy_(torch.from_numpy(stats.mean_confidence))
@@ -67,16 +67,10 @@ class CalFocalLoss(ValidationBinnedLoss):
         self.val_count.copy_(torch.from_numpy(stats.counts.astype("int64")))
         gammas = None
         if self.mode == "bin":
-            gammas = np.exp(np.minimum(self.lam * stats.gaps, _MAX_LOG_GAMMA)).tolist()
-        record = {
-            "edges": stats.edges.tolist(),
-            "gammas": gammas,
-            "val_confidence": stats.mean_confidence.tolist(),
-            "val_accuracy": stats.accuracy.tolist(),
-            "counts": stats.counts.tolist(),
-        }
+            gammas = np.exp(np.minimum(self.lam * stats.gaps, _MAX_LOG_GAMMA))
+        record = BinUpdate.from_statistics(stats, gammas)
         self.history.append(record)
-        return {key: list(value) if isinstance(value, list) else value for key, value in record.items()}
+        return record
 
     def extra_repr(self) -> str:
         return f"lam={self.lam:g}, num_bins={self.num_bins}, mode={self.mode!r}"
