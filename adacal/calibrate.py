@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from adacal.defaults import DEFAULT_N_BINS
 from adacal.errors import InputError, unknown_name
 
 
@@ -63,7 +64,7 @@ def run_calibrate(
     *,
     method: str = "temperature",
     objective: str | None = None,
-    n_bins: int = 15,
+    n_bins: int = DEFAULT_N_BINS,
     folds: int | None = None,
     select_metric: str | None = None,
     seed: int = 0,

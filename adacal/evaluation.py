@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from adacal.arrays import check_not_near_probs, check_scores, looks_like_probs
+from adacal.defaults import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.binning import check_n_bins
 from adacal.metrics.bootstrap import bootstrap_prepared, check_confidence, check_seed
@@ -62,7 +63,7 @@ def evaluate_predictions(
     scores: Any,
     labels: Any,
     *,
-    n_bins: int = 15,
+    n_bins: int = DEFAULT_N_BINS,
     metric_names: str | Iterable[str] | None = None,
     bootstrap: int = 0,
     seed: int = 0,
@@ -110,7 +111,7 @@ def evaluate_predictions(
 
 def evaluation_config(
     *,
-    n_bins: int = 15,
+    n_bins: int = DEFAULT_N_BINS,
     metric_names: str | Iterable[str] | None = None,
     bootstrap: int = 0,
     seed: int = 0,
@@ -133,7 +134,7 @@ def evaluation_report(
     scores: Any,
     labels: Any,
     *,
-    n_bins: int = 15,
+    n_bins: int = DEFAULT_N_BINS,
     metric_names: str | Iterable[str] | None = None,
     bootstrap: int = 0,
     seed: int = 0,
@@ -201,7 +202,7 @@ def check_evaluate_options(
 def run_evaluate(
     predictions: str | os.PathLike,
     *,
-    n_bins: int = 15,
+    n_bins: int = DEFAULT_N_BINS,
     metrics: str | Iterable[str] | None = None,
     bootstrap: int = 0,
     seed: int = 0,

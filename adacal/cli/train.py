@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from adacal.cli.common import EXIT_INTERRUPTED, guarded
+from adacal.defaults import DEFAULT_N_BINS
 from adacal.errors import InputError
 
 HELP = """Train a classifier with a calibration-aware loss and write a run folder.
@@ -58,7 +59,7 @@ LOSS_DEFAULTS_HELP = {
     "gamma_max": "20",
     "gamma_min": "-2",
     "switch_threshold": "0.2",
-    "num_bins": "15",
+    "num_bins": str(DEFAULT_N_BINS),
     "gamma_init": "1",
     "mmce_weight": "2",
     "smoothing": "0.05",

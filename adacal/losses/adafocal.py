@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from adacal.defaults import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.losses.base import check_between, check_number, check_positive, format_value
 from adacal.losses.binned import ValidationBinnedLoss
@@ -86,7 +87,7 @@ class AdaFocalLoss(ValidationBinnedLoss):
     def __init__(
         self,
         *,
-        num_bins: int = 15,
+        num_bins: int = DEFAULT_N_BINS,
         lam: float = 1.0,
         gamma_init: float = 1.0,
         gamma_max: float = 20.0,

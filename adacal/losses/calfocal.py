@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from adacal.defaults import DEFAULT_N_BINS
 from adacal.losses.base import check_choice, check_positive
 from adacal.losses.binned import ValidationBinnedLoss
 from adacal.losses.records import BinUpdate
@@ -35,7 +36,7 @@ class CalFocalLoss(ValidationBinnedLoss):
 
     name = "calfocal"
 
-    def __init__(self, *, lam: float = 10.0, num_bins: int = 15, mode: str = "bin") -> None:
+    def __init__(self, *, lam: float = 10.0, num_bins: int = DEFAULT_N_BINS, mode: str = "bin") -> None:
         super().__init__(num_bins=num_bins)
         self.lam = check_positive("lam", lam)
         self.mode = check_choice("mode", mode, CALFOCAL_MODES)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from adacal.defaults import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.binning import BinStatistics
 from adacal.plots.reliability_diagrams import ReliabilityPanel
@@ -220,7 +221,7 @@ def reliability_inputs(
         if not path.exists():
             raise InputError(f"Expected INPUT {path} to be a run folder, predictions file or evaluate.json, "
                              "but it does not exist.")
-    bins = check_n_bins(15 if n_bins is None else n_bins)
+    bins = check_n_bins(DEFAULT_N_BINS if n_bins is None else n_bins)
     calibrator = _load_calibrator(Path(calibrated), method) if calibrated is not None else None
 
     panels: list[ReliabilityPanel] = []

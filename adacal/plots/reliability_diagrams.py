@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from adacal.defaults import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.binning import BinStatistics, calibration_error, equal_width_edges
 from adacal.plots.bands import ReliabilityBands
@@ -288,7 +289,7 @@ def reliability(
     labels: Any,
     ax: Axes | None = None,
     *,
-    n_bins: int = 15,
+    n_bins: int = DEFAULT_N_BINS,
     strategy: str = "equal-width",
     bands: str = "none",
     band_samples: int = 1000,

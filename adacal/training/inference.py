@@ -11,30 +11,12 @@ import numpy as np
 import torch
 
 from adacal.errors import CheckpointError, InputError
+from adacal.data.loader import resolve_device  # noqa: F401  (the one --device reading, importable here too)
 from adacal.predictions import Predictions
 from adacal.training.checkpoints import load_checkpoint, resolve_checkpoint_path
 
 SPLITS = ("train", "val", "test")
 EVAL_BATCH_SIZE = 512
-
-
-def resolve_device(name: str | None) -> torch.device:
-    """auto → CUDA when available, else CPU; asking for CUDA without one is a clear error."""
-    name = (name or "auto").lower()
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise InputError(f"Expected a CUDA device for --device {name}, but torch finds none (use --device cpu).")
-        device = torch.device(name)
-        if device.index is not None and device.index >= torch.cuda.device_count():
-            raise InputError(
-                f"Expected --device {name} to name one of the {torch.cuda.device_count()} CUDA device(s), got {name}."
-            )
-        return device
-    if name == "cpu":
-        return torch.device("cpu")
-    raise InputError(f"Expected --device to be auto, cpu or cuda, got {name!r}.")
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from adacal.defaults import DEFAULT_N_BINS
 from adacal.errors import AdacalError, InputError
 from adacal.losses.records import BinnedLossEpoch, BinUpdate, TrainBinStatistics
 from adacal.predictions import Predictions
@@ -43,7 +44,6 @@ from adacal.training.run_writer import INTERRUPTED, RunWriter
 from adacal.training.schedules import build_scheduler
 
 VAL_METRICS = ("error", "nll", "ece_em", "ece_ew")
-N_BINS = 15
 CUDA_SYNC_EVERY = 25  # batches between reads of the loss on a GPU (each read waits for the GPU)
 
 
@@ -84,7 +84,7 @@ def evaluation_report(logits: np.ndarray, labels: np.ndarray, *, run: RunFolder)
 
     source = {"kind": "run", "path": str(run.root), "read": str(run.predictions), "source": "predictions.npz",
               "split": "test"}
-    return build_report(logits, labels, n_bins=N_BINS, input_path=run.predictions, source=source)
+    return build_report(logits, labels, n_bins=DEFAULT_N_BINS, input_path=run.predictions, source=source)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
