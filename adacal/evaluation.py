@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from adacal.arrays import check_not_near_probs, check_scores, looks_like_probs
-from adacal.defaults import DEFAULT_N_BINS
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.binning import check_n_bins
 from adacal.metrics.bootstrap import bootstrap_prepared, check_confidence, check_seed

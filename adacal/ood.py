@@ -26,6 +26,7 @@ import numpy as np
 
 from adacal.arrays import check_labels, check_scores, looks_like_probs
 from adacal.errors import InputError, unknown_name
+from adacal.metrics.ood import OOD_SCORES as SCORE_REGISTRY
 from adacal.reports import make_report, read_report
 from adacal.runs import OOD_FILE, RunFolder, predictions_are_from, require_run_folder
 from adacal.sources.files import check_regular_file
@@ -33,7 +34,7 @@ from adacal.sources.formats import Predictions, ReadOptions, load_split_predicti
 from adacal.sources.resolve import load_ood_scores, load_validation_split
 from adacal.sources.resolve import resolve_checkpoint as _resolve_checkpoint
 
-OOD_SCORES = ("entropy", "max-prob", "energy")
+OOD_SCORES = tuple(SCORE_REGISTRY.names())  # every score adacal.metrics.ood registers
 DEFAULT_CORRUPTION = "gaussian_noise"
 DEFAULT_SEVERITY = 5
 SEVERITIES = (1, 2, 3, 4, 5)

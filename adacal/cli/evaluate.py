@@ -11,7 +11,7 @@ import typer
 
 from adacal.cli.common import ForceOption, guarded, metrics_line
 from adacal.cli.inputs import LabelsFile, LabelsKey, LogitsKey, Renormalize, print_notes, read_options
-from adacal.defaults import DEFAULT_N_BINS
+from adacal.conventions import DEFAULT_N_BINS
 
 HELP = """Measure calibration of a model's test predictions: ECE (equal-width, equal-mass, debiased, sweep, smooth), MCE,
 classwise ECE, NLL, Brier score and top-1 error, optionally with bootstrap confidence intervals.

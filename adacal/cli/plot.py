@@ -20,7 +20,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from adacal.cli.common import OneLineErrorGroup, guarded
-from adacal.defaults import DEFAULT_N_BINS
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 
 HELP = (

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from adacal.cli.common import EXIT_INTERRUPTED, guarded
-from adacal.defaults import DEFAULT_N_BINS
+from adacal.conventions import DEFAULT_N_BINS, LOSS_OPTION_FLAGS
 from adacal.errors import InputError
 
 HELP = """Train a classifier with a calibration-aware loss and write a run folder.
@@ -40,17 +40,8 @@ Examples:
   adacal train --resume runs/20250101-120000-cifar10-resnet50-adafocal --epochs 350
 """
 
-LOSS_FLAGS = {
-    "gamma": "gamma",
-    "lam": "lam",
-    "gamma_max": "gamma_max",
-    "gamma_min": "gamma_min",
-    "switch_threshold": "switch_threshold",
-    "num_bins": "num_bins",
-    "gamma_init": "gamma_init",
-    "mmce_weight": "weight",
-    "smoothing": "alpha",
-}
+# Each loss flag's parameter name here → the loss option it sets (from the one table of loss flags).
+LOSS_FLAGS = {flag[2:].replace("-", "_"): option for option, flag in LOSS_OPTION_FLAGS.items()}
 # Defaults shown in --help. The CLI module stays free of torch (fast start-up), so they are written out here;
 # tests/cli/test_train.py checks them against adacal.training.config and the losses' signatures.
 LOSS_DEFAULTS_HELP = {

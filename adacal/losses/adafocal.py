@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from adacal.defaults import DEFAULT_N_BINS
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.losses.base import check_between, check_number, check_positive, format_value
 from adacal.losses.binned import ValidationBinnedLoss

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from adacal.defaults import DEFAULT_N_BINS
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.losses.base import check_choice, check_positive
 from adacal.losses.binned import ValidationBinnedLoss
 from adacal.losses.records import BinUpdate

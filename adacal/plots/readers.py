@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from adacal.defaults import DEFAULT_N_BINS
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.binning import BinStatistics
 from adacal.plots.reliability_diagrams import ReliabilityPanel

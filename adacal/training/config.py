@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from adacal.conventions import LOSS_OPTION_FLAGS
 from adacal.errors import InputError
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
@@ -37,19 +38,6 @@ SELECTIONS = ("last", "best-val")
 PRESETS = ("quick", "paper")
 DEFAULT_DATASET = "digits"
 DEFAULT_LOSS = "adafocal"
-
-# How each loss option is spelled on the command line (error messages name what the user typed).
-LOSS_OPTION_FLAGS = {
-    "gamma": "--gamma",
-    "lam": "--lam",
-    "gamma_max": "--gamma-max",
-    "gamma_min": "--gamma-min",
-    "switch_threshold": "--switch-threshold",
-    "num_bins": "--num-bins",
-    "gamma_init": "--gamma-init",
-    "weight": "--mmce-weight",
-    "alpha": "--smoothing",
-}
 
 # Options a resumed run may change; every other option comes from the checkpoint.
 RESUME_MAY_CHANGE = ("epochs", "device", "workers", "data_dir", "resume")

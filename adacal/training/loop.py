@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from adacal.defaults import DEFAULT_N_BINS
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import AdacalError, InputError
 from adacal.losses.records import BinnedLossEpoch, BinUpdate, TrainBinStatistics
 from adacal.predictions import Predictions
