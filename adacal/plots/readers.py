@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from adacal.checks import check_non_negative_int, check_positive_int
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.binning import BinStatistics
@@ -200,14 +201,13 @@ def reliability_inputs(
     from adacal.plots.bands import check_band_options
 
     kind, band_samples, band_level = check_band_options(bands, band_samples, band_level)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(f"Expected --seed to be a non-negative integer, got {seed!r}.")
+    check_non_negative_int(seed, "--seed")
     band_options = {"kind": kind, "n_samples": band_samples, "level": band_level, "seed": seed}
 
     if binning not in BINNINGS:
         raise InputError(f"Expected --binning to be one of {', '.join(BINNINGS)}, got {binning!r}.")
-    if n_bins is not None and (isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 1):
-        raise InputError(f"Expected --n-bins to be a positive integer, got {n_bins!r}.")
+    if n_bins is not None:
+        check_positive_int(n_bins, "--n-bins")
     if split not in ("val", "test"):
         raise InputError(f"Expected --split to be val or test, got {split!r}.")
     paths = [Path(p) for p in paths]

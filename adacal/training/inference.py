@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from adacal.checks import check_integer
 from adacal.errors import CheckpointError, InputError
 from adacal.data.loader import resolve_device  # noqa: F401  (the one --device reading, importable here too)
 from adacal.predictions import Predictions
@@ -119,11 +120,11 @@ def checkpoint_data_options(checkpoint: dict[str, Any], path: str | os.PathLike)
         value = config.get(key)
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        if not isinstance(value, int):
             raise CheckpointError(
                 f"Expected the training option {key} in {path} to be an integer >= {minimum}, got {value!r}."
             )
-        return value
+        return check_integer(value, f"the training option {key} in {path}", minimum=minimum, error=CheckpointError)
 
     data_dir = config.get("data_dir")
     if data_dir is not None and not isinstance(data_dir, str):
