@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from adacal import checks
+from adacal.checks import check_positive_int as _positive_int
 from adacal.errors import InputError
 
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
@@ -115,7 +115,7 @@ def check_between(name: str, value: Any, low: float, high: float) -> float:
 
 
 def check_positive_int(name: str, value: Any) -> int:
-    return checks.check_positive_int(value, name)
+    return _positive_int(value, name)
 
 
 def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
