@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from adacal.checks import check_integer, check_positive_int
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError, unknown_name
 
 
@@ -63,7 +65,7 @@ def run_calibrate(
     *,
     method: str = "temperature",
     objective: str | None = None,
-    n_bins: int = 15,
+    n_bins: int = DEFAULT_N_BINS,
     folds: int | None = None,
     select_metric: str | None = None,
     seed: int = 0,
@@ -101,14 +103,13 @@ def run_calibrate(
         raise InputError(f"Expected --objective only with --method temperature or all, got --method {method}.")
     if objective is not None and objective not in TEMPERATURE_OBJECTIVES:
         raise unknown_name("objective", objective, TEMPERATURE_OBJECTIVES)
-    if isinstance(n_bins, bool) or n_bins < 1:
-        raise InputError(f"Expected --n-bins to be a positive integer, got {n_bins}.")
+    check_positive_int(n_bins, "--n-bins")
     for option, value in (("--folds", folds), ("--select-metric", select_metric)):
         if value is not None and len(methods) == 1:
             raise InputError(f"Expected {option} only with --method all (to choose between calibrators), "
                              f"got --method {method}.")
-    if folds is not None and (isinstance(folds, bool) or folds < 2):
-        raise InputError(f"Expected --folds to be an integer >= 2, got {folds}.")
+    if folds is not None:
+        check_integer(folds, "--folds", minimum=2)
     folds = DEFAULT_FOLDS if folds is None else folds
     select_metric = DEFAULT_SELECTION_METRIC if select_metric is None else select_metric
     check_selection(select_metric, folds)

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 
 from adacal.arrays import check_not_near_probs, check_scores, looks_like_probs
+from adacal.checks import check_non_negative_int, check_positive_int
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.binning import check_n_bins
 from adacal.metrics.bootstrap import bootstrap_prepared, check_confidence, check_seed
@@ -36,9 +38,7 @@ __all__ = [
 
 def check_bootstrap(n_resamples: Any, *, name: str = "bootstrap") -> int:
     """0 (no bootstrap) or a positive number of resamples."""
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 0:
-        raise InputError(f"Expected {name} to be a non-negative integer, got {n_resamples!r}.")
-    return int(n_resamples)
+    return check_non_negative_int(n_resamples, name)
 
 
 def calibrated_probs(calibrator: Any, logits: np.ndarray, *, calibrator_path: str | os.PathLike = "calibrator") -> np.ndarray:
@@ -62,7 +62,7 @@ def evaluate_predictions(
     scores: Any,
     labels: Any,
     *,
-    n_bins: int = 15,
+    n_bins: int = DEFAULT_N_BINS,
     metric_names: str | Iterable[str] | None = None,
     bootstrap: int = 0,
     seed: int = 0,
@@ -110,7 +110,7 @@ def evaluate_predictions(
 
 def evaluation_config(
     *,
-    n_bins: int = 15,
+    n_bins: int = DEFAULT_N_BINS,
     metric_names: str | Iterable[str] | None = None,
     bootstrap: int = 0,
     seed: int = 0,
@@ -133,7 +133,7 @@ def evaluation_report(
     scores: Any,
     labels: Any,
     *,
-    n_bins: int = 15,
+    n_bins: int = DEFAULT_N_BINS,
     metric_names: str | Iterable[str] | None = None,
     bootstrap: int = 0,
     seed: int = 0,
@@ -181,15 +181,12 @@ def check_evaluate_options(
 ) -> None:
     """`adacal evaluate`'s cheap checks, before anything is loaded: bins and resamples that fit in memory, a seed,
     --json a file path, --calibrator a regular file."""
-    if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 1:
-        raise InputError(f"Expected --n-bins to be a positive integer, got {n_bins}.")
+    check_positive_int(n_bins, "--n-bins")
     check_n_bins(n_bins, name="--n-bins")  # refuses bins that cannot fit in memory
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
-        raise InputError(f"Expected --bootstrap to be a non-negative integer (0 = no intervals), got {bootstrap}.")
+    check_non_negative_int(bootstrap, "--bootstrap", note=" (0 = no intervals)")
     if bootstrap:
         check_bootstrap_fits(bootstrap, 0, n_metrics, name="--bootstrap")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(f"Expected --seed to be a non-negative integer, got {seed}.")
+    check_non_negative_int(seed, "--seed")
     if json_path is not None and Path(json_path).is_dir():
         raise InputError(f"Expected --json to be a file path, but {json_path} is a folder.")
     if calibrator is not None:
@@ -201,7 +198,7 @@ def check_evaluate_options(
 def run_evaluate(
     predictions: str | os.PathLike,
     *,
-    n_bins: int = 15,
+    n_bins: int = DEFAULT_N_BINS,
     metrics: str | Iterable[str] | None = None,
     bootstrap: int = 0,
     seed: int = 0,

@@ -7,7 +7,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ def utc_now() -> str:
 
 def to_jsonable(value: Any) -> Any:
     """Plain JSON types from numpy/torch scalars and arrays; non-finite floats become None (strict JSON has no NaN)."""
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):  # dicts and typed records such as adacal.losses.records.BinUpdate
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v) for v in value]

@@ -11,6 +11,7 @@ import typer
 
 from adacal.cli.common import ForceOption, guarded, metrics_line
 from adacal.cli.inputs import LabelsFile, LabelsKey, LogitsKey, Renormalize, print_notes, read_options
+from adacal.conventions import DEFAULT_N_BINS
 
 HELP = (
     "Fit post-hoc calibrators on validation logits and judge them on test.\n\n"
@@ -193,7 +194,7 @@ def calibrate(
     ] = None,
     n_bins: Annotated[
         int, typer.Option("--n-bins", help="Bins for the ECE metrics, the ECE objectives and histogram binning.")
-    ] = 15,
+    ] = DEFAULT_N_BINS,
     folds: Annotated[
         Optional[int],
         typer.Option(

@@ -11,6 +11,7 @@ import typer
 
 from adacal.cli.common import ForceOption, guarded, metrics_line
 from adacal.cli.inputs import LabelsFile, LabelsKey, LogitsKey, Renormalize, print_notes, read_options
+from adacal.conventions import DEFAULT_N_BINS
 
 HELP = """Measure calibration of a model's test predictions: ECE (equal-width, equal-mass, debiased, sweep, smooth), MCE,
 classwise ECE, NLL, Brier score and top-1 error, optionally with bootstrap confidence intervals.
@@ -133,7 +134,7 @@ def evaluate(
             show_default=False,
         ),
     ],
-    n_bins: Annotated[int, typer.Option("--n-bins", help="Number of bins for the binned metrics.")] = 15,
+    n_bins: Annotated[int, typer.Option("--n-bins", help="Number of bins for the binned metrics.")] = DEFAULT_N_BINS,
     metrics: Annotated[
         str | None,
         typer.Option(

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from adacal.cli.common import EXIT_INTERRUPTED, guarded
+from adacal.conventions import DEFAULT_N_BINS, LOSS_OPTION_FLAGS
 from adacal.errors import InputError
 
 HELP = """Train a classifier with a calibration-aware loss and write a run folder.
@@ -39,17 +40,8 @@ Examples:
   adacal train --resume runs/20250101-120000-cifar10-resnet50-adafocal --epochs 350
 """
 
-LOSS_FLAGS = {
-    "gamma": "gamma",
-    "lam": "lam",
-    "gamma_max": "gamma_max",
-    "gamma_min": "gamma_min",
-    "switch_threshold": "switch_threshold",
-    "num_bins": "num_bins",
-    "gamma_init": "gamma_init",
-    "mmce_weight": "weight",
-    "smoothing": "alpha",
-}
+# Each loss flag's parameter name here → the loss option it sets (from the one table of loss flags).
+LOSS_FLAGS = {flag[2:].replace("-", "_"): option for option, flag in LOSS_OPTION_FLAGS.items()}
 # Defaults shown in --help. The CLI module stays free of torch (fast start-up), so they are written out here;
 # tests/cli/test_train.py checks them against adacal.training.config and the losses' signatures.
 LOSS_DEFAULTS_HELP = {
@@ -58,7 +50,7 @@ LOSS_DEFAULTS_HELP = {
     "gamma_max": "20",
     "gamma_min": "-2",
     "switch_threshold": "0.2",
-    "num_bins": "15",
+    "num_bins": str(DEFAULT_N_BINS),
     "gamma_init": "1",
     "mmce_weight": "2",
     "smoothing": "0.05",
@@ -111,9 +103,11 @@ def _epoch_line(record: dict[str, Any], epochs: int, seconds: float) -> str:
     )
     if "test" in record:
         line += f"  test err {100 * record['test']['error']:.2f}%  test ECE-EM {100 * record['test']['ece_em']:.2f}%"
-    section = next((v for v in record.values() if isinstance(v, dict) and "updates" in v), {})
-    updates = section.get("updates") or []
-    gammas = updates[-1].get("gammas") if updates else None
+    from adacal.losses.records import UPDATES_KEY, BinnedLossEpoch  # loaded by training already; keeps --help light
+
+    section = next((v for v in record.values() if isinstance(v, dict) and UPDATES_KEY in v), None)
+    updates = BinnedLossEpoch.from_dict(section).updates if section is not None else ()
+    gammas = updates[-1].gammas if updates else None
     if gammas:
         line += f"  γ {min(gammas):.2f}..{max(gammas):.2f}"
     return line + f"  ({seconds:.1f}s)"

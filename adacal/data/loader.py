@@ -22,15 +22,32 @@ PRELOAD_LIMIT_BYTES = 4 << 30
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
-    """'auto' (or None) → cuda when available, else cpu; otherwise torch.device(device), checked."""
-    if device is None or device == "auto":
+    """The one reading of --device: 'auto' (or None) → CUDA when available, else CPU; 'cpu'; 'cuda' or 'cuda:N'
+    (or a torch.device of those), checked against the CUDA devices torch finds."""
+    if device is None:
+        name = "auto"
+    elif isinstance(device, torch.device):
+        name = str(device)
+    else:
+        name = device.lower() if isinstance(device, str) else device
+    if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cpu":
+        return torch.device("cpu")
+    if not isinstance(name, str) or not name.startswith("cuda"):
+        raise InputError(f"Expected --device to be auto, cpu or cuda, got {name!r}.")
     try:
-        resolved = torch.device(device)
+        resolved = torch.device(name)
     except (RuntimeError, TypeError):
-        raise InputError(f"Expected a device such as cpu, cuda, cuda:1 or auto, got {device!r}.") from None
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise InputError(f"Expected a usable device, got {device!r} but CUDA is not available here.")
+        raise InputError(f"Expected --device to be auto, cpu, cuda or cuda:N, got {name!r}.") from None
+    if resolved.type != "cuda":
+        raise InputError(f"Expected --device to be auto, cpu or cuda, got {name!r}.")
+    if not torch.cuda.is_available():
+        raise InputError(f"Expected a CUDA device for --device {name}, but torch finds none (use --device cpu).")
+    if resolved.index is not None and resolved.index >= torch.cuda.device_count():
+        raise InputError(
+            f"Expected --device {name} to name one of the {torch.cuda.device_count()} CUDA device(s), got {name}."
+        )
     return resolved
 
 

@@ -31,9 +31,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.losses.base import check_between, check_number, check_positive, format_value
 from adacal.losses.binned import ValidationBinnedLoss
+from adacal.losses.records import BinUpdate, TrainBinStatistics
 from adacal.losses.focal import signed_focal_terms, true_class_log_probs
 from adacal.losses.registry import LOSSES
 
@@ -85,7 +87,7 @@ class AdaFocalLoss(ValidationBinnedLoss):
     def __init__(
         self,
         *,
-        num_bins: int = 15,
+        num_bins: int = DEFAULT_N_BINS,
         lam: float = 1.0,
         gamma_init: float = 1.0,
         gamma_max: float = 20.0,
@@ -127,9 +129,9 @@ class AdaFocalLoss(ValidationBinnedLoss):
             self.train_count.index_add_(0, index, torch.ones_like(index))
         return signed_focal_terms(log_p, log_q, self.gammas[index]).mean()
 
-    def update(self, val_logits: Any, val_labels: Any) -> dict[str, list]:
-        """Recompute the validation bins and update every γ; returns the record also appended to `history`:
-        {"edges", "gammas" (after the update), "val_confidence", "val_accuracy", "counts"} as plain lists."""
+    def update(self, val_logits: Any, val_labels: Any) -> BinUpdate:
+        """Recompute the validation bins and update every γ; returns the record also appended to `history`
+        (edges, gammas after the update, val_confidence, val_accuracy, counts)."""
         stats, old_gammas = self._validation_statistics(val_logits, val_labels, carry=self.gammas)
         new_gammas = adafocal_gamma_update(
             old_gammas,
@@ -142,26 +144,18 @@ class AdaFocalLoss(ValidationBinnedLoss):
         )
         self.bin_edges.copy_(torch.from_numpy(stats.edges))
         self.gammas.copy_(torch.from_numpy(new_gammas))
-        record = {
-            "edges": stats.edges.tolist(),
-            "gammas": new_gammas.tolist(),
-            "val_confidence": stats.mean_confidence.tolist(),
-            "val_accuracy": stats.accuracy.tolist(),
-            "counts": stats.counts.tolist(),
-        }
+        record = BinUpdate.from_statistics(stats, new_gammas)
         self.history.append(record)
-        return {key: list(value) for key, value in record.items()}
+        return record
 
-    def pop_train_statistics(self) -> dict[str, list]:
+    def pop_train_statistics(self) -> TrainBinStatistics:
         """Mean true-class probability (0 for an empty bin) and count of the training samples seen by `forward` in
         training mode per validation bin since the last call (the paper's C_train), then reset the accumulators."""
         m = self.num_bins
         host = torch.cat([self.train_confidence_sum, self.train_count.to(torch.float64)]).cpu().numpy()
         self.train_confidence_sum.zero_()
         self.train_count.zero_()
-        sums, counts = host[:m], host[m:]
-        means = np.where(counts > 0, sums / np.maximum(counts, 1.0), 0.0)
-        return {"train_confidence": means.tolist(), "train_counts": counts.astype(np.int64).tolist()}
+        return TrainBinStatistics.from_sums(host[:m], host[m:])
 
     def extra_repr(self) -> str:
         return (

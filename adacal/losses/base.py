@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from adacal.checks import check_positive_int as _positive_int
 from adacal.errors import InputError
 
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
@@ -114,9 +115,7 @@ def check_between(name: str, value: Any, low: float, high: float) -> float:
 
 
 def check_positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InputError(f"Expected {name} to be a positive integer, got {format_value(value)}.")
-    return int(value)
+    return _positive_int(value, name)
 
 
 def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:

@@ -18,13 +18,14 @@ import torch
 
 from adacal.errors import CheckpointError, InputError
 from adacal.losses.base import CalibrationLoss, check_batch, check_positive_int, upcast
+from adacal.losses.records import BinUpdate
 from adacal.metrics.binning import BinStatistics, bin_statistics, equal_width_edges
 
 STATE_FORMAT_VERSION = 1
 
 
 class ValidationBinnedLoss(CalibrationLoss):
-    """Base class holding `bin_edges` (a float64 buffer of num_bins + 1 edges) and `history` (a list of records)."""
+    """Base class holding `bin_edges` (a float64 buffer of num_bins + 1 edges) and `history` (the `BinUpdate`s)."""
 
     needs_validation = True
 
@@ -32,7 +33,7 @@ class ValidationBinnedLoss(CalibrationLoss):
         super().__init__()
         self.num_bins = check_positive_int("num_bins", num_bins)
         self.register_buffer("bin_edges", torch.from_numpy(equal_width_edges(self.num_bins)))
-        self.history: list[dict[str, Any]] = []
+        self.history: list[BinUpdate] = []
 
     def bin_index(self, p_true: torch.Tensor) -> torch.Tensor:
         """Validation-bin index of each true-class probability: bin i holds (edges[i], edges[i+1]], bin 0 also
@@ -82,7 +83,7 @@ class ValidationBinnedLoss(CalibrationLoss):
     # --- state -------------------------------------------------------------------------------------------------
 
     def get_extra_state(self) -> dict[str, Any]:
-        return {"format_version": STATE_FORMAT_VERSION, "history": _copy_records(self.history)}
+        return {"format_version": STATE_FORMAT_VERSION, "history": [record.to_dict() for record in self.history]}
 
     def set_extra_state(self, state: Any) -> None:
         if (
@@ -95,7 +96,13 @@ class ValidationBinnedLoss(CalibrationLoss):
                 f"Expected {type(self).__name__} extra state with format_version {STATE_FORMAT_VERSION} "
                 "and a list of history records, got something else."
             )
-        self.history = _copy_records(state["history"])
+        try:
+            self.history = [BinUpdate.from_dict(record) for record in state["history"]]
+        except (KeyError, TypeError) as exc:
+            raise CheckpointError(
+                f"Expected every {type(self).__name__} history record to hold edges, gammas, val_confidence, "
+                f"val_accuracy and counts, got one without {exc}."
+            ) from None
 
     def _load_from_state_dict(
         self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
@@ -140,6 +147,3 @@ def _top1_host(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
         correct[tied] = columns[:, tied].argmax(axis=0) == labels[tied]
     return np.concatenate([confidences, correct.astype(np.float64), [labels.min(), labels.max()]])
 
-
-def _copy_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{key: list(value) if isinstance(value, list) else value for key, value in r.items()} for r in records]

@@ -19,8 +19,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.losses.base import check_choice, check_positive
 from adacal.losses.binned import ValidationBinnedLoss
+from adacal.losses.records import BinUpdate
 from adacal.losses.focal import signed_focal_terms, true_class_log_probs
 from adacal.losses.registry import LOSSES
 
@@ -34,7 +36,7 @@ class CalFocalLoss(ValidationBinnedLoss):
 
     name = "calfocal"
 
-    def __init__(self, *, lam: float = 10.0, num_bins: int = 15, mode: str = "bin") -> None:
+    def __init__(self, *, lam: float = 10.0, num_bins: int = DEFAULT_N_BINS, mode: str = "bin") -> None:
         super().__init__(num_bins=num_bins)
         self.lam = check_positive("lam", lam)
         self.mode = check_choice("mode", mode, CALFOCAL_MODES)
@@ -56,10 +58,9 @@ class CalFocalLoss(ValidationBinnedLoss):
         gamma = torch.exp(exponent.clamp(max=_MAX_LOG_GAMMA))
         return signed_focal_terms(log_p, log_q, gamma).mean()
 
-    def update(self, val_logits: Any, val_labels: Any) -> dict[str, Any]:
-        """Recompute the validation bins and their C_val, A_val; returns the record also appended to `history`:
-        {"edges", "gammas" (per-bin γ_b in mode "bin", None in mode "sample"), "val_confidence", "val_accuracy",
-        "counts"}."""
+    def update(self, val_logits: Any, val_labels: Any) -> BinUpdate:
+        """Recompute the validation bins and their C_val, A_val; returns the record also appended to `history`
+        (edges, gammas: per-bin γ_b in mode "bin", None in mode "sample", val_confidence, val_accuracy, counts)."""
         stats, _ = self._validation_statistics(val_logits, val_labels)
         self.bin_edges.copy_(torch.from_numpy(stats.edges))
         self.val_confidence.copy_(torch.from_numpy(stats.mean_confidence))
@@ -67,16 +68,10 @@ class CalFocalLoss(ValidationBinnedLoss):
         self.val_count.copy_(torch.from_numpy(stats.counts.astype("int64")))
         gammas = None
         if self.mode == "bin":
-            gammas = np.exp(np.minimum(self.lam * stats.gaps, _MAX_LOG_GAMMA)).tolist()
-        record = {
-            "edges": stats.edges.tolist(),
-            "gammas": gammas,
-            "val_confidence": stats.mean_confidence.tolist(),
-            "val_accuracy": stats.accuracy.tolist(),
-            "counts": stats.counts.tolist(),
-        }
+            gammas = np.exp(np.minimum(self.lam * stats.gaps, _MAX_LOG_GAMMA))
+        record = BinUpdate.from_statistics(stats, gammas)
         self.history.append(record)
-        return {key: list(value) if isinstance(value, list) else value for key, value in record.items()}
+        return record
 
     def extra_repr(self) -> str:
         return f"lam={self.lam:g}, num_bins={self.num_bins}, mode={self.mode!r}"

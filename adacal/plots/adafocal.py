@@ -74,33 +74,39 @@ def _stack(rows: list[Any], width: int, what: str) -> np.ndarray:
 
 def adafocal_series(history: Sequence[Mapping[str, Any]]) -> AdaFocalSeries:
     """Stack the "adafocal" entries of a training history; a history without them is an InputError."""
+    from adacal.losses.records import UPDATES_KEY, BinUpdate, TrainBinStatistics
+
     epochs, updates, train_epochs, train_rows = [], [], [], []
     for record in history:
         block = record.get("adafocal")
         if not isinstance(block, Mapping):
             continue
         epoch = float(record["epoch"])
-        records = list(block.get("updates") or [])
+        records = list(block.get(UPDATES_KEY) or [])
         for j, update in enumerate(records, start=1):
             epochs.append(epoch - 1.0 + j / len(records))
             updates.append(update)
         if block.get("train_confidence") is not None:
             train_epochs.append(epoch)
-            train_rows.append((block["train_confidence"], block.get("train_counts")))
+            train_rows.append(block)
     if not updates:
         raise InputError("Expected the training history to hold AdaFocal γ-updates (an 'adafocal' entry), found none.")
     try:
         m = len(updates[0]["gammas"])
-        gammas = _stack([u["gammas"] for u in updates], m, "gammas")
-        edges = _stack([u["edges"] for u in updates], m + 1, "edges")
-        confidence = _stack([u["val_confidence"] for u in updates], m, "val_confidence")
-        accuracy = _stack([u["val_accuracy"] for u in updates], m, "val_accuracy")
-        counts = _stack([u.get("counts", [1] * m) for u in updates], m, "counts")
+        # a record written without counts counts every bin as filled
+        typed = [BinUpdate.from_dict({"counts": [1] * m, **u}) for u in updates]
+        gammas = _stack([u.gammas for u in typed], m, "gammas")
+        edges = _stack([u.edges for u in typed], m + 1, "edges")
+        confidence = _stack([u.val_confidence for u in typed], m, "val_confidence")
+        accuracy = _stack([u.val_accuracy for u in typed], m, "val_accuracy")
+        counts = _stack([u.counts for u in typed], m, "counts")
     except (KeyError, TypeError) as exc:
         raise InputError(f"Expected every AdaFocal update record to hold edges, gammas, val_confidence, val_accuracy; "
                          f"missing {exc}.") from None
-    train_confidence = _stack([row[0] for row in train_rows], m, "train_confidence")
-    train_counts = _stack([row[1] if row[1] is not None else [1] * m for row in train_rows], m, "train_counts")
+    train = [TrainBinStatistics.from_dict({"train_counts": [1] * m, **{k: v for k, v in b.items() if v is not None}})
+             for b in train_rows]
+    train_confidence = _stack([t.train_confidence for t in train], m, "train_confidence")
+    train_counts = _stack([t.train_counts for t in train], m, "train_counts")
     return AdaFocalSeries(
         update_epochs=np.asarray(epochs, dtype=np.float64),
         edges=edges,

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from adacal.checks import check_in_range, check_non_negative_int
 from adacal.errors import InputError
 from adacal.metrics.binning import assign_bins
 
@@ -62,17 +63,12 @@ def check_band_options(kind: Any, n_samples: Any, level: Any) -> tuple[str, int,
             or not MIN_BAND_SAMPLES <= n_samples <= MAX_BAND_SAMPLES):
         raise InputError(f"Expected band_samples (--band-samples) to be an integer between {MIN_BAND_SAMPLES} and "
                          f"{MAX_BAND_SAMPLES:,}, got {n_samples!r}.")
-    if (isinstance(level, bool) or not isinstance(level, (int, float, np.floating))
-            or not np.isfinite(level) or not 0.0 < float(level) < 1.0):
-        raise InputError(f"Expected band_level (--band-level) to be a number strictly between 0 and 1 such as 0.9, "
-                         f"got {level!r}.")
-    return str(kind), int(n_samples), float(level)
+    level = check_in_range(level, "band_level (--band-level)", 0.0, 1.0, inclusive=False, example=" such as 0.9")
+    return str(kind), int(n_samples), level
 
 
 def _check_seed(seed: Any) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InputError(f"Expected seed to be a non-negative integer, got {seed!r}.")
-    return int(seed)
+    return check_non_negative_int(seed, "seed")
 
 
 def _prepare(confidences: Any, correct: Any, edges: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

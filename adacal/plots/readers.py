@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from adacal.checks import check_non_negative_int, check_positive_int
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.binning import BinStatistics
 from adacal.plots.reliability_diagrams import ReliabilityPanel
@@ -199,14 +201,13 @@ def reliability_inputs(
     from adacal.plots.bands import check_band_options
 
     kind, band_samples, band_level = check_band_options(bands, band_samples, band_level)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(f"Expected --seed to be a non-negative integer, got {seed!r}.")
+    check_non_negative_int(seed, "--seed")
     band_options = {"kind": kind, "n_samples": band_samples, "level": band_level, "seed": seed}
 
     if binning not in BINNINGS:
         raise InputError(f"Expected --binning to be one of {', '.join(BINNINGS)}, got {binning!r}.")
-    if n_bins is not None and (isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 1):
-        raise InputError(f"Expected --n-bins to be a positive integer, got {n_bins!r}.")
+    if n_bins is not None:
+        check_positive_int(n_bins, "--n-bins")
     if split not in ("val", "test"):
         raise InputError(f"Expected --split to be val or test, got {split!r}.")
     paths = [Path(p) for p in paths]
@@ -220,7 +221,7 @@ def reliability_inputs(
         if not path.exists():
             raise InputError(f"Expected INPUT {path} to be a run folder, predictions file or evaluate.json, "
                              "but it does not exist.")
-    bins = check_n_bins(15 if n_bins is None else n_bins)
+    bins = check_n_bins(DEFAULT_N_BINS if n_bins is None else n_bins)
     calibrator = _load_calibrator(Path(calibrated), method) if calibrated is not None else None
 
     panels: list[ReliabilityPanel] = []

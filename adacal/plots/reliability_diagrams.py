@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from adacal.checks import check_non_negative_int
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.binning import BinStatistics, calibration_error, equal_width_edges
 from adacal.plots.bands import ReliabilityBands
@@ -162,9 +164,7 @@ def reliability_diagram(
 
 
 def check_min_count(min_count: Any) -> int:
-    if isinstance(min_count, bool) or not isinstance(min_count, (int, np.integer)) or min_count < 0:
-        raise InputError(f"Expected min_count (--min-bin-count) to be a non-negative integer, got {min_count!r}.")
-    return int(min_count)
+    return check_non_negative_int(min_count, "min_count (--min-bin-count)")
 
 
 def _draw_reliability(
@@ -288,7 +288,7 @@ def reliability(
     labels: Any,
     ax: Axes | None = None,
     *,
-    n_bins: int = 15,
+    n_bins: int = DEFAULT_N_BINS,
     strategy: str = "equal-width",
     bands: str = "none",
     band_samples: int = 1000,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from adacal.checks import check_integer
 from adacal.errors import InputError
 from adacal.reports import atomic_write
 
@@ -143,9 +144,7 @@ def figure_format(path: str | os.PathLike) -> str:
 
 def check_dpi(dpi: Any) -> int:
     """`dpi` as an int in [10, 2400] (the PNG resolution)."""
-    if isinstance(dpi, bool) or not isinstance(dpi, (int, np.integer)) or not 10 <= dpi <= 2400:
-        raise InputError(f"Expected dpi (--dpi) to be an integer between 10 and 2400, got {dpi!r}.")
-    return int(dpi)
+    return check_integer(dpi, "dpi (--dpi)", minimum=10, maximum=2400)
 
 
 def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 150, kind: str | None = None) -> Path:

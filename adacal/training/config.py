@@ -29,6 +29,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from adacal.checks import check_integer, integer_kind, is_integer
+from adacal.conventions import LOSS_OPTION_FLAGS
 from adacal.errors import InputError
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
@@ -37,19 +39,6 @@ SELECTIONS = ("last", "best-val")
 PRESETS = ("quick", "paper")
 DEFAULT_DATASET = "digits"
 DEFAULT_LOSS = "adafocal"
-
-# How each loss option is spelled on the command line (error messages name what the user typed).
-LOSS_OPTION_FLAGS = {
-    "gamma": "--gamma",
-    "lam": "--lam",
-    "gamma_max": "--gamma-max",
-    "gamma_min": "--gamma-min",
-    "switch_threshold": "--switch-threshold",
-    "num_bins": "--num-bins",
-    "gamma_init": "--gamma-init",
-    "weight": "--mmce-weight",
-    "alpha": "--smoothing",
-}
 
 # Options a resumed run may change; every other option comes from the checkpoint.
 RESUME_MAY_CHANGE = ("epochs", "device", "workers", "data_dir", "resume")
@@ -267,7 +256,7 @@ def _choice_error(flag: str, value: Any, choices: tuple[str, ...]) -> InputError
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, int) and is_integer(value)
 
 
 def _is_number(value: Any) -> bool:
@@ -275,9 +264,9 @@ def _is_number(value: Any) -> bool:
 
 
 def _require_int(value: Any, flag: str, minimum: int) -> None:
-    if not _is_int(value) or value < minimum:
-        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise InputError(f"Expected {flag} to be {kind}, got {value!r}.")
+    if not _is_int(value):  # a config holds Python ints only (numpy ones would not survive JSON)
+        raise InputError(f"Expected {flag} to be {integer_kind(minimum)}, got {value!r}.")
+    check_integer(value, flag, minimum=minimum)
 
 
 # Model weights, optimiser state and the loss are float32: a number outside float32's range would become inf (or 0).

@@ -10,31 +10,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from adacal.checks import check_integer
 from adacal.errors import CheckpointError, InputError
+from adacal.data.loader import resolve_device  # noqa: F401  (the one --device reading, importable here too)
 from adacal.predictions import Predictions
 from adacal.training.checkpoints import load_checkpoint, resolve_checkpoint_path
 
 SPLITS = ("train", "val", "test")
 EVAL_BATCH_SIZE = 512
-
-
-def resolve_device(name: str | None) -> torch.device:
-    """auto → CUDA when available, else CPU; asking for CUDA without one is a clear error."""
-    name = (name or "auto").lower()
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise InputError(f"Expected a CUDA device for --device {name}, but torch finds none (use --device cpu).")
-        device = torch.device(name)
-        if device.index is not None and device.index >= torch.cuda.device_count():
-            raise InputError(
-                f"Expected --device {name} to name one of the {torch.cuda.device_count()} CUDA device(s), got {name}."
-            )
-        return device
-    if name == "cpu":
-        return torch.device("cpu")
-    raise InputError(f"Expected --device to be auto, cpu or cuda, got {name!r}.")
 
 
 @contextlib.contextmanager
@@ -137,11 +120,11 @@ def checkpoint_data_options(checkpoint: dict[str, Any], path: str | os.PathLike)
         value = config.get(key)
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        if not isinstance(value, int):
             raise CheckpointError(
                 f"Expected the training option {key} in {path} to be an integer >= {minimum}, got {value!r}."
             )
-        return value
+        return check_integer(value, f"the training option {key} in {path}", minimum=minimum, error=CheckpointError)
 
     data_dir = config.get("data_dir")
     if data_dir is not None and not isinstance(data_dir, str):

@@ -21,7 +21,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import AdacalError, InputError
+from adacal.losses.records import BinnedLossEpoch, BinUpdate, TrainBinStatistics
 from adacal.predictions import Predictions
 from adacal.reports import atomic_write
 from adacal.runs import EVALUATE_FILE, RunFolder
@@ -42,7 +44,6 @@ from adacal.training.run_writer import INTERRUPTED, RunWriter
 from adacal.training.schedules import build_scheduler
 
 VAL_METRICS = ("error", "nll", "ece_em", "ece_ew")
-N_BINS = 15
 CUDA_SYNC_EVERY = 25  # batches between reads of the loss on a GPU (each read waits for the GPU)
 
 
@@ -83,7 +84,7 @@ def evaluation_report(logits: np.ndarray, labels: np.ndarray, *, run: RunFolder)
 
     source = {"kind": "run", "path": str(run.root), "read": str(run.predictions), "source": "predictions.npz",
               "split": "test"}
-    return build_report(logits, labels, n_bins=N_BINS, input_path=run.predictions, source=source)
+    return build_report(logits, labels, n_bins=DEFAULT_N_BINS, input_path=run.predictions, source=source)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -208,11 +209,14 @@ class Trainer:
                 self.emit("predict_end", split=split)
         return self.dist.gather_arrays(logits, labels)
 
-    def _update_loss(self, logits: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
-        record = self.loss.update(torch.from_numpy(logits), torch.from_numpy(labels))
-        return dict(record) if record is not None else {}
+    def _update_loss(self, logits: np.ndarray, labels: np.ndarray) -> BinUpdate:
+        """Update the loss from the validation logits, handed on the device the loss computes on."""
+        record = self.loss.update(
+            torch.from_numpy(logits).to(self.device), torch.from_numpy(labels).to(self.device)
+        )
+        return record if isinstance(record, BinUpdate) else BinUpdate.from_dict(record)
 
-    def _train_statistics(self) -> dict[str, Any] | None:
+    def _train_statistics(self) -> TrainBinStatistics | None:
         pop = getattr(self.loss, "pop_train_statistics", None)
         if pop is None:
             return None
@@ -220,13 +224,7 @@ class Trainer:
         if not self.dist.enabled or stats is None:
             return stats
         # Each rank saw its own training samples: add up counts, weight the mean confidences by them.
-        parts = self.dist.gather_objects(stats)
-        counts = np.sum([np.asarray(p["train_counts"], dtype=np.float64) for p in parts], axis=0)
-        weighted = np.sum(
-            [np.asarray(p["train_confidence"], dtype=np.float64) * np.asarray(p["train_counts"]) for p in parts], axis=0
-        )
-        confidence = np.divide(weighted, counts, out=np.zeros_like(weighted), where=counts > 0)
-        return {**stats, "train_confidence": confidence.tolist(), "train_counts": [int(c) for c in counts]}
+        return TrainBinStatistics.merge(self.dist.gather_objects(stats.to_dict()))
 
     # ------------------------------------------------------------------------------------------------ state
 
@@ -351,7 +349,7 @@ class Trainer:
         correct = torch.tensor(int(partial["correct"]) if partial else 0, device=device, dtype=torch.int64)
         seen = int(partial["seen"]) if partial else 0
         checked = start
-        updates: list[dict[str, Any]] = [dict(u) for u in partial["updates"]] if partial else []
+        updates = [BinUpdate.from_dict(u) for u in partial["updates"]] if partial else []
         cached_val: tuple[np.ndarray, np.ndarray] | None = None
         guard = self._guard if not self.dist.enabled else None
         with guard.deferring() if guard is not None else contextlib.nullcontext():
@@ -422,12 +420,12 @@ class Trainer:
 
     def _save_interrupted(
         self, guard: InterruptGuard, epoch: int, batch: int, *, loss_sum: torch.Tensor, correct: torch.Tensor,
-        seen: int, updates: list[dict[str, Any]],
+        seen: int, updates: list[BinUpdate],
     ) -> None:
         """Write checkpoints/interrupted.pt (the state after `batch` of `epoch`), then raise KeyboardInterrupt: the
         pending signal is raised when `critical()` ends, after the write."""
         partial = {"epoch": epoch, "batch": batch, "loss_sum": float(loss_sum), "correct": int(correct),
-                   "seen": int(seen), "updates": [dict(u) for u in updates]}
+                   "seen": int(seen), "updates": [u.to_dict() for u in updates]}
         with guard.critical(), self._writing():
             self._save(INTERRUPTED, self.checkpoint(epoch - 1, partial_epoch=partial))
             self._saved_interrupted = self.folder.checkpoint(INTERRUPTED)
@@ -472,7 +470,7 @@ class Trainer:
             history["test"] = _val_metrics(*self.predict_split("test"))
         stats = self._train_statistics()
         if self.needs_validation or stats is not None:
-            history[self.config.loss] = {"updates": updates, **(stats or {})}
+            history[self.config.loss] = BinnedLossEpoch(updates=tuple(updates), train=stats).to_dict()
         history["seconds"] = time.perf_counter() - started
         return history
 

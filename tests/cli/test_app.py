@@ -1,12 +1,12 @@
 """The command-line shell: version, help for every subcommand, one-line usage errors."""
 
 import pytest
-from typer.testing import CliRunner
 
 from adacal import __version__
 from adacal.cli import app
 
-runner = CliRunner()
+from cli_helpers import one_line_error, runner
+
 SUBCOMMANDS = ["train", "evaluate", "calibrate", "ood", "plot"]
 
 
@@ -31,8 +31,4 @@ def test_each_subcommand_help_has_an_example(name):
 
 
 def test_unknown_subcommand_is_one_line_error():
-    result = runner.invoke(app, ["trian"])
-    assert result.exit_code == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error:")
-    assert "Traceback" not in result.output
+    one_line_error(runner.invoke(app, ["trian"]))

@@ -13,11 +13,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from adacal.cli import app
 
-runner = CliRunner()
+from cli_helpers import one_line_error, runner
+
 
 
 @pytest.fixture(scope="module")
@@ -183,12 +183,7 @@ def test_damaged_history_fails_in_one_line_and_touches_nothing(base, tmp_path, m
 
     result = runner.invoke(app, args)
 
-    assert result.exit_code == 2, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.output and "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    assert expected in lines[0], lines[0]
+    one_line_error(result, expected)
     assert _snapshot(tmp_path, base["root"]) == before
 
 

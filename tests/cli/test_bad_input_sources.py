@@ -21,11 +21,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from typer.testing import CliRunner
 
 from adacal.cli import app
 
-runner = CliRunner()
+from cli_helpers import one_line_error, runner
+
 K = 10
 MEMORY_LIMIT = str(16 << 20)  # ADACAL_MEMORY_LIMIT for every case: the bounds are tested without a big machine
 
@@ -365,10 +365,5 @@ def test_bad_source_fails_in_one_line_and_touches_nothing(base, tmp_path, monkey
 
     result = runner.invoke(app, args)
 
-    assert result.exit_code != 0, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.output and "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    assert expected in lines[0], lines[0]
+    one_line_error(result, expected)
     assert _snapshot(tmp_path, base["root"]) == before

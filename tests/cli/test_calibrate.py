@@ -5,14 +5,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from adacal.calibrators import CALIBRATORS, load_calibrator
 from adacal.cli import app
 from adacal.predictions import Predictions
 from adacal.reports import make_report
 
-runner = CliRunner()
+from cli_helpers import one_line_error, runner
+
 
 
 def _split(rng, n, k=4):
@@ -304,9 +304,5 @@ def test_bad_input_is_one_line_error_and_writes_nothing(tmp_path, arrays, case, 
     }[case]
     before = _snapshot(tmp_path)
     result = _invoke(*args, "--json", tmp_path / "report.json")
-    assert result.exit_code == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error:"), result.stderr
-    assert message in lines[0]
-    assert "Traceback" not in result.output
+    one_line_error(result, message)
     assert _snapshot(tmp_path) == before

@@ -7,7 +7,6 @@ import types
 import numpy as np
 import pytest
 import torch
-from typer.testing import CliRunner
 
 from adacal.arrays import softmax
 from adacal.errors import InputError
@@ -23,7 +22,8 @@ from adacal.predictions import Predictions
 from adacal.reports import make_report
 from adacal.cli import app
 
-runner = CliRunner()
+from cli_helpers import one_line_error, runner
+
 N, K = 120, 4
 
 
@@ -45,15 +45,6 @@ def npz(tmp_path):
 
 def invoke(*args):
     return runner.invoke(app, ["evaluate", *map(str, args)])
-
-
-def assert_one_line_error(result, fragment=None):
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    assert "Traceback" not in result.output
-    if fragment is not None:
-        assert fragment in lines[0], lines[0]
 
 
 def make_run(tmp_path, *, with_predictions=True, with_checkpoint=True):
@@ -360,7 +351,7 @@ def test_bad_input_files(tmp_path, case):
     build, fragment = BAD_FILES[case]
     out = tmp_path / "out.json"
     result = invoke(build(tmp_path), "--json", out)
-    assert_one_line_error(result, fragment)
+    one_line_error(result, fragment)
     assert not out.exists()
 
 
@@ -380,17 +371,17 @@ def test_bad_input_files(tmp_path, case):
 def test_bad_options(npz, tmp_path, options, fragment):
     out = tmp_path / "out.json"
     result = invoke(npz, *options, "--json", out)
-    assert_one_line_error(result, fragment)
+    one_line_error(result, fragment)
     assert not out.exists()
 
 
 def test_json_path_that_is_a_folder(npz, tmp_path):
-    assert_one_line_error(invoke(npz, "--json", tmp_path), "is a folder")
+    one_line_error(invoke(npz, "--json", tmp_path), "is a folder")
 
 
 def test_run_folder_without_predictions_or_checkpoint(tmp_path):
     run, _, _ = make_run(tmp_path, with_predictions=False, with_checkpoint=False)
-    assert_one_line_error(invoke(run), "has neither")
+    one_line_error(invoke(run), "has neither")
     assert not (run / "evaluate.json").exists()
 
 
@@ -400,7 +391,7 @@ def test_calibrator_needs_logits(tmp_path, fake_calibrators):
     cal = tmp_path / "cal.json"
     cal.write_text("{}")
     out = tmp_path / "out.json"
-    assert_one_line_error(invoke(path, "--calibrator", cal, "--json", out), "Expected logits")
+    one_line_error(invoke(path, "--calibrator", cal, "--json", out), "Expected logits")
     assert not out.exists()
 
 

@@ -3,12 +3,12 @@
 import re
 
 import pytest
-from typer.testing import CliRunner
 
 from adacal.cli import app
 from adacal.cli.help_types import type_word
 
-runner = CliRunner()
+from cli_helpers import runner
+
 COMMANDS = [[], ["train"], ["evaluate"], ["calibrate"], ["ood"], ["plot"], ["plot", "reliability"], ["plot", "gamma"],
             ["plot", "correspondence"], ["plot", "curves"], ["plot", "roc"]]
 PYTHON_TYPE = re.compile(r"<(str|int|float|bool|path|file|dir|list\[\w+\])>")

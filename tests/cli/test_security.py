@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from typer.testing import CliRunner
 
 from adacal.cli import app
 
-runner = CliRunner()
+from cli_helpers import one_line_error, runner
+
 
 
 class CreatesAFile:
@@ -40,15 +40,6 @@ def trained(tmp_path_factory, one_torch_thread):
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     return {str(p): (p.stat().st_mtime_ns, p.stat().st_size if p.is_file() else -1) for p in [root, *root.rglob("*")]}
-
-
-def _one_line_error(result) -> str:
-    assert result.exit_code != 0, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    assert "Traceback" not in result.output
-    return lines[0]
 
 
 @pytest.fixture()
@@ -88,7 +79,7 @@ COMMANDS = {
 def test_pickle_payloads_are_refused_and_never_run(payloads, tmp_path, monkeypatch, command):
     monkeypatch.chdir(tmp_path)
     before = _snapshot(tmp_path)
-    line = _one_line_error(runner.invoke(app, COMMANDS[command](payloads)))
+    line = one_line_error(runner.invoke(app, COMMANDS[command](payloads)))
     assert "Refusing to load" in line and "weights_only=True" in line, line
     assert not payloads["marker"].exists()
     assert _snapshot(tmp_path) == before
@@ -205,7 +196,7 @@ def test_calibrators_and_reports_are_read_as_json_never_unpickled(payloads, tmp_
         args += ["--out", str(tmp_path / "r.png")]
     monkeypatch.chdir(tmp_path)
     before = _snapshot(tmp_path)
-    line = _one_line_error(runner.invoke(app, args))
+    line = one_line_error(runner.invoke(app, args))
     assert "could not be parsed" in line, line
     assert not payloads["marker"].exists()
     assert _snapshot(tmp_path) == before
@@ -230,6 +221,6 @@ def test_a_link_to_an_endless_file_is_refused_without_reading(tmp_path, monkeypa
             "ood": ["ood", "--in-preds", str(good), "--out-preds", str(link)],
             "resume": ["train", "--resume", str(link)]}[command]
     before = _snapshot(tmp_path)
-    line = _one_line_error(runner.invoke(app, argv))
+    line = one_line_error(runner.invoke(app, argv))
     assert "regular file" in line and str(link) in line
     assert _snapshot(tmp_path) == before

@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from typer.testing import CliRunner
 
 import adacal
 from adacal.cli import app
 
-runner = CliRunner()
+from cli_helpers import one_line_error, runner
+
 REPO = Path(adacal.__file__).resolve().parents[1]
 TINY = ["--device", "cpu", "--train-subset", "320", "--batch-size", "32"]
 EXACT = [*TINY, "--optimizer", "sgd", "--lr", "0.05", "--milestones", "3", "--seed", "3"]
@@ -121,13 +121,6 @@ def test_resume_reproduces_an_uninterrupted_run_exactly(tmp_path):
     assert resumes[0]["from_epoch"] == 2 and resumes[0]["epochs"] == 4
 
 
-def _one_line_error(result) -> str:
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    return lines[0]
-
-
 @pytest.mark.parametrize(
     "args, expected",
     [
@@ -144,7 +137,7 @@ def _one_line_error(result) -> str:
     ],
 )
 def test_bad_options_fail_in_one_line_before_training(tmp_path, args, expected):
-    line = _one_line_error(_train("--out", str(tmp_path / "runs"), *args))
+    line = one_line_error(_train("--out", str(tmp_path / "runs"), *args))
     assert expected in line
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
@@ -152,7 +145,7 @@ def test_bad_options_fail_in_one_line_before_training(tmp_path, args, expected):
 def test_resume_refuses_conflicting_options_and_pickled_checkpoints(tmp_path):
     assert _train("--epochs", "1", "--out", str(tmp_path / "runs"), "--quiet", *TINY).exit_code == 0
     run = _only_run(tmp_path / "runs")
-    line = _one_line_error(_train("--resume", str(run), "--epochs", "2", "--lr", "0.5"))
+    line = one_line_error(_train("--resume", str(run), "--epochs", "2", "--lr", "0.5"))
     assert "--lr 0.5 conflicts with the resumed run's" in line
 
     marker = tmp_path / "created-by-unpickling.txt"
@@ -162,7 +155,7 @@ def test_resume_refuses_conflicting_options_and_pickled_checkpoints(tmp_path):
             return (open, (str(marker), "w"))
 
     torch.save({"format": "adacal-checkpoint", "format_version": 1, "payload": CreatesAFile()}, run / "checkpoints" / "last.pt")
-    line = _one_line_error(_train("--resume", str(run), "--epochs", "2"))
+    line = one_line_error(_train("--resume", str(run), "--epochs", "2"))
     assert "Refusing to load" in line and "weights_only=True" in line
     assert not marker.exists()
 
@@ -445,10 +438,10 @@ def test_embeddings_initialise_textcnn_from_a_glove_file(tmp_path):
 
     assert predict_checkpoint(run, split="test", device="cpu").logits.shape == (30, 3)
 
-    missing = _one_line_error(_train(*data, "--embeddings", str(glove), "--out", str(tmp_path / "more")))
+    missing = one_line_error(_train(*data, "--embeddings", str(glove), "--out", str(tmp_path / "more")))
     assert f"Expected --embeddings to be a GloVe text file, but {glove} does not exist." in missing
     some_file = str(tmp_path / "20newsgroups.jsonl.gz")
-    wrong = _one_line_error(_train("--embeddings", some_file, "--out", str(tmp_path / "more")))
+    wrong = one_line_error(_train("--embeddings", some_file, "--out", str(tmp_path / "more")))
     assert "--embeddings applies to --model textcnn only, got --model mlp." in wrong
     assert not (tmp_path / "more").exists()
 
@@ -463,10 +456,10 @@ def test_name_names_the_run_folder_and_a_taken_name_is_refused(tmp_path):
     assert [p.name for p in out.iterdir()] == ["ce"] and (out / "ce" / "config.json").is_file()
     assert json.loads((out / "ce" / "config.json").read_text())["config"]["name"] == "ce"
     before = sorted(str(p) for p in out.rglob("*"))
-    line = _one_line_error(_train("--epochs", "1", "--out", str(out), "--name", "ce", "--quiet", *TINY))
+    line = one_line_error(_train("--epochs", "1", "--out", str(out), "--name", "ce", "--quiet", *TINY))
     assert f"{out / 'ce'} already exists" in line and "--resume" in line
     assert sorted(str(p) for p in out.rglob("*")) == before
-    line = _one_line_error(_train("--resume", str(out / "ce"), "--epochs", "2", "--name", "other"))
+    line = one_line_error(_train("--resume", str(out / "ce"), "--epochs", "2", "--name", "other"))
     assert "--name names a new run folder" in line
 
 
@@ -482,7 +475,7 @@ def test_print_config_is_a_dry_run_with_everything_resolved(tmp_path, monkeypatc
     paper = json.loads(_train("--print-config", "--dataset", "cifar10", "--preset", "paper", "--loss", "focal").stdout)
     assert (paper["loss_reduction"], paper["grad_clip"], paper["lr"], paper["epochs"]) == ("sum", 2.0, 0.1, 350)
     assert paper["loss_options"] == {"gamma": 3.0}
-    assert _one_line_error(_train("--print-config", "--lr", "1e39")).startswith("Error: Expected --lr")
+    assert one_line_error(_train("--print-config", "--lr", "1e39")).startswith("Error: Expected --lr")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -495,7 +488,7 @@ def test_config_json_records_the_resolved_loss_options_and_resume_accepts_them(t
     mmce = next(p for p in out.iterdir() if p.name.endswith("-mmce"))
     assert json.loads((mmce / "config.json").read_text())["config"]["loss_options"] == {"weight": 2.0}
     assert _train("--resume", str(run), "--epochs", "2", "--gamma", "2", "--quiet").exit_code == 0
-    assert "conflicts" in _one_line_error(_train("--resume", str(run), "--epochs", "3", "--gamma", "3"))
+    assert "conflicts" in one_line_error(_train("--resume", str(run), "--epochs", "3", "--gamma", "3"))
 
 
 def test_help_shows_every_default_and_they_are_the_real_ones():

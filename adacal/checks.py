@@ -1,0 +1,92 @@
+"""Argument checks shared by the library: integers with bounds, finite numbers, numbers in a range.
+
+One message template names the argument, what was expected and what was found, as an `InputError`:
+"Expected --n-bins to be a positive integer, got 0." The caller passes the name the user knows (a flag such as
+"--n-bins", or "min_count (--min-bin-count)" for a library keyword with a CLI flag). Imports only numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from adacal.errors import InputError
+
+
+def is_integer(value: Any) -> bool:
+    """A Python or numpy integer; bool is refused (True would pass as 1)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def is_number(value: Any) -> bool:
+    """A Python or numpy real number (bool refused), finite or not."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def shown(value: Any) -> str:
+    """How a found value appears in a message: numbers plainly (no numpy type name), anything else as repr."""
+    if is_integer(value):
+        return str(int(value))
+    if is_number(value):
+        return repr(float(value))
+    return repr(value)
+
+
+def integer_kind(minimum: int | None = None, maximum: int | None = None) -> str:
+    """'a positive integer', 'a non-negative integer', 'an integer >= 2', 'an integer between 10 and 2400'."""
+    if minimum is not None and maximum is not None:
+        return f"an integer between {minimum} and {maximum}"
+    if minimum == 1:
+        return "a positive integer"
+    if minimum == 0:
+        return "a non-negative integer"
+    if minimum is not None:
+        return f"an integer >= {minimum}"
+    if maximum is not None:
+        return f"an integer <= {maximum}"
+    return "an integer"
+
+
+def check_integer(
+    value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None, note: str = "",
+    error: type[Exception] = InputError,
+) -> int:
+    """`value` as an int within [minimum, maximum] (either bound optional); `note` follows the expected kind in the
+    message, e.g. " (0 = no intervals)"."""
+    if (
+        not is_integer(value)
+        or (minimum is not None and value < minimum)
+        or (maximum is not None and value > maximum)
+    ):
+        raise error(f"Expected {name} to be {integer_kind(minimum, maximum)}{note}, got {shown(value)}.")
+    return int(value)
+
+
+def check_positive_int(value: Any, name: str) -> int:
+    return check_integer(value, name, minimum=1)
+
+
+def check_non_negative_int(value: Any, name: str, *, note: str = "") -> int:
+    return check_integer(value, name, minimum=0, note=note)
+
+
+def check_finite(value: Any, name: str) -> float:
+    """`value` as a finite float."""
+    if not is_number(value) or not math.isfinite(value):
+        raise InputError(f"Expected {name} to be a finite number, got {shown(value)}.")
+    return float(value)
+
+
+def check_in_range(
+    value: Any, name: str, low: float, high: float, *, inclusive: bool = True, example: str = ""
+) -> float:
+    """`value` as a finite float in [low, high] (or (low, high) when not `inclusive`); `example` such as
+    " such as 0.9" follows the expected range in the message."""
+    if is_number(value) and math.isfinite(value):
+        inside = low <= value <= high if inclusive else low < value < high
+        if inside:
+            return float(value)
+    between = f"between {low:g} and {high:g}" if inclusive else f"strictly between {low:g} and {high:g}"
+    raise InputError(f"Expected {name} to be a number {between}{example}, got {shown(value)}.")

@@ -1,0 +1,139 @@
+"""Typed records of the losses that learn from validation bins (CalFocal, AdaFocal), as history.jsonl stores them.
+
+`BinUpdate` is one update (edges, γ after it, C_val, A_val, counts per validation bin); `TrainBinStatistics` is the
+paper's C_train (mean true-class probability and count of the training samples per validation bin since the last
+read) with `merge` to add up the ranks of a distributed run; `BinnedLossEpoch` is one epoch's section of a history
+line ({"updates": [...], "train_confidence": [...], "train_counts": [...]}).
+
+`to_dict()` gives exactly the JSON-ready mapping history.jsonl holds, `from_dict()` reads one back. The records are
+also read-only mappings with those keys (`record["gammas"]`), so code and files that index them by name keep working.
+Values stay as stored (floats, or None where JSON holds null for a non-finite value); this module needs no torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+UPDATES_KEY = "updates"
+
+
+def _values(values: Any) -> tuple:
+    return tuple(values.tolist() if isinstance(values, np.ndarray) else values)
+
+
+class _Record(Mapping):
+    """Mapping view of a frozen dataclass: its field names are the keys, in declaration order."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._keys():
+            raise KeyError(key)
+        value = getattr(self, key)
+        return list(value) if isinstance(value, tuple) else value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+    @classmethod
+    def _keys(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready mapping (lists, not tuples) history.jsonl stores."""
+        return {key: self[key] for key in self._keys()}
+
+
+@dataclass(frozen=True, eq=False)
+class BinUpdate(_Record):
+    """One update of a validation-binned loss: `edges` (M + 1), and per bin `gammas` (None when the loss has no
+    per-bin γ, CalFocal's mode "sample"), `val_confidence` (C_val), `val_accuracy` (A_val) and `counts`."""
+
+    edges: tuple[float, ...]
+    gammas: tuple[float, ...] | None
+    val_confidence: tuple[float, ...]
+    val_accuracy: tuple[float, ...]
+    counts: tuple[int, ...]
+
+    @classmethod
+    def from_statistics(cls, stats: Any, gammas: Any | None) -> BinUpdate:
+        """The record of `adacal.metrics.binning.BinStatistics` (equal-mass validation bins) and the γ after it."""
+        return cls(
+            edges=_values(stats.edges),
+            gammas=None if gammas is None else _values(gammas),
+            val_confidence=_values(stats.mean_confidence),
+            val_accuracy=_values(stats.accuracy),
+            counts=_values(stats.counts),
+        )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BinUpdate:
+        """Read a record back from its mapping; a missing key raises KeyError naming it."""
+        gammas = data["gammas"]
+        return cls(
+            edges=_values(data["edges"]),
+            gammas=None if gammas is None else _values(gammas),
+            val_confidence=_values(data["val_confidence"]),
+            val_accuracy=_values(data["val_accuracy"]),
+            counts=_values(data["counts"]),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class TrainBinStatistics(_Record):
+    """C_train: mean true-class probability of the training samples per validation bin (0 for an empty bin) and
+    how many fell in each bin."""
+
+    train_confidence: tuple[float, ...]
+    train_counts: tuple[int, ...]
+
+    @classmethod
+    def from_sums(cls, sums: np.ndarray, counts: np.ndarray) -> TrainBinStatistics:
+        """From per-bin sums of true-class probabilities and counts (float64 arrays)."""
+        means = np.where(counts > 0, sums / np.maximum(counts, 1.0), 0.0)
+        return cls(train_confidence=_values(means), train_counts=_values(counts.astype(np.int64)))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TrainBinStatistics:
+        return cls(train_confidence=_values(data["train_confidence"]), train_counts=_values(data["train_counts"]))
+
+    @classmethod
+    def merge(cls, parts: Sequence[TrainBinStatistics | Mapping[str, Any]]) -> TrainBinStatistics:
+        """One record for samples seen by several ranks: counts add up, mean confidences are count-weighted."""
+        if not parts:
+            raise ValueError("Expected at least one record to merge, got none.")
+        parts = [p if isinstance(p, TrainBinStatistics) else cls.from_dict(p) for p in parts]
+        counts = np.sum([np.asarray(p.train_counts, dtype=np.float64) for p in parts], axis=0)
+        sums = np.sum(
+            [np.asarray(p.train_confidence, dtype=np.float64) * np.asarray(p.train_counts) for p in parts], axis=0
+        )
+        confidence = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
+        return cls(train_confidence=_values(confidence), train_counts=tuple(int(c) for c in counts))
+
+
+@dataclass(frozen=True)
+class BinnedLossEpoch:
+    """One epoch's section of a history line for a validation-binned loss: its updates and, for a loss that tracks
+    them (AdaFocal), the epoch's C_train."""
+
+    updates: tuple[BinUpdate, ...]
+    train: TrainBinStatistics | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        section: dict[str, Any] = {UPDATES_KEY: [u.to_dict() for u in self.updates]}
+        if self.train is not None:
+            section.update(self.train.to_dict())
+        return section
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BinnedLossEpoch:
+        """Read a section back; `train` is None when it holds no train_confidence (null or absent)."""
+        train = None
+        if data.get("train_confidence") is not None and data.get("train_counts") is not None:
+            train = TrainBinStatistics.from_dict(data)
+        return cls(updates=tuple(BinUpdate.from_dict(u) for u in data.get(UPDATES_KEY) or []), train=train)

@@ -1,0 +1,185 @@
+"""`adacal ood` as one library call (`run_ood`): resolve the inputs (saved logits or a checkpoint), the
+temperature, run the detection and write the report."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from adacal.errors import InputError
+from adacal.ood.model import check_ood_options, ood_from_model, ood_report_name, resolve_checkpoint
+from adacal.ood.scores import (
+    FIT_OBJECTIVE,
+    SEVERITIES,
+    check_score_names,
+    check_temperature,
+    detect_ood,
+    ood_report,
+    resolve_temperature,
+    temperature_edge,
+)
+from adacal.sources.formats import ReadOptions
+
+@dataclass(frozen=True)
+class OodRun:
+    """What `run_ood` did: the report (its results and config), where it was written and what a reader must know."""
+
+    report: dict[str, Any]
+    written: Path | None = None  # the run folder's ood-<set>.json or --json; None when not saved
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def results(self) -> dict[str, Any]:
+        return self.report["results"]
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.report["config"]
+
+
+def run_ood(
+    *,
+    in_name: str | None = None,
+    out_name: str | None = None,
+    model: str | os.PathLike | None = None,
+    in_preds: str | os.PathLike | None = None,
+    out_preds: str | os.PathLike | None = None,
+    corruption: str | None = None,
+    severity: int | None = None,
+    scores: str | Iterable[str] = "entropy",
+    temperature: float | None = None,
+    fit_temperature: bool = False,
+    data_dir: str | os.PathLike | None = None,
+    download: bool = True,
+    device: str = "auto",
+    batch_size: int = 512,
+    limit: int | None = None,
+    seed: int = 0,
+    json_path: str | os.PathLike | None = None,
+    force: bool = False,
+    options: ReadOptions | None = None,
+    status: Callable[[str], AbstractContextManager[Any]] | None = None,
+) -> OodRun:
+    """Everything `adacal ood` does, without printing.
+
+    Either `model` (a run folder or checkpoint; `out_name` is the OOD set, a dataset name, cifar10-c or an .npz of
+    images) or `in_preds` and `out_preds` (saved outputs of any model; `options` says how to read them). The
+    temperature is `temperature`, else fitted on the validation logits with `fit_temperature`, else the run's
+    calibrate.json. The report goes to `json_path` ("-": standard output), else for a run to ood-<set>.json in its
+    folder. `status(message)` is a context manager around the long scoring of a model (a spinner). Every option is
+    checked before a model is run, and nothing is written before the results exist.
+    """
+    from adacal.runs import find_run_folder
+    from adacal.reports import write_json
+    from adacal.writing import check_output
+
+    model = None if model is None else Path(model)
+    in_preds = None if in_preds is None else Path(in_preds)
+    out_preds = None if out_preds is None else Path(out_preds)
+    json_path = None if json_path is None else Path(json_path)
+    data_dir = None if data_dir is None else Path(data_dir)
+    options = options or ReadOptions()
+
+    model_run = find_run_folder(model) if model is not None else None  # its calibrate.json gives T
+    check_output(json_path, flag="--json", force=force, inputs=(
+        model, in_preds, out_preds, model_run.report("calibrate.json") if model_run is not None else None))
+    score_names = check_score_names(scores)
+    if json_path is not None and json_path.is_dir():
+        raise InputError(f"Expected --json to be a file path, but {json_path} is a folder.")
+    if model is not None and (in_preds is not None or out_preds is not None):
+        raise InputError("Expected either --model or --in-preds/--out-preds, not both.")
+    if temperature is not None:
+        check_temperature(temperature)
+        if fit_temperature:
+            raise InputError("Expected either --temperature or --fit-temperature, not both.")
+    if severity is not None and severity not in SEVERITIES:
+        raise InputError(f"Expected --severity to be an integer from 1 to 5, got {severity}.")
+
+    if model is not None:
+        if options.logits_key is not None or options.labels_key is not None or options.renormalize:
+            raise InputError("Expected --logits-key, --labels-key and --renormalize only with --in-preds/--out-preds.")
+        if out_name is None:
+            raise InputError("Expected --out (the OOD set: a dataset name, cifar10-c or an .npz of images) with --model.")
+        in_name, out_name, corruption, severity = check_ood_options(
+            in_name=in_name, out_name=out_name, corruption=corruption, severity=severity
+        )
+        _, run = resolve_checkpoint(model)
+        run_dir = run.root if run is not None else None
+        if not fit_temperature:  # option or calibrate.json: settled before the long work
+            value, source = resolve_temperature(
+                temperature=temperature, calibration=run_dir / "calibrate.json" if run_dir is not None else None
+            )
+        with status("Scoring the in-distribution and OOD sets") if status is not None else contextlib.nullcontext():
+            in_logits, out_logits, info = ood_from_model(
+                model, in_name=in_name, out_name=out_name, corruption=corruption, severity=severity,
+                data_dir=data_dir, device=device, batch_size=batch_size, seed=seed, limit=limit,
+                download=download, with_val=fit_temperature,
+            )
+        if fit_temperature:
+            value, source = resolve_temperature(fit=True, val=info.get("val"))
+        in_name = info["in"]
+        target = json_path or (run_dir / ood_report_name(out_name, corruption, severity) if run_dir is not None else None)
+        out_label = out_name if corruption is None else f"{out_name} {corruption} s{severity}"
+        sources = {"model": str(model), "checkpoint": info["checkpoint"], "in_preds": None, "out_preds": None,
+                   "in_source": info["in_source"], "data_dir": None if data_dir is None else str(data_dir),
+                   "limit": limit, "seed": seed, "out_source": info["out_source"], "out_files": info["out_files"],
+                   "out_size": info["out_size"], "out_subsample": info["out_subsample"]}
+    elif in_preds is not None or out_preds is not None:
+        if in_preds is None or out_preds is None:
+            raise InputError("Expected both --in-preds and --out-preds (saved logits), got only one.")
+        for flag, given in (("--corruption", corruption), ("--severity", severity), ("--data-dir", data_dir),
+                            ("--limit", limit)):
+            if given is not None:
+                raise InputError(f"Expected {flag} only with --model, not with --in-preds/--out-preds.")
+        from adacal.sources import resolve_ood_inputs
+
+        in_logits, out_logits, val = resolve_ood_inputs(in_preds, out_preds, options=options, with_val=fit_temperature)
+        value, source = resolve_temperature(temperature=temperature, fit=fit_temperature, val=val)
+        in_name = in_name or in_preds.stem
+        out_name = out_name or out_preds.stem
+        out_label = out_name
+        target = json_path
+        sources = {"model": None, "checkpoint": None, "in_preds": str(in_preds), "out_preds": str(out_preds)}
+    else:
+        raise InputError("Expected --model (with --out) or --in-preds and --out-preds.")
+
+    results = detect_ood(
+        in_logits, out_logits, scores=score_names, temperature=value, temperature_source=source,
+        in_name=in_name, out_name=out_label,
+    )
+    edge = temperature_edge(value, objective=FIT_OBJECTIVE) if source == "fitted" else None
+    config = {"in": in_name, "out": out_name, "corruption": corruption, "severity": severity,
+              "scores": list(score_names), **sources, "temperature": value, "temperature_source": source,
+              "temperature_edge": edge}
+    report = ood_report(results, config=config)
+    written = write_json(target, report) if target is not None else None
+    return OodRun(report=report, written=written, notes=ood_notes(results, config))
+
+
+def ood_notes(results: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    """What a reader of the results must know: where the OOD images came from, a subsampled OOD set, sets of
+    different sizes, a temperature fitted at the edge of its search range."""
+    notes = []
+    if config.get("out_source") == "hendrycks-files":
+        notes.append(f"OOD images: Hendrycks' CIFAR-C file {config['out_files'][0]}.")
+    elif config.get("out_source") == "generated":
+        missing = " (no Hendrycks CIFAR-C file for it in the data folder)" if str(config["out"]).endswith("-c") else ""
+        notes.append(f"OOD images: {config['corruption']} generated by adacal{missing}.")
+    subsample = config.get("out_subsample")
+    if subsample:
+        notes.append(f"OOD set subsampled from {subsample['from']} to {subsample['to']}: {subsample['reason']}.")
+    n_in, n_out = results["in"]["n"], results["out"]["n"]
+    if n_in != n_out:
+        notes.append(f"The sets differ in size ({n_in} in-distribution, {n_out} OOD): AUROC and FPR@95 do not "
+                     "depend on the ratio, AUPR-in and AUPR-out do.")
+    edge = config.get("temperature_edge")
+    if edge:
+        low, high = edge["range"]
+        notes.append(f"The fitted T = {config['temperature']:.3g} is at the {edge['edge']} edge of its search range "
+                     f"[{low:g}, {high:g}]: the best T may lie beyond it.")
+    return notes

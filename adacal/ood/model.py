@@ -1,0 +1,298 @@
+"""OOD detection from an adacal checkpoint or run folder (`ood_from_model`): score the in-distribution test set
+and the OOD set (SVHN, CIFAR-10-C) with the trained model, then `detect_ood` as for saved logits."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adacal.arrays import check_labels, check_scores
+from adacal.checks import check_integer
+from adacal.errors import InputError, unknown_name
+from adacal.ood.scores import DEFAULT_CORRUPTION, DEFAULT_SEVERITY, OOD_REPORT_PREFIX, SEVERITIES
+from adacal.runs import OOD_FILE, RunFolder, predictions_are_from, require_run_folder
+from adacal.sources.files import check_regular_file
+from adacal.sources.formats import Predictions, load_split_predictions
+from adacal.sources.resolve import resolve_checkpoint as _resolve_checkpoint
+
+def check_ood_options(
+    *,
+    in_name: str | None,
+    out_name: str,
+    corruption: str | None = None,
+    severity: int | None = None,
+) -> tuple[str | None, str, str | None, int | None]:
+    """Check the names before any work; returns (in_name, out_name, corruption, severity) with defaults filled in.
+
+    `in_name` must be a registered dataset, or None for the dataset the model was trained on; `out_name` a registered
+    dataset, a corrupted set ("cifar10-c", "cifar100-c") or an .npz file of images. A corruption applies when asked
+    for (--corruption or --severity) and by default to the "-c" sets: gaussian_noise at severity 5, the paper's
+    CIFAR-10-C setting. Any of Hendrycks' 19 corruption names is accepted here; whether its files are there is
+    checked when the set is loaded.
+    """
+    from adacal.data import check_corruption, dataset_names, ood_names
+
+    choices = dataset_names()
+    if in_name is not None:
+        key = str(in_name).lower()
+        if key not in choices:
+            raise unknown_name("dataset", str(in_name), choices)
+        in_name = key
+    out = str(out_name)
+    if out.lower().endswith(".npz") or "/" in out or os.sep in out or Path(out).is_file():
+        if not Path(out).expanduser().exists():
+            raise InputError(f"Expected --out to be a dataset name or an .npz file of images, but {out} does not exist.")
+        check_regular_file(Path(out).expanduser(), "an .npz file of OOD images (--out)")
+    elif out.lower() in ood_names():
+        out = out.lower()
+    else:
+        raise unknown_name("OOD dataset", out, ood_names())
+    if severity is not None and (
+        isinstance(severity, bool) or not isinstance(severity, (int, np.integer)) or int(severity) not in SEVERITIES
+    ):
+        raise InputError(f"Expected --severity to be an integer from 1 to 5, got {severity!r}.")
+    if corruption is not None or severity is not None or out.endswith("-c"):
+        corruption = check_corruption(corruption or DEFAULT_CORRUPTION)  # unknown → error listing the corruptions
+        severity = int(severity) if severity is not None else DEFAULT_SEVERITY
+    return in_name, out, corruption, severity
+
+
+def ood_report_name(out_name: str, corruption: str | None = None, severity: int | None = None) -> str:
+    """The report file for one OOD set, so reports on different sets sit side by side in a run folder:
+    ood-svhn.json, ood-cifar10-c-gaussian_noise-5.json, ood-<stem>.json for an image or predictions file."""
+    text = str(out_name)
+    stem = Path(text).stem if _looks_like_file(text) else text.lower()
+    parts = [stem] + ([corruption, str(severity)] if corruption is not None else [])
+    name = "-".join(re.sub(r"[^A-Za-z0-9_.-]+", "_", part).strip("._-") or "set" for part in parts)
+    return f"{OOD_REPORT_PREFIX}{name}.json"
+
+
+def ood_report_paths(folder: str | os.PathLike) -> list[Path]:
+    """The OOD reports in a run folder: every ood-*.json (one per OOD set), and a single-file ood.json of older
+    versions, sorted by name."""
+    folder = Path(folder)
+    paths = sorted(folder.glob(f"{OOD_REPORT_PREFIX}*.json"))
+    legacy = folder / OOD_FILE
+    return ([legacy] if legacy.is_file() else []) + [p for p in paths if p.is_file()]
+
+
+def run_ood_reports(folder: str | os.PathLike) -> list[Path]:
+    """The OOD reports of a run folder (`ood_report_paths`); a folder that is not a run or holds none is an error."""
+    run = require_run_folder(Path(folder))
+    paths = ood_report_paths(run.root)
+    if not paths:
+        raise InputError(
+            f"Expected OOD reports ({OOD_REPORT_PREFIX}*.json, written by 'adacal ood --model RUN') in {run.root}, "
+            "found none."
+        )
+    return paths
+
+
+def _looks_like_file(text: str) -> bool:
+    return text.lower().endswith((".npz", ".pt", ".npy", ".csv")) or "/" in text or os.sep in text or Path(text).is_file()
+
+
+def resolve_checkpoint(model_path: str | os.PathLike) -> tuple[Path, RunFolder | None]:
+    """(checkpoint file, run folder or None) from a run folder or a checkpoint file.
+
+    For a run folder: the model training selected (checkpoints/best.pt when it was trained with --select best-val,
+    else checkpoints/last.pt) — the one its predictions.npz and evaluate.json describe.
+    """
+    return _resolve_checkpoint(model_path)
+
+
+def ood_from_model(
+    model_path: str | os.PathLike,
+    *,
+    in_name: str | None = None,
+    out_name: str,
+    corruption: str | None = None,
+    severity: int | None = None,
+    data_dir: str | os.PathLike | None = None,
+    device: str = "auto",
+    batch_size: int = 512,
+    seed: int = 0,
+    limit: int | None = None,
+    download: bool = True,
+    with_val: bool = False,
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """Score the in-distribution test set and the OOD set with a trained adacal model: (in_logits, out_logits, info).
+
+    - `model_path`: a run folder (its selected checkpoint) or a checkpoint file; loaded with weights_only=True.
+    - In-distribution: the test split of `in_name` (default: the dataset the model was trained on). The run folder's
+      predictions.npz test logits are reused when `in_name` is the training dataset and they came from this
+      checkpoint (same epoch).
+    - OOD: `out_name` through `adacal.data.load_ood_set` (a dataset's test split, "cifar10-c" with `corruption` and
+      `severity` from Hendrycks' files or generated, or an .npz of images). Its images must have the model's input
+      shape (checked before any compute) and are normalised like the model's training data.
+    - Equal sizes: a model trained with --test-subset m is scored on m in-distribution images; the OOD set is then
+      subsampled to m too — for CIFAR-10-C the corrupted versions of those same m images, else a seeded random m.
+    - `limit=N`: a seeded random N of each set (the same positions for CIFAR-10-C as for the CIFAR-10 test images it
+      is made from). Only the kept images are read (Hendrycks' files) or corrupted, so memory follows N.
+    - `with_val`: info["val"] holds validation Predictions (from predictions.npz, else computed on the validation
+      split the model was trained with) for fitting a temperature.
+    Models run in eval mode without gradients. info: checkpoint, run (folder or None), dataset (trained on),
+    in_source ("predictions.npz" or "model"), device, in, out, corruption, severity, out_source (dataset, file,
+    hendrycks-files or generated), out_files, out_size (samples in the whole OOD set), out_subsample (why and how
+    it was subsampled to the in-distribution size, or None), and val when asked.
+    """
+    from adacal.data import BatchLoader, load_dataset, load_ood_set
+    from adacal.data.base import TEST_SUBSET_SEED
+    from adacal.training.checkpoints import load_checkpoint
+    from adacal.training.inference import build_model_from_checkpoint, checkpoint_data_options, predict, resolve_device
+
+    in_name, out_name, corruption, severity = check_ood_options(
+        in_name=in_name, out_name=out_name, corruption=corruption, severity=severity
+    )
+    _check_int("--batch-size", batch_size, minimum=1)
+    _check_int("--seed", seed, minimum=0)
+    if limit is not None:
+        _check_int("--limit", limit, minimum=1)
+    checkpoint_path, run = resolve_checkpoint(model_path)
+    checkpoint = load_checkpoint(checkpoint_path)
+    torch_device = resolve_device(device)
+    trained = str(checkpoint["dataset"]).lower()
+    in_name = in_name or trained
+    input_shape = tuple(int(v) for v in checkpoint["input_shape"])
+    options = checkpoint_data_options(checkpoint, checkpoint_path)
+    if data_dir is None:
+        data_dir = options["data_dir"]
+    same = in_name == trained
+    test_subset = options["test_subset"] if same else None
+
+    # Which OOD samples to score, given the set's size: the in-distribution test subset's size (the same images for
+    # the corrupted copy of the training dataset), then --limit.
+    subsample: dict[str, Any] = {}
+
+    def select(n: int) -> np.ndarray | None:
+        rows = np.arange(n)
+        if test_subset is not None and int(test_subset) < n:
+            m = int(test_subset)
+            if out_name.endswith("-c") and out_name[:-2] == in_name:
+                # As Dataset.limit_test picks the test subset: the corrupted versions of the very same images.
+                rows = np.sort(np.random.default_rng(TEST_SUBSET_SEED).choice(n, size=m, replace=False))
+                why = f"the corrupted copies of the model's {m} {in_name} test-subset images"
+            else:
+                rows = np.sort(np.random.default_rng(seed).permutation(n)[:m])
+                why = f"a seeded random {m} (--seed {seed}) to match the model's {m}-image {in_name} test subset"
+            subsample.update({"from": int(n), "to": int(m), "reason": why})
+        index = _limit_indices(len(rows), limit, seed)
+        rows = rows if index is None else rows[index]
+        return None if len(rows) == n else rows
+
+    # The OOD set first: a shape the model cannot take is reported before the model or the in-distribution data.
+    ood = load_ood_set(
+        out_name, data_dir=data_dir, corruption=corruption, severity=severity, seed=seed, download=download,
+        select=select,
+    )
+    if tuple(ood.shape) != input_shape:
+        raise InputError(f"Expected OOD images of shape {input_shape} like the model's input, got {tuple(ood.shape)}.")
+    if len(ood.split) == 0:
+        raise InputError(f"Expected the OOD set {out_name} to hold at least one sample, got none.")
+
+    saved = _saved_predictions(run, checkpoint, in_name=in_name)
+    dataset = None
+    if saved is None or (with_val and saved["val"] is None):
+        dataset = load_dataset(
+            in_name, data_dir=data_dir, download=download,
+            seed=options["seed"] if same else 0,
+            val_size=options["val_size"] if same else None,
+        ).limit_test(test_subset)
+        if tuple(dataset.input_shape) != input_shape:
+            raise InputError(
+                f"Expected {in_name} inputs of shape {input_shape} like the model's input, got {tuple(dataset.input_shape)}."
+            )
+        if len(dataset.test) == 0:
+            raise InputError(f"Expected the {in_name} test set to hold at least one sample, got none.")
+
+    model = None
+
+    def logits_of(split: Any) -> np.ndarray:
+        nonlocal model
+        if model is None:
+            model, _ = build_model_from_checkpoint(checkpoint)
+            model = model.to(torch_device)
+        # Normalise with the training dataset's statistics (the model's input convention), whatever the set.
+        loader = BatchLoader(split, batch_size, dataset=trained, shuffle=False, augment=False, device=torch_device)
+        logits, _ = predict(model, loader, torch_device)
+        return logits
+
+    if saved is not None:
+        in_logits, in_source = _subset_rows(saved["test"].logits, limit, seed), "predictions.npz"
+    else:
+        in_logits, in_source = logits_of(_subset_split(dataset.test, limit, seed)), "model"
+    out_logits = logits_of(ood.split)
+    info: dict[str, Any] = {
+        "checkpoint": str(checkpoint_path),
+        "run": None if run is None else str(run.root),
+        "dataset": trained,
+        "in_source": in_source,
+        "device": str(torch_device),
+        "in": in_name,
+        "out": out_name,
+        "corruption": corruption,
+        "severity": severity,
+        "out_source": ood.source,
+        "out_files": list(ood.files),
+        "out_size": ood.size,
+        "out_subsample": subsample or None,
+    }
+    if with_val:
+        if saved is not None and saved["val"] is not None:
+            info["val"] = saved["val"]
+        else:
+            if len(dataset.val) == 0:
+                raise InputError(f"Expected a {in_name} validation split to fit the temperature on, got none.")
+            val_logits = check_scores(logits_of(dataset.val), name=f"{in_name} validation logits")
+            labels = check_labels(dataset.val.labels, n=len(val_logits), num_classes=val_logits.shape[1],
+                                  name=f"{in_name} validation labels")
+            info["val"] = Predictions(logits=val_logits, labels=labels)
+    return (
+        check_scores(in_logits, name=f"{in_name} test logits"),
+        check_scores(out_logits, name=f"{out_name} logits"),
+        info,
+    )
+
+
+def _saved_predictions(run: RunFolder | None, checkpoint: dict[str, Any], *, in_name: str) -> dict[str, Any] | None:
+    """The run's predictions.npz ({"val", "test"}) when they are this checkpoint's outputs on `in_name`, else None.
+
+    They are when `in_name` is the training dataset and the checkpoint's epoch is the epoch training evaluated
+    (evaluate.json's selected_epoch; for --select last, the final epoch). Anything else — another dataset, a run
+    resumed or still training, a checkpoint from another epoch — is scored by the model instead.
+    """
+    if run is None or in_name != str(checkpoint["dataset"]).lower() or not predictions_are_from(run, checkpoint):
+        return None
+    return load_split_predictions(run.predictions)
+
+
+def _limit_indices(n: int, limit: int | None, seed: int) -> np.ndarray | None:
+    """A seeded random `limit` of range(n) in ascending order (CIFAR test sets are sorted by class), or None for all."""
+    if limit is None or limit >= n:
+        return None
+    return np.sort(np.random.default_rng(seed).permutation(n)[:limit])
+
+
+def _subset_rows(array: np.ndarray, limit: int | None, seed: int) -> np.ndarray:
+    index = _limit_indices(len(array), limit, seed)
+    return array if index is None else array[index]
+
+
+def _subset_split(split: Any, limit: int | None, seed: int) -> Any:
+    import torch
+
+    from adacal.data import Split
+
+    index = _limit_indices(len(split), limit, seed)
+    if index is None:
+        return split
+    index = torch.from_numpy(index)
+    return Split(split.inputs[index], split.labels[index])
+
+
+def _check_int(name: str, value: Any, *, minimum: int) -> int:
+    return check_integer(value, name, minimum=minimum)

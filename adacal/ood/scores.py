@@ -1,0 +1,235 @@
+"""OOD scores from logits, AUROC / AUPR / FPR@95 per score (`detect_ood`), the temperature and saved logits.
+
+The math of each score and metric lives in `adacal.metrics.ood`; this module validates, wires and reports.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adacal.arrays import check_labels, check_scores, looks_like_probs
+from adacal.errors import InputError, unknown_name
+from adacal.metrics.ood import OOD_SCORES as SCORE_REGISTRY
+from adacal.reports import make_report, read_report
+from adacal.sources.formats import Predictions, ReadOptions
+from adacal.sources.resolve import load_ood_scores, load_validation_split
+
+OOD_SCORES = tuple(SCORE_REGISTRY.names())  # every score adacal.metrics.ood registers
+DEFAULT_CORRUPTION = "gaussian_noise"
+DEFAULT_SEVERITY = 5
+SEVERITIES = (1, 2, 3, 4, 5)
+TEMPERATURE_SOURCES = ("none", "option", "calibrate.json", "fitted")
+# The paper picks T on the validation set by minimising ECE_EM (PAPER.md, "Post-hoc calibration").
+FIT_OBJECTIVE = "ece-em"
+OOD_REPORT_PREFIX = "ood-"
+
+
+# ------------------------------------------------------------------------------------------------------- scores
+
+
+def check_score_names(scores: str | Iterable[str]) -> tuple[str, ...]:
+    """Score names from "entropy,max-prob" or a sequence; unknown names are an error listing the choices."""
+    items = scores.split(",") if isinstance(scores, str) else list(scores)
+    names: list[str] = []
+    for item in items:
+        name = str(item).strip().lower()
+        if not name:
+            continue
+        if name not in OOD_SCORES:
+            raise unknown_name("OOD score", name, OOD_SCORES)
+        if name not in names:
+            names.append(name)
+    if not names:
+        raise InputError(f"Expected --scores to name at least one of {', '.join(OOD_SCORES)}, got '{scores}'.")
+    return tuple(names)
+
+
+def ood_scores(logits: Any, score: str = "entropy", *, temperature: float | None = None) -> np.ndarray:
+    """Per-sample OOD scores (N,) from logits (N, K), higher = more OOD; with `temperature`, of logits / T."""
+    from adacal.metrics.ood import ood_scores as compute
+
+    (name,) = check_score_names([score])
+    logits = check_scores(logits)
+    if temperature is not None:
+        temperature = check_temperature(temperature)
+    return compute(logits, name, temperature=temperature)
+
+
+def detect_ood(
+    in_logits: Any,
+    out_logits: Any,
+    *,
+    scores: str | Sequence[str] = ("entropy",),
+    temperature: float | None = None,
+    temperature_source: str | None = None,
+    in_name: str = "in",
+    out_name: str = "out",
+) -> dict[str, Any]:
+    """The `results` block of ood.json: per score, AUROC / AUPR-in / AUPR-out / FPR@95 and the ROC curve.
+
+    OOD is the positive class. `pre` uses the logits as given; `post` (only when `temperature` is given) uses
+    logits / T. Metric values are fractions in [0, 1].
+    """
+    names = check_score_names(scores)
+    in_logits = check_scores(in_logits, name="in-distribution logits")
+    out_logits = check_scores(out_logits, name="OOD logits")
+    if in_logits.shape[1] != out_logits.shape[1]:
+        raise InputError(
+            f"Expected the in-distribution and OOD logits to have the same number of classes, "
+            f"got {in_logits.shape[1]} and {out_logits.shape[1]}."
+        )
+    if temperature is not None:
+        temperature = check_temperature(temperature)
+        for what, logits in (("in-distribution", in_logits), ("OOD", out_logits)):
+            if looks_like_probs(logits):
+                raise InputError(
+                    f"Expected {what} logits to apply a temperature to, but they look like probabilities "
+                    f"(rows in [0, 1] summing to 1); save the logits instead."
+                )
+    source = temperature_source or ("option" if temperature is not None else "none")
+    if source not in TEMPERATURE_SOURCES:
+        raise InputError(f"Expected temperature_source to be one of {', '.join(TEMPERATURE_SOURCES)}, got '{source}'.")
+    if (source == "none") != (temperature is None):
+        raise InputError(f"Expected a temperature with temperature_source '{source}', got {temperature!r}.")
+
+    results: dict[str, Any] = {}
+    for name in names:
+        pre = _score_metrics(in_logits, out_logits, name)
+        post = None if temperature is None else _score_metrics(in_logits / temperature, out_logits / temperature, name)
+        results[name] = {"pre": pre, "post": post}
+    return {
+        "in": {"name": str(in_name), "n": int(in_logits.shape[0])},
+        "out": {"name": str(out_name), "n": int(out_logits.shape[0])},
+        "temperature": temperature,
+        "temperature_source": source,
+        "scores": results,
+    }
+
+
+def ood_report(results: dict[str, Any], *, config: dict[str, Any]) -> dict[str, Any]:
+    """The full ood.json report (the common envelope around `detect_ood`'s results)."""
+    return make_report("ood", config=config, results=results)
+
+
+def _score_metrics(in_logits: np.ndarray, out_logits: np.ndarray, name: str) -> dict[str, Any]:
+    from adacal.metrics.ood import ood_metrics, ood_scores, roc_curve_points
+
+    in_scores = ood_scores(in_logits, name)
+    out_scores = ood_scores(out_logits, name)
+    metrics = ood_metrics(in_scores, out_scores)
+    fpr, tpr, _ = roc_curve_points(in_scores, out_scores)
+    return {
+        "auroc": float(metrics["auroc"]),
+        "aupr_in": float(metrics["aupr_in"]),
+        "aupr_out": float(metrics["aupr_out"]),
+        "fpr_at_95_tpr": float(metrics["fpr_at_95_tpr"]),
+        "roc": {"fpr": [float(v) for v in fpr], "tpr": [float(v) for v in tpr]},
+    }
+
+
+# ------------------------------------------------------------------------------------------------- temperature
+
+
+def check_temperature(temperature: Any, *, name: str = "--temperature") -> float:
+    if isinstance(temperature, bool):
+        raise InputError(f"Expected {name} to be a positive number, got {temperature!r}.")
+    try:
+        value = float(temperature)
+    except (TypeError, ValueError):
+        raise InputError(f"Expected {name} to be a positive number, got {temperature!r}.") from None
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"Expected {name} to be a positive number, got {temperature!r}.")
+    return value
+
+
+def temperature_from_calibration(path: str | os.PathLike) -> float | None:
+    """T from a calibrate.json: the temperature calibrator's, else the best calibrator's if it has one; else None."""
+    report = read_report(path, kind="calibrate")
+    results = report["results"] if isinstance(report["results"], dict) else {}
+    calibrators = results.get("calibrators")
+    if not isinstance(calibrators, dict):
+        return None
+    for name in ("temperature", results.get("best")):
+        entry = calibrators.get(name) if isinstance(name, str) else None
+        params = entry.get("params") if isinstance(entry, dict) else None
+        value = params.get("temperature") if isinstance(params, dict) else None
+        if value is not None:
+            return check_temperature(value, name=f"the temperature of '{name}' in {path}")
+    return None
+
+
+def fit_temperature(val_logits: Any, val_labels: Any, *, objective: str = FIT_OBJECTIVE) -> float:
+    """Fit temperature scaling on validation logits (by default minimising ECE_EM, as the paper does); return T."""
+    from adacal.calibrators import build_calibrator
+
+    logits = check_scores(val_logits, name="validation logits")
+    labels = check_labels(val_labels, n=logits.shape[0], num_classes=logits.shape[1], name="validation labels")
+    calibrator = build_calibrator("temperature", objective=objective).fit(logits, labels)
+    return check_temperature(calibrator.temperature_, name="the fitted temperature")
+
+
+def temperature_edge(temperature: float, *, objective: str = FIT_OBJECTIVE) -> dict[str, Any] | None:
+    """Where a fitted T sits on the edge of the range the fit searched, {"edge": "lower" | "upper", "range": [lo, hi]};
+    else None. A T on the edge is the best the search could return, not necessarily the best T: the model may need
+    a T beyond the range (the grid objectives search 0.1 ... 10 in steps of 0.1, "nll" searches [0.05, 20])."""
+    from adacal.calibrators.temperature import NLL_BOUNDS, TEMPERATURE_GRID
+
+    value = check_temperature(temperature, name="the fitted temperature")
+    if objective == "nll":
+        low, high = (float(v) for v in NLL_BOUNDS)
+        tolerance = 1e-3  # in log T: Brent's bounded search stops within xatol of a bound it presses against
+        at_low = abs(math.log(value) - math.log(low)) < tolerance
+        at_high = abs(math.log(value) - math.log(high)) < tolerance
+    else:
+        low, high = float(np.min(TEMPERATURE_GRID)), float(np.max(TEMPERATURE_GRID))
+        at_low, at_high = value <= low * (1 + 1e-9), value >= high * (1 - 1e-9)
+    if not (at_low or at_high):
+        return None
+    return {"edge": "lower" if at_low else "upper", "range": [low, high]}
+
+
+def resolve_temperature(
+    *,
+    temperature: float | None = None,
+    fit: bool = False,
+    calibration: str | os.PathLike | None = None,
+    val: Predictions | None = None,
+) -> tuple[float | None, str]:
+    """(T, temperature_source): the option if given, else fitted on `val` when `fit`, else from `calibration`
+    (a calibrate.json, used only when the file exists), else (None, "none")."""
+    if temperature is not None and fit:
+        raise InputError("Expected either --temperature or --fit-temperature, not both.")
+    if temperature is not None:
+        return check_temperature(temperature), "option"
+    if fit:
+        if val is None:
+            raise InputError(
+                "Expected validation logits and labels to fit the temperature (--fit-temperature), but none were found."
+            )
+        return fit_temperature(val.logits, val.labels), "fitted"
+    if calibration is not None and Path(calibration).is_file():
+        value = temperature_from_calibration(calibration)
+        if value is not None:
+            return value, "calibrate.json"
+    return None, "none"
+
+
+# ---------------------------------------------------------------------------------------------- saved logits
+
+
+def load_ood_logits(path: str | os.PathLike, *, split: str = "test", options: ReadOptions | None = None) -> np.ndarray:
+    """Scores (N, K) of saved model outputs (labels optional): any file and key spelling `adacal.sources` reads
+    (`logits`, `probs`, ..., or `test_logits` as in predictions.npz; .npz, .pt, .npy, .csv)."""
+    return load_ood_scores(path, split=split, options=options or ReadOptions())
+
+
+def load_validation_predictions(path: str | os.PathLike, *, options: ReadOptions | None = None) -> Predictions | None:
+    """`val_logits` and `val_labels` (or their other spellings) from a predictions file, or None when it holds no
+    validation split."""
+    return load_validation_split(path, options=options or ReadOptions())
