@@ -336,16 +336,22 @@ def test_bands_need_per_sample_predictions(tmp_path):
     assert "--bands consistency needs per-sample predictions" in message
 
 
-def test_cli_bands_are_drawn(tmp_path, monkeypatch):
-    preds = _preds(tmp_path / "p.npz", n=300)
-    figures = []
+@pytest.fixture
+def figures(monkeypatch):
+    """The figures `adacal plot` saves, in order (save_figure still writes them)."""
+    saved = []
     original = plots.save_figure
 
     def save(fig, path, **kwargs):
-        figures.append(fig)
+        saved.append(fig)
         return original(fig, path, **kwargs)
 
     monkeypatch.setattr(plots, "save_figure", save)
+    return saved
+
+
+def test_cli_bands_are_drawn(tmp_path, figures):
+    preds = _preds(tmp_path / "p.npz", n=300)
     result = _invoke(["reliability", preds, "--bands", "bootstrap", "--band-samples", "50", "--band-level", "0.8",
                       "--n-bins", "5", "--out", tmp_path / "r.png", "--dpi", "30"])
     assert result.exit_code == 0, result.output
@@ -355,16 +361,8 @@ def test_cli_bands_are_drawn(tmp_path, monkeypatch):
     assert os.path.getsize(tmp_path / "r.png") > 0
 
 
-def test_cli_smooth_curve_is_drawn_and_needs_per_sample_predictions(tmp_path, monkeypatch):
+def test_cli_smooth_curve_is_drawn_and_needs_per_sample_predictions(tmp_path, figures):
     preds = _preds(tmp_path / "p.npz", n=300)
-    figures = []
-    original = plots.save_figure
-
-    def save(fig, path, **kwargs):
-        figures.append(fig)
-        return original(fig, path, **kwargs)
-
-    monkeypatch.setattr(plots, "save_figure", save)
     result = _invoke(["reliability", preds, "--smooth", "--out", tmp_path / "r.png", "--dpi", "30"])
     assert result.exit_code == 0, result.output
     (ax,) = [a for a in figures[0].axes if a.get_label() == "reliability:0"]
