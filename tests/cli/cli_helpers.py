@@ -4,6 +4,8 @@ Test modules in tests/cli import it by name (`from cli_helpers import one_line_e
 test's folder on sys.path (there is no tests/__init__.py).
 """
 
+from pathlib import Path
+
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -21,3 +23,14 @@ def one_line_error(result, fragment: str | None = None, *, exit_code: int = 2) -
     if fragment is not None:
         assert fragment in lines[0], lines[0]
     return lines[0]
+
+
+def snapshot(*roots: Path) -> dict[str, tuple[int, int]]:
+    """Every path under the roots (links not followed) with its (mtime_ns, size): what a refused command must leave
+    exactly as it was."""
+    state = {}
+    for root in roots:
+        for path in [root, *root.rglob("*")]:
+            info = path.lstat()
+            state[str(path)] = (info.st_mtime_ns, info.st_size if path.is_file() else -1)
+    return state

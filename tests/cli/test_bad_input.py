@@ -21,7 +21,7 @@ import torch
 
 from adacal.cli import app
 
-from cli_helpers import one_line_error, runner
+from cli_helpers import one_line_error, runner, snapshot
 
 K = 10
 
@@ -284,14 +284,6 @@ CASES = [
 ]
 
 
-def _snapshot(*roots: Path) -> dict[str, tuple[int, int]]:
-    """Every path under the roots with its (mtime_ns, size): what a command must leave exactly as it was."""
-    state = {}
-    for root in roots:
-        for path in [root, *root.rglob("*")]:
-            info = path.stat()
-            state[str(path)] = (info.st_mtime_ns, info.st_size if path.is_file() else -1)
-    return state
 
 
 def test_the_table_is_large_and_covers_every_command():
@@ -305,9 +297,9 @@ def test_bad_input_fails_in_one_line_and_touches_nothing(base, tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)  # the working folder: commands that default to ./runs would write here
     names = {key: value for key, value in base.items() if isinstance(value, Path)}
     args = [part.format(**names) for part in argv.split()]
-    before = _snapshot(tmp_path, base["root"])
+    before = snapshot(tmp_path, base["root"])
 
     result = runner.invoke(app, args)
 
     one_line_error(result, expected)
-    assert _snapshot(tmp_path, base["root"]) == before
+    assert snapshot(tmp_path, base["root"]) == before

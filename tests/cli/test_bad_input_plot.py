@@ -16,7 +16,7 @@ import pytest
 
 from adacal.cli import app
 
-from cli_helpers import one_line_error, runner
+from cli_helpers import one_line_error, runner, snapshot
 
 
 
@@ -161,13 +161,6 @@ CASES = [
 ]
 
 
-def _snapshot(*roots: Path) -> dict[str, tuple[int, int]]:
-    state = {}
-    for root in roots:
-        for path in [root, *root.rglob("*")]:
-            info = path.lstat()
-            state[str(path)] = (info.st_mtime_ns, info.st_size if path.is_file() else -1)
-    return state
 
 
 def test_the_table_covers_every_history_reading_plot():
@@ -179,12 +172,12 @@ def test_the_table_covers_every_history_reading_plot():
 def test_damaged_history_fails_in_one_line_and_touches_nothing(base, tmp_path, monkeypatch, argv, expected):
     monkeypatch.chdir(tmp_path)
     args = [part.format(ws=base["ws"], run=base["run"]) for part in argv.split()]
-    before = _snapshot(tmp_path, base["root"])
+    before = snapshot(tmp_path, base["root"])
 
     result = runner.invoke(app, args)
 
     one_line_error(result, expected)
-    assert _snapshot(tmp_path, base["root"]) == before
+    assert snapshot(tmp_path, base["root"]) == before
 
 
 def test_the_intact_run_draws(base, tmp_path):

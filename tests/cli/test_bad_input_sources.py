@@ -24,7 +24,7 @@ import torch
 
 from adacal.cli import app
 
-from cli_helpers import one_line_error, runner
+from cli_helpers import one_line_error, runner, snapshot
 
 K = 10
 MEMORY_LIMIT = str(16 << 20)  # ADACAL_MEMORY_LIMIT for every case: the bounds are tested without a big machine
@@ -340,13 +340,6 @@ CASES = [
 ]
 
 
-def _snapshot(*roots: Path) -> dict[str, tuple[int, int]]:
-    state = {}
-    for root in roots:
-        for path in [root, *root.rglob("*")]:
-            info = path.lstat()
-            state[str(path)] = (info.st_mtime_ns, info.st_size if path.is_file() else -1)
-    return state
 
 
 def test_the_table_is_large_and_covers_every_reading_command():
@@ -361,9 +354,9 @@ def test_bad_source_fails_in_one_line_and_touches_nothing(base, tmp_path, monkey
     names = {key: value for key, value in base.items() if isinstance(value, Path)}
     args = [part.format(**names) for part in argv.split()]
     args = ["" if part == "''" else part for part in args]
-    before = _snapshot(tmp_path, base["root"])
+    before = snapshot(tmp_path, base["root"])
 
     result = runner.invoke(app, args)
 
     one_line_error(result, expected)
-    assert _snapshot(tmp_path, base["root"]) == before
+    assert snapshot(tmp_path, base["root"]) == before
