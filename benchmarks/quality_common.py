@@ -45,7 +45,20 @@ if str(ROOT) not in sys.path:
 
 import adacal  # noqa: E402
 
-SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+def _shared_data() -> Path:
+    """The project's offline data folder beside the checkout (or beside the folder of worktrees), else adacal's
+    default data folder ($ADACAL_DATA or the user cache)."""
+    for candidate in (ROOT.parent / "shared" / "data", ROOT.parent.parent / "shared" / "data"):
+        if candidate.is_dir():
+            return candidate
+    from adacal.data import default_data_dir
+
+    return default_data_dir()
+
+
+SHARED_DATA = _shared_data()
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 PLOTS_DIR = RESULTS_DIR / "plots"
 RUNS_DIR = RESULTS_DIR / "quality_runs"
