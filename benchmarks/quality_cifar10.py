@@ -1,37 +1,41 @@
-"""Calibration quality on real CIFAR-10 at CPU scale: CE vs focal (γ = 3) vs FLSD-53 vs AdaFocal, same seed/model/data.
+"""Calibration quality on real CIFAR-10 at CPU scale: CE vs focal (γ = 3) vs FLSD-53 vs AdaFocal, ResNet-20, 3 seeds.
 
-    python benchmarks/quality_cifar10.py                 # the measured protocol below: about 50 minutes on 2 CPU cores
-    python benchmarks/quality_cifar10.py --quick         # smoke test: 2 epochs on tiny subsets, about 1-2 minutes
-    python benchmarks/quality_cifar10.py --seeds 0,1 --losses ce,adafocal --out /tmp/quality_runs
+    python benchmarks/quality_cifar10.py --jobs 2 --commit     # the grid below; resumes where it stopped
+    python benchmarks/quality_cifar10.py --seeds 0 --arms mean  # one seed of one arm
+    python benchmarks/quality_cifar10.py --summary-only         # rebuild the summary and figures, train nothing
+    python benchmarks/quality_cifar10.py --quick                # smoke test: 2 epochs on tiny subsets, ~2 minutes
 
-The paper trains ResNet-50 for 350 epochs on 45,000 images (GPU). Here, to keep its regime — a network that fits its
-training data, so that cross-entropy ends up over-confident on test data — we train a CIFAR ResNet-20 on a seeded
-5,000-image subset of the training split for 40 epochs (SGD 0.1, momentum 0.9, weight decay 5e-4, batch 128, lr ×0.1
-at epochs 20 and 30, crop + flip, the model at the end of training as in the paper), with a 2,000-image validation
-split (AdaFocal's γ-update and the temperature fit use it; the paper's is 5,000) and the full 10,000-image test set.
-Every loss gets the same seed, hence the same subset, split, initial weights and batch order.
+The protocol of issue 17 (what `adacal train --dataset cifar10 --model resnet20 --train-subset 10000 --epochs 30
+--milestones 15,25 --channels-last` does): a CIFAR ResNet-20 trained on a seeded 10,000-image subset of the training
+split for 30 epochs (SGD 0.1, momentum 0.9, weight decay 5e-4, batch 128, lr ×0.1 at epochs 15 and 25, crop + flip,
+channels-last, the model at the end of training as in the paper), with 5,000 validation images (AdaFocal's γ-update
+and the temperature fits use them) and the full 10,000-image test set; seeds 0, 1, 2, every loss with the same seeds
+(same subset, split, initial weights and batch order). About 22 minutes a run on one core. The paper trains ResNet-50
+for 350 epochs on 45,000 images; this keeps its regime (a network that fits its training data, so that cross-entropy
+ends up over-confident) at CPU scale. Arms: "mean" (adacal's default dynamics) and "sum-clip" (the reference code's:
+loss summed over the batch, gradient norm clipped to 2), the latter where this adacal has those options (`--arms`).
 
-Per run: test error, ECE-EM, ECE-EW, ECE-debias, ECE-sweep-EM before and after temperature scaling (T on the grid
-0.1..10 minimising validation ECE-EM, fitted on the run's own validation logits, as the paper does), and OOD AUROC of
-the softmax entropy, CIFAR-10 test vs CIFAR-10-C Gaussian noise severity 5 (generated from the test set), before and
-after T. Also the reliability diagrams (CE | FL-3 | FLSD-53 | AdaFocal) and AdaFocal's γ dynamics as PNGs in
-benchmarks/results/plots/, and everything in benchmarks/results/quality_cifar10.json (written atomically).
-
-Runs go to --out (default /tmp/quality_runs, outside the repository); a finished run with identical options is reused
-(so re-running only redoes the analysis), unless --fresh.
+Per run (benchmarks/results/quality_runs/cifar10/<loss>-<arm>-seed<k>.json, written as soon as the run ends): test
+error, NLL, ECE-EM, ECE-EW, ECE-debias, ECE-sweep-EM before and after temperature scaling, with T fitted on the run's
+validation logits twice — the paper's grid 0.1..10 minimising ECE-EM, and minimising NLL — the OOD AUROC of the softmax
+entropy, CIFAR-10 test vs CIFAR-10-C Gaussian noise severity 5, before and after T (grid), the reliability bins, the
+training curves and AdaFocal's γ-updates. A run whose result file holds the key of the current options is skipped, so
+the grid resumes across sessions and machines. The summary (mean ± std over seeds per loss and arm) goes to
+benchmarks/results/quality_cifar10.json and the figures to benchmarks/results/plots/quality_cifar10_*.png, rebuilt
+from the result files.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import quality_common as qc  # noqa: I001  (sets sys.path to the checkout)
-import torch
 
+DATASET = "cifar10"
 RESULTS = qc.RESULTS_DIR / "quality_cifar10.json"
 
 PAPER_NOTE = ("The paper's figures (Ghosh et al. 2022, paper/adafocal.tex): CIFAR-10 ResNet-50, 350 epochs on 45k images, "
@@ -43,16 +47,17 @@ PAPER_NOTE = ("The paper's figures (Ghosh et al. 2022, paper/adafocal.tex): CIFA
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--epochs", type=int, default=40)
-    parser.add_argument("--milestones", default=None, help="LR ×0.1 epochs, e.g. 20,30 (default: 50 %% and 75 %%)")
-    parser.add_argument("--train-subset", type=int, default=5000)
-    parser.add_argument("--val-size", type=int, default=2000)
-    parser.add_argument("--test-subset", type=int, default=10000)
+    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--milestones", default=None,
+                        help="LR ×0.1 epochs, e.g. 15,25 (default: 15,25 for 30 epochs, the same fractions otherwise)")
+    parser.add_argument("--train-subset", type=int, default=10000)
+    parser.add_argument("--val-size", type=int, default=5000)
+    parser.add_argument("--test-subset", type=int, default=None, help="seeded test subset (default: all 10,000)")
     parser.add_argument("--model", default="resnet20")
     parser.add_argument("--no-ood", action="store_true", help="skip the CIFAR-10-C OOD scoring")
-    qc.add_common_arguments(parser, results=RESULTS)
+    qc.add_common_arguments(parser, results=RESULTS, dataset=DATASET)
     parser.add_argument("--quick", action="store_true",
-                        help="smoke test: 2 epochs, 512 train / 256 val, everything under <out>_quick")
+                        help="smoke test: 2 epochs, 512 train / 256 val / 2,000 test, everything under <out>_quick")
     return parser
 
 
@@ -61,57 +66,46 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         # --test-subset keeps a seeded sample of the (class-sorted) test set, so 2,000 images still hold every class.
         args.epochs, args.train_subset, args.val_size, args.test_subset = 2, 512, 256, 2000
-        qc.redirect_quick_outputs(args, results=RESULTS)
-    torch.set_num_threads(args.threads)
-    losses = qc.parse_losses(args.losses)
-    seeds = qc.parse_ints(args.seeds, "--seeds")
+        qc.redirect_quick_outputs(args, results=RESULTS, dataset=DATASET)
+    if args.epochs < 1:
+        raise SystemExit(f"Error: expected --epochs to be a positive integer, got {args.epochs}.")
     milestones = (tuple(qc.parse_ints(args.milestones, "--milestones")) if args.milestones
-                  else tuple(sorted({max(1, round(args.epochs * 0.5)), max(1, round(args.epochs * 0.75))})))
+                  else tuple(sorted({max(1, round(args.epochs * 15 / 30)), max(1, round(args.epochs * 25 / 30))})))
     milestones = tuple(m for m in milestones if m < args.epochs) or ()
 
     from adacal.training import TrainConfig
 
+    fields = qc.train_config_fields()
+
+    def make_config(name: str, arm: str, seed: int) -> TrainConfig:
+        loss, options = qc.LOSS_SPECS[name]
+        return TrainConfig(
+            dataset=DATASET, model=args.model, loss=loss, loss_options=dict(options), epochs=args.epochs,
+            batch_size=128, lr=0.1, milestones=milestones, lr_decay=0.1, momentum=0.9, weight_decay=5e-4,
+            optimizer="sgd", seed=seed, device="cpu", channels_last=True, select="last", update_every="epoch",
+            train_subset=args.train_subset, val_size=args.val_size, test_subset=args.test_subset,
+            data_dir=args.data_dir, **qc.arm_options(arm, fields))
+
+    def folder_name(name: str, arm: str, seed: int) -> str:
+        # The mean arm keeps the folder names runs had before arms existed, so finished runs are found again.
+        return f"{DATASET}-{args.model}-{name}" + ("" if arm == "mean" else f"-{arm}") + f"-s{seed}"
+
     protocol = {
-        "dataset": "cifar10", "model": args.model, "epochs": args.epochs, "batch_size": 128, "optimizer": "sgd",
+        "dataset": DATASET, "model": args.model, "epochs": args.epochs, "batch_size": 128, "optimizer": "sgd",
         "lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4, "milestones": list(milestones), "lr_decay": 0.1,
         "train_subset": args.train_subset, "val_size": args.val_size, "test_subset": args.test_subset,
         "select": "last", "update_every": "epoch", "channels_last": True, "augmentation": "random crop (pad 4) + h-flip",
-        "seeds": seeds, "losses": {name: {"loss": qc.LOSS_SPECS[name][0], "options": qc.LOSS_SPECS[name][1]}
-                                    for name in losses},
-        "temperature": "grid 0.1..10 step 0.1 minimising validation ECE-EM (15 equal-mass bins), per run",
+        "losses": {name: {"loss": spec[0], "options": spec[1]} for name, spec in qc.LOSS_SPECS.items()},
+        "temperature": "per run, on its validation logits: grid 0.1..10 step 0.1 minimising ECE-EM (15 equal-mass "
+                       "bins), and the T minimising NLL",
         "ood": None if args.no_ood else "softmax entropy, CIFAR-10 test (in) vs CIFAR-10-C gaussian_noise severity 5 (out)",
         "quick": args.quick,
     }
-    print(f"adacal quality benchmark — CIFAR-10, {args.model}, {args.train_subset} train / {args.val_size} val / "
-          f"{args.test_subset} test, {args.epochs} epochs (milestones {list(milestones)}), seeds {seeds}, "
-          f"losses {losses}", flush=True)
-    machine = qc.machine_info()
-    started = time.perf_counter()
-    runs: list[dict[str, Any]] = []
-    for seed in seeds:
-        for name in losses:
-            loss, options = qc.LOSS_SPECS[name]
-            config = TrainConfig(
-                dataset="cifar10", model=args.model, loss=loss, loss_options=dict(options), epochs=args.epochs,
-                batch_size=128, lr=0.1, milestones=milestones, lr_decay=0.1, momentum=0.9, weight_decay=5e-4,
-                optimizer="sgd", seed=seed, device="cpu", channels_last=True, select="last", update_every="epoch",
-                train_subset=args.train_subset, val_size=args.val_size, test_subset=args.test_subset,
-                data_dir=args.data_dir,
-            )
-            folder = Path(args.out) / f"cifar10-{args.model}-{name}-s{seed}"
-            runs.append(qc.train_and_analyse(
-                config, name=name, seed=seed, folder=folder, reuse=not args.fresh,
-                score_ood=None if args.no_ood else lambda run, t: score_ood(run, t, args.data_dir)))
-
-    tables = qc.report_tables(runs, losses, paper=qc.PAPER_CIFAR10_RESNET50, paper_note=PAPER_NOTE,
-                              with_ood=not args.no_ood)
-
-    setting = f"{args.model}, {args.train_subset} train images, {args.epochs} epochs"
-    plots = draw_plots(runs, losses, Path(args.plots), setting=setting)
-    qc.write_results(args.results, "benchmark-quality-cifar10", config={
-        "protocol": protocol, "argv": sys.argv[1:] if argv is None else list(argv), "out": args.out,
-        "data_dir": args.data_dir}, runs=runs, tables=tables, plots=plots, machine=machine, started=started)
-    return 0
+    title = f"CIFAR-10, {args.model}, {args.train_subset} train images, {args.epochs} epochs"
+    return qc.run_benchmark(args, argv, dataset=DATASET, kind="benchmark-quality-cifar10", slug=DATASET, title=title,
+                            make_config=make_config, folder_name=folder_name, protocol=protocol,
+                            paper=qc.PAPER_CIFAR10_RESNET50, paper_note=PAPER_NOTE,
+                            score_ood=None if args.no_ood else functools.partial(score_ood, data_dir=args.data_dir))
 
 
 def score_ood(run_dir: Path, temperature: float, data_dir: str) -> dict[str, Any]:
@@ -143,37 +137,6 @@ def score_ood(run_dir: Path, temperature: float, data_dir: str) -> dict[str, Any
         compact["accuracy_on_ood_set"] = float((out_logits.argmax(axis=1) == test.labels).mean())
         compact["accuracy_on_test_set"] = float((in_logits.argmax(axis=1) == test.labels).mean())
     return compact
-
-
-def draw_plots(runs: list[dict[str, Any]], losses: list[str], folder: Path, *, setting: str) -> dict[str, str]:
-    """Side-by-side reliability diagrams (first seed) and AdaFocal's γ dynamics, PNG at dpi 100."""
-    from adacal.plots import gamma_dynamics, reliability_diagram, reliability_inputs, save_figure
-
-    folder.mkdir(parents=True, exist_ok=True)
-    written: dict[str, str] = {}
-    seed = runs[0]["seed"] if runs else 0
-    chosen = [next(r for r in runs if r["loss"] == name and r["seed"] == seed) for name in losses
-              if any(r["loss"] == name and r["seed"] == seed for r in runs)]
-    if chosen:
-        labels = [qc.DISPLAY[r["loss"]] for r in chosen]
-        for binning in ("equal-width", "equal-mass"):
-            panels = reliability_inputs([r["run_dir"] for r in chosen], labels=labels, binning=binning)
-            fig = reliability_diagram(panels, title=f"CIFAR-10 test, {setting}, seed {seed}: before temperature "
-                                                    f"scaling ({binning} bins)")
-            path = folder / f"quality_cifar10_reliability_{binning.replace('-', '_')}.png"
-            save_figure(fig, path, dpi=100)
-            written[f"reliability_{binning}"] = str(path.relative_to(qc.ROOT) if path.is_relative_to(qc.ROOT) else path)
-    for r in runs:
-        if r["loss"] == "adafocal" and r["seed"] == seed and "adafocal_final_bins" in r:
-            fig = gamma_dynamics(qc.read_history(Path(r["run_dir"])), qc.GAMMA_PLOT_BINS,
-                                 title=f"AdaFocal on CIFAR-10 ({setting}, seed {seed}): E_val and γ per bin")
-            path = folder / "quality_cifar10_adafocal_gamma.png"
-            save_figure(fig, path, dpi=100)
-            written["adafocal_gamma"] = str(path.relative_to(qc.ROOT) if path.is_relative_to(qc.ROOT) else path)
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
-    return written
 
 
 if __name__ == "__main__":

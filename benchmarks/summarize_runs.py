@@ -4,9 +4,11 @@
     python benchmarks/summarize_runs.py runs_a runs_b --markdown --json summary.json
 
 Reads only what the commands wrote: config.json and evaluate.json (`adacal train`), calibrate.json (`adacal calibrate
-RUN --method temperature --objective ece-em`, the paper's grid: T and test ECE after scaling) and any ood*.json
-(`adacal ood ... --json RUN/ood-<set>.json`, keyed by the OOD set's name in the report: entropy AUROC before and
-after T). A missing report gives "–". Used by benchmarks/paper.sh; works on the runs of benchmarks/quality_cifar10.py too.
+RUN --method temperature --objective ece-em`, the paper's grid: T and test ECE after scaling) and any ood*.json (`adacal ood ... --json RUN/ood-<set>.json`,
+keyed by the OOD set's name in the report: entropy AUROC before and after T). A missing report gives "–". Used by
+benchmarks/paper.sh; works on the runs of benchmarks/quality_cifar10.py too, and on the per-run result files the
+quality benchmarks commit (benchmarks/results/quality_runs/<dataset>/<loss>-<arm>-seed<k>.json: T there is the
+paper's grid fit on validation ECE-EM), which need no run folder.
 """
 
 from __future__ import annotations
@@ -32,6 +34,42 @@ def find_runs(roots: list[Path]) -> list[Path]:
             if (config.parent / "evaluate.json").is_file():
                 runs.add(config.parent.resolve())
     return sorted(runs)
+
+
+RESULT_SCHEMA = "adacal-quality-run/1"  # benchmarks/quality_common.py's per-run result files
+
+
+def find_result_files(roots: list[Path]) -> list[Path]:
+    found: set[Path] = set()
+    for root in roots:
+        for path in ([root] if root.is_file() else root.rglob("*-seed*.json")):
+            if path.suffix == ".json" and (_read(path) or {}).get("schema") == RESULT_SCHEMA:
+                found.add(path.resolve())
+    return sorted(found)
+
+
+def read_result_file(path: Path) -> dict[str, Any]:
+    """A quality benchmark's result file in the shape `read_run` gives: figures before and after temperature scaling
+    (T by the paper's grid on validation ECE-EM), OOD AUROC when scored."""
+    data = _read(path) or {}
+    options = dict(data.get("options") or {})
+    fit = data.get("ts_ece_em") or {}
+    figures: dict[str, float | None] = {}
+    for key, _ in METRICS:
+        figures[f"{key}_pre"] = (data.get("test_pre") or {}).get(key)
+        figures[f"{key}_post"] = (fit.get("test") or {}).get(key)
+    figures["temperature"] = fit.get("temperature")
+    entropy = (data.get("ood") or {}).get("entropy")
+    if entropy:
+        figures["auroc_cifar10-c_pre"] = (entropy.get("pre") or {}).get("auroc")
+        figures["auroc_cifar10-c_post"] = (entropy.get("post") or {}).get("auroc")
+    arm = data.get("arm") or "mean"
+    return {
+        "run": str(path), "dataset": options.get("dataset"), "model": options.get("model"),
+        "loss": loss_label(options) + ("" if arm == "mean" else f" [{arm}]"), "seed": options.get("seed"),
+        "epochs": options.get("epochs"), "protocol": {**{key: options.get(key) for key in PROTOCOL_KEYS}, "arm": arm},
+        "figures": figures,
+    }
 
 
 def _read(path: Path) -> dict[str, Any] | None:
@@ -83,7 +121,7 @@ def read_run(run: Path) -> dict[str, Any]:
 # Runs are averaged together only when every one of these options agrees (only the seed may differ).
 PROTOCOL_KEYS = ("epochs", "batch_size", "lr", "milestones", "lr_decay", "momentum", "weight_decay", "optimizer",
                  "train_subset", "val_size", "test_subset", "update_every", "select", "loss_options", "model_options",
-                 "preset", "amp")
+                 "preset", "amp", "grad_clip", "loss_reduction")
 
 
 def setting(protocol: dict[str, Any]) -> str:
@@ -153,7 +191,8 @@ def render(header: list[str], body: list[list[str]], *, markdown: bool) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("roots", nargs="+", type=Path, help="run folders or folders holding them (searched recursively)")
+    parser.add_argument("roots", nargs="+", type=Path,
+                        help="run folders, quality result files, or folders holding them (searched recursively)")
     parser.add_argument("--markdown", action="store_true", help="print a markdown table")
     parser.add_argument("--json", type=Path, help="also write the per-run figures and the summary here")
     args = parser.parse_args(argv)
@@ -162,9 +201,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Error: no such folder: {', '.join(missing)}", file=sys.stderr)
         return 2
     runs = [read_run(run) for run in find_runs(args.roots)]
+    runs += [read_result_file(path) for path in find_result_files(args.roots)]
     if not runs:
-        print(f"Error: no finished run folders (config.json + evaluate.json) under {', '.join(map(str, args.roots))}",
-              file=sys.stderr)
+        print(f"Error: no finished run folders (config.json + evaluate.json) or quality result files under "
+              f"{', '.join(map(str, args.roots))}", file=sys.stderr)
         return 2
     rows = summarise(runs)
     header, body = table(rows)

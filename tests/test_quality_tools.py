@@ -1,0 +1,284 @@
+"""The quality benchmarks' runner (benchmarks/quality_common.py): result keys, arms, temperature fits, resumability
+from the committed result files alone, the summary over seeds, and summarize_runs.py reading those files."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str):
+    # Imported by name (not from a file spec) so its dataclasses and pickled cells resolve their module.
+    if str(ROOT / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+    return importlib.import_module(name)
+
+
+qc = _load("quality_common")
+summarize_runs = _load("summarize_runs")
+
+
+# ------------------------------------------------------------------------------------------------ temperature fits
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _sampled(n: int, k: int, true_t: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Logits whose labels are drawn from softmax(logits / true_t): calibrated exactly at T = true_t."""
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(scale=3.0, size=(n, k))
+    probs = _softmax(logits / true_t)
+    labels = (probs.cumsum(axis=1) > rng.random((n, 1))).argmax(axis=1)
+    return logits, labels
+
+
+def _slow_nll(logits: np.ndarray, labels: np.ndarray, t: float) -> float:
+    return float(-np.mean(np.log(_softmax(logits / t)[np.arange(len(labels)), labels])))
+
+
+def test_nll_fit_matches_an_independent_minimiser_and_recovers_the_true_temperature():
+    from scipy.optimize import minimize_scalar
+
+    logits, labels = _sampled(20_000, 5, 2.0, seed=0)
+    t, nll = qc.fit_temperature_nll(logits, labels)
+    reference = minimize_scalar(lambda u: _slow_nll(logits, labels, float(np.exp(u))), bounds=(-3, 3),
+                                method="bounded", options={"xatol": 1e-10})
+    assert t == pytest.approx(float(np.exp(reference.x)), rel=1e-5)
+    assert nll == pytest.approx(_slow_nll(logits, labels, t), rel=1e-12)
+    assert t == pytest.approx(2.0, rel=0.05)  # labels drawn at T = 2
+
+
+def test_nll_fit_stops_at_the_bounds_when_the_minimum_is_outside():
+    # Every prediction right: the NLL keeps falling as T → 0, so the fit stops at the lower bound.
+    logits = np.array([[3.0, 0.0], [0.0, 2.0], [1.0, -1.0]])
+    assert qc.fit_temperature_nll(logits, np.array([0, 1, 0]))[0] == pytest.approx(0.01)
+
+
+def _slow_ece_em(logits: np.ndarray, labels: np.ndarray, n_bins: int = 15) -> float:
+    """Equal-mass ECE the obvious way: sort by confidence, cut into n_bins equal chunks (N divisible by n_bins)."""
+    probs = _softmax(logits)
+    conf, correct = probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(float)
+    order = np.argsort(conf)
+    return float(sum(len(c) / len(conf) * abs(conf[c].mean() - correct[c].mean())
+                     for c in np.array_split(order, n_bins)))
+
+
+def test_grid_fit_is_the_first_minimum_of_equal_mass_ece_over_the_papers_grid():
+    logits, labels = _sampled(1500, 4, 2.0, seed=1)
+    slow = np.array([_slow_ece_em(logits / t, labels) for t in qc.T_GRID])
+    t, ece = qc.fit_temperature_grid(logits, labels)
+    assert qc.T_GRID[0] == pytest.approx(0.1) and qc.T_GRID[-1] == pytest.approx(10.0) and len(qc.T_GRID) == 100
+    assert t == pytest.approx(float(qc.T_GRID[int(np.argmin(slow))]))
+    assert ece == pytest.approx(float(slow.min()), abs=1e-12)
+    assert 1.5 <= t <= 2.6  # labels drawn at T = 2
+
+
+# ------------------------------------------------------------------------------------------------ keys and arms
+
+RESOLVED = {"dataset": "cifar10", "model": "resnet20", "loss": "focal", "model_options": {}, "loss_options":
+            {"gamma": 3.0}, "epochs": 30, "batch_size": 128, "lr": 0.1, "milestones": [15, 25], "lr_decay": 0.1,
+            "momentum": 0.9, "weight_decay": 5e-4, "optimizer": "sgd", "seed": 0, "device": "cpu", "amp": False,
+            "channels_last": True, "update_every": "epoch", "select": "last", "grad_clip": None, "eval_test_every": 0,
+            "out": "/tmp/a", "resume": None, "workers": 0, "data_dir": "/data", "train_subset": 10000,
+            "val_size": 5000, "test_subset": None, "preset": "quick"}
+
+
+def _key(**changes) -> str:
+    return qc.protocol_key(qc.protocol_options({**RESOLVED, **changes}))
+
+
+@pytest.mark.parametrize("changes", [{"out": "/elsewhere"}, {"data_dir": "/other"}, {"device": "cuda"},
+                                     {"workers": 4}, {"resume": "x"}, {"eval_test_every": 1}, {"preset": "paper"},
+                                     {"lr": 0.1000000}, {"milestones": (15, 25)}, {"epochs": 30.0},
+                                     {"loss_reduction": "mean"}])
+def test_key_ignores_where_things_live_and_equal_spellings(changes):
+    assert _key(**changes) == _key()
+
+
+@pytest.mark.parametrize("changes", [{"seed": 1}, {"lr": 0.05}, {"epochs": 29}, {"milestones": [15]},
+                                     {"loss_options": {"gamma": 2.0}}, {"loss": "ce"}, {"train_subset": 5000},
+                                     {"val_size": 2000}, {"grad_clip": 2.0}, {"loss_reduction": "sum"},
+                                     {"channels_last": False}, {"update_every": "16"}, {"model": "resnet110"}])
+def test_key_changes_with_every_option_that_changes_the_result(changes):
+    assert _key(**changes) != _key()
+
+
+def test_key_changes_with_the_analysis_protocol():
+    options = qc.protocol_options(RESOLVED)
+    assert qc.protocol_key(options) != qc.protocol_key(options, analysis=qc.ANALYSIS_PROTOCOL + " v2")
+    assert len(qc.protocol_key(options)) == 16
+
+
+def test_arms_follow_the_train_config_fields():
+    old = {"loss", "grad_clip", "seed"}
+    new = old | {"loss_reduction"}
+    assert qc.parse_arms(None, old) == ["mean"]
+    assert qc.parse_arms(None, new) == ["mean", "sum-clip"]
+    assert qc.parse_arms("sum-clip,mean", new) == ["sum-clip", "mean"]
+    with pytest.raises(SystemExit, match="arm 'sum-clip' needs TrainConfig option.*loss_reduction"):
+        qc.parse_arms("mean,sum-clip", old)
+    with pytest.raises(SystemExit, match="unknown arm 'sum'.*mean, sum-clip"):
+        qc.parse_arms("sum", new)
+    assert qc.arm_options("mean", old) == {"grad_clip": None}
+    assert qc.arm_options("sum-clip", new) == {"loss_reduction": "sum", "grad_clip": 2.0}
+    assert qc.arm_of(qc.protocol_options({**RESOLVED, "grad_clip": 2, "loss_reduction": "sum"})) == "sum-clip"
+    assert qc.arm_of(qc.protocol_options(RESOLVED)) == "mean"
+    assert qc.arm_of(qc.protocol_options({**RESOLVED, "grad_clip": 2})) is None  # clipped mean: neither arm
+
+
+# ------------------------------------------------------------------------------------------------ the grid, end to end
+
+
+def _cell(tmp: Path, seed: int, *, loss: str = "adafocal", epochs: int = 2) -> "qc.Cell":
+    from adacal.training import TrainConfig
+
+    config = TrainConfig(dataset="digits", model="mlp", loss=loss, epochs=epochs, batch_size=32, train_subset=96,
+                         optimizer="sgd", lr=0.05, milestones=(), seed=seed, device="cpu", update_every="2",
+                         select="last", **qc.arm_options("mean"))
+    return qc.Cell(name=loss, arm="mean", seed=seed, config=config, folder=tmp / "runs" / f"{loss}-s{seed}",
+                   result=qc.result_path(tmp / "results", loss, "mean", seed))
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """Two seeds of a tiny AdaFocal grid, run once for the module."""
+    tmp = tmp_path_factory.mktemp("grid")
+    cells = [_cell(tmp, 0), _cell(tmp, 1)]
+    entries = [qc.run_cell(c, dataset="digits", reuse=True, commit=False) for c in cells]
+    return tmp, cells, entries
+
+
+def test_a_finished_run_writes_its_result_file_at_once(finished):
+    tmp, cells, entries = finished
+    for cell, entry in zip(cells, entries):
+        stored = json.loads(cell.result.read_text())
+        assert stored["key"] == qc.cell_key(cell)[1] and stored["schema"] == qc.RESULT_SCHEMA
+        assert (stored["loss"], stored["arm"], stored["seed"]) == ("adafocal", "mean", cell.seed)
+        assert stored["test_pre"]["ece_em"] == pytest.approx(entry["test_pre"]["ece_em"])
+        assert stored["ts_ece_em"]["temperature"] in set(np.round(qc.T_GRID, 1).tolist())
+        # T fitted by NLL on the validation logits cannot give a higher validation NLL than T = 1.
+        assert stored["ts_nll"]["val_nll"] <= stored["val_pre"]["nll"] + 1e-12
+        assert stored["history"] and "adafocal_final_bins" in stored
+        assert not list(cell.result.parent.glob("*.tmp*"))
+
+
+def test_result_files_alone_resume_the_grid(finished, monkeypatch, tmp_path):
+    tmp, cells, entries = finished
+    moved = tmp_path / "gone"
+    shutil.move(str(tmp / "runs"), moved)  # the run folders vanish (another session, another machine)
+    try:
+        import adacal.training
+
+        monkeypatch.setattr(adacal.training, "train", lambda *a, **k: pytest.fail("a finished cell was retrained"))
+        done, missing = qc.collect(cells)
+        assert [e["seed"] for e in done] == [0, 1] and missing == []
+        again = qc.run_cell(cells[0], dataset="digits", reuse=True, commit=False)
+        assert again == json.loads(cells[0].result.read_text())
+        # Another protocol for the same cell (3 epochs) is not taken for the finished one.
+        changed = _cell(tmp, 0, epochs=3)
+        assert qc.cell_key(changed)[1] != qc.cell_key(cells[0])[1]
+        done, missing = qc.collect([changed])
+        assert done == [] and missing == [changed]
+    finally:
+        shutil.move(str(moved), tmp / "runs")
+
+
+def test_a_finished_run_folder_is_analysed_without_training_again(finished, monkeypatch, tmp_path):
+    tmp, cells, _ = finished
+    import adacal.training
+
+    monkeypatch.setattr(adacal.training, "train", lambda *a, **k: pytest.fail("a finished run folder was retrained"))
+    cell = qc.Cell(name=cells[1].name, arm="mean", seed=1, config=cells[1].config, folder=cells[1].folder,
+                   result=tmp_path / "elsewhere.json")
+    entry = qc.run_cell(cell, dataset="digits", reuse=True, commit=False)
+    assert entry["timing"]["reused_run_folder"] is True and cell.result.is_file()
+
+
+def test_summary_is_mean_and_sample_std_over_seeds(finished):
+    _, _, entries = finished
+    (row,) = qc.summarise(entries, ["adafocal", "ce"], ["mean"])
+    assert (row["loss"], row["arm"], row["seeds"]) == ("adafocal", "mean", [0, 1])
+    values = np.array([e["test_pre"]["ece_em"] for e in entries])
+    assert row["figures"]["ece_em"]["mean"] == pytest.approx(values.mean())
+    assert row["figures"]["ece_em"]["std"] == pytest.approx(values.std(ddof=1))
+    temps = np.array([e["ts_nll"]["temperature"] for e in entries])
+    assert row["figures"]["t_nll"]["mean"] == pytest.approx(temps.mean())
+    header, rows = qc.table_rows([row], with_ood=False)
+    assert rows[0][:3] == ["AdaFocal", "mean", "0,1"]
+    assert rows[0][header.index("ECE-EM")] == f"{100 * values.mean():.2f} ± {100 * values.std(ddof=1):.2f}"
+
+
+def test_figures_are_drawn_from_the_result_files(finished, tmp_path):
+    _, _, entries = finished
+    written = qc.draw_figures(entries, ["adafocal"], ["mean"], tmp_path, slug="digits", title="digits")
+    assert set(written) == {"reliability_equal_width_mean", "reliability_equal_mass_mean", "curves_mean",
+                            "adafocal_gamma_mean"}
+    for path in written.values():
+        assert Path(path).is_file() and Path(path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_summarize_runs_reads_result_files(finished, capsys):
+    tmp, _, entries = finished
+    assert summarize_runs.main([str(tmp / "results")]) == 0
+    out = capsys.readouterr().out
+    mean = 100 * np.mean([e["test_pre"]["ece_em"] for e in entries])
+    assert "2 run(s)" in out and "adafocal" in out and f"{mean:.2f} ±" in out
+
+
+# ------------------------------------------------------------------------------------------------ git
+
+
+def test_commit_file_commits_that_file_only(tmp_path):
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True,
+                              text=True).stdout
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.com")
+    git("config", "user.name", "t")
+    (tmp_path / "other.txt").write_text("staged, not mine\n")
+    git("add", "other.txt")
+    result = tmp_path / "r" / "ce-mean-seed0.json"
+    result.parent.mkdir()
+    result.write_text("{}\n")
+    assert qc.commit_file(result, "result ce")
+    assert git("log", "--format=%s").strip() == "result ce"
+    assert git("show", "--name-only", "--format=").split() == ["r/ce-mean-seed0.json"]
+    assert "A  other.txt" in git("status", "--short")
+    assert not qc.commit_file(result, "nothing new")  # unchanged: no empty commit
+
+
+# ------------------------------------------------------------------------------------------------ the scripts
+
+
+def test_script_refuses_an_arm_this_adacal_cannot_train(monkeypatch, tmp_path):
+    q20 = _load("quality_20newsgroups")
+    monkeypatch.setattr(qc, "train_config_fields", lambda: {"grad_clip"})
+    with pytest.raises(SystemExit, match="arm 'sum-clip' needs TrainConfig option.*loss_reduction"):
+        q20.main(["--arms", "sum-clip", "--summary-only", "--runs-dir", str(tmp_path)])
+
+
+def test_summary_only_trains_nothing_and_lists_the_missing_runs(monkeypatch, tmp_path, capsys):
+    import adacal.training
+
+    q20 = _load("quality_20newsgroups")
+    monkeypatch.setattr(adacal.training, "train", lambda *a, **k: pytest.fail("--summary-only trained"))
+    results = tmp_path / "summary.json"
+    assert q20.main(["--summary-only", "--arms", "mean", "--seeds", "0,1", "--losses", "ce,adafocal",
+                     "--runs-dir", str(tmp_path / "runs"), "--results", str(results),
+                     "--plots", str(tmp_path / "plots")]) == 0
+    report = json.loads(results.read_text())
+    assert report["results"]["summary"] == [] and len(report["results"]["missing"]) == 4
+    assert "Not run yet (4)" in capsys.readouterr().out
