@@ -19,7 +19,7 @@ from adacal.checks import check_non_negative_int, check_positive_int
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.binning import BinStatistics
-from adacal.plots.reliability_diagrams import ReliabilityPanel
+from adacal.plots.reliability_diagrams import ReliabilityPanel, panel_from_scores
 from adacal.plots.roc import RocInput
 from adacal.plots.style import _colors_for, _finite, display_name
 from adacal.runs import (
@@ -155,25 +155,6 @@ def _load_calibrator(path: Path, method: str) -> tuple[Any, str]:
     return Calibrator.from_dict(dict(state)), described
 
 
-def _panel_from_scores(
-    label: str, probs: np.ndarray, labels: np.ndarray, binning: str, n_bins: int, bands: Mapping[str, Any],
-    smooth: bool = False,
-) -> ReliabilityPanel:
-    from adacal.metrics import top_label
-    from adacal.metrics.binning import bin_statistics
-    from adacal.metrics.smooth import smooth_reliability_of
-    from adacal.plots.bands import reliability_bands
-
-    top = top_label(probs, labels)
-    confidences, correct = top.confidences, top.correct
-    stats = bin_statistics(confidences, correct, n_bins=n_bins, binning=binning)
-    histogram = stats if binning == "equal-width" else bin_statistics(confidences, correct, n_bins=n_bins)
-    band = reliability_bands(bands["kind"], confidences, correct, stats.edges, level=bands["level"],
-                             n_samples=bands["n_samples"], seed=bands["seed"])
-    curve = smooth_reliability_of(confidences, correct) if smooth else None
-    return ReliabilityPanel(label=label, stats=stats, histogram=histogram, bands=band, smooth=curve)
-
-
 def reliability_inputs(
     paths: Sequence[str | os.PathLike],
     *,
@@ -202,7 +183,7 @@ def reliability_inputs(
 
     kind, band_samples, band_level = check_band_options(bands, band_samples, band_level)
     check_non_negative_int(seed, "--seed")
-    band_options = {"kind": kind, "n_samples": band_samples, "level": band_level, "seed": seed}
+    band_options = {"bands": kind, "band_samples": band_samples, "band_level": band_level, "seed": seed}
 
     if binning not in BINNINGS:
         raise InputError(f"Expected --binning to be one of {', '.join(BINNINGS)}, got {binning!r}.")
@@ -249,14 +230,15 @@ def reliability_inputs(
             continue
         predictions = load_predictions(path, split=split)
         probs, _ = to_probs(predictions.logits)
-        panels.append(_panel_from_scores("", probs, predictions.labels, binning, bins, band_options, smooth))
+        panels.append(panel_from_scores(probs, predictions.labels, binning=binning, n_bins=bins, smooth=smooth,
+                                        **band_options))
         if calibrator is not None:
             if looks_like_probs(predictions.logits):
                 raise InputError(f"--calibrated needs logits, but {path} holds probabilities.")
             fitted, name = calibrator
             calibrated_probs = np.asarray(fitted.transform(predictions.logits), dtype=np.float64)
-            panels.append(_panel_from_scores("", calibrated_probs, predictions.labels, binning, bins,
-                                             band_options, smooth))
+            panels.append(panel_from_scores(calibrated_probs, predictions.labels, binning=binning, n_bins=bins,
+                                            smooth=smooth, **band_options))
             names.append(f"{names[-1]} + {name}")
             details.append(details[-1])
     if labels is not None:

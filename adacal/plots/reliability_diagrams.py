@@ -283,6 +283,28 @@ class ReliabilityDisplay:
         return iter((self.figure, self.ax))
 
 
+def panel_from_scores(
+    scores: Any, labels: Any, *, label: str = "", binning: str = "equal-width", n_bins: int = DEFAULT_N_BINS,
+    bands: str = "none", band_samples: int = 1000, band_level: float = 0.9, seed: int = 0, smooth: bool = False,
+    color: str | None = None,
+) -> ReliabilityPanel:
+    """One reliability panel from per-sample scores (probabilities or logits) and labels: the top-1 bin statistics,
+    the equal-width confidence histogram beneath, and the bands and smoothed curve when asked for."""
+    from adacal.metrics import top_label
+    from adacal.metrics.binning import bin_statistics
+    from adacal.metrics.smooth import smooth_reliability_of
+    from adacal.plots.bands import reliability_bands
+
+    top = top_label(scores, labels)
+    confidences, correct = top.confidences, top.correct
+    stats = bin_statistics(confidences, correct, n_bins=n_bins, binning=binning)
+    histogram = stats if binning == "equal-width" else bin_statistics(confidences, correct, n_bins=n_bins)
+    band = reliability_bands(bands, confidences, correct, stats.edges, level=band_level, n_samples=band_samples,
+                             seed=seed)
+    curve = smooth_reliability_of(confidences, correct) if smooth else None
+    return ReliabilityPanel(label, stats, histogram=histogram, color=color, bands=band, smooth=curve)
+
+
 def reliability(
     probs_or_logits: Any,
     labels: Any,
@@ -316,10 +338,8 @@ def reliability(
     Without `ax` a new figure (no pyplot) holds the diagram and a histogram of samples per bin beneath it; with `ax`
     only the diagram is drawn into it, every bin labelled with its count, and the axes' figure is returned.
     """
-    from adacal.metrics.binning import bin_statistics, check_n_bins
-    from adacal.metrics import prepare_predictions
-    from adacal.metrics.smooth import smooth_reliability_of
-    from adacal.plots.bands import check_band_options, reliability_bands
+    from adacal.metrics.binning import check_n_bins
+    from adacal.plots.bands import check_band_options
 
     if strategy not in STRATEGIES:
         raise InputError(f"Expected strategy to be one of {', '.join(STRATEGIES)}, got {strategy!r}.")
@@ -329,18 +349,13 @@ def reliability(
     min_count = check_min_count(min_count)
     if ax is not None and not hasattr(ax, "bar"):
         raise InputError(f"Expected ax to be a matplotlib Axes, got {type(ax).__name__}.")
-    predictions = prepare_predictions(probs_or_logits, labels)
-    confidences, correct = predictions.confidences, predictions.correct
-    stats = bin_statistics(confidences, correct, n_bins=n_bins, binning=binning)
-    band = reliability_bands(bands, confidences, correct, stats.edges, level=band_level, n_samples=band_samples,
-                             seed=seed)
-    ece = calibration_error(stats)
-    curve = smooth_reliability_of(confidences, correct) if smooth else None
     name = "Model" if label is None else str(label)
     color = color or (_colors_for([name])[0] if label is not None else _DEFAULT_COLOR)
+    panel = panel_from_scores(probs_or_logits, labels, label=name, binning=binning, n_bins=n_bins, bands=bands,
+                              band_samples=band_samples, band_level=band_level, seed=seed, smooth=smooth, color=color)
+    stats, band, curve = panel.stats, panel.bands, panel.smooth
+    ece = calibration_error(stats)
     if ax is None:
-        histogram = stats if binning == "equal-width" else bin_statistics(confidences, correct, n_bins=n_bins)
-        panel = ReliabilityPanel(name, stats, ece=ece, histogram=histogram, color=color, bands=band, smooth=curve)
         figure = reliability_diagram([panel], title=title, min_count=min_count)
         main = next(a for a in figure.axes if a.get_label() == "reliability:0")
         hist = next(a for a in figure.axes if a.get_label() == "histogram:0")
