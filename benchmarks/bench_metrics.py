@@ -100,13 +100,7 @@ def interleaved_times(fns: dict[str, Callable[[], Any]], repeats: int) -> tuple[
 
 def make_probs(n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """An over-confident classifier: ~70 % accurate, softmax of sharpened logits (float64 probabilities)."""
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(0, k, size=n)
-    probs = rng.standard_normal((n, k), dtype=np.float32)
-    hit = rng.random(n) < 0.7
-    probs[np.flatnonzero(hit), labels[hit]] += 3.0
-    probs *= 2.0
-    probs = probs.astype(np.float64)
+    probs, labels = make_logits(n, k, seed, np.float64)
     probs -= probs.max(axis=1, keepdims=True)
     np.exp(probs, out=probs)
     probs /= probs.sum(axis=1, keepdims=True)
