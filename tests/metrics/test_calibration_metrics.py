@@ -1,5 +1,6 @@
-"""Calibration metrics against slow loops, the published `uncertainty-calibration` package, hand-worked examples,
-and invariants (range, calibrated data, permutation, torch vs numpy, logits vs softmax)."""
+"""Calibration metrics on hand-worked examples and invariants (range, calibrated data, permutation, torch vs numpy,
+logits vs softmax), the registry and input errors. The comparisons with reference implementations (slow loops and
+published packages) run through the shared harness in test_metric_references.py."""
 
 import math
 
@@ -19,8 +20,6 @@ from adacal.metrics import (
     ece_debias,
     ece_em,
     ece_ew,
-    ece_sweep_em,
-    ece_sweep_ew,
     error,
     mce,
     metric_key,
@@ -28,151 +27,7 @@ from adacal.metrics import (
     prepare_predictions,
     reliability,
 )
-
-calibration = pytest.importorskip("calibration")  # the `uncertainty-calibration` package (Kumar et al. 2019)
-
-
-def make_logits(n, k, seed, scale=2.0):
-    rng = np.random.default_rng(seed)
-    logits = rng.normal(size=(n, k)) * scale
-    labels = rng.integers(0, k, size=n)
-    # Make the model better than chance so bins see both hits and misses.
-    hit = rng.random(n) < 0.6
-    logits[hit, labels[hit]] += 2.0
-    return logits, labels
-
-
-def calibrated_sample(n, k, seed):
-    """Probabilities from a Dirichlet, labels drawn from them: a perfectly calibrated model."""
-    rng = np.random.default_rng(seed)
-    probs = rng.dirichlet(np.full(k, 0.3), size=n)
-    cumulative = probs.cumsum(axis=1)
-    labels = np.minimum((rng.random((n, 1)) > cumulative).sum(axis=1), k - 1)
-    return probs, labels
-
-
-def tied_probs():
-    """Dyadic probabilities (exact in floating point) with many ties and top confidences of exactly 1."""
-    rng = np.random.default_rng(7)
-    top = rng.choice([0.5, 0.625, 0.75, 0.875, 1.0], size=120)
-    probs = np.stack([top, 1.0 - top], axis=1)
-    swap = rng.random(120) < 0.5
-    probs[swap] = probs[swap][:, ::-1]
-    labels = rng.integers(0, 2, size=120)
-    return probs, labels
-
-
-BINNED = {
-    "ece_ew": (ece_ew, slow.ece_ew),
-    "ece_em": (ece_em, slow.ece_em),
-    "ece_debias": (ece_debias, slow.ece_debias),
-    "mce": (mce, slow.mce),
-    "classwise_ece": (classwise_ece, slow.classwise_ece),
-}
-
-
-# ---------------------------------------------------------------------------------------- slow reference loops
-
-
-@pytest.mark.parametrize("name", sorted(BINNED))
-@pytest.mark.parametrize("n, k, n_bins, seed", [(300, 10, 15, 0), (50, 3, 15, 1), (7, 4, 15, 2), (200, 2, 5, 3)])
-def test_binned_metrics_match_slow_loops(name, n, k, n_bins, seed):
-    logits, labels = make_logits(n, k, seed)
-    probs = softmax(logits)
-    fast, reference = BINNED[name]
-    assert fast(logits, labels, n_bins=n_bins) == pytest.approx(reference(probs, labels, n_bins), abs=1e-12)
-
-
-@pytest.mark.parametrize("name", sorted(BINNED))
-def test_binned_metrics_match_slow_loops_with_ties_and_exact_ones(name):
-    probs, labels = tied_probs()
-    fast, reference = BINNED[name]
-    for n_bins in (1, 4, 15, 200):
-        assert fast(probs, labels, n_bins=n_bins) == pytest.approx(reference(probs, labels, n_bins), abs=1e-12)
-
-
-def test_marginal_debias_matches_slow_loop():
-    logits, labels = make_logits(120, 4, 5)
-    expected = slow.ece_debias(softmax(logits), labels, 15, mode="marginal")
-    assert ece_debias(logits, labels, mode="marginal") == pytest.approx(expected, abs=1e-12)
-
-
-@pytest.mark.parametrize("n, k, seed", [(400, 10, 0), (60, 3, 1), (9, 5, 2)])
-def test_nll_brier_error_match_slow_loops(n, k, seed):
-    logits, labels = make_logits(n, k, seed)
-    probs = softmax(logits)
-    assert nll(logits, labels) == pytest.approx(slow.nll(logits, labels), rel=1e-12)
-    assert brier(logits, labels) == pytest.approx(slow.brier(probs, labels), abs=1e-12)
-    assert error(logits, labels) == pytest.approx(slow.error(probs, labels), abs=1e-15)
-
-
-@pytest.mark.parametrize("binning, metric", [("equal-mass", ece_sweep_em), ("equal-width", ece_sweep_ew)])
-@pytest.mark.parametrize("n, k, seed", [(150, 10, 0), (40, 3, 1), (3, 2, 2)])
-def test_sweeps_match_slow_loops(binning, metric, n, k, seed):
-    logits, labels = make_logits(n, k, seed)
-    expected = slow.ece_sweep(softmax(logits), labels, binning)
-    assert metric(logits, labels) == pytest.approx(expected, abs=1e-12)
-
-
-# ------------------------------------------------------------------------------- the published reference package
-
-
-def _continuous_cases():
-    for n, k, seed in [(1000, 10, 0), (300, 3, 1), (40, 5, 2), (10, 4, 3), (500, 2, 4)]:
-        logits, labels = make_logits(n, k, seed)
-        yield softmax(logits), labels
-
-
-def _reference_cases():
-    yield from _continuous_cases()
-    yield tied_probs()
-    # Exact 0/1 entries: confident one-hot rows (some wrong) among continuous ones.
-    probs, labels = next(_continuous_cases())
-    probs = probs.copy()
-    probs[:100] = np.eye(10)[np.arange(100) % 10]
-    yield probs, labels
-
-
-@pytest.mark.parametrize("case", list(range(7)))
-def test_ece_ew_and_em_match_uncertainty_calibration(case):
-    probs, labels = list(_reference_cases())[case]
-    assert ece_ew(probs, labels) == pytest.approx(calibration.get_ece(probs, labels, num_bins=15), abs=1e-6)
-    assert ece_em(probs, labels) == pytest.approx(calibration.get_ece_em(probs, labels, num_bins=15), abs=1e-6)
-
-
-@pytest.mark.parametrize("case", list(range(7)))
-def test_debias_top_label_matches_uncertainty_calibration(case):
-    probs, labels = list(_reference_cases())[case]
-    expected = calibration.lower_bound_scaling_ce(probs, labels, p=2, debias=True, num_bins=15, mode="top-label")
-    assert ece_debias(probs, labels) == pytest.approx(expected, abs=1e-6)
-
-
-@pytest.mark.parametrize("case", list(range(5)))
-def test_debias_marginal_matches_get_calibration_error(case):
-    probs, labels = list(_continuous_cases())[case]
-    assert not calibration.is_discrete(probs)  # so the package takes its continuous (scaling) branch
-    assert ece_debias(probs, labels, mode="marginal") == pytest.approx(
-        calibration.get_calibration_error(probs, labels), abs=1e-6
-    )
-
-
-def test_debias_marginal_matches_package_with_ties_and_zeros():
-    probs, labels = tied_probs()
-    expected = calibration.lower_bound_scaling_ce(probs, labels, p=2, debias=True, num_bins=15, mode="marginal")
-    assert ece_debias(probs, labels, mode="marginal") == pytest.approx(expected, abs=1e-6)
-
-
-@pytest.mark.parametrize("n_bins", [1, 2, 10, 30])
-def test_other_bin_counts_match_the_package(n_bins):
-    probs, labels = next(_continuous_cases())
-    assert ece_ew(probs, labels, n_bins=n_bins) == pytest.approx(calibration.get_ece(probs, labels, num_bins=n_bins), abs=1e-6)
-    assert ece_em(probs, labels, n_bins=n_bins) == pytest.approx(
-        calibration.get_ece_em(probs, labels, num_bins=n_bins), abs=1e-6
-    )
-    assert ece_debias(probs, labels, n_bins=n_bins) == pytest.approx(
-        calibration.lower_bound_scaling_ce(probs, labels, p=2, debias=True, num_bins=n_bins, mode="top-label"), abs=1e-6
-    )
-
+from metric_tester import calibrated_sample, make_logits
 
 # ------------------------------------------------------------------------------------------ hand-worked examples
 

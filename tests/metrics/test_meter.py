@@ -1,5 +1,6 @@
-"""CalibrationMeter: streaming updates equal the batch metrics (every metric, logits and probabilities, numpy and
-torch), reset, errors, and synchronisation across two real processes on the gloo backend."""
+"""CalibrationMeter: a subset of names on torch tensors, reset, errors, and synchronisation across two real processes
+on the gloo backend. (Streaming equals the batch metrics for every metric, kind of scores and case: the shared harness,
+test_metric_references.py.)"""
 
 import json
 import socket
@@ -10,15 +11,8 @@ import torch
 
 from adacal.arrays import softmax
 from adacal.errors import InputError
-from adacal.metrics import METRIC_NAMES, CalibrationMeter, compute_metrics
-
-
-def make_data(n=240, k=5, seed=0):
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(0, k, size=n)
-    logits = rng.normal(size=(n, k)) * 2.0
-    logits[np.arange(n), labels] += rng.random(n) * 3.0
-    return logits, labels
+from adacal.metrics import CalibrationMeter, compute_metrics
+from metric_tester import meter_logits
 
 
 def batches(n, sizes):
@@ -28,22 +22,8 @@ def batches(n, sizes):
         start += size
 
 
-@pytest.mark.parametrize("kind", ["logits", "probs", "probs32"])
-def test_streaming_equals_batch_metrics_for_every_metric(kind):
-    logits, labels = make_data()
-    scores = {"logits": logits, "probs": softmax(logits), "probs32": softmax(logits).astype(np.float32)}[kind]
-    expected = compute_metrics(scores, labels, n_bins=10)
-    meter = CalibrationMeter(n_bins=10)
-    for rows in batches(len(labels), [1, 50, 7, 100, 82]):
-        meter.update(scores[rows], labels[rows])
-    got = meter.compute()
-    assert set(got) == set(expected) == {name.replace("-", "_") for name in METRIC_NAMES}
-    for key, value in expected.items():
-        assert got[key] == pytest.approx(value, abs=1e-9), key
-
-
 def test_torch_tensors_subset_of_names_and_reset():
-    logits, labels = make_data(seed=1)
+    logits, labels = meter_logits(240, 5, 1)
     meter = CalibrationMeter(names="ece-em,nll,classwise-ece", n_bins=7)
     tensor, target = torch.from_numpy(logits).float(), torch.from_numpy(labels)
     for rows in batches(len(labels), [64, 64, 64, 48]):
@@ -63,7 +43,7 @@ def test_torch_tensors_subset_of_names_and_reset():
 
 
 def test_mixed_kinds_and_class_counts_are_refused():
-    logits, labels = make_data()
+    logits, labels = meter_logits(240, 5, 0)
     meter = CalibrationMeter()
     meter.update(logits[:10], labels[:10])
     meter.update(softmax(logits[10:20]), labels[10:20])
@@ -84,7 +64,7 @@ def _rank_worker(rank, world, port, out_dir):
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
-        logits, labels = make_data(n=173, seed=5)
+        logits, labels = meter_logits(173, 5, 5)
         mine = slice(0, 61) if rank == 0 else slice(61, None)  # uneven shards
         meter = CalibrationMeter(n_bins=10)
         local_logits, local_labels = torch.from_numpy(logits[mine]), torch.from_numpy(labels[mine])
@@ -106,7 +86,7 @@ def test_two_gloo_processes_both_compute_the_global_metrics(tmp_path):
     import torch.multiprocessing as mp
 
     mp.spawn(_rank_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
-    logits, labels = make_data(n=173, seed=5)
+    logits, labels = meter_logits(173, 5, 5)
     expected = compute_metrics(logits, labels, n_bins=10)
     for rank in range(2):
         got = json.loads((tmp_path / f"rank{rank}.json").read_text())

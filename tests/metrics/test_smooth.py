@@ -1,12 +1,14 @@
-"""Smooth ECE against relplot's smECE (the reference implementation), a direct-kernel slow version, and properties."""
+"""Smooth ECE on (confidence, correct) pairs against relplot's smECE (the reference implementation), a direct-kernel
+slow version, and properties. The metric on (scores, labels) against relplot runs in test_metric_references.py."""
 
 import numpy as np
 import pytest
+import relplot  # the smECE reference (Błasiok & Nakkiran 2023), a test dependency
 
-from adacal.arrays import softmax
 from adacal.errors import InputError
-from adacal.metrics import compute_metrics, smooth_ece, smooth_reliability
+from adacal.metrics import smooth_ece, smooth_reliability
 from adacal.metrics.smooth import smooth_bandwidth, smooth_ece_at, smooth_ece_of
+from metric_tester import boosted_logits as multiclass
 
 
 def top_pairs(n, seed, power=1.5):
@@ -16,33 +18,13 @@ def top_pairs(n, seed, power=1.5):
     return conf, correct
 
 
-def multiclass(n, k, seed):
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(0, k, size=n)
-    logits = rng.normal(size=(n, k)) * 2
-    logits[np.arange(n), labels] += 2 * rng.random(n)
-    return logits, labels
-
-
 @pytest.mark.parametrize("n,seed,power", [(20, 0, 1.5), (300, 1, 1.0), (2000, 2, 3.0), (20000, 3, 0.5)])
 def test_agrees_with_relplot_smece(n, seed, power):
-    relplot = pytest.importorskip("relplot", reason="relplot (the smECE reference) is not installed")
     conf, correct = top_pairs(n, seed, power)
     value, width = relplot.smECE(conf, correct, return_width=True)
     assert smooth_ece_of(conf, correct) == pytest.approx(value, abs=1e-3)
     assert smooth_bandwidth(conf, correct) == pytest.approx(width, abs=1e-3)
     assert smooth_ece_at(conf, correct, 0.05) == pytest.approx(relplot.smECE_sigma(conf, correct, 0.05), abs=1e-3)
-
-
-@pytest.mark.parametrize("probs", [False, True])
-def test_multiclass_agrees_with_relplot_on_top_label(probs):
-    relplot = pytest.importorskip("relplot", reason="relplot (the smECE reference) is not installed")
-    logits, labels = multiclass(1500, 6, 4)
-    scores = softmax(logits) if probs else logits
-    conf, correct = relplot.multiclass_logits_to_confidences(scores, labels, probs=probs)
-    expected = relplot.smECE(conf, correct)
-    assert smooth_ece(scores, labels) == pytest.approx(expected, abs=1e-3)
-    assert compute_metrics(scores, labels, names=["ece-smooth"])["ece_smooth"] == pytest.approx(expected, abs=1e-3)
 
 
 def slow_smooth_ece(conf, correct, sigma, points=2001):
@@ -87,7 +69,6 @@ def test_reliability_curve_grid_bandwidth_and_errors():
     assert curve.ece == pytest.approx(smooth_ece(logits, labels), abs=1e-12)
     assert 0 < curve.bandwidth <= 1
     assert np.all((curve.curve >= -1e-9) & (curve.curve <= 1 + 1e-9))
-    relplot = pytest.importorskip("relplot", reason="relplot (the smECE reference) is not installed")
     from relplot.kernels import ReflectedGaussianKernel
 
     conf, correct = relplot.multiclass_logits_to_confidences(logits, labels)

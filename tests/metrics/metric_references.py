@@ -1,0 +1,120 @@
+"""The reference implementations adacal's metrics are compared with (by tests/metrics/test_metric_references.py),
+each stated once: slow obviously-correct loops (slow_metrics.py), the published `uncertainty-calibration` package
+(Kumar et al. 2019), relplot's smECE (Błasiok & Nakkiran 2023) and scikit-learn — test dependencies — and, when
+installed, torchmetrics and netcal.
+
+Where a reference defines a metric differently on some inputs, `excludes` names the inputs and why, and those cases
+are left out of its parameters: torchmetrics and netcal put a value on a bin edge in the bin above ([lower, upper)
+bins) where adacal and the paper put it in the bin below ((lower, upper]); netcal reads two columns as a binary
+problem (the calibration of class 1, not of the top label); scikit-learn clips log-probabilities at the float64 epsilon
+where adacal clips at 1e-12.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+import slow_metrics as slow
+from metric_tester import Case, Reference
+
+
+def _on_edges(case: Case) -> str | None:
+    if case.has_values_on_edges:
+        return "values on bin edges: [lower, upper) bins part from adacal's (lower, upper]"
+    return None
+
+
+def _binary_or_on_edges(case: Case) -> str | None:
+    if case.num_classes == 2:
+        return "two columns: netcal calibrates class 1, not the top label"
+    return _on_edges(case)
+
+
+def _zero_at_label(case: Case) -> str | None:
+    return "probability 0 at the label: clipping conventions differ" if case.has_zero_at_label else None
+
+
+def _large(case: Case) -> str | None:
+    # The slow sweep re-bins everything for every b: quadratic and more in N.
+    return "too large for the slow sweep" if case.labels.size > 500 else None
+
+
+def _slow(metric, function, **options):
+    return Reference("slow loop", metric, lambda p, y, b, module: function(p, y, b, **options), atol=1e-12,
+                     options={"mode": options["mode"]} if "mode" in options else {})
+
+
+SLOW = [
+    _slow("ece-ew", slow.ece_ew),
+    _slow("ece-em", slow.ece_em),
+    _slow("ece-debias", slow.ece_debias),
+    _slow("ece-debias", slow.ece_debias, mode="marginal"),
+    _slow("mce", slow.mce),
+    _slow("classwise-ece", slow.classwise_ece),
+    Reference("slow loop", "nll", lambda p, y, b, module: slow.nll(np.log(np.clip(p, 1e-12, None)), y), atol=0,
+              rtol=1e-12, binned=False),
+    Reference("slow loop", "brier", lambda p, y, b, module: slow.brier(p, y), atol=1e-12, binned=False),
+    Reference("slow loop", "error", lambda p, y, b, module: slow.error(p, y), atol=1e-15, binned=False),
+    Reference("slow loop", "ece-sweep-em", lambda p, y, b, module: slow.ece_sweep(p, y, "equal-mass"), atol=1e-12,
+              binned=False, excludes=_large),
+    Reference("slow loop", "ece-sweep-ew", lambda p, y, b, module: slow.ece_sweep(p, y, "equal-width"), atol=1e-12,
+              binned=False, excludes=_large),
+]
+
+UNCERTAINTY_CALIBRATION = [
+    Reference("uncertainty-calibration", "ece-ew", lambda p, y, b, module: module.get_ece(p, y, num_bins=b),
+              atol=1e-12, package="calibration"),
+    Reference("uncertainty-calibration", "ece-em", lambda p, y, b, module: module.get_ece_em(p, y, num_bins=b),
+              atol=1e-12, package="calibration"),
+    Reference("uncertainty-calibration", "ece-debias",
+              lambda p, y, b, module: module.lower_bound_scaling_ce(p, y, p=2, debias=True, num_bins=b,
+                                                                    mode="top-label"),
+              atol=1e-12, package="calibration"),
+    Reference("uncertainty-calibration", "ece-debias",
+              lambda p, y, b, module: module.lower_bound_scaling_ce(p, y, p=2, debias=True, num_bins=b,
+                                                                    mode="marginal"),
+              atol=1e-12, options={"mode": "marginal"}, package="calibration"),
+]
+
+RELPLOT = [
+    Reference("relplot", "ece-smooth", lambda p, y, b, module: module.smECE(*module.multiclass_logits_to_confidences(p, y, probs=True)), atol=1e-3, binned=False,
+              package="relplot"),
+]
+
+SKLEARN = [
+    Reference("scikit-learn", "nll", lambda p, y, b, module: module.log_loss(y, p, labels=range(p.shape[1])),
+              atol=0, rtol=1e-12, binned=False, excludes=_zero_at_label, package="sklearn.metrics"),
+    Reference("scikit-learn", "brier",
+              lambda p, y, b, module: module.brier_score_loss(y, p, labels=range(p.shape[1]), scale_by_half=False),
+              atol=1e-12, binned=False, package="sklearn.metrics"),
+    Reference("scikit-learn", "error", lambda p, y, b, module: module.zero_one_loss(y, p.argmax(axis=1)), atol=1e-15,
+              binned=False, package="sklearn.metrics"),
+]
+
+
+def _torchmetrics(norm):
+    def compute(p, y, b, module):
+        value = module.multiclass_calibration_error(torch.from_numpy(p), torch.from_numpy(y), num_classes=p.shape[1],
+                                                    n_bins=b, norm=norm)
+        return float(value)
+
+    return compute
+
+
+# torchmetrics bins in the dtype of its inputs but sums with float32 steps: agreement to ~4e-7 on float64 inputs.
+TORCHMETRICS = [
+    Reference("torchmetrics", "ece-ew", _torchmetrics("l1"), atol=1e-6, excludes=_on_edges,
+              package="torchmetrics.functional.classification", optional=True),
+    Reference("torchmetrics", "mce", _torchmetrics("max"), atol=1e-6, excludes=_on_edges,
+              package="torchmetrics.functional.classification", optional=True),
+]
+
+NETCAL = [
+    Reference("netcal", "ece-ew", lambda p, y, b, module: module.ECE(bins=b).measure(p, y), atol=1e-12,
+              excludes=_binary_or_on_edges, package="netcal.metrics", optional=True),
+    Reference("netcal", "mce", lambda p, y, b, module: module.MCE(bins=b).measure(p, y), atol=1e-12,
+              excludes=_binary_or_on_edges, package="netcal.metrics", optional=True),
+]
+
+REFERENCES: list[Reference] = SLOW + UNCERTAINTY_CALIBRATION + RELPLOT + SKLEARN + TORCHMETRICS + NETCAL
