@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 import slow_metrics as slow
-from metric_tester import Case, Reference
+from metric_tester import Case, OodReference, Reference
 
 
 def _on_edges(case: Case) -> str | None:
@@ -118,3 +118,40 @@ NETCAL = [
 ]
 
 REFERENCES: list[Reference] = SLOW + UNCERTAINTY_CALIBRATION + RELPLOT + SKLEARN + TORCHMETRICS + NETCAL
+
+# OOD detection: adacal's AUROC and AUPRs call scikit-learn, so the slow loops are the independent check and
+# scikit-learn pins the conventions (OOD positive, AUPR-in on the negated scores).
+
+
+def _sklearn_ood(key):
+    def compute(in_scores, out_scores, module):
+        is_ood = np.r_[np.zeros(in_scores.size), np.ones(out_scores.size)]
+        scores = np.r_[in_scores, out_scores]
+        if key == "auroc":
+            return module.roc_auc_score(is_ood, scores)
+        if key == "aupr-out":
+            return module.average_precision_score(is_ood, scores)
+        return module.average_precision_score(1 - is_ood, -scores)
+
+    return compute
+
+
+def _slow_ood(function, *, negate=False):
+    def compute(in_scores, out_scores, module):
+        if negate:  # in-distribution as the positive class, lower score = more in-distribution
+            return function((-in_scores).tolist(), (-out_scores).tolist())
+        return function(in_scores.tolist(), out_scores.tolist())
+
+    return compute
+
+
+OOD_REFERENCES = [
+    *(OodReference("scikit-learn", key, _sklearn_ood(key), atol=1e-15, package="sklearn.metrics")
+      for key in ("auroc", "aupr-in", "aupr-out")),
+    OodReference("slow loop", "auroc", _slow_ood(slow.auroc), atol=1e-12),
+    OodReference("slow loop", "aupr-out", lambda i, o, module: slow.average_precision(o.tolist(), i.tolist()),
+                 atol=1e-12),
+    OodReference("slow loop", "aupr-in", _slow_ood(lambda i, o: slow.average_precision(i, o), negate=True), atol=1e-12),
+    OodReference("slow loop", "fpr-at-95-tpr", _slow_ood(slow.fpr_at_95), atol=1e-12),
+    OodReference("slow loop", "fpr-at-95-tpr-closest", _slow_ood(slow.fpr_at_95_closest), atol=1e-12),
+]

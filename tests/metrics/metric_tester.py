@@ -28,8 +28,9 @@ import numpy as np
 import pytest
 import torch
 from scipy.special import softmax
+from scipy.stats import entropy as scipy_entropy
 
-from adacal.metrics import METRICS, CalibrationMeter, metric_key
+from adacal.metrics import METRICS, CalibrationMeter, fpr_at_tpr, metric_key, ood_metrics
 
 # ------------------------------------------------------------------------------------------------------------- inputs
 
@@ -231,6 +232,66 @@ class Variant:
 
 VARIANTS = [Variant(*v) for v in itertools.product((np.float64, np.float32), ("probs", "logits"), ("numpy", "torch"))]
 
+# ------------------------------------------------------------------------------------------------------ OOD scores
+
+
+@dataclass(frozen=True)
+class OodCase:
+    """Uncertainty scores (higher = more OOD) of in-distribution and OOD samples, float64."""
+
+    name: str
+    in_scores: np.ndarray
+    out_scores: np.ndarray
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class OodVariant:
+    dtype: type
+    container: str
+
+    def __str__(self) -> str:
+        return f"{np.dtype(self.dtype).name}/{self.container}"
+
+    def inputs(self, case: OodCase):
+        pair = [scores.astype(self.dtype) for scores in (case.in_scores, case.out_scores)]
+        return [torch.from_numpy(s) for s in pair] if self.container == "torch" else pair
+
+    def reference_inputs(self, case: OodCase):
+        return [scores.astype(self.dtype).astype(np.float64) for scores in (case.in_scores, case.out_scores)]
+
+
+OOD_VARIANTS = [OodVariant(*v) for v in itertools.product((np.float64, np.float32), ("numpy", "torch"))]
+
+
+def _entropy_pair(seed=0):
+    """Entropies of confident in-distribution logits and of noisier OOD logits."""
+    rng = np.random.default_rng(seed)
+    in_logits = rng.normal(size=(300, 10))
+    in_logits[np.arange(300), rng.integers(0, 10, 300)] += 4.0
+    out_logits = rng.normal(size=(200, 10)) + rng.normal(size=(200, 1))
+    return [scipy_entropy(softmax(logits, axis=1), axis=1) for logits in (in_logits, out_logits)]
+
+
+def _rounded_normal(seed):
+    rng = np.random.default_rng(seed)
+    return np.round(rng.normal(size=80), 1), np.round(rng.normal(size=60) + 1.5, 1)  # rounded: ties
+
+
+def _tenths(seed):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 12, size=57) / 10, rng.integers(4, 16, size=83) / 10  # heavily tied
+
+
+OOD_CASES = [
+    OodCase("entropy-300-vs-200", *_entropy_pair()),
+    *(OodCase(f"rounded-normal-seed{seed}", *_rounded_normal(seed)) for seed in range(4)),
+    *(OodCase(f"tenths-seed{seed}", *_tenths(seed)) for seed in range(4)),
+]
+
+
 # ------------------------------------------------------------------------------------------------------- references
 
 
@@ -264,18 +325,56 @@ class Reference:
         if self.package is None:
             return None
         if self.optional:
-            return pytest.importorskip(self.package, reason=f"{self.package} (optional reference) is not installed")
+            name = self.package.split(".")[0]
+            return pytest.importorskip(self.package, reason=f"{name} (an optional reference) is not installed")
         return importlib.import_module(self.package)  # a test dependency: missing it is an error, not a skip
 
 
 FLOAT32_ATOL = 1e-6  # float32 probabilities are normalised by their float64 row sums (1 ± ~1e-7)
 
 
+@dataclass(frozen=True)
+class OodReference:
+    """An independent implementation of one OOD detection metric: `compute(in_scores, out_scores, module)`."""
+
+    source: str
+    metric: str  # a key of OOD_METRICS
+    compute: Callable[..., float]
+    atol: float
+    package: str | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.metric}~{self.source}"
+
+    def module(self):
+        return None if self.package is None else importlib.import_module(self.package)
+
+
+def _ood_metric(key):
+    return lambda in_scores, out_scores: ood_metrics(in_scores, out_scores)[key]
+
+
+# The OOD detection metrics by name: the keys of `ood_metrics`, and the FPR of the closest-TPR rule.
+OOD_METRICS = {
+    "auroc": _ood_metric("auroc"),
+    "aupr-in": _ood_metric("aupr_in"),
+    "aupr-out": _ood_metric("aupr_out"),
+    "fpr-at-95-tpr": _ood_metric("fpr_at_95_tpr"),
+    "fpr-at-95-tpr-closest": lambda in_scores, out_scores: fpr_at_tpr(in_scores, out_scores, rule="closest"),
+}
+
+
+# ------------------------------------------------------------------------------------------------------------ tester
+
+
 class MetricTester:
-    """Runs an adacal metric against a reference over every variant of a case (the functional test), and
-    `CalibrationMeter` over uneven chunks against the batch function (the streaming test)."""
+    """Runs an adacal metric against a reference over every variant of a case (the functional test),
+    `CalibrationMeter` over uneven chunks against the batch function (the streaming test), and an OOD detection
+    metric against a reference over float32/float64 numpy/torch scores (the OOD test)."""
 
     variants: Sequence[Variant] = VARIANTS
+    ood_variants: Sequence[OodVariant] = OOD_VARIANTS
     chunk_sizes: Sequence[int] = (1, 50, 7, 100, 82)
     stream_atol: float = 1e-9  # sums in another order
 
@@ -332,7 +431,21 @@ class MetricTester:
         assert not failures, f"CalibrationMeter {', '.join(names)} on {case.name}:\n" + "\n".join(failures)
         return checked
 
+    def run_ood_test(self, reference: OodReference, case: OodCase) -> int:
+        """Assert the adacal OOD metric equals the reference for every variant; returns the number of comparisons."""
+        module, metric = reference.module(), OOD_METRICS[reference.metric]
+        failures = []
+        for variant in self.ood_variants:
+            expected = float(reference.compute(*variant.reference_inputs(case), module=module))
+            got = metric(*variant.inputs(case))
+            if not (isinstance(got, float) and math.isclose(got, expected, rel_tol=0, abs_tol=reference.atol)):
+                failures.append(f"{variant}: adacal {got!r}, {reference.source} {expected!r}")
+        assert not failures, f"{reference.id} on {case.name}:\n" + "\n".join(failures)
+        return len(self.ood_variants)
+
 
 def pairs(references: Sequence[Reference], cases: Sequence[Case]):
     """(reference, case) parameters, leaving out cases outside a reference's definition."""
     return [pytest.param(r, c, id=f"{r.id}-{c.name}") for r in references for c in cases if r.excludes(c) is None]
+
+

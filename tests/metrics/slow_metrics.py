@@ -159,3 +159,49 @@ def ece_sweep(probs, labels, binning="equal-mass"):
     b = sweep_bins(conf, correct, binning)
     edges = mass_edges(conf, b) if binning == "equal-mass" else width_edges(b)
     return l1(conf, correct, edges)
+
+
+# ------------------------------------------------------------------ OOD detection (OOD positive, higher = more OOD)
+
+
+def auroc(in_scores, out_scores):
+    """P(OOD score > in-distribution score) + ½ P(equal), over every pair."""
+    total = 0.0
+    for o in out_scores:
+        for i in in_scores:
+            total += 1.0 if o > i else 0.5 if o == i else 0.0
+    return total / (len(in_scores) * len(out_scores))
+
+
+def average_precision(positives, negatives):
+    """Σ over distinct thresholds t (descending, flagging score >= t) of (recall gained) × precision at t."""
+    total, recall_before = 0.0, 0.0
+    for t in sorted(set(positives) | set(negatives), reverse=True):
+        tp = sum(s >= t for s in positives)
+        fp = sum(s >= t for s in negatives)
+        recall = tp / len(positives)
+        if tp:
+            total += (recall - recall_before) * tp / (tp + fp)
+        recall_before = recall
+    return total
+
+
+def fpr_at_95(in_scores, out_scores):
+    """Highest threshold t flagging (score >= t) at least 95% of OOD samples; the fraction of in-dist flagged."""
+    for t in sorted(set(in_scores) | set(out_scores), reverse=True):
+        if sum(s >= t for s in out_scores) >= 0.95 * len(out_scores):
+            return sum(s >= t for s in in_scores) / len(in_scores)
+    raise AssertionError
+
+
+def fpr_at_95_closest(in_scores, out_scores, level=0.95):
+    """The selection rule of Hendrycks et al.'s code, restated as a scan over distinct thresholds (descending): the
+    point whose TPR is closest to the level, the last (lowest threshold) of equally close ones."""
+    points = []
+    for t in sorted(set(in_scores) | set(out_scores), reverse=True):
+        tp = sum(s >= t for s in out_scores)
+        points.append((tp / len(out_scores), sum(s >= t for s in in_scores) / len(in_scores)))
+        if tp == len(out_scores):
+            break
+    best = min(abs(r - level) for r, _ in points)
+    return [f for r, f in points if abs(r - level) == best][-1]
