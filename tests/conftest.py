@@ -71,3 +71,19 @@ def _one_torch_thread():
 def one_torch_thread():
     """A context manager for tiny models: on a busy 2-core machine they train faster on one intra-op thread."""
     return _one_torch_thread
+
+
+@pytest.fixture
+def saved_figures(monkeypatch):
+    """The figures `adacal.plots.save_figure` is given, in order (it still writes them): to inspect their artists."""
+    from adacal import plots
+
+    figures = []
+    original = plots.save_figure
+
+    def save(fig, path, **kwargs):
+        figures.append(fig)
+        return original(fig, path, **kwargs)
+
+    monkeypatch.setattr(plots, "save_figure", save)
+    return figures

@@ -10,28 +10,11 @@ from hypothesis.extra.numpy import arrays
 
 from adacal.calibrators import CALIBRATORS, Calibrator, build_calibrator
 from adacal.errors import AdacalError
-
-finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False, width=64)
-anything = st.one_of(finite, st.just(np.nan), st.just(np.inf), st.just(-np.inf))
-DTYPES = [np.float64, np.float32, np.float16, np.int64, np.int8, np.bool_, np.complex64]
+from array_strategies import NARROW_DTYPES, score_arrays
 
 
-@st.composite
-def scores(draw, n, k):
-    kind = draw(st.sampled_from(["logits", "probs", "weird", "ties", "dtype"]))
-    if kind == "weird":
-        shape = draw(st.sampled_from([(n, k), (n,), (n, k, 2), (k, n)]))
-        return draw(arrays(np.float64, shape, elements=anything))
-    values = draw(arrays(np.float64, (n, k), elements=finite))
-    if kind == "probs" and n:
-        values = np.abs(values) + 1e-3
-        values = values / values.sum(axis=1, keepdims=True)
-    if kind == "ties":
-        values = np.round(values / 1e6, 1)
-    if kind == "dtype":
-        with np.errstate(all="ignore"):
-            values = values.astype(draw(st.sampled_from(DTYPES)))
-    return values
+def scores(n, k):
+    return score_arrays(n, k, transposed=True, dtypes=[np.float64, *NARROW_DTYPES])
 
 
 @st.composite

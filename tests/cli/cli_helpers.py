@@ -1,4 +1,5 @@
-"""What every CLI test shares: one CliRunner and the check of a one-line error.
+"""What every CLI test shares: one CliRunner, the check of a one-line error, a snapshot of folders, and the prediction
+files made from a trained run (the run itself comes from the `train_tiny_run` fixture in conftest.py).
 
 Test modules in tests/cli import it by name (`from cli_helpers import one_line_error, runner`): pytest puts each
 test's folder on sys.path (there is no tests/__init__.py).
@@ -6,6 +7,7 @@ test's folder on sys.path (there is no tests/__init__.py).
 
 from pathlib import Path
 
+import numpy as np
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -34,3 +36,13 @@ def snapshot(*roots: Path) -> dict[str, tuple[int, int]]:
             info = path.lstat()
             state[str(path)] = (info.st_mtime_ns, info.st_size if path.is_file() else -1)
     return state
+
+
+def write_prediction_files(root: Path, run: Path) -> dict:
+    """The run's predictions as root/preds.npz (test logits and labels) and root/split.npz (every array of the run's
+    predictions.npz: val_ and test_ logits and labels); returns those arrays by name."""
+    with np.load(run / "predictions.npz") as arrays:
+        split = {key: arrays[key] for key in arrays.files}
+    np.savez(root / "preds.npz", logits=split["test_logits"], labels=split["test_labels"])
+    np.savez(root / "split.npz", **split)
+    return split

@@ -21,7 +21,7 @@ import torch
 
 from adacal.cli import app
 
-from cli_helpers import one_line_error, runner, snapshot
+from cli_helpers import one_line_error, runner, snapshot, write_prediction_files
 
 K = 10
 
@@ -30,22 +30,15 @@ K = 10
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory, one_torch_thread):
+def base(tmp_path_factory, train_tiny_run):
     """One tiny trained run and a report of each kind, built once (about a second)."""
     from adacal.calibrators import build_calibrator, save_calibrator
     from adacal.ood import detect_ood, ood_report
     from adacal.reports import write_json
-    from adacal.training import TrainConfig, train
 
     root = tmp_path_factory.mktemp("bad-input")
-    with one_torch_thread():
-        result = train(TrainConfig(dataset="digits", device="cpu", epochs=1, train_subset=64, batch_size=32,
-                                   out=str(root / "runs")))
-    run = result.run_dir
-    with np.load(run / "predictions.npz") as arrays:
-        split = {key: arrays[key] for key in arrays.files}
-    np.savez(root / "preds.npz", logits=split["test_logits"], labels=split["test_labels"])
-    np.savez(root / "split.npz", **split)
+    run = train_tiny_run(root)
+    split = write_prediction_files(root, run)
     calibrator = build_calibrator("temperature").fit(split["val_logits"], split["val_labels"])
     save_calibrator(calibrator, root / "calibrator.json")
     results = detect_ood(split["test_logits"], split["val_logits"], temperature=1.5)

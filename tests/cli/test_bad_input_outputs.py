@@ -24,40 +24,20 @@ import typer
 
 from adacal.cli import app
 
-from cli_helpers import one_line_error, runner
+from cli_helpers import one_line_error, runner, snapshot, write_prediction_files
 
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory, one_torch_thread):
-    from adacal.training import TrainConfig, train
-
+def base(tmp_path_factory, train_tiny_run):
     root = tmp_path_factory.mktemp("outputs")
-    with one_torch_thread():
-        result = train(TrainConfig(dataset="digits", device="cpu", epochs=1, train_subset=64, batch_size=32,
-                                   out=str(root / "runs")))
-    run = result.run_dir
-    with np.load(run / "predictions.npz") as arrays:
-        split = {key: arrays[key] for key in arrays.files}
-    np.savez(root / "preds.npz", logits=split["test_logits"], labels=split["test_labels"])
-    np.savez(root / "split.npz", **split)
+    run = train_tiny_run(root)
+    split = write_prediction_files(root, run)
     np.savez(root / "ood_in.npz", logits=split["test_logits"])
     np.savez(root / "ood_out.npz", logits=split["val_logits"])
     assert runner.invoke(app, ["calibrate", str(run), "-q"]).exit_code == 0  # run/calibrate.json, read by ood
     return {"root": root, "run": run, "preds": root / "preds.npz", "split": root / "split.npz",
             "ood_in": root / "ood_in.npz", "ood_out": root / "ood_out.npz"}
-
-
-def _snapshot(*folders: Path) -> dict[str, tuple[float, int]]:
-    state = {}
-    for folder in folders:
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() or path.is_symlink():
-                info = os.lstat(path)
-                state[str(path)] = (info.st_mtime_ns, info.st_size)
-            else:
-                state[str(path)] = (0, 0)
-    return state
 
 
 LONG = "x" * 300
@@ -136,11 +116,11 @@ def test_refused_output_is_one_line_and_touches_nothing(base, tmp_path, monkeypa
     paths.update(link_to_history=tmp_path / "link_to_history", link_to_preds=tmp_path / "link_to_preds",
                  hardlink_to_preds=tmp_path / "hardlink_to_preds",
                  link_to_curves=tmp_path / "curves.png")
-    before = _snapshot(base["root"], tmp_path)
+    before = snapshot(base["root"], tmp_path)
     result = runner.invoke(app, _fill(args, paths))
     one_line_error(result, expected)
     assert result.stdout == ""
-    assert _snapshot(base["root"], tmp_path) == before
+    assert snapshot(base["root"], tmp_path) == before
 
 
 def test_json_dash_writes_only_the_report_to_stdout(base):

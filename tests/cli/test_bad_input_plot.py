@@ -21,16 +21,12 @@ from cli_helpers import one_line_error, runner, snapshot
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory, one_torch_thread):
-    from adacal.training import TrainConfig, train
-
+def base(tmp_path_factory, train_tiny_run):
     root = tmp_path_factory.mktemp("bad-plot")
-    with one_torch_thread():
-        result = train(TrainConfig(dataset="digits", device="cpu", epochs=3, train_subset=64, batch_size=32,
-                                   loss="adafocal", out=str(root / "runs")))
-    base = {"root": root, "run": result.run_dir, "ws": root / "bad"}
+    run = train_tiny_run(root, epochs=3, loss="adafocal")
+    base = {"root": root, "run": run, "ws": root / "bad"}
     base["ws"].mkdir()
-    _damaged_runs(base["ws"], result.run_dir)
+    _damaged_runs(base["ws"], run)
     return base
 
 

@@ -83,20 +83,6 @@ def runs(tmp_path_factory):
     return made
 
 
-@pytest.fixture
-def captured(monkeypatch):
-    """The figures the CLI saves, to inspect their artists."""
-    figures = []
-    original = plots.save_figure
-
-    def save(fig, path, **kwargs):
-        figures.append(fig)
-        return original(fig, path, **kwargs)
-
-    monkeypatch.setattr(plots, "save_figure", save)
-    return figures
-
-
 def _ok(args):
     result = runner.invoke(app, ["plot", *args])
     assert result.exit_code == 0, result.output
@@ -122,21 +108,21 @@ def _bar_heights(fig):
     return heights
 
 
-def test_reliability_of_run_folders_goes_to_a_comparison_name(runs, captured, tmp_path, monkeypatch):
+def test_reliability_of_run_folders_goes_to_a_comparison_name(runs, saved_figures, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = _ok(["reliability", str(runs["ce"]), str(runs["adafocal"]), "--binning", "equal-mass", "--n-bins", "10",
                   "--dpi", "40"])
     out = Path("plots") / "compare-reliability-ce-adafocal.png"  # in the current folder
     assert out.read_bytes().startswith(PNG) and str(out) in result.stdout
     assert not (runs["ce"] / "plots" / "reliability.png").exists()  # the single run's figure is not touched
-    (fig,) = captured
+    (fig,) = saved_figures
     expected = [_stats(runs[name], "equal-mass", 10).accuracy for name in ("ce", "adafocal")]
     np.testing.assert_array_equal(_bar_heights(fig), expected)
     titles = [ax.get_title() for ax in fig.axes if ax.get_label().startswith("reliability:")]
     assert titles[0].startswith("CE\n") and titles[1].startswith("AdaFocal\n")
 
 
-def test_reliability_of_predictions_file_and_evaluate_json(runs, tmp_path, captured, monkeypatch):
+def test_reliability_of_predictions_file_and_evaluate_json(runs, tmp_path, saved_figures, monkeypatch):
     monkeypatch.chdir(tmp_path)
     predictions = tmp_path / "preds.npz"
     predictions.write_bytes((runs["ce"] / "predictions.npz").read_bytes())
@@ -147,26 +133,26 @@ def test_reliability_of_predictions_file_and_evaluate_json(runs, tmp_path, captu
     _ok(["reliability", str(predictions), str(evaluate), "--labels", "file,report", "--title", "Two inputs",
          "--dpi", "30"])
     assert (tmp_path / "plots" / "compare-reliability-preds-eval.png").read_bytes().startswith(PNG)
-    np.testing.assert_array_equal(_bar_heights(captured[0]), [stats.accuracy, stats.accuracy])
-    titles = [ax.get_title() for ax in captured[0].axes if ax.get_label().startswith("reliability:")]
+    np.testing.assert_array_equal(_bar_heights(saved_figures[0]), [stats.accuracy, stats.accuracy])
+    titles = [ax.get_title() for ax in saved_figures[0].axes if ax.get_label().startswith("reliability:")]
     assert [t.split("\n")[0] for t in titles] == ["file", "report"]
 
 
-def test_repeated_losses_are_told_apart_by_the_first_differing_detail(runs, tmp_path, captured):
+def test_repeated_losses_are_told_apart_by_the_first_differing_detail(runs, tmp_path, saved_figures):
     _ok(["reliability", str(runs["ce"]), str(runs["ce-seed1"]), str(runs["adafocal"]), "--out",
          str(tmp_path / "r.png"), "--dpi", "30"])
-    titles = [ax.get_title().split("\n")[0] for ax in captured[0].axes if ax.get_label().startswith("reliability:")]
+    titles = [ax.get_title().split("\n")[0] for ax in saved_figures[0].axes if ax.get_label().startswith("reliability:")]
     assert titles == ["CE (seed 0)", "CE (seed 1)", "AdaFocal"]  # same model and dataset: the seed differs
     run = tmp_path / "ce"
     shutil.copytree(runs["ce"], run)
     write_json(run / "evaluate.json", make_report("evaluate", config={}, results={
         "bins": {"equal_width": _stats(run).to_dict()}}))
     _ok(["reliability", str(run), str(run / "evaluate.json"), "--out", str(tmp_path / "r.png"), "--dpi", "30"])
-    titles = [ax.get_title().split("\n")[0] for ax in captured[1].axes if ax.get_label().startswith("reliability:")]
+    titles = [ax.get_title().split("\n")[0] for ax in saved_figures[1].axes if ax.get_label().startswith("reliability:")]
     assert titles == ["CE (ce)", "CE (evaluate.json)"]
 
 
-def test_reliability_with_calibrated_adds_the_calibrated_panel(runs, tmp_path, captured):
+def test_reliability_with_calibrated_adds_the_calibrated_panel(runs, tmp_path, saved_figures):
     calibrators = pytest.importorskip("adacal.calibrators")
     with np.load(runs["ce"] / "predictions.npz") as data:
         val_logits, val_labels, test_logits = data["val_logits"], data["val_labels"], data["test_logits"]
@@ -180,15 +166,15 @@ def test_reliability_with_calibrated_adds_the_calibrated_panel(runs, tmp_path, c
     assert (runs["ce"] / "plots" / "reliability-calibrated.png").is_file()  # not the plain diagram's name
     probs = np.asarray(calibrator.transform(test_logits), dtype=np.float64)
     expected = bin_statistics(probs.max(axis=1), probs.argmax(axis=1) == test_labels).accuracy
-    heights = _bar_heights(captured[0])
+    heights = _bar_heights(saved_figures[0])
     assert len(heights) == 2
     np.testing.assert_allclose(heights[1], expected, atol=1e-12)
 
 
-def test_gamma_writes_one_panel_per_requested_bin(runs, tmp_path, captured):
+def test_gamma_writes_one_panel_per_requested_bin(runs, tmp_path, saved_figures):
     _ok(["gamma", str(runs["adafocal"]), "--bins", "0,3", "--out", str(tmp_path / "gamma.pdf")])
     assert (tmp_path / "gamma.pdf").read_bytes().startswith(PDF)
-    (fig,) = captured
+    (fig,) = saved_figures
     assert sorted(ax.get_label() for ax in fig.axes if ax.get_label().startswith("gamma:")) == ["gamma:bin-0", "gamma:bin-3"]
     history = plots.load_history(runs["adafocal"] / "history.jsonl")
     (gamma_ax,) = [ax for ax in fig.axes if ax.get_label() == "gamma:bin-3"]

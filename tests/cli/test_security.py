@@ -13,7 +13,7 @@ import torch
 
 from adacal.cli import app
 
-from cli_helpers import one_line_error, runner
+from cli_helpers import one_line_error, runner, snapshot
 
 
 
@@ -28,18 +28,8 @@ class CreatesAFile:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory, one_torch_thread):
-    from adacal.training import TrainConfig, train
-
-    root = tmp_path_factory.mktemp("security")
-    with one_torch_thread():
-        result = train(TrainConfig(dataset="digits", device="cpu", epochs=1, train_subset=64, batch_size=32,
-                                   out=str(root / "runs")))
-    return result.run_dir
-
-
-def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    return {str(p): (p.stat().st_mtime_ns, p.stat().st_size if p.is_file() else -1) for p in [root, *root.rglob("*")]}
+def trained(tmp_path_factory, train_tiny_run):
+    return train_tiny_run(tmp_path_factory.mktemp("security"))
 
 
 @pytest.fixture()
@@ -78,11 +68,11 @@ COMMANDS = {
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_pickle_payloads_are_refused_and_never_run(payloads, tmp_path, monkeypatch, command):
     monkeypatch.chdir(tmp_path)
-    before = _snapshot(tmp_path)
+    before = snapshot(tmp_path)
     line = one_line_error(runner.invoke(app, COMMANDS[command](payloads)))
     assert "Refusing to load" in line and "weights_only=True" in line, line
     assert not payloads["marker"].exists()
-    assert _snapshot(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 def test_the_payload_does_run_when_unpickled_without_weights_only(payloads):
@@ -123,7 +113,7 @@ def test_paths_inside_reports_are_never_read_or_written(payloads, trained, tmp_p
     assert runner.invoke(app, ["calibrate", str(run), "--quiet"]).exit_code == 0
     calibrate = json.loads((run / "calibrate.json").read_text())
     write_json(run / "calibrate.json", _with_paths(calibrate, payloads["preds"], target))
-    before = _snapshot(tmp_path)
+    before = snapshot(tmp_path)
 
     results = [
         runner.invoke(app, ["plot", "roc", str(tmp_path / "ood.json"), "--out", str(tmp_path / "roc.png")]),
@@ -136,7 +126,7 @@ def test_paths_inside_reports_are_never_read_or_written(payloads, trained, tmp_p
         assert result.exit_code == 0, result.output
     assert not payloads["marker"].exists() and not target.exists()
     assert not (tmp_path / "new-data-folder").exists()
-    after = _snapshot(tmp_path)
+    after = snapshot(tmp_path)
     changed = {Path(p).name for p in after if after[p] != before.get(p)}
     assert changed == {tmp_path.name, "roc.png", "r.png", "c.png", "ood-digits.json", run.name}, changed
     assert json.loads((run / "ood-digits.json").read_text())["results"]["temperature_source"] == "calibrate.json"
@@ -195,11 +185,11 @@ def test_calibrators_and_reports_are_read_as_json_never_unpickled(payloads, tmp_
     if command.startswith("plot"):
         args += ["--out", str(tmp_path / "r.png")]
     monkeypatch.chdir(tmp_path)
-    before = _snapshot(tmp_path)
+    before = snapshot(tmp_path)
     line = one_line_error(runner.invoke(app, args))
     assert "could not be parsed" in line, line
     assert not payloads["marker"].exists()
-    assert _snapshot(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize("target", ["/dev/zero", "/dev/urandom", "fifo"])
@@ -220,7 +210,7 @@ def test_a_link_to_an_endless_file_is_refused_without_reading(tmp_path, monkeypa
     argv = {"evaluate": ["evaluate", str(link)], "calibrator": ["evaluate", str(good), "--calibrator", str(link)],
             "ood": ["ood", "--in-preds", str(good), "--out-preds", str(link)],
             "resume": ["train", "--resume", str(link)]}[command]
-    before = _snapshot(tmp_path)
+    before = snapshot(tmp_path)
     line = one_line_error(runner.invoke(app, argv))
     assert "regular file" in line and str(link) in line
-    assert _snapshot(tmp_path) == before
+    assert snapshot(tmp_path) == before

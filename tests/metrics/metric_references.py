@@ -77,10 +77,11 @@ UNCERTAINTY_CALIBRATION = [
               atol=1e-12, options={"mode": "marginal"}, package="calibration"),
 ]
 
-RELPLOT = [
-    Reference("relplot", "ece-smooth", lambda p, y, b, module: module.smECE(*module.multiclass_logits_to_confidences(p, y, probs=True)), atol=1e-3, binned=False,
-              package="relplot"),
-]
+def _smece(p, y, b, module):
+    return module.smECE(*module.multiclass_logits_to_confidences(p, y, probs=True))
+
+
+RELPLOT = [Reference("relplot", "ece-smooth", _smece, atol=1e-3, binned=False, package="relplot")]
 
 SKLEARN = [
     Reference("scikit-learn", "nll", lambda p, y, b, module: module.log_loss(y, p, labels=range(p.shape[1])),

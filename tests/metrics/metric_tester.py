@@ -422,7 +422,8 @@ class MetricTester:
                 for rows in self.chunks(case.labels.size):
                     meter.update(*variant.inputs(case, rows))
                 got = meter.compute()
-                expected = {metric_key(name): METRICS.get(name)(*variant.inputs(case), n_bins=n_bins) for name in names}
+                scores, labels = variant.inputs(case)
+                expected = {metric_key(name): METRICS.get(name)(scores, labels, n_bins=n_bins) for name in names}
                 checked += 1
                 if list(got) != list(expected) or not all(
                     math.isclose(got[key], value, rel_tol=0, abs_tol=self.stream_atol) for key, value in expected.items()

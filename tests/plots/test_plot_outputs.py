@@ -336,36 +336,22 @@ def test_bands_need_per_sample_predictions(tmp_path):
     assert "--bands consistency needs per-sample predictions" in message
 
 
-@pytest.fixture
-def figures(monkeypatch):
-    """The figures `adacal plot` saves, in order (save_figure still writes them)."""
-    saved = []
-    original = plots.save_figure
-
-    def save(fig, path, **kwargs):
-        saved.append(fig)
-        return original(fig, path, **kwargs)
-
-    monkeypatch.setattr(plots, "save_figure", save)
-    return saved
-
-
-def test_cli_bands_are_drawn(tmp_path, figures):
+def test_cli_bands_are_drawn(tmp_path, saved_figures):
     preds = _preds(tmp_path / "p.npz", n=300)
     result = _invoke(["reliability", preds, "--bands", "bootstrap", "--band-samples", "50", "--band-level", "0.8",
                       "--n-bins", "5", "--out", tmp_path / "r.png", "--dpi", "30"])
     assert result.exit_code == 0, result.output
-    (ax,) = [a for a in figures[0].axes if a.get_label() == "reliability:0"]
+    (ax,) = [a for a in saved_figures[0].axes if a.get_label() == "reliability:0"]
     assert [c.get_gid() for c in ax.collections if c.get_gid()] == ["band:bootstrap"]
-    assert "80 % bootstrap interval of accuracy" in [t.get_text() for t in figures[0].legends[0].get_texts()]
+    assert "80 % bootstrap interval of accuracy" in [t.get_text() for t in saved_figures[0].legends[0].get_texts()]
     assert os.path.getsize(tmp_path / "r.png") > 0
 
 
-def test_cli_smooth_curve_is_drawn_and_needs_per_sample_predictions(tmp_path, figures):
+def test_cli_smooth_curve_is_drawn_and_needs_per_sample_predictions(tmp_path, saved_figures):
     preds = _preds(tmp_path / "p.npz", n=300)
     result = _invoke(["reliability", preds, "--smooth", "--out", tmp_path / "r.png", "--dpi", "30"])
     assert result.exit_code == 0, result.output
-    (ax,) = [a for a in figures[0].axes if a.get_label() == "reliability:0"]
+    (ax,) = [a for a in saved_figures[0].axes if a.get_label() == "reliability:0"]
     assert [line.get_gid() for line in ax.lines if line.get_gid()] == ["smooth"]
     stats = bin_statistics(np.linspace(0.3, 1, 40), np.ones(40))
     evaluate = tmp_path / "evaluate.json"

@@ -22,6 +22,7 @@ from adacal.predictions import Predictions
 from adacal.reports import safe_torch_load
 from adacal.runs import RunFolder
 from adacal.training.run_writer import LOCK_FILE, RunLockedError, RunWriter
+from disk_faults import DiskFullFile
 
 REPO = Path(adacal.__file__).resolve().parents[1]
 
@@ -95,22 +96,8 @@ def test_failed_history_append_is_cut_back(tmp_path, monkeypatch):
     writer.append_history({"epoch": 1})
     good = writer.folder.history.read_bytes()
 
-    class Full:
-        def __init__(self, handle):
-            self.handle = handle
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.handle.close()
-
-        def write(self, text):
-            self.handle.write(text[:5])
-            self.handle.flush()
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    monkeypatch.setattr(run_writer, "open", lambda path, mode, **kw: Full(open(path, mode, **kw)), raising=False)
+    full = lambda path, mode, **kw: DiskFullFile(open(path, mode, **kw))  # noqa: E731
+    monkeypatch.setattr(run_writer, "open", full, raising=False)
     with pytest.raises(InputError, match="No space left"):
         writer.append_history({"epoch": 2})
     assert writer.folder.history.read_bytes() == good

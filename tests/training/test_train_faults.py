@@ -32,6 +32,7 @@ from typer.testing import CliRunner
 import adacal
 from adacal.cli import app
 from adacal.training import TrainConfig, load_checkpoint, train
+from disk_faults import DiskFullFile
 
 runner = CliRunner()
 REPO = Path(adacal.__file__).resolve().parents[1]
@@ -324,27 +325,6 @@ def _fail_writes_of(monkeypatch, name: str, epoch: int) -> None:
     monkeypatch.setattr(torch, "save", failing)
 
 
-class _DiskFullFile:
-    """A text file whose writes stop half-way with ENOSPC."""
-
-    def __init__(self, handle):
-        self.handle = handle
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.handle.close()
-
-    def write(self, text):
-        self.handle.write(text[: len(text) // 2])
-        self.handle.flush()
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    def __getattr__(self, name):
-        return getattr(self.handle, name)
-
-
 def _fail_history_line(monkeypatch, epoch: int) -> None:
     from adacal.training import run_writer
 
@@ -353,7 +333,7 @@ def _fail_history_line(monkeypatch, epoch: int) -> None:
     def opening(path, mode="r", **kwargs):
         handle = open(path, mode, **kwargs)
         if Path(path).name == "history.jsonl" and mode == "a" and next(calls) == epoch:
-            return _DiskFullFile(handle)
+            return DiskFullFile(handle)
         return handle
 
     monkeypatch.setattr(run_writer, "open", opening, raising=False)
