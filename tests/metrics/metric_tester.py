@@ -299,9 +299,9 @@ OOD_CASES = [
 class Reference:
     """An independent implementation of one adacal metric.
 
-    `compute(probs, labels, n_bins)` gets float64 probabilities (N, K) and integer labels; `n_bins` is None for metrics
-    without bins. `atol` is the agreement asked for on float64 inputs; float32 inputs are held to
-    max(atol, FLOAT32_ATOL). `excludes(case)` returns why a case is outside the reference's definition (None when it
+    `compute(probs, labels, n_bins, module=...)` gets float64 probabilities (N, K), integer labels, the bin count (None
+    for metrics without bins) and the imported `package`. Agreement asked for on float64 inputs: |diff| <= atol, or
+    relative rtol; float32 inputs are held to max(atol, FLOAT32_ATOL). `options` are passed to the adacal metric. `excludes(case)` returns why a case is outside the reference's definition (None when it
     is inside). `package` names the module to import: optional ones skip with the reason when absent.
     """
 
@@ -319,7 +319,7 @@ class Reference:
     @property
     def id(self) -> str:
         options = ",".join(f"{k}={v}" for k, v in self.options.items())
-        return f"{self.metric}{'[' + options + ']' if options else ''}~{self.source}"
+        return f"{self.metric}{'[' + options + ']' if options else ''}~{self.source.replace(' ', '-')}"
 
     def module(self):
         if self.package is None:
@@ -345,7 +345,7 @@ class OodReference:
 
     @property
     def id(self) -> str:
-        return f"{self.metric}~{self.source}"
+        return f"{self.metric}~{self.source.replace(' ', '-')}"
 
     def module(self):
         return None if self.package is None else importlib.import_module(self.package)

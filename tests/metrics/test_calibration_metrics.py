@@ -11,22 +11,8 @@ import torch
 import slow_metrics as slow
 from adacal.arrays import softmax
 from adacal.errors import InputError, UnknownNameError
-from adacal.metrics import (
-    METRIC_NAMES,
-    METRICS,
-    brier,
-    classwise_ece,
-    compute_metrics,
-    ece_debias,
-    ece_em,
-    ece_ew,
-    error,
-    mce,
-    metric_key,
-    nll,
-    prepare_predictions,
-    reliability,
-)
+from adacal.metrics import METRIC_NAMES, METRICS, compute_metrics, metric_key, prepare_predictions, reliability
+from adacal.metrics import brier, classwise_ece, ece_debias, ece_em, ece_ew, error, mce, nll
 from metric_tester import calibrated_sample, make_logits
 
 # ------------------------------------------------------------------------------------------ hand-worked examples
