@@ -5,11 +5,9 @@ import json
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from adacal.cli import app
-
-runner = CliRunner()
+from cli_helpers import one_line_error, runner
 
 
 @pytest.fixture()
@@ -25,14 +23,6 @@ def npz(tmp_path):
 
 def invoke(*args, env=None):
     return runner.invoke(app, ["evaluate", *map(str, args)], env=env)
-
-
-def one_line_error(result, *fragments):
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 def test_table_uses_display_names_and_json_snake_case_from_any_spelling(npz, tmp_path):

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from adacal import plots
 from adacal.cli import app
@@ -21,8 +20,7 @@ from adacal.errors import InputError
 from adacal.metrics.binning import bin_statistics
 from adacal.predictions import Predictions, save_split_predictions
 from adacal.reports import make_report, write_json
-
-runner = CliRunner()
+from cli_helpers import one_line_error, runner
 
 
 def _preds(path, seed=0, n=120):
@@ -56,13 +54,6 @@ def _ood_results(in_name="digits", out_name="noise"):
 
 def _invoke(args):
     return runner.invoke(app, ["plot", *map(str, args)])
-
-
-def _one_error_line(result):
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    return lines[0]
 
 
 # ------------------------------------------------------------------------------------------ names and replacing
@@ -127,7 +118,7 @@ def test_another_kinds_figure_is_replaced_only_with_force(tmp_path):
     assert _invoke(["reliability", ce, "--out", out, "--dpi", "31"]).exit_code == 0  # same kind: redrawn
     assert out.read_bytes() != first
     redrawn = out.read_bytes()
-    message = _one_error_line(_invoke(["roc", ce, "--out", out, "--dpi", "30"]))
+    message = one_line_error(_invoke(["roc", ce, "--out", out, "--dpi", "30"]))
     assert message == f"Error: {out} already exists and is a 'reliability' figure; give another --out, or --force to " \
                       "replace it."
     assert out.read_bytes() == redrawn
@@ -135,7 +126,7 @@ def test_another_kinds_figure_is_replaced_only_with_force(tmp_path):
     assert plots.figure_kind(out) == "roc"
     photo = tmp_path / "holiday.png"
     photo.write_bytes(b"\x89PNG\r\n\x1a\nsomeone else's picture")
-    assert "did not draw" in _one_error_line(_invoke(["reliability", ce, "--out", photo]))
+    assert "did not draw" in one_line_error(_invoke(["reliability", ce, "--out", photo]))
     assert photo.read_bytes() == b"\x89PNG\r\n\x1a\nsomeone else's picture"
 
 
@@ -149,7 +140,7 @@ def test_roc_of_a_run_with_one_report_per_ood_set(tmp_path):
     assert _invoke(["roc", ce, "--dpi", "30"]).exit_code == 0
     assert (ce / "plots" / "roc.png").is_file()
     empty = _run(tmp_path, "empty")
-    assert "ood-*.json" in _one_error_line(_invoke(["roc", empty, "--out", tmp_path / "r.png"]))
+    assert "ood-*.json" in one_line_error(_invoke(["roc", empty, "--out", tmp_path / "r.png"]))
 
 
 # ------------------------------------------------------------------------------------------------- temp files
@@ -295,7 +286,7 @@ def test_warnings_never_print_before_the_error_line(tmp_path, monkeypatch):
 
     monkeypatch.setattr(plots, "reliability_inputs", noisy)
     result = _invoke(["reliability", preds, "--out", tmp_path / "r.png"])
-    assert _one_error_line(result) == "Error: Expected something else."
+    assert one_line_error(result) == "Error: Expected something else."
     assert result.stdout == ""
     assert not (tmp_path / "r.png").exists()
 
@@ -323,7 +314,7 @@ def test_warnings_of_a_successful_plot_follow_the_result(tmp_path, monkeypatch):
 ])
 def test_bad_band_options_are_one_line_and_write_nothing(tmp_path, args, match):
     preds = _preds(tmp_path / "p.npz")
-    message = _one_error_line(_invoke(["reliability", preds, "--out", tmp_path / "r.png", *args]))
+    message = one_line_error(_invoke(["reliability", preds, "--out", tmp_path / "r.png", *args]))
     assert match in message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.npz"]
 
@@ -332,7 +323,7 @@ def test_bands_need_per_sample_predictions(tmp_path):
     stats = bin_statistics(np.linspace(0.3, 1, 40), np.ones(40))
     evaluate = tmp_path / "evaluate.json"
     write_json(evaluate, make_report("evaluate", config={}, results={"bins": {"equal_width": stats.to_dict()}}))
-    message = _one_error_line(_invoke(["reliability", evaluate, "--bands", "consistency", "--out", tmp_path / "r.png"]))
+    message = one_line_error(_invoke(["reliability", evaluate, "--bands", "consistency", "--out", tmp_path / "r.png"]))
     assert "--bands consistency needs per-sample predictions" in message
 
 
@@ -356,7 +347,7 @@ def test_cli_smooth_curve_is_drawn_and_needs_per_sample_predictions(tmp_path, sa
     stats = bin_statistics(np.linspace(0.3, 1, 40), np.ones(40))
     evaluate = tmp_path / "evaluate.json"
     write_json(evaluate, make_report("evaluate", config={}, results={"bins": {"equal_width": stats.to_dict()}}))
-    message = _one_error_line(_invoke(["reliability", evaluate, "--smooth", "--out", tmp_path / "s.png"]))
+    message = one_line_error(_invoke(["reliability", evaluate, "--smooth", "--out", tmp_path / "s.png"]))
     assert "--smooth needs per-sample predictions" in message
     assert not (tmp_path / "s.png").exists()
 

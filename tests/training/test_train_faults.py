@@ -27,14 +27,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from typer.testing import CliRunner
 
 import adacal
 from adacal.cli import app
 from adacal.training import TrainConfig, load_checkpoint, train
+from cli_helpers import one_line_error, runner
 from disk_faults import DiskFullFile
 
-runner = CliRunner()
 REPO = Path(adacal.__file__).resolve().parents[1]
 EPOCHS = 6
 OPTIONS = dict(dataset="digits", device="cpu", train_subset=64, batch_size=32, optimizer="sgd", lr=0.05,
@@ -117,13 +116,17 @@ def _resume(run: Path) -> None:
     assert result.resumed_from is not None and result.epochs == EPOCHS
 
 
+def _uninterrupted_outcome(out: Path, options: dict) -> dict:
+    """The outcome of a run of `options` trained to the end without faults, under `out`."""
+    train(TrainConfig(**options, epochs=EPOCHS, out=str(out)))
+    return _outcome(_only_run(out))
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, one_torch_thread):
     """The uninterrupted run every interrupted one must end up equal to."""
-    out = tmp_path_factory.mktemp("reference")
     with one_torch_thread():
-        train(TrainConfig(**OPTIONS, epochs=EPOCHS, out=str(out)))
-    return _outcome(_only_run(out))
+        return _uninterrupted_outcome(tmp_path_factory.mktemp("reference"), OPTIONS)
 
 
 # --------------------------------------------------------------------------------------------- kill points
@@ -398,9 +401,7 @@ def test_unwritable_out_fails_before_any_data_is_loaded(tmp_path, monkeypatch, w
     finally:
         if out.is_dir():
             out.chmod(0o755)
-    assert result.exit_code == 2, result.output
-    (line,) = result.stderr.strip().splitlines()
-    assert line.startswith("Error: ") and message in line, line
+    one_line_error(result, message)
     assert after == before
 
 
@@ -458,10 +459,8 @@ MID_EPOCH = {**OPTIONS, "model": "mlp", "model_options": {"dropout": 0.3}, "upda
 
 @pytest.fixture(scope="module")
 def mid_epoch_reference(tmp_path_factory, one_torch_thread):
-    out = tmp_path_factory.mktemp("mid-epoch-reference")
     with one_torch_thread():
-        train(TrainConfig(**MID_EPOCH, epochs=EPOCHS, out=str(out)))
-    return _outcome(_only_run(out))
+        return _uninterrupted_outcome(tmp_path_factory.mktemp("mid-epoch-reference"), MID_EPOCH)
 
 
 def _signals_in_training_step(monkeypatch, n: int, signums: tuple[int, ...]) -> None:

@@ -1,8 +1,8 @@
 """What every CLI test shares: one CliRunner, the check of a one-line error, a snapshot of folders, and the prediction
 files made from a trained run (the run itself comes from the `train_tiny_run` fixture in conftest.py).
 
-Test modules in tests/cli import it by name (`from cli_helpers import one_line_error, runner`): pytest puts each
-test's folder on sys.path (there is no tests/__init__.py).
+Test modules in any folder import it by name (`from cli_helpers import one_line_error, runner`): tests/conftest.py
+puts tests/ on sys.path (there is no tests/__init__.py).
 """
 
 from pathlib import Path
@@ -13,17 +13,18 @@ from typer.testing import CliRunner
 runner = CliRunner()
 
 
-def one_line_error(result, fragment: str | None = None, *, exit_code: int = 2) -> str:
+def one_line_error(result, *fragments: str | None, exit_code: int = 2) -> str:
     """Assert `result` is the CLI's error: exit status `exit_code`, exactly one `Error: ...` line on stderr, no
-    traceback anywhere and no exception other than the exit; `fragment`, when given, must be in that line.
+    traceback anywhere and no exception other than the exit; each of `fragments` (None: none) must be in that line.
     Returns the line."""
     assert result.exit_code == exit_code, (result.exit_code, result.output)
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
     assert "Traceback" not in result.output and "Traceback" not in result.stderr
-    if fragment is not None:
-        assert fragment in lines[0], lines[0]
+    for fragment in fragments:
+        if fragment is not None:
+            assert fragment in lines[0], lines[0]
     return lines[0]
 
 
