@@ -7,7 +7,11 @@ scikit-learn; torchmetrics and netcal when installed). A `Case` is a set of pred
 they came from where there are any) with the bin counts to try. `MetricTester` runs the metric over every `Variant`
 of a case — float64 and float32, probabilities and logits, numpy arrays and torch tensors — and, for the streaming
 test, `CalibrationMeter` updates over uneven chunks against the batch function, and asserts agreement to the stated
-tolerance.
+tolerance. OOD detection metrics (AUROC, AUPRs, FPR at 95 % TPR) go the same way over an `OodCase` (in- and
+out-of-distribution score vectors) in float64 and float32, numpy and torch.
+
+The cases, variants and references are tables: a new reference is one `Reference(...)` line in
+metric_references.py, a new kind of input one `Case` in `_cases()`.
 
 The reference always sees the float64 probabilities that the variant's scores stand for: the softmax of the
 (possibly float32-rounded) logits, the float64 probabilities as given, or float32-rounded probabilities divided by
