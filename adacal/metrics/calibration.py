@@ -26,7 +26,6 @@ from adacal.arrays import (
     probability_tolerance,
     within_rounding,
 )
-from adacal.arrays import row_sums as block_row_sums
 from adacal.errors import InputError
 from adacal.metrics.binning import (
     BINNINGS,
@@ -42,6 +41,7 @@ from adacal.metrics.binning import (
 )
 from adacal.metrics.binning import equal_mass_edges_of_sorted as _equal_mass_edges_of_sorted
 from adacal.metrics.memory import check_bins_fit
+from adacal.metrics.rows import block_rows, row_top, scan_rows
 from adacal.metrics.smooth import CURVE_POINTS, SmoothReliability, smooth_ece_of, smooth_reliability_of
 from adacal.registry import Registry
 
@@ -53,9 +53,6 @@ DEBIAS_MODES = ("top-label", "marginal")
 # ------------------------------------------------------------------------------------------------ validated input
 
 
-# Per-sample quantities are computed over blocks of about this many entries (rows × classes): the probabilities of a
-# block stay in cache and no (N, K) temporary is allocated unless a metric needs the whole matrix.
-_BLOCK_ENTRIES = 1 << 16
 _GROUPS = {"top": ("predictions", "confidences"), "scoring": ("true_log_probs", "brier_terms")}
 _PER_SAMPLE = (*_GROUPS["top"], *_GROUPS["scoring"])
 
@@ -123,7 +120,7 @@ class PreparedPredictions:
         """(rows, float64 probs, shifted logits, row sums of exp) for consecutive blocks of rows; the last two are None
         for probability inputs and for resampled predictions."""
         n, k = self.n_samples, self.num_classes
-        step = _block_rows(k)
+        step = block_rows(k)
         for start in range(0, n, step):
             rows = slice(start, min(start + step, n))
             if self._scores is None:
@@ -206,10 +203,6 @@ class PreparedPredictions:
         return child
 
 
-def _block_rows(k: int) -> int:
-    return max(1, _BLOCK_ENTRIES // k)
-
-
 def _normalise(block: np.ndarray, assumed: str) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """(float64 probs, shifted logits, row sums of exp) of a block: the operations of arrays.to_probs / softmax."""
     if assumed == "probs":
@@ -288,7 +281,7 @@ def prepare_predictions(scores: Any, labels: Any = None) -> PreparedPredictions:
         return scores
     tolerance = probability_tolerance(scores)
     checked = check_score_shape(scores, name="scores", keep_dtype=True)
-    row_sums, minimum, top = _scan_rows(checked)
+    row_sums, minimum, top = scan_rows(checked)
     check_finite_rows(checked, row_sums, name="scores")
     if labels is None:  # top-1 quantities only (top_label): every sample gets label 0, and correctness is unused
         labels = np.zeros(checked.shape[0], dtype=np.int64)
@@ -296,53 +289,6 @@ def prepare_predictions(scores: Any, labels: Any = None) -> PreparedPredictions:
         labels = check_labels(labels, n=checked.shape[0], num_classes=checked.shape[1])
     assumed = "probs" if looks_like_probs(checked, row_sums, minimum, tolerance=tolerance) else "logits"
     return PreparedPredictions(checked, labels, assumed, row_sums=row_sums, top=top)
-
-
-def _scan_rows(array: np.ndarray) -> tuple[np.ndarray, float, tuple[np.ndarray, np.ndarray]]:
-    """float64 row sums, the smallest entry, and each row's argmax and maximum (as float64), in one pass over
-    cache-sized blocks of rows, in the array's own dtype.
-
-    On large inputs reading the (N, K) array from memory is the cost (not the arithmetic): everything validation and
-    the top-label metrics need from the raw rows comes from a single read. Sums accumulate in float64 (they decide
-    which rows are probabilities and divide the confidences); the argmax, maximum and minimum are exact in any dtype.
-    """
-    n, k = array.shape
-    step = _block_rows(k)
-    row_sums = np.empty(n)
-    top = np.empty(n, dtype=np.int64)
-    top_values = np.empty(n)
-    minimum = np.inf
-    # The maximum is gathered at the argmax (one flat `take` per block) rather than found by a second reduction: on
-    # short rows numpy's max(axis=1) costs more than the argmax.
-    flat = array.flags.c_contiguous
-    offsets = np.arange(min(step, n), dtype=np.int64) * k
-    index = np.empty_like(offsets)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for start in range(0, n, step):
-            stop = min(start + step, n)
-            block, rows = array[start:stop], stop - start
-            # float64 sums equal to those of arrays.to_probs bit for bit (arrays.row_sums).
-            block_row_sums(block, out=row_sums[start:stop])
-            block_top = top[start:stop]
-            block.argmax(axis=1, out=block_top)
-            if flat:
-                np.add(block_top, offsets[:rows], out=index[:rows])
-                top_values[start:stop] = block.ravel().take(index[:rows])
-            else:
-                top_values[start:stop] = np.take_along_axis(block, block_top[:, None], axis=1)[:, 0]
-            minimum = min(minimum, float(block.min()))
-    return row_sums, minimum, (top, top_values)
-
-
-def row_top(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's argmax (np.argmax: tied maxima give the lowest index) and its value as float64, for a 2-D array the
-    caller has already validated (probabilities or logits, any float dtype).
-
-    The low-level top-1 helper for hot paths (calibrator fits, OOD scores); `top_label` validates and detects
-    probabilities first. The value is gathered at the argmax, which costs less than a second reduction (max).
-    """
-    top = np.argmax(values, axis=1)
-    return top, np.take_along_axis(values, top[:, None], axis=1)[:, 0].astype(np.float64)
 
 
 def _check_prepared(scores: Any, labels: Any, n_bins: Any) -> tuple[PreparedPredictions, int]:

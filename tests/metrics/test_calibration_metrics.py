@@ -422,8 +422,9 @@ def test_top_label_of_probabilities_is_that_of_the_normalised_rows():
 @pytest.mark.parametrize("k", [3, 100])
 def test_one_pass_validation_scan_matches_whole_array_results_across_blocks(k):
     import adacal.metrics.calibration as module
+    from adacal.metrics.rows import BLOCK_ENTRIES
 
-    n = 3 * (module._BLOCK_ENTRIES // k) + 7  # several blocks and a ragged last one
+    n = 3 * (BLOCK_ENTRIES // k) + 7  # several blocks and a ragged last one
     logits, labels = make_logits(n, k, 11)
     probs = softmax(logits)
     prepared = module.prepare_predictions(probs, labels)
