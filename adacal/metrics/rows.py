@@ -25,6 +25,7 @@ THREADS_VARIABLE = "ADACAL_NUM_THREADS"
 _MAX_THREADS = 8
 
 _pool: ThreadPoolExecutor | None = None
+_pool_pid: int | None = None
 
 
 def block_rows(k: int) -> int:
@@ -45,9 +46,12 @@ def scan_threads() -> int:
 
 
 def _executor() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
+    """The process's scan pool. A forked child gets a pool of its own: it inherits the parent's pool object but not
+    its threads, and work submitted there would never run."""
+    global _pool, _pool_pid
+    if _pool is None or _pool_pid != os.getpid():
         _pool = ThreadPoolExecutor(max_workers=_MAX_THREADS, thread_name_prefix="adacal-scan")
+        _pool_pid = os.getpid()
     return _pool
 
 

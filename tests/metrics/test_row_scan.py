@@ -90,3 +90,27 @@ def test_thread_count_follows_the_environment_variable(monkeypatch, value, expec
 def test_unusable_thread_setting_falls_back_to_the_cpu_count(monkeypatch, value):
     monkeypatch.setenv(rows_module.THREADS_VARIABLE, value)
     assert 1 <= scan_threads() <= 8
+
+
+def _scan_in_child(array, queue):
+    queue.put(scan_rows(array)[0].sum())
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_scans_with_threads_of_its_own(monkeypatch, parallel_small):
+    import multiprocessing
+
+    monkeypatch.setenv(rows_module.THREADS_VARIABLE, "2")
+    array = _probs(1001, 7, np.float64)
+    expected = scan_rows(array)[0].sum()  # the parent's pool exists now
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_scan_in_child, args=(array, queue))
+    child.start()
+    try:
+        assert queue.get(timeout=60) == expected
+    finally:
+        child.join(timeout=10)
+        if child.is_alive():
+            child.kill()
+    assert child.exitcode == 0
