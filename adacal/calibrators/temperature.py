@@ -23,7 +23,7 @@ from adacal.arrays import softmax
 from adacal.calibrators.base import CALIBRATORS, Calibrator, check_choice, check_int, positive_float
 from adacal.errors import AdacalError
 from adacal.metrics.binning import bin_statistics, calibration_error
-from adacal.metrics.calibration import row_top
+from adacal.metrics.predictions import row_top
 
 TEMPERATURE_OBJECTIVES = ("ece-em", "ece-ew", "nll")
 TEMPERATURE_GRID = np.arange(1, 101) / 10.0  # 0.1, 0.2, ..., 10.0 exactly as i / 10

@@ -349,7 +349,7 @@ def test_compute_metrics_selects_names_in_either_spelling():
 
 
 def test_compute_metrics_validates_once(monkeypatch):
-    import adacal.metrics.calibration as module
+    import adacal.metrics.predictions as module
 
     calls = []
     original = module.check_score_shape
@@ -421,7 +421,7 @@ def test_top_label_of_probabilities_is_that_of_the_normalised_rows():
 
 @pytest.mark.parametrize("k", [3, 100])
 def test_one_pass_validation_scan_matches_whole_array_results_across_blocks(k):
-    import adacal.metrics.calibration as module
+    import adacal.metrics.predictions as module
 
     n = 3 * (module._BLOCK_ENTRIES // k) + 7  # several blocks and a ragged last one
     logits, labels = make_logits(n, k, 11)
