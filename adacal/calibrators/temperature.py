@@ -21,6 +21,7 @@ import numpy as np
 
 from adacal.arrays import softmax
 from adacal.calibrators.base import CALIBRATORS, Calibrator, check_choice, check_int, positive_float
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import AdacalError
 from adacal.metrics.binning import bin_statistics, calibration_error
 from adacal.metrics.predictions import row_top
@@ -93,7 +94,7 @@ class TemperatureScaling(Calibrator):
 
     name = "temperature"
 
-    def __init__(self, *, objective: str = "nll", n_bins: int = 15) -> None:
+    def __init__(self, *, objective: str = "nll", n_bins: int = DEFAULT_N_BINS) -> None:
         self.objective = objective
         self.n_bins = n_bins
 

@@ -229,7 +229,7 @@ def train(
     gamma_max: Annotated[float | None, typer.Option(help="AdaFocal upper bound on γ; paper: 20." + _loss_default("gamma_max"))] = None,
     gamma_min: Annotated[float | None, typer.Option(help="AdaFocal lower bound on γ (negative = inverse focal); paper: -2." + _loss_default("gamma_min"))] = None,
     switch_threshold: Annotated[float | None, typer.Option(help="AdaFocal |γ| below which focal and inverse focal switch; paper: 0.2." + _loss_default("switch_threshold"))] = None,
-    num_bins: Annotated[int | None, typer.Option(help="Number of AdaFocal / CalFocal validation bins; paper: 15." + _loss_default("num_bins"))] = None,
+    num_bins: Annotated[int | None, typer.Option(help="Number of AdaFocal / CalFocal validation bins; paper: " + str(DEFAULT_N_BINS) + "." + _loss_default("num_bins"))] = None,
     gamma_init: Annotated[float | None, typer.Option(help="AdaFocal initial γ per bin; paper: 1." + _loss_default("gamma_init"))] = None,
     mmce_weight: Annotated[float | None, typer.Option(help="Weight of the MMCE term added to cross-entropy (--loss mmce)." + _loss_default("mmce_weight"))] = None,
     smoothing: Annotated[float | None, typer.Option(help="Label-smoothing α (--loss label-smoothing); paper: 0.05." + _loss_default("smoothing"))] = None,

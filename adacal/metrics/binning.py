@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.memory import check_bins_fit
 
@@ -216,7 +217,7 @@ def bin_statistics(
     confidences: Any,
     correct: Any,
     *,
-    n_bins: int = 15,
+    n_bins: int = DEFAULT_N_BINS,
     binning: str = "equal-width",
     edges: Any = None,
 ) -> BinStatistics:

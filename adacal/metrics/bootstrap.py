@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.binning import check_n_bins
 from adacal.metrics.memory import check_bins_fit, check_bootstrap_fits
@@ -79,7 +80,7 @@ def bootstrap(
     n_resamples: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
-    n_bins: int = 15,
+    n_bins: int = DEFAULT_N_BINS,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Percentile bootstrap intervals: {"ece_em": {"low", "high", "std"}, ...} (fractions, like the metrics).
