@@ -97,6 +97,9 @@ ANALYSIS_PROTOCOL = ("test metrics (15 bins) pre and post temperature scaling; T
 PROTOCOL_KEYS = ("dataset", "model", "model_options", "loss", "loss_options", "epochs", "batch_size", "lr",
                  "milestones", "lr_decay", "momentum", "weight_decay", "optimizer", "seed", "amp", "channels_last",
                  "update_every", "select", "grad_clip", "loss_reduction", "train_subset", "val_size", "test_subset")
+# Loss options as result keys spell them: the committed results hash `num_bins` (adacal's deprecated spelling of
+# `n_bins`), so a result's key is the same whichever name its options use.
+KEY_SPELLING = {"n_bins": "num_bins"}
 # AdaFocal γ-dynamics figure: five of the 15 bins, low to high confidence, to keep the PNG small (the JSON has every
 # bin; `adacal plot gamma RUN` draws all of them).
 GAMMA_PLOT_BINS = (0, 4, 7, 10, 14)
@@ -216,6 +219,7 @@ def protocol_options(resolved: dict[str, Any]) -> dict[str, Any]:
             options[key] = _plain(default)
     for key in ("model_options", "loss_options"):
         options[key] = options[key] or {}
+    options["loss_options"] = dict(sorted((KEY_SPELLING.get(k, k), v) for k, v in options["loss_options"].items()))
     options["milestones"] = options["milestones"] or []
     return options
 
