@@ -24,7 +24,7 @@ from adacal.calibrators.base import CALIBRATORS, Calibrator, check_choice, check
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import AdacalError
 from adacal.metrics.binning import bin_statistics, calibration_error
-from adacal.metrics.predictions import row_top
+from adacal.metrics.prepared import row_top
 
 TEMPERATURE_OBJECTIVES = ("ece-em", "ece-ew", "nll")
 TEMPERATURE_GRID = np.arange(1, 101) / 10.0  # 0.1, 0.2, ..., 10.0 exactly as i / 10

@@ -1,7 +1,7 @@
 """Calibration metrics by name: the registry, the spellings of each metric, and `compute_metrics`.
 
 The metrics themselves live in one module per family and are all importable from here and from `adacal.metrics`:
-- `adacal.metrics.predictions`: validating scores and labels once (`prepare_predictions`, `PreparedPredictions`) and
+- `adacal.metrics.prepared`: validating scores and labels once (`prepare_predictions`, `PreparedPredictions`) and
   the top-1 helpers (`top_label`, `row_top`);
 - `adacal.metrics.ece`: the ECE family (equal-width, equal-mass, debiased, sweep, smooth), MCE, classwise ECE and
   `reliability`; `adacal.metrics.sweep`: how ECE_SWEEP picks its number of bins;
@@ -42,7 +42,7 @@ from adacal.metrics.ece import (
     smooth_reliability,
 )
 from adacal.metrics.memory import check_bins_fit
-from adacal.metrics.predictions import (
+from adacal.metrics.prepared import (
     PROB_FLOOR,
     PreparedPredictions,
     TopLabel,

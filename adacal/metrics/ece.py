@@ -4,7 +4,7 @@ classwise ECE, the smooth ECE and the per-bin data of a reliability diagram.
 Every public metric is a pure function `metric(scores, labels, *, n_bins=DEFAULT_N_BINS) -> float` that returns a
 fraction (not a percentage). `scores` are probabilities or logits (N, K), numpy or torch; rows that are all in [0, 1]
 and sum to 1 are taken as probabilities, anything else as logits (see `adacal.arrays.to_probs`). Each metric is a
-private kernel on validated `PreparedPredictions` (`adacal.metrics.predictions`) wrapped by `metric_function`, so
+private kernel on validated `PreparedPredictions` (`adacal.metrics.prepared`) wrapped by `metric_function`, so
 `compute_metrics` (and the bootstrap) validate once and share the per-sample quantities across metrics. All binning
 goes through `adacal.metrics.binning`; ECE from binned statistics is `binning.calibration_error`.
 """
@@ -27,7 +27,7 @@ from adacal.metrics.binning import (
     equal_width_edges,
 )
 from adacal.metrics.memory import check_bins_fit
-from adacal.metrics.predictions import PreparedPredictions, check_prepared, metric_function, prepare_predictions
+from adacal.metrics.prepared import PreparedPredictions, check_prepared, metric_function, prepare_predictions
 from adacal.metrics.smooth import CURVE_POINTS, SmoothReliability, smooth_ece_of, smooth_reliability_of
 from adacal.metrics.sweep import sweep_bins
 

@@ -5,7 +5,7 @@ signature) over a private kernel on validated `PreparedPredictions`.
 
 from __future__ import annotations
 
-from adacal.metrics.predictions import PreparedPredictions, metric_function
+from adacal.metrics.prepared import PreparedPredictions, metric_function
 
 
 def _nll(pred: PreparedPredictions, n_bins: int) -> float:

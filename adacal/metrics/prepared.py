@@ -45,7 +45,7 @@ PROB_FLOOR = 1e-12
 # Per-sample quantities are computed over blocks of about this many entries (rows × classes): the probabilities of a
 # block stay in cache and no (N, K) temporary is allocated unless a metric needs the whole matrix.
 _BLOCK_ENTRIES = 1 << 16
-_GROUPS = {"top": ("predictions", "confidences"), "scoring": ("true_log_probs", "brier_terms")}
+_GROUPS = {"top": ("predicted_labels", "confidences"), "scoring": ("true_log_probs", "brier_terms")}
 _PER_SAMPLE = (*_GROUPS["top"], *_GROUPS["scoring"])
 
 
@@ -127,9 +127,9 @@ class PreparedPredictions:
         return self._cache[name]
 
     @property
-    def predictions(self) -> np.ndarray:
+    def predicted_labels(self) -> np.ndarray:
         """Top-1 class per sample (np.argmax of the probabilities: tied maxima go to the lowest class index)."""
-        return self._per_sample("predictions")
+        return self._per_sample("predicted_labels")
 
     @property
     def confidences(self) -> np.ndarray:
@@ -140,7 +140,7 @@ class PreparedPredictions:
     def correct(self) -> np.ndarray:
         """1.0 where the top-1 class is the label, else 0.0."""
         if "correct" not in self._cache:
-            self._cache["correct"] = (self.predictions == self.labels).astype(np.float64)
+            self._cache["correct"] = (self.predicted_labels == self.labels).astype(np.float64)
         return self._cache["correct"]
 
     @property
@@ -211,7 +211,7 @@ def _normalise(block: np.ndarray, assumed: str) -> tuple[np.ndarray, np.ndarray 
 
 
 def _per_sample_quantities(pred: PreparedPredictions, group: str) -> dict[str, np.ndarray]:
-    """One pass over blocks of rows: group "top" gives predictions and confidences, group "scoring" the true-class
+    """One pass over blocks of rows: group "top" gives predicted labels and confidences, group "scoring" the true-class
     log-probabilities and Brier terms (separate, so that an ECE alone does not pay for the others)."""
     n = pred.n_samples
     if group == "top" and pred._row_sums is not None and pred._scores is not None:
@@ -223,13 +223,13 @@ def _per_sample_quantities(pred: PreparedPredictions, group: str) -> dict[str, n
         # The raw maxima are read only here: they become the confidences in place (no N-sized temporary).
         pred._top = None
         confidences = np.divide(top_values, pred._row_sums, out=top_values, where=outside)
-        return {"predictions": top, "confidences": confidences}
-    out = {name: np.empty(n, dtype=np.int64 if name == "predictions" else np.float64) for name in _GROUPS[group]}
+        return {"predicted_labels": top, "confidences": confidences}
+    out = {name: np.empty(n, dtype=np.int64 if name == "predicted_labels" else np.float64) for name in _GROUPS[group]}
     for rows, probs, shifted, sums in pred.blocks():
         index = np.arange(probs.shape[0])
         if group == "top":
             top = np.argmax(probs, axis=1)
-            out["predictions"][rows] = top
+            out["predicted_labels"][rows] = top
             out["confidences"][rows] = probs[index, top]
             continue
         label = pred.labels[rows]
@@ -247,13 +247,13 @@ class TopLabel(NamedTuple):
     without labels) and the assumed input kind ("probs" or "logits")."""
 
     confidences: np.ndarray
-    predictions: np.ndarray
+    predicted_labels: np.ndarray
     correct: np.ndarray | None
     assumed: str
 
 
 def top_label(scores: Any, labels: Any = None) -> TopLabel:
-    """Validate scores (N, K) (and labels, when given) and return their top-1 confidences, predictions and
+    """Validate scores (N, K) (and labels, when given) and return their top-1 confidences, predicted labels and
     correctness in one pass over blocks of rows: the one top-1 helper for metrics, plots and calibrators.
 
     Probabilities are detected and normalised as `prepare_predictions` does (rows within rounding of 1 as given, so
@@ -261,7 +261,7 @@ def top_label(scores: Any, labels: Any = None) -> TopLabel:
     """
     pred = prepare_predictions(scores, labels)
     correct = pred.correct if labels is not None else None
-    return TopLabel(pred.confidences, pred.predictions, correct, pred.assumed)
+    return TopLabel(pred.confidences, pred.predicted_labels, correct, pred.assumed)
 
 
 def prepare_predictions(scores: Any, labels: Any = None) -> PreparedPredictions:
