@@ -18,8 +18,11 @@ from typing import Any
 
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
-from adacal.metrics.binning import sorted_with_cumulative_hits
-from adacal.metrics.ece import (
+
+# Every metric and its helpers stay importable from here (`from adacal.metrics.calibration import ece_em`) as well
+# as from `adacal.metrics`: names imported below and not used in this module are re-exports.
+from adacal.metrics.binning import sorted_with_cumulative_hits  # noqa: F401
+from adacal.metrics.ece import (  # noqa: F401
     DEBIAS_MODES,
     _classwise_ece,
     _ece_debias,
@@ -42,7 +45,7 @@ from adacal.metrics.ece import (
     smooth_reliability,
 )
 from adacal.metrics.memory import check_bins_fit
-from adacal.metrics.prepared import (
+from adacal.metrics.prepared import (  # noqa: F401
     PROB_FLOOR,
     PreparedPredictions,
     TopLabel,
@@ -52,43 +55,9 @@ from adacal.metrics.prepared import (
     top_label,
 )
 from adacal.metrics.scoring import _brier, _error, _nll, brier, error, nll
-from adacal.metrics.sweep import sweep_bins
+from adacal.metrics.sweep import sweep_bins  # noqa: F401
 from adacal.registry import Registry
 
-__all__ = [
-    "DEBIAS_MODES",
-    "DISPLAY_NAMES",
-    "FRACTION_METRICS",
-    "METRICS",
-    "METRIC_NAMES",
-    "PROB_FLOOR",
-    "PreparedPredictions",
-    "TopLabel",
-    "brier",
-    "classwise_ece",
-    "classwise_error",
-    "compute_metrics",
-    "compute_prepared",
-    "display_name",
-    "ece_debias",
-    "ece_em",
-    "ece_ew",
-    "ece_sweep_em",
-    "ece_sweep_ew",
-    "error",
-    "mce",
-    "metric_key",
-    "nll",
-    "prepare_predictions",
-    "reliability",
-    "resolve_metric_names",
-    "row_top",
-    "smooth_ece",
-    "smooth_reliability",
-    "sorted_with_cumulative_hits",
-    "sweep_bins",
-    "top_label",
-]
 
 METRICS: Registry[float] = Registry("metric")
 _KERNELS: dict[str, Callable[[PreparedPredictions, int], float]] = {}
@@ -172,11 +141,21 @@ def compute_prepared(pred: PreparedPredictions, names: Iterable[str], n_bins: in
     return {metric_key(name): _KERNELS[name](pred, n_bins) for name in names}
 
 
+def prepare_metric_inputs(
+    scores: Any, labels: Any, names: str | Iterable[str] | None, n_bins: Any
+) -> tuple[PreparedPredictions, tuple[str, ...], int]:
+    """The first step of `compute_metrics`, the bootstrap and evaluate: the metric names resolved, `n_bins` checked,
+    the predictions validated once, and the bins checked to fit in memory for those metrics (the classwise ECE keeps
+    K × n_bins cells)."""
+    names = resolve_metric_names(names)
+    pred, n_bins = check_prepared(scores, labels, n_bins)
+    check_bins_fit(n_bins, num_classes=pred.num_classes, classwise="classwise-ece" in names)
+    return pred, names, n_bins
+
+
 def compute_metrics(
     scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, names: str | Iterable[str] | None = None
 ) -> dict[str, float]:
     """Several metrics at once, validating the input once: {"ece_em": 0.0123, ...} (fractions; nll in nats)."""
-    names = resolve_metric_names(names)
-    pred, n_bins = check_prepared(scores, labels, n_bins)
-    check_bins_fit(n_bins, num_classes=pred.num_classes, classwise="classwise-ece" in names)
+    pred, names, n_bins = prepare_metric_inputs(scores, labels, names, n_bins)
     return compute_prepared(pred, names, n_bins)
