@@ -211,8 +211,8 @@ def _plain(value: Any) -> Any:
 def protocol_options(resolved: dict[str, Any]) -> dict[str, Any]:
     """The options of a resolved TrainConfig (its `to_dict()` or a run's config.json) that decide the result.
 
-    An option this adacal does not have reads as its behaviour (`loss_reduction` "mean", `grad_clip` None), so a run
-    trained before an option existed keeps its key."""
+    An option missing from the config reads as its behaviour (`loss_reduction` "mean", `grad_clip` None), so a run
+    whose config.json lacks an option has the key of the same options spelled out."""
     options = {key: _plain(resolved.get(key)) for key in PROTOCOL_KEYS}
     for key, default in _ARM_DEFAULTS.items():
         if options[key] is None:

@@ -498,7 +498,7 @@ def check_model_options(config: TrainConfig) -> None:
 def merge_resume_config(saved: dict[str, Any], given: TrainConfig) -> TrainConfig:
     """The saved run's config with the options that may change on resume; a conflicting option is an error."""
     base = TrainConfig.from_dict(saved)
-    if base.loss_reduction is None:  # runs written before --loss-reduction existed trained with the mean
+    if base.loss_reduction is None:  # a saved config without loss_reduction trained with the mean
         base.loss_reduction = "mean"
     given_values = given.to_dict()
     saved_values = base.to_dict()
