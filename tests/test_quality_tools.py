@@ -276,6 +276,19 @@ def test_summarize_runs_reads_result_files(finished, capsys):
     assert "2 run(s)" in out and "adafocal" in out and f"{mean:.2f} ±" in out
 
 
+def test_summarize_runs_groups_runs_whatever_the_bin_count_is_called(tmp_path):
+    rows = []
+    for name, spelling in (("old", "num_bins"), ("new", "n_bins")):
+        run = tmp_path / name
+        run.mkdir()
+        config = {**RESOLVED, "loss": "adafocal", "loss_options": {spelling: 10, "lam": 1.0}}
+        (run / "config.json").write_text(json.dumps({"config": config}))
+        (run / "evaluate.json").write_text(json.dumps({"results": {"metrics": {"error": 0.1, "ece_em": 0.02}}}))
+        rows.append(summarize_runs.read_run(run))
+    assert rows[0]["loss"] == rows[1]["loss"] == "adafocal(lam=1.0,n_bins=10)"
+    assert rows[0]["protocol"] == rows[1]["protocol"]
+
+
 # ------------------------------------------------------------------------------------------------ git
 
 
