@@ -109,7 +109,8 @@ def renamed_options(
                 )
             if name in options and options[name] != value:
                 raise InputError(
-                    f"Expected one value for {name} (also spelled {key}), got {shown(options[name])} and {shown(value)}."
+                    f"Expected one value for {name} (also spelled {key}), "
+                    f"got {shown(options[name])} and {shown(value)}."
                 )
         renamed.setdefault(name, value)
     return renamed

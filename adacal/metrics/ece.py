@@ -166,7 +166,9 @@ def smooth_reliability(
     return smooth_reliability_of(pred.confidences, pred.correct, bandwidth=bandwidth, points=points)
 
 
-def reliability(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, binning: str = "equal-width") -> BinStatistics:
+def reliability(
+    scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, binning: str = "equal-width"
+) -> BinStatistics:
     """Per-bin counts, mean top-1 confidence and accuracy (the data of a reliability diagram)."""
     pred, n_bins = check_prepared(scores, labels, n_bins)
     if binning not in BINNINGS:
