@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             val_size=args.val_size, data_dir=args.data_dir, **qc.arm_options(arm, fields))
 
     def folder_name(name: str, arm: str, seed: int) -> str:
-        # The mean arm keeps the folder names runs had before arms existed, so finished runs are found again.
+        # The mean arm's folders carry no arm suffix, so run folders named without one are found and reused.
         return f"{DATASET}-textcnn-{name}" + ("" if arm == "mean" else f"-{arm}") + f"-s{seed}"
 
     protocol = {

@@ -5,7 +5,7 @@
     python benchmarks/quality_cifar10.py --summary-only         # rebuild the summary and figures, train nothing
     python benchmarks/quality_cifar10.py --quick                # smoke test: 2 epochs on tiny subsets, ~2 minutes
 
-The protocol of issue 17 (what `adacal train --dataset cifar10 --model resnet20 --train-subset 10000 --epochs 30
+The protocol (what `adacal train --dataset cifar10 --model resnet20 --train-subset 10000 --epochs 30
 --milestones 15,25 --channels-last` does): a CIFAR ResNet-20 trained on a seeded 10,000-image subset of the training
 split for 30 epochs (SGD 0.1, momentum 0.9, weight decay 5e-4, batch 128, lr ×0.1 at epochs 15 and 25, crop + flip,
 channels-last, the model at the end of training as in the paper), with 5,000 validation images (AdaFocal's γ-update
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             data_dir=args.data_dir, **qc.arm_options(arm, fields))
 
     def folder_name(name: str, arm: str, seed: int) -> str:
-        # The mean arm keeps the folder names runs had before arms existed, so finished runs are found again.
+        # The mean arm's folders carry no arm suffix, so run folders named without one are found and reused.
         return f"{DATASET}-{args.model}-{name}" + ("" if arm == "mean" else f"-{arm}") + f"-s{seed}"
 
     protocol = {

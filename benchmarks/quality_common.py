@@ -157,6 +157,9 @@ ANALYSIS_PROTOCOL = ("test metrics (15 bins) pre and post temperature scaling; T
 PROTOCOL_KEYS = ("dataset", "model", "model_options", "loss", "loss_options", "epochs", "batch_size", "lr",
                  "milestones", "lr_decay", "momentum", "weight_decay", "optimizer", "seed", "amp", "channels_last",
                  "update_every", "select", "grad_clip", "loss_reduction", "train_subset", "val_size", "test_subset")
+# Loss options as result keys spell them: the committed results hash `num_bins` (adacal's deprecated spelling of
+# `n_bins`), so a result's key is the same whichever name its options use.
+KEY_SPELLING = {"n_bins": "num_bins"}
 # AdaFocal γ-dynamics figure: five of the 15 bins, low to high confidence, to keep the PNG small (the JSON has every
 # bin; `adacal plot gamma RUN` draws all of them).
 GAMMA_PLOT_BINS = (0, 4, 7, 10, 14)
@@ -268,14 +271,15 @@ def _plain(value: Any) -> Any:
 def protocol_options(resolved: dict[str, Any]) -> dict[str, Any]:
     """The options of a resolved TrainConfig (its `to_dict()` or a run's config.json) that decide the result.
 
-    An option this adacal does not have reads as its behaviour (`loss_reduction` "mean", `grad_clip` None), so a run
-    trained before an option existed keeps its key."""
+    An option missing from the config reads as its behaviour (`loss_reduction` "mean", `grad_clip` None), so a run
+    whose config.json lacks an option has the key of the same options spelled out."""
     options = {key: _plain(resolved.get(key)) for key in PROTOCOL_KEYS}
     for key, default in _ARM_DEFAULTS.items():
         if options[key] is None:
             options[key] = _plain(default)
     for key in ("model_options", "loss_options"):
         options[key] = options[key] or {}
+    options["loss_options"] = dict(sorted((KEY_SPELLING.get(k, k), v) for k, v in options["loss_options"].items()))
     options["milestones"] = options["milestones"] or []
     return options
 

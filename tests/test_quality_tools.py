@@ -138,6 +138,45 @@ def test_arms_follow_the_train_config_fields():
     assert qc.arm_of(qc.protocol_options({**RESOLVED, "grad_clip": 2})) is None  # clipped mean: neither arm
 
 
+STORED_20NG = ROOT / "benchmarks" / "results" / "quality_runs" / "20newsgroups"
+
+
+def _stored_20ng_config(**changes):
+    """The TrainConfig quality_20newsgroups.py builds for AdaFocal, mean arm, seed 0, with its default arguments."""
+    import dataclasses
+
+    from adacal.training import TrainConfig
+
+    args = _load("quality_20newsgroups").build_parser().parse_args([])
+    config = TrainConfig(dataset="20newsgroups", model="textcnn", loss="adafocal", loss_options={}, epochs=args.epochs,
+                         batch_size=args.batch_size, lr=1e-3, milestones=(), optimizer="adam", weight_decay=0.0, seed=0,
+                         device="cpu", select="last", update_every=args.update_every, train_subset=args.train_subset,
+                         val_size=args.val_size, **qc.arm_options("mean"))
+    return dataclasses.replace(config, **changes)
+
+
+def _key_of(config) -> str:
+    cell = qc.Cell(name="adafocal", arm="mean", seed=0, config=config, folder=STORED_20NG,
+                   result=STORED_20NG / "adafocal-mean-seed0.json")
+    return qc.cell_key(cell)[1]
+
+
+def test_a_committed_result_key_is_still_current_and_the_bin_count_spelling_does_not_change_keys():
+    stored = json.loads((STORED_20NG / "adafocal-mean-seed0.json").read_text())
+    assert _key_of(_stored_20ng_config()) == stored["key"]
+    assert qc.read_result(STORED_20NG / "adafocal-mean-seed0.json", stored["key"]) is not None
+    # The bin count under either name (n_bins, or the deprecated num_bins) gives one key, another than without it.
+    spelled = {name: _key_of(_stored_20ng_config(loss_options={name: 10})) for name in ("n_bins", "num_bins")}
+    assert spelled["n_bins"] == spelled["num_bins"] != stored["key"]
+    # ... and that key is the hash of the options as a result written with `num_bins` recorded them.
+    assert spelled["n_bins"] == qc.protocol_key({**stored["options"], "loss_options": {"num_bins": 10.0}})
+    # A run folder whose config.json says num_bins (with every default) is the finished run of the same options.
+    old_config = {**RESOLVED, "loss": "adafocal", "loss_options": {"num_bins": 15, "lam": 1.0, "gamma_init": 1.0,
+                  "gamma_max": 20.0, "gamma_min": -2.0, "switch_threshold": 0.2}}
+    new_options = qc.protocol_options({**RESOLVED, "loss": "adafocal", "loss_options": {}})
+    assert qc._with_loss_defaults(qc.protocol_options(old_config)) == qc._with_loss_defaults(new_options)
+
+
 # ------------------------------------------------------------------------------------------------ the grid, end to end
 
 
@@ -235,6 +274,19 @@ def test_summarize_runs_reads_result_files(finished, capsys):
     out = capsys.readouterr().out
     mean = 100 * np.mean([e["test_pre"]["ece_em"] for e in entries])
     assert "2 run(s)" in out and "adafocal" in out and f"{mean:.2f} ±" in out
+
+
+def test_summarize_runs_groups_runs_whatever_the_bin_count_is_called(tmp_path):
+    rows = []
+    for name, spelling in (("old", "num_bins"), ("new", "n_bins")):
+        run = tmp_path / name
+        run.mkdir()
+        config = {**RESOLVED, "loss": "adafocal", "loss_options": {spelling: 10, "lam": 1.0}}
+        (run / "config.json").write_text(json.dumps({"config": config}))
+        (run / "evaluate.json").write_text(json.dumps({"results": {"metrics": {"error": 0.1, "ece_em": 0.02}}}))
+        rows.append(summarize_runs.read_run(run))
+    assert rows[0]["loss"] == rows[1]["loss"] == "adafocal(lam=1.0,n_bins=10)"
+    assert rows[0]["protocol"] == rows[1]["protocol"]
 
 
 # ------------------------------------------------------------------------------------------------ git
