@@ -8,6 +8,8 @@ One message template names the argument, what was expected and what was found, a
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -90,3 +92,25 @@ def check_in_range(
             return float(value)
     between = f"between {low:g} and {high:g}" if inclusive else f"strictly between {low:g} and {high:g}"
     raise InputError(f"Expected {name} to be a number {between}{example}, got {shown(value)}.")
+
+
+def renamed_options(
+    options: Mapping[str, Any], aliases: Mapping[str, str], *, warn: bool = False, stacklevel: int = 3
+) -> dict[str, Any]:
+    """`options` with every deprecated name in `aliases` spelled as the name it stands for (order kept). Both
+    spellings with different values is an InputError; `warn` issues a DeprecationWarning for each deprecated name."""
+    renamed: dict[str, Any] = {}
+    for key, value in options.items():
+        name = aliases.get(key, key)
+        if name != key:
+            if warn:
+                warnings.warn(
+                    f"The option {key!r} is deprecated; use {name!r}.", DeprecationWarning, stacklevel=stacklevel
+                )
+            if name in options and options[name] != value:
+                raise InputError(
+                    f"Expected one value for {name} (also spelled {key}), "
+                    f"got {shown(options[name])} and {shown(value)}."
+                )
+        renamed.setdefault(name, value)
+    return renamed

@@ -11,8 +11,13 @@ LOSS_OPTION_FLAGS = {
     "gamma_max": "--gamma-max",
     "gamma_min": "--gamma-min",
     "switch_threshold": "--switch-threshold",
-    "num_bins": "--num-bins",
+    "n_bins": "--n-bins",
     "gamma_init": "--gamma-init",
     "weight": "--mmce-weight",
     "alpha": "--smoothing",
 }
+
+# Deprecated spellings of loss options → the option's name. `build_loss` and the binned losses accept them with a
+# DeprecationWarning; config.json / checkpoints that say `num_bins` read as `n_bins`; `adacal train --num-bins` is a
+# hidden alias of `--n-bins`.
+LOSS_OPTION_ALIASES = {"num_bins": "n_bins"}

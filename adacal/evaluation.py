@@ -24,8 +24,8 @@ from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.binning import check_n_bins
 from adacal.metrics.bootstrap import bootstrap_prepared, check_confidence, check_seed
-from adacal.metrics.calibration import compute_prepared, prepare_predictions, resolve_metric_names
-from adacal.metrics.memory import check_bins_fit, check_bootstrap_fits
+from adacal.metrics.calibration import compute_prepared, prepare_metric_inputs, resolve_metric_names
+from adacal.metrics.memory import check_bootstrap_fits
 from adacal.reports import make_report
 from adacal.sources.resolve import CHECKPOINT_FORMAT, INPUT_KINDS, EvaluationInput, resolve_evaluation_input
 
@@ -79,15 +79,12 @@ def evaluate_predictions(
     do not sum to 1, which would otherwise be taken as logits. Bins or bootstrap resamples that cannot fit in
     memory are refused before any metric is computed. `progress(done, total)` is called after each bootstrap resample.
     """
-    names = resolve_metric_names(metric_names)
-    n_bins = check_n_bins(n_bins)
     n_resamples = check_bootstrap(bootstrap)
     seed = check_seed(seed)
     confidence = check_confidence(confidence)
-    pred = prepare_predictions(scores, labels)
+    pred, names, n_bins = prepare_metric_inputs(scores, labels, metric_names, n_bins)
     if pred.assumed == "logits" and pred.scores is not None:
         check_not_near_probs(pred.scores, name=name)
-    check_bins_fit(n_bins, num_classes=pred.num_classes, classwise="classwise-ece" in names)
     if n_resamples:
         check_bootstrap_fits(n_resamples, pred.n_samples, len(names), name="bootstrap")
     results: dict[str, Any] = {

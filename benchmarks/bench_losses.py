@@ -90,7 +90,7 @@ def prepared_adafocal(generator: torch.Generator) -> AdaFocalLoss:
     loss = build_loss("adafocal")
     val_logits = torch.randn(5000, NUM_CLASSES, generator=generator) * 3
     loss.update(val_logits, torch.randint(0, NUM_CLASSES, (5000,), generator=generator))
-    loss.gammas.copy_(torch.linspace(-2.0, 20.0, loss.num_bins, dtype=torch.float64))
+    loss.gammas.copy_(torch.linspace(-2.0, 20.0, loss.n_bins, dtype=torch.float64))
     return loss
 
 
@@ -188,7 +188,7 @@ def bench_update(args: argparse.Namespace, generator: torch.Generator) -> dict:
     times.sort()
     return {
         "val_size": n,
-        "num_bins": loss.num_bins,
+        "n_bins": loss.n_bins,
         "update_ms_median": 1e3 * statistics.median(times),
         "update_ms_p90": 1e3 * times[int(0.9 * (len(times) - 1))],
         "update_ms_min": 1e3 * times[0],

@@ -5,7 +5,7 @@
     python benchmarks/quality_cifar10.py --summary-only         # rebuild the summary and figures, train nothing
     python benchmarks/quality_cifar10.py --quick                # smoke test: 2 epochs on tiny subsets, ~2 minutes
 
-The protocol of issue 17 (what `adacal train --dataset cifar10 --model resnet20 --train-subset 10000 --epochs 30
+The protocol (what `adacal train --dataset cifar10 --model resnet20 --train-subset 10000 --epochs 30
 --milestones 15,25 --channels-last` does): a CIFAR ResNet-20 trained on a seeded 10,000-image subset of the training
 split for 30 epochs (SGD 0.1, momentum 0.9, weight decay 5e-4, batch 128, lr ×0.1 at epochs 15 and 25, crop + flip,
 channels-last, the model at the end of training as in the paper), with 5,000 validation images (AdaFocal's γ-update
@@ -82,12 +82,14 @@ def main(argv: list[str] | None = None) -> int:
         return TrainConfig(
             dataset=DATASET, model=args.model, loss=loss, loss_options=dict(options), epochs=args.epochs,
             batch_size=128, lr=0.1, milestones=milestones, lr_decay=0.1, momentum=0.9, weight_decay=5e-4,
-            optimizer="sgd", seed=seed, device="cpu", channels_last=True, select="last", update_every="epoch",
+            optimizer="sgd", seed=seed, device="cpu", channels_last=True, select="last",
+            update_every=qc.variant_schedule(name, epochs=args.epochs, milestones=milestones,
+                                             batches_per_epoch=-(-args.train_subset // 128), default="epoch"),
             train_subset=args.train_subset, val_size=args.val_size, test_subset=args.test_subset,
             data_dir=args.data_dir, **qc.arm_options(arm, fields))
 
     def folder_name(name: str, arm: str, seed: int) -> str:
-        # The mean arm keeps the folder names runs had before arms existed, so finished runs are found again.
+        # The mean arm's folders carry no arm suffix, so run folders named without one are found and reused.
         return f"{DATASET}-{args.model}-{name}" + ("" if arm == "mean" else f"-{arm}") + f"-s{seed}"
 
     protocol = {
@@ -95,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         "lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4, "milestones": list(milestones), "lr_decay": 0.1,
         "train_subset": args.train_subset, "val_size": args.val_size, "test_subset": args.test_subset,
         "select": "last", "update_every": "epoch", "channels_last": True, "augmentation": "random crop (pad 4) + h-flip",
-        "losses": {name: {"loss": spec[0], "options": spec[1]} for name, spec in qc.LOSS_SPECS.items()},
+        "losses": qc.loss_protocol(),
         "temperature": "per run, on its validation logits: grid 0.1..10 step 0.1 minimising ECE-EM (15 equal-mass "
                        "bins), and the T minimising NLL",
         "ood": None if args.no_ood else "softmax entropy, CIFAR-10 test (in) vs CIFAR-10-C gaussian_noise severity 5 (out)",

@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from adacal.conventions import LOSS_OPTION_ALIASES
+
 METRICS = (("error", "error"), ("ece_em", "ECE-EM"), ("ece_ew", "ECE-EW"), ("ece_debias", "ECE-debias"),
            ("ece_sweep_em", "ECE-sweep-EM"))
 
@@ -52,7 +54,7 @@ def read_result_file(path: Path) -> dict[str, Any]:
     """A quality benchmark's result file in the shape `read_run` gives: figures before and after temperature scaling
     (T by the paper's grid on validation ECE-EM), OOD AUROC when scored."""
     data = _read(path) or {}
-    options = dict(data.get("options") or {})
+    options = _current_names(data.get("options") or {})
     fit = data.get("ts_ece_em") or {}
     figures: dict[str, float | None] = {}
     for key, _ in METRICS:
@@ -89,8 +91,15 @@ def loss_label(config: dict[str, Any]) -> str:
     return f"{loss}({extra})" if extra else loss
 
 
+def _current_names(config: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `config` whose loss options use their current names (`n_bins`, which older config.json files and the
+    result files' keys spell `num_bins`), so runs of the same options are grouped together."""
+    options = config.get("loss_options") or {}
+    return {**config, "loss_options": {LOSS_OPTION_ALIASES.get(k, k): v for k, v in options.items()}}
+
+
 def read_run(run: Path) -> dict[str, Any]:
-    config = (_read(run / "config.json") or {}).get("config", {})
+    config = _current_names((_read(run / "config.json") or {}).get("config", {}))
     evaluate = (_read(run / "evaluate.json") or {}).get("results", {})
     figures: dict[str, float | None] = {}
     metrics = evaluate.get("metrics", {})

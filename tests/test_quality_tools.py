@@ -138,6 +138,45 @@ def test_arms_follow_the_train_config_fields():
     assert qc.arm_of(qc.protocol_options({**RESOLVED, "grad_clip": 2})) is None  # clipped mean: neither arm
 
 
+STORED_20NG = ROOT / "benchmarks" / "results" / "quality_runs" / "20newsgroups"
+
+
+def _stored_20ng_config(**changes):
+    """The TrainConfig quality_20newsgroups.py builds for AdaFocal, mean arm, seed 0, with its default arguments."""
+    import dataclasses
+
+    from adacal.training import TrainConfig
+
+    args = _load("quality_20newsgroups").build_parser().parse_args([])
+    config = TrainConfig(dataset="20newsgroups", model="textcnn", loss="adafocal", loss_options={}, epochs=args.epochs,
+                         batch_size=args.batch_size, lr=1e-3, milestones=(), optimizer="adam", weight_decay=0.0, seed=0,
+                         device="cpu", select="last", update_every=args.update_every, train_subset=args.train_subset,
+                         val_size=args.val_size, **qc.arm_options("mean"))
+    return dataclasses.replace(config, **changes)
+
+
+def _key_of(config) -> str:
+    cell = qc.Cell(name="adafocal", arm="mean", seed=0, config=config, folder=STORED_20NG,
+                   result=STORED_20NG / "adafocal-mean-seed0.json")
+    return qc.cell_key(cell)[1]
+
+
+def test_a_committed_result_key_is_still_current_and_the_bin_count_spelling_does_not_change_keys():
+    stored = json.loads((STORED_20NG / "adafocal-mean-seed0.json").read_text())
+    assert _key_of(_stored_20ng_config()) == stored["key"]
+    assert qc.read_result(STORED_20NG / "adafocal-mean-seed0.json", stored["key"]) is not None
+    # The bin count under either name (n_bins, or the deprecated num_bins) gives one key, another than without it.
+    spelled = {name: _key_of(_stored_20ng_config(loss_options={name: 10})) for name in ("n_bins", "num_bins")}
+    assert spelled["n_bins"] == spelled["num_bins"] != stored["key"]
+    # ... and that key is the hash of the options as a result written with `num_bins` recorded them.
+    assert spelled["n_bins"] == qc.protocol_key({**stored["options"], "loss_options": {"num_bins": 10.0}})
+    # A run folder whose config.json says num_bins (with every default) is the finished run of the same options.
+    old_config = {**RESOLVED, "loss": "adafocal", "loss_options": {"num_bins": 15, "lam": 1.0, "gamma_init": 1.0,
+                  "gamma_max": 20.0, "gamma_min": -2.0, "switch_threshold": 0.2}}
+    new_options = qc.protocol_options({**RESOLVED, "loss": "adafocal", "loss_options": {}})
+    assert qc._with_loss_defaults(qc.protocol_options(old_config)) == qc._with_loss_defaults(new_options)
+
+
 # ------------------------------------------------------------------------------------------------ the grid, end to end
 
 
@@ -237,6 +276,19 @@ def test_summarize_runs_reads_result_files(finished, capsys):
     assert "2 run(s)" in out and "adafocal" in out and f"{mean:.2f} ±" in out
 
 
+def test_summarize_runs_groups_runs_whatever_the_bin_count_is_called(tmp_path):
+    rows = []
+    for name, spelling in (("old", "num_bins"), ("new", "n_bins")):
+        run = tmp_path / name
+        run.mkdir()
+        config = {**RESOLVED, "loss": "adafocal", "loss_options": {spelling: 10, "lam": 1.0}}
+        (run / "config.json").write_text(json.dumps({"config": config}))
+        (run / "evaluate.json").write_text(json.dumps({"results": {"metrics": {"error": 0.1, "ece_em": 0.02}}}))
+        rows.append(summarize_runs.read_run(run))
+    assert rows[0]["loss"] == rows[1]["loss"] == "adafocal(lam=1.0,n_bins=10)"
+    assert rows[0]["protocol"] == rows[1]["protocol"]
+
+
 # ------------------------------------------------------------------------------------------------ git
 
 
@@ -282,3 +334,102 @@ def test_summary_only_trains_nothing_and_lists_the_missing_runs(monkeypatch, tmp
     report = json.loads(results.read_text())
     assert report["results"]["summary"] == [] and len(report["results"]["missing"]) == 4
     assert "Not run yet (4)" in capsys.readouterr().out
+
+
+def test_stored_20newsgroups_results_are_still_current(monkeypatch, tmp_path, capsys):
+    """The committed result files keep their keys: a change to the scripts must not orphan finished runs."""
+    import adacal.training
+
+    q20 = _load("quality_20newsgroups")
+    monkeypatch.setattr(adacal.training, "train", lambda *a, **k: pytest.fail("--summary-only trained"))
+    stored = ROOT / "benchmarks" / "results" / "quality_runs" / "20newsgroups"
+    names = sorted(p.name for p in stored.glob("*-mean-seed*.json"))
+    if not names:
+        pytest.skip("no committed 20 Newsgroups result files in this checkout")
+    results = tmp_path / "summary.json"
+    assert q20.main(["--summary-only", "--arms", "mean", "--seeds", "0,1,2", "--losses", "ce,focal-3,flsd-53,adafocal",
+                     "--runs-dir", str(stored), "--results", str(results), "--plots", str(tmp_path / "plots")]) == 0
+    report = json.loads(results.read_text())
+    current = {Path(run["result_file"]).name for run in report["results"]["runs"]}
+    assert current == set(names)
+
+
+# ------------------------------------------------------------------------------------------------ AdaFocal variants
+
+
+def test_burst_schedule_updates_often_for_two_epochs_after_each_milestone():
+    from adacal.training import parse_update_every
+
+    spec = qc.variant_schedule("adafocal-burst", epochs=30, milestones=(15, 25), batches_per_epoch=79, default="epoch")
+    assert spec == "epoch:15,9:17,epoch:25,9:27,epoch"
+    schedule = parse_update_every(spec)
+    every = {epoch: schedule.batches_for_epoch(epoch) for epoch in range(1, 31)}
+    assert [e for e, n in every.items() if n is not None] == [16, 17, 26, 27]
+    assert set(every.values()) == {None, 9}
+    # milestones too close to each other or to the end, and no milestones at all
+    assert qc.variant_schedule("adafocal-burst", epochs=10, milestones=(5, 6, 10), batches_per_epoch=4,
+                               default="epoch") == "epoch:5,1:7,epoch"
+    assert qc.variant_schedule("adafocal-burst", epochs=6, milestones=(), batches_per_epoch=82,
+                               default="16") == "epoch"
+
+
+def test_reference_schedule_scales_the_papers_to_the_run():
+    from adacal.training import parse_update_every
+    from adacal.training.config import PAPER_UPDATE_SPEC
+
+    assert qc.variant_schedule("adafocal-refsched", epochs=350, milestones=(150, 250), batches_per_epoch=352,
+                               default="epoch") == PAPER_UPDATE_SPEC
+    spec = qc.variant_schedule("adafocal-refsched", epochs=30, milestones=(15, 25), batches_per_epoch=79,
+                               default="epoch")
+    assert spec == "epoch:2,22:3,1"
+    schedule = parse_update_every(spec)
+    assert [schedule.batches_for_epoch(e) for e in (1, 2, 3, 4, 30)] == [None, None, 22, 1, 1]
+
+
+@pytest.mark.parametrize("name", ["ce", "adafocal", "adafocal-lam3", "adafocal-g0"])
+def test_other_entries_keep_the_protocols_schedule(name):
+    assert qc.variant_schedule(name, epochs=30, milestones=(15, 25), batches_per_epoch=79, default="epoch") == "epoch"
+    assert qc.variant_schedule(name, epochs=6, milestones=(), batches_per_epoch=82, default="16") == "16"
+
+
+@pytest.mark.parametrize("name", sorted(qc.VARIANTS))
+def test_every_variant_is_a_trainable_adafocal_configuration(name):
+    from adacal.losses import build_loss
+    from adacal.training import TrainConfig, resolve_config
+
+    loss, options = qc.LOSS_SPECS[name]
+    assert loss == "adafocal" and name in qc.DISPLAY and name in qc.loss_protocol()
+    schedule = qc.variant_schedule(name, epochs=30, milestones=(15, 25), batches_per_epoch=79, default="epoch")
+    resolved = resolve_config(TrainConfig(dataset="digits", loss=loss, loss_options=dict(options),
+                                          update_every=schedule, epochs=30, milestones=(15, 25)))
+    built = build_loss(loss, **resolved.loss_options)
+    for option, value in options.items():
+        assert getattr(built, option) == value
+
+
+def test_summary_covers_every_result_file_not_only_the_invocations_grid(finished, tmp_path):
+    tmp, cells, entries = finished
+
+    def make_config(name, arm, seed):
+        import dataclasses
+
+        return dataclasses.replace(_cell(tmp, seed, loss=name).config, **qc.arm_options(arm))
+
+    def folder_name(name, arm, seed):
+        return f"{name}-s{seed}"
+
+    runs = tmp / "results"
+    # A file of another arm and one of an unknown name sit beside the finished ones.
+    (runs / "adafocal-sum-clip-seed0.json").write_text("{}")
+    (runs / "nonsense-mean-seed0.json").write_text("{}")
+    try:
+        only_seed0 = [c for c in cells if c.seed == 0]
+        found = qc.cells_on_disk(runs, only_seed0, make_config=make_config, folder_name=folder_name, out=tmp / "runs")
+        assert sorted((c.name, c.arm, c.seed) for c in found) == [
+            ("adafocal", "mean", 0), ("adafocal", "mean", 1), ("adafocal", "sum-clip", 0)]
+        done, missing = qc.collect(found)
+        assert sorted(e["seed"] for e in done) == [0, 1]  # the sum-clip file holds no valid result
+        assert [(c.arm, c.seed) for c in missing] == [("sum-clip", 0)]
+    finally:
+        (runs / "adafocal-sum-clip-seed0.json").unlink()
+        (runs / "nonsense-mean-seed0.json").unlink()

@@ -28,7 +28,7 @@ import numpy as np
 
 from adacal.arrays import check_labels, check_scores, looks_like_probs, softmax
 from adacal.errors import InputError, NotFittedError, unknown_name
-from adacal.metrics.calibration import row_top
+from adacal.metrics.prepared import row_top
 from adacal.registry import Registry
 
 FORMAT_VERSION = 1

@@ -13,6 +13,7 @@ import numpy as np
 from adacal.arrays import check_labels, check_scores
 from adacal.calibrators.base import CALIBRATORS, Calibrator, check_choice, check_int
 from adacal.calibrators.temperature import TEMPERATURE_OBJECTIVES
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import AdacalError, InputError
 from adacal.registry import option_names
 
@@ -29,7 +30,9 @@ class CalibrationComparison:
     best: str
 
 
-def build_calibrators(methods: list[str], *, objective: str | None = None, n_bins: int = 15) -> dict[str, Calibrator]:
+def build_calibrators(
+    methods: list[str], *, objective: str | None = None, n_bins: int = DEFAULT_N_BINS
+) -> dict[str, Calibrator]:
     """Unfitted calibrators by name, each given the shared options it takes (n_bins; objective for temperature)."""
     n_bins = check_int("n_bins", n_bins, minimum=1)
     if objective is not None:
@@ -98,7 +101,7 @@ def compare_calibrators(
     *,
     methods: list[str] | None = None,
     objective: str | None = "nll",
-    n_bins: int = 15,
+    n_bins: int = DEFAULT_N_BINS,
     folds: int = DEFAULT_FOLDS,
     metric: str = DEFAULT_SELECTION_METRIC,
     seed: int = 0,

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from adacal.calibrators.base import CALIBRATORS, TopLabelCalibrator, check_int, float_array
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.metrics.binning import assign_bins, bin_statistics, equal_mass_edges
 
 
@@ -22,7 +23,7 @@ class HistogramBinning(TopLabelCalibrator):
 
     name = "histogram"
 
-    def __init__(self, *, n_bins: int = 15) -> None:
+    def __init__(self, *, n_bins: int = DEFAULT_N_BINS) -> None:
         self.n_bins = n_bins
 
     def check_options(self) -> None:

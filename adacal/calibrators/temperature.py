@@ -21,9 +21,10 @@ import numpy as np
 
 from adacal.arrays import softmax
 from adacal.calibrators.base import CALIBRATORS, Calibrator, check_choice, check_int, positive_float
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import AdacalError
 from adacal.metrics.binning import bin_statistics, calibration_error
-from adacal.metrics.calibration import row_top
+from adacal.metrics.prepared import row_top
 
 TEMPERATURE_OBJECTIVES = ("ece-em", "ece-ew", "nll")
 TEMPERATURE_GRID = np.arange(1, 101) / 10.0  # 0.1, 0.2, ..., 10.0 exactly as i / 10
@@ -93,7 +94,7 @@ class TemperatureScaling(Calibrator):
 
     name = "temperature"
 
-    def __init__(self, *, objective: str = "nll", n_bins: int = 15) -> None:
+    def __init__(self, *, objective: str = "nll", n_bins: int = DEFAULT_N_BINS) -> None:
         self.objective = objective
         self.n_bins = n_bins
 

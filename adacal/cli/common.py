@@ -153,8 +153,3 @@ class OneLineErrorGroup(typer.core.TyperGroup):
             sys.exit(EXIT_INTERRUPTED)
         # In non-standalone mode click returns the code of a typer.Exit instead of exiting.
         sys.exit(result if isinstance(result, int) else 0)
-
-
-def not_built(command: str, issue: str) -> typer.Exit:
-    """Subcommands that do not exist yet say so and fail, instead of pretending to work."""
-    return fail(f"'adacal {command}' is not available in this version yet ({issue}).", code=3)

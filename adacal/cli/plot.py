@@ -65,6 +65,9 @@ BinsOption = Annotated[
     typer.Option("--bins", help="Comma-separated validation-bin indices to draw, e.g. 0,7,14 (default: all bins).",
                  show_default=False),
 ]
+AdaFocalRunArgument = Annotated[
+    Path, typer.Argument(metavar="RUN", help="A run folder trained with --loss adafocal.", show_default=False)
+]
 
 
 def check_dpi(dpi: Any) -> int:
@@ -220,15 +223,8 @@ def _draw_adafocal_run(kind: str, run: Path, bins: str | None, out: Path | None,
     "over epochs (the paper's figure 5).\n\nExample: adacal plot gamma runs/adafocal --bins 0,7,14",
 )
 @guarded
-def gamma(
-    run: Annotated[Path, typer.Argument(metavar="RUN", help="A run folder trained with --loss adafocal.",
-                                        show_default=False)],
-    bins: BinsOption = None,
-    out: OutOption = None,
-    force: ForceOption = False,
-    dpi: DpiOption = 150,
-    title: TitleOption = None,
-) -> None:
+def gamma(run: AdaFocalRunArgument, bins: BinsOption = None, out: OutOption = None, force: ForceOption = False,
+          dpi: DpiOption = 150, title: TitleOption = None) -> None:
     _draw_adafocal_run("gamma", run, bins, out, dpi, title, force)
 
 
@@ -238,15 +234,8 @@ def gamma(
     "run.\n\nExample: adacal plot correspondence runs/adafocal --bins 0,7,14",
 )
 @guarded
-def correspondence(
-    run: Annotated[Path, typer.Argument(metavar="RUN", help="A run folder trained with --loss adafocal.",
-                                        show_default=False)],
-    bins: BinsOption = None,
-    out: OutOption = None,
-    force: ForceOption = False,
-    dpi: DpiOption = 150,
-    title: TitleOption = None,
-) -> None:
+def correspondence(run: AdaFocalRunArgument, bins: BinsOption = None, out: OutOption = None,
+                   force: ForceOption = False, dpi: DpiOption = 150, title: TitleOption = None) -> None:
     _draw_adafocal_run("correspondence", run, bins, out, dpi, title, force)
 
 

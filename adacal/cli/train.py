@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -50,7 +53,7 @@ LOSS_DEFAULTS_HELP = {
     "gamma_max": "20",
     "gamma_min": "-2",
     "switch_threshold": "0.2",
-    "num_bins": str(DEFAULT_N_BINS),
+    "n_bins": str(DEFAULT_N_BINS),
     "gamma_init": "1",
     "mmce_weight": "2",
     "smoothing": "0.05",
@@ -229,7 +232,8 @@ def train(
     gamma_max: Annotated[float | None, typer.Option(help="AdaFocal upper bound on γ; paper: 20." + _loss_default("gamma_max"))] = None,
     gamma_min: Annotated[float | None, typer.Option(help="AdaFocal lower bound on γ (negative = inverse focal); paper: -2." + _loss_default("gamma_min"))] = None,
     switch_threshold: Annotated[float | None, typer.Option(help="AdaFocal |γ| below which focal and inverse focal switch; paper: 0.2." + _loss_default("switch_threshold"))] = None,
-    num_bins: Annotated[int | None, typer.Option(help="Number of AdaFocal / CalFocal validation bins; paper: 15." + _loss_default("num_bins"))] = None,
+    n_bins: Annotated[int | None, typer.Option(help="Number of AdaFocal / CalFocal validation bins; paper: " + str(DEFAULT_N_BINS) + "." + _loss_default("n_bins"))] = None,
+    num_bins: Annotated[int | None, typer.Option(hidden=True, help="Another spelling of --n-bins.")] = None,
     gamma_init: Annotated[float | None, typer.Option(help="AdaFocal initial γ per bin; paper: 1." + _loss_default("gamma_init"))] = None,
     mmce_weight: Annotated[float | None, typer.Option(help="Weight of the MMCE term added to cross-entropy (--loss mmce)." + _loss_default("mmce_weight"))] = None,
     smoothing: Annotated[float | None, typer.Option(help="Label-smoothing α (--loss label-smoothing); paper: 0.05." + _loss_default("smoothing"))] = None,
@@ -262,9 +266,12 @@ def train(
     print_config: Annotated[bool, typer.Option("--print-config", help="Print the fully resolved configuration (presets and loss defaults filled in) as JSON and exit: a dry run that writes nothing and loads no data.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final summary line and the run folder.")] = False,
 ) -> None:
-    from adacal.training import TrainConfig, TrainingInterrupted
-    from adacal.training import train as run_training
+    from adacal.training import TrainConfig
 
+    if num_bins is not None:
+        if n_bins is not None and n_bins != num_bins:
+            raise InputError(f"Expected one of --n-bins and --num-bins (the same option), got {n_bins} and {num_bins}.")
+        n_bins = num_bins
     options = locals()
     given_loss = {key: options[flag] for flag, key in LOSS_FLAGS.items() if options[flag] is not None}
     config = TrainConfig(
@@ -279,6 +286,28 @@ def train(
         test_subset=test_subset,
         preset=preset, loss_reduction=loss_reduction, name=name,
     )
+    with _flags_as_typed({"--n-bins": "--num-bins"} if num_bins is not None else {}):
+        _run(config, print_config=print_config, quiet=quiet)
+
+
+@contextmanager
+def _flags_as_typed(spellings: dict[str, str]) -> Iterator[None]:
+    """Error messages name a flag the way it was typed (`--num-bins`, the hidden spelling of `--n-bins`)."""
+    try:
+        yield
+    except InputError as exc:
+        if not spellings:
+            raise
+        message = str(exc)
+        for flag, typed in spellings.items():
+            message = re.sub(re.escape(flag) + r"\b", typed, message)
+        raise InputError(message) from None
+
+
+def _run(config: Any, *, print_config: bool, quiet: bool) -> None:
+    from adacal.training import TrainingInterrupted
+    from adacal.training import train as run_training
+
     if print_config:
         import json
 

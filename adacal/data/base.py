@@ -108,6 +108,24 @@ class Dataset:
         return self.extra.get("std")
 
 
+def split_record(
+    *, source: str, seed: int, val_size: int, train_subset: int | None, train_pool: int, train: Split, val: Split,
+    test: Split, method: str, **details: Any,
+) -> dict[str, Any]:
+    """A dataset's `split_info`, in every loader's key order: where the data came from, the split's seed and sizes,
+    the training pool the training subset is drawn from, how it was split (`method`), then loader-specific details."""
+    return {
+        "source": source,
+        "seed": seed,
+        "val_size": int(val_size),
+        "train_subset": train_subset,
+        "train_pool": int(train_pool),
+        "sizes": {"train": len(train), "val": len(val), "test": len(test)},
+        "method": method,
+        **details,
+    }
+
+
 def default_data_dir() -> Path:
     """Where datasets live when no --data-dir is given: $ADACAL_DATA, else the user cache dir (~/.cache/adacal)."""
     env = os.environ.get("ADACAL_DATA")

@@ -30,6 +30,7 @@ from adacal.data.base import (
     NORMALIZATION,
     Dataset,
     Split,
+    split_record,
     stratified_split,
     take_subset,
 )
@@ -287,17 +288,13 @@ def load_imagenet(
         train=splits["train"],
         val=splits["val"],
         test=splits["test"],
-        split_info={
-            "source": str(root),
-            "seed": seed,
-            "val_size": int(val_size),
-            "train_subset": train_subset,
-            "train_pool": len(train.samples),
-            "sizes": {name: len(split) for name, split in splits.items()},
-            "method": "official train set -> train (train_subset: a seeded sample of N); official val set shuffled "
+        split_info=split_record(
+            source=str(root), seed=seed, val_size=val_size, train_subset=train_subset,
+            train_pool=len(train.samples), **splits,
+            method="official train set -> train (train_subset: a seeded sample of N); official val set shuffled "
             "with numpy default_rng(seed): first val_size -> val, the rest -> test",
-            "image_size": image_size,
-            "resize_size": resize_size,
-        },
+            image_size=image_size,
+            resize_size=resize_size,
+        ),
         extra={"mean": mean, "std": std, "augment_padding": 4, "lazy": True},
     )

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from adacal.data.base import DATASETS, Dataset, Split, check_int, shuffled_split
+from adacal.data.base import DATASETS, Dataset, Split, check_int, shuffled_split, split_record
 from adacal.errors import DataUnavailableError, InputError
 
 PAD_ID = 0
@@ -187,20 +187,16 @@ def load_20newsgroups(
         train=train,
         val=val,
         test=test,
-        split_info={
-            "source": source,
-            "seed": seed,
-            "val_size": int(val_size),
-            "train_subset": train_subset,
-            "train_pool": len(train_records) - int(val_size),
-            "sizes": {"train": len(train), "val": len(val), "test": len(test)},
-            "method": "bydate train shuffled with numpy default_rng(seed): first val_size -> val, the rest -> train "
+        split_info=split_record(
+            source=source, seed=seed, val_size=val_size, train_subset=train_subset,
+            train_pool=len(train_records) - int(val_size), train=train, val=val, test=test,
+            method="bydate train shuffled with numpy default_rng(seed): first val_size -> val, the rest -> train "
             "(train_subset keeps its first N); bydate test -> test; vocabulary from the train split only",
-            "max_length": max_length,
-            "max_vocab": max_vocab,
-            "min_count": min_count,
-            "strip_headers": strip_headers,
-            "vocab_size": len(vocab),
-        },
+            max_length=max_length,
+            max_vocab=max_vocab,
+            min_count=min_count,
+            strip_headers=strip_headers,
+            vocab_size=len(vocab),
+        ),
         extra={"vocab_size": len(vocab), "vocab": vocab, "max_length": max_length, "pad_id": PAD_ID, "unknown_id": UNKNOWN_ID},
     )

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from adacal.data.base import DATASETS, Dataset, Split, stratified_split, take_subset
+from adacal.data.base import DATASETS, Dataset, Split, split_record, stratified_split, take_subset
 
 DIGITS_TEST_SIZE = 360
 DIGITS_VAL_SIZE = 360
@@ -49,15 +49,11 @@ def load_digits_dataset(
         train=train,
         val=val,
         test=test,
-        split_info={
-            "source": "sklearn.datasets.load_digits",
-            "seed": seed,
-            "val_size": int(val_size),
-            "train_subset": train_subset,
-            "train_pool": len(train_pos),
-            "sizes": {"train": len(train), "val": len(val), "test": len(test)},
-            "method": "class-stratified: fixed test (360, seed 0); val (val_size) from the rest with `seed`; "
+        split_info=split_record(
+            source="sklearn.datasets.load_digits", seed=seed, val_size=val_size, train_subset=train_subset,
+            train_pool=len(train_pos), train=train, val=val, test=test,
+            method="class-stratified: fixed test (360, seed 0); val (val_size) from the rest with `seed`; "
             "train = the remainder in seeded order (train_subset keeps its first N)",
-        },
+        ),
         extra={"feature_range": (0.0, 1.0)},
     )

@@ -25,6 +25,7 @@ from adacal.data.base import (
     images_to_tensor,
     labels_to_tensor,
     shuffled_split,
+    split_record,
 )
 from adacal.data.image_arrays import describe_image_npz, read_image_npz, write_image_npz
 from adacal.errors import DataUnavailableError, InputError
@@ -160,15 +161,10 @@ def build_image_dataset(
         train=train,
         val=val,
         test=test,
-        split_info={
-            "source": source,
-            "seed": seed,
-            "val_size": int(val_size),
-            "train_subset": train_subset,
-            "train_pool": n_train - int(val_size),
-            "sizes": {"train": len(train), "val": len(val), "test": len(test)},
-            "method": method,
-        },
+        split_info=split_record(
+            source=source, seed=seed, val_size=val_size, train_subset=train_subset,
+            train_pool=n_train - int(val_size), train=train, val=val, test=test, method=method,
+        ),
         extra={"mean": mean, "std": std, "augment_padding": 4},
     )
 

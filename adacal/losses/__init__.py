@@ -1,7 +1,7 @@
 """Training losses by name: cross-entropy, focal family, CalFocal, AdaFocal and calibration baselines.
 
     from adacal.losses import build_loss
-    loss_fn = build_loss("adafocal", num_bins=15)
+    loss_fn = build_loss("adafocal", n_bins=10)
     loss = loss_fn(logits, labels)                 # scalar mean, float32 even under autocast
     if loss_fn.needs_validation:
         record = loss_fn.update(val_logits, val_labels)

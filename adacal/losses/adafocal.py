@@ -34,7 +34,7 @@ import torch
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.losses.base import check_between, check_number, check_positive, format_value
-from adacal.losses.binned import ValidationBinnedLoss
+from adacal.losses.binned import ValidationBinnedLoss, accepts_deprecated_options
 from adacal.losses.records import BinUpdate, TrainBinStatistics
 from adacal.losses.focal import signed_focal_terms, true_class_log_probs
 from adacal.losses.registry import LOSSES
@@ -75,10 +75,11 @@ def adafocal_gamma_update(
 
 
 @LOSSES.register("adafocal")
+@accepts_deprecated_options
 class AdaFocalLoss(ValidationBinnedLoss):
     """Calibration-aware adaptive focal loss with one γ per validation bin (negative γ = inverse focal).
 
-    State (all in `state_dict()`): `bin_edges` (num_bins + 1), `gammas` (num_bins), the training-confidence
+    State (all in `state_dict()`): `bin_edges` (n_bins + 1), `gammas` (n_bins), the training-confidence
     accumulators, and `history` (the update records, in the extra state).
     """
 
@@ -87,14 +88,14 @@ class AdaFocalLoss(ValidationBinnedLoss):
     def __init__(
         self,
         *,
-        num_bins: int = DEFAULT_N_BINS,
+        n_bins: int = DEFAULT_N_BINS,
         lam: float = 1.0,
         gamma_init: float = 1.0,
         gamma_max: float = 20.0,
         gamma_min: float = -2.0,
         switch_threshold: float = 0.2,
     ) -> None:
-        super().__init__(num_bins=num_bins)
+        super().__init__(n_bins=n_bins)
         self.lam = check_positive("lam", lam)
         self.switch_threshold = check_positive("switch_threshold", switch_threshold)
         self.gamma_max = check_number("gamma_max", gamma_max)
@@ -115,7 +116,7 @@ class AdaFocalLoss(ValidationBinnedLoss):
                 f"got gamma_min={format_value(gamma_min)} and switch_threshold={format_value(switch_threshold)}."
             )
         self.gamma_init = check_between("gamma_init", gamma_init, self.gamma_min, self.gamma_max)
-        m = self.num_bins
+        m = self.n_bins
         self.register_buffer("gammas", torch.full((m,), self.gamma_init, dtype=torch.float64))
         self.register_buffer("train_confidence_sum", torch.zeros(m, dtype=torch.float64))
         self.register_buffer("train_count", torch.zeros(m, dtype=torch.int64))
@@ -151,7 +152,7 @@ class AdaFocalLoss(ValidationBinnedLoss):
     def pop_train_statistics(self) -> TrainBinStatistics:
         """Mean true-class probability (0 for an empty bin) and count of the training samples seen by `forward` in
         training mode per validation bin since the last call (the paper's C_train), then reset the accumulators."""
-        m = self.num_bins
+        m = self.n_bins
         host = torch.cat([self.train_confidence_sum, self.train_count.to(torch.float64)]).cpu().numpy()
         self.train_confidence_sum.zero_()
         self.train_count.zero_()
@@ -159,6 +160,6 @@ class AdaFocalLoss(ValidationBinnedLoss):
 
     def extra_repr(self) -> str:
         return (
-            f"num_bins={self.num_bins}, lam={self.lam:g}, gamma_init={self.gamma_init:g}, "
+            f"n_bins={self.n_bins}, lam={self.lam:g}, gamma_init={self.gamma_init:g}, "
             f"gamma_max={self.gamma_max:g}, gamma_min={self.gamma_min:g}, switch_threshold={self.switch_threshold:g}"
         )

@@ -11,11 +11,15 @@ of update records as plain lists in the module's extra state, so it survives `to
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import warnings
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 
+from adacal.checks import renamed_options
+from adacal.conventions import LOSS_OPTION_ALIASES
 from adacal.errors import CheckpointError, InputError
 from adacal.losses.base import CalibrationLoss, check_batch, check_positive_int, upcast
 from adacal.losses.records import BinUpdate
@@ -23,17 +27,38 @@ from adacal.metrics.binning import BinStatistics, bin_statistics, equal_width_ed
 
 STATE_FORMAT_VERSION = 1
 
+LossClass = TypeVar("LossClass", bound=type)
+
+
+def accepts_deprecated_options(cls: LossClass) -> LossClass:
+    """Let `cls(num_bins=...)` (a deprecated spelling in `conventions.LOSS_OPTION_ALIASES`) keep working with a
+    DeprecationWarning; `inspect.signature`, `help()` and the loss registry see only the current names."""
+    init = cls.__init__
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **options: Any) -> None:
+        init(self, *args, **renamed_options(options, LOSS_OPTION_ALIASES, warn=True))
+
+    cls.__init__ = __init__
+    return cls
+
 
 class ValidationBinnedLoss(CalibrationLoss):
-    """Base class holding `bin_edges` (a float64 buffer of num_bins + 1 edges) and `history` (the `BinUpdate`s)."""
+    """Base class holding `bin_edges` (a float64 buffer of n_bins + 1 edges) and `history` (the `BinUpdate`s)."""
 
     needs_validation = True
 
-    def __init__(self, *, num_bins: int) -> None:
+    def __init__(self, *, n_bins: int) -> None:
         super().__init__()
-        self.num_bins = check_positive_int("num_bins", num_bins)
-        self.register_buffer("bin_edges", torch.from_numpy(equal_width_edges(self.num_bins)))
+        self.n_bins = check_positive_int("n_bins", n_bins)
+        self.register_buffer("bin_edges", torch.from_numpy(equal_width_edges(self.n_bins)))
         self.history: list[BinUpdate] = []
+
+    @property
+    def num_bins(self) -> int:
+        """Deprecated spelling of `n_bins`."""
+        warnings.warn("The attribute 'num_bins' is deprecated; use 'n_bins'.", DeprecationWarning, stacklevel=2)
+        return self.n_bins
 
     def bin_index(self, p_true: torch.Tensor) -> torch.Tensor:
         """Validation-bin index of each true-class probability: bin i holds (edges[i], edges[i+1]], bin 0 also
@@ -77,7 +102,7 @@ class ValidationBinnedLoss(CalibrationLoss):
         _check_label_range(host[2 * n], host[2 * n + 1], k)
         if not np.isfinite(confidences).all():
             raise InputError("Expected val_logits to be finite, got NaN or infinite values.")
-        stats = bin_statistics(confidences, correct, n_bins=self.num_bins, binning="equal-mass")
+        stats = bin_statistics(confidences, correct, n_bins=self.n_bins, binning="equal-mass")
         return stats, host[2 * n + 2 :]
 
     # --- state -------------------------------------------------------------------------------------------------
@@ -108,9 +133,9 @@ class ValidationBinnedLoss(CalibrationLoss):
         self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
     ):
         edges = state_dict.get(prefix + "bin_edges")
-        if isinstance(edges, torch.Tensor) and tuple(edges.shape) != (self.num_bins + 1,):
+        if isinstance(edges, torch.Tensor) and tuple(edges.shape) != (self.n_bins + 1,):
             raise CheckpointError(
-                f"Expected a {type(self).__name__} state with num_bins={self.num_bins}, "
+                f"Expected a {type(self).__name__} state with n_bins={self.n_bins}, "
                 f"got one with {edges.numel() - 1} bins."
             )
         super()._load_from_state_dict(

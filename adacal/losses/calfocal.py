@@ -21,7 +21,7 @@ import torch
 
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.losses.base import check_choice, check_positive
-from adacal.losses.binned import ValidationBinnedLoss
+from adacal.losses.binned import ValidationBinnedLoss, accepts_deprecated_options
 from adacal.losses.records import BinUpdate
 from adacal.losses.focal import signed_focal_terms, true_class_log_probs
 from adacal.losses.registry import LOSSES
@@ -31,16 +31,17 @@ _MAX_LOG_GAMMA = 30.0
 
 
 @LOSSES.register("calfocal")
+@accepts_deprecated_options
 class CalFocalLoss(ValidationBinnedLoss):
     """Focal loss whose γ follows the validation calibration gap (per sample or per validation bin)."""
 
     name = "calfocal"
 
-    def __init__(self, *, lam: float = 10.0, num_bins: int = DEFAULT_N_BINS, mode: str = "bin") -> None:
-        super().__init__(num_bins=num_bins)
+    def __init__(self, *, lam: float = 10.0, n_bins: int = DEFAULT_N_BINS, mode: str = "bin") -> None:
+        super().__init__(n_bins=n_bins)
         self.lam = check_positive("lam", lam)
         self.mode = check_choice("mode", mode, CALFOCAL_MODES)
-        m = self.num_bins
+        m = self.n_bins
         self.register_buffer("val_confidence", torch.zeros(m, dtype=torch.float64))
         self.register_buffer("val_accuracy", torch.zeros(m, dtype=torch.float64))
         self.register_buffer("val_count", torch.zeros(m, dtype=torch.int64))
@@ -74,4 +75,4 @@ class CalFocalLoss(ValidationBinnedLoss):
         return record
 
     def extra_repr(self) -> str:
-        return f"lam={self.lam:g}, num_bins={self.num_bins}, mode={self.mode!r}"
+        return f"lam={self.lam:g}, n_bins={self.n_bins}, mode={self.mode!r}"

@@ -8,6 +8,11 @@ Registry keys are hyphenated ("ece-em"); report keys are snake_case ("ece_em"); 
 (`display_name`); any of the three spellings is accepted as input. `CalibrationMeter` accumulates every metric batch
 by batch (and across torch.distributed ranks); `calibration_error(stats, norm)` is the one kernel from binned
 statistics and `top_label(scores, labels)` the one top-1 helper.
+
+Modules: `binning` (the only code that assigns bins), `prepared` (validating scores and labels once; top-1
+quantities), `ece` (the ECE family, MCE, classwise ECE, reliability), `sweep` (ECE_SWEEP's bin count), `smooth`
+(smooth ECE), `scoring` (NLL, Brier, error), `calibration` (the metric registry and `compute_metrics`), `meter`
+(streaming), `bootstrap` (intervals), `ood` (OOD scores and AUROC), `memory` (size checks before allocating).
 """
 
 from adacal.metrics.binning import (

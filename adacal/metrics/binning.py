@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.memory import check_bins_fit
 
@@ -158,7 +159,7 @@ def debiased_square_error(stats: BinStatistics) -> float:
 
 def sorted_bin_statistics(sorted_conf: np.ndarray, cumulative_hits: np.ndarray, edges: Any) -> BinStatistics:
     """`bin_statistics` from the confidences sorted ascending and the cumulative number of hits along that order
-    (`calibration.sorted_with_cumulative_hits`): O(n_bins log N) searches plus one segmented sum, no per-sample bin
+    (`sorted_with_cumulative_hits`): O(n_bins log N) searches plus one segmented sum, no per-sample bin
     index.
 
     Same bins as `assign_bins` ((lower, upper], first bin closed below, out-of-range values in the end bins): bin i
@@ -185,11 +186,38 @@ def sorted_bin_statistics(sorted_conf: np.ndarray, cumulative_hits: np.ndarray, 
     )
 
 
+def sorted_with_cumulative_hits(confidences: np.ndarray, correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(confidences sorted ascending, cum) with cum[p] = Σ correct over the p smallest confidences, exact wherever p
+    ends a group of tied confidences (the only positions binning reads: every bin boundary falls between distinct
+    values).
+
+    For 0/1 targets and confidences in [0, 2) — always, for validated predictions — one int64 sort does it: the bits
+    of a non-negative double order like the double, so (bits << 1) | correct sorts by confidence and carries the hit
+    along (several times faster than an argsort). Other inputs take a stable argsort.
+    """
+    confidences = np.ascontiguousarray(confidences, dtype=np.float64)
+    n = confidences.size
+    cum = np.zeros(n + 1)
+    binary = np.all((correct == 0.0) | (correct == 1.0))
+    if binary and n:
+        bits = (confidences + 0.0).view(np.int64)  # + 0.0 turns -0.0 into 0.0
+        if bits.min() >= 0 and bits.max() < (1 << 62):
+            # In place: N-sized temporaries cost page faults on every call.
+            keys = np.left_shift(bits, 1, out=bits)
+            np.bitwise_or(keys, correct == 1.0, out=keys)
+            keys.sort()
+            np.cumsum(keys & 1, out=cum[1:], dtype=np.float64)
+            return np.right_shift(keys, 1, out=keys).view(np.float64), cum
+    order = np.argsort(confidences, kind="stable")
+    np.cumsum(correct[order], out=cum[1:])
+    return confidences[order], cum
+
+
 def bin_statistics(
     confidences: Any,
     correct: Any,
     *,
-    n_bins: int = 15,
+    n_bins: int = DEFAULT_N_BINS,
     binning: str = "equal-width",
     edges: Any = None,
 ) -> BinStatistics:

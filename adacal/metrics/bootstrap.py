@@ -8,16 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
-from adacal.metrics.binning import check_n_bins
-from adacal.metrics.memory import check_bins_fit, check_bootstrap_fits
-from adacal.metrics.calibration import (
-    PreparedPredictions,
-    compute_prepared,
-    metric_key,
-    prepare_predictions,
-    resolve_metric_names,
-)
+from adacal.metrics.calibration import PreparedPredictions, compute_prepared, metric_key, prepare_metric_inputs
+from adacal.metrics.memory import check_bootstrap_fits
 
 
 def check_n_resamples(n_resamples: Any, *, name: str = "n_resamples") -> int:
@@ -79,7 +73,7 @@ def bootstrap(
     n_resamples: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
-    n_bins: int = 15,
+    n_bins: int = DEFAULT_N_BINS,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Percentile bootstrap intervals: {"ece_em": {"low", "high", "std"}, ...} (fractions, like the metrics).
@@ -90,13 +84,10 @@ def bootstrap(
     `progress(done, total)`, when given, is called after each resample (the CLI draws a progress bar with it).
     Sizes whose resampled values or bins cannot fit in memory are refused before any work.
     """
-    names = resolve_metric_names(metric_names)
     n_resamples = check_n_resamples(n_resamples)
     seed = check_seed(seed)
     confidence = check_confidence(confidence)
-    n_bins = check_n_bins(n_bins)
-    pred = prepare_predictions(scores, labels)
-    check_bins_fit(n_bins, num_classes=pred.num_classes, classwise="classwise-ece" in names)
+    pred, names, n_bins = prepare_metric_inputs(scores, labels, metric_names, n_bins)
     return bootstrap_prepared(
         pred, names, n_resamples=n_resamples, seed=seed, confidence=confidence, n_bins=n_bins, progress=progress
     )

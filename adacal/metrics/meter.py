@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.binning import assign_bins, check_n_bins, equal_width_edges
 from adacal.metrics.calibration import (
@@ -43,7 +44,7 @@ class CalibrationMeter:
     """Streaming calibration metrics: `update(scores, labels)` per batch, `compute()` for the dict of
     `compute_metrics` over everything seen (on every rank under torch.distributed), `reset()` to start again.
 
-        >>> meter = CalibrationMeter(n_bins=15, names=["ece-em", "nll"])
+        >>> meter = CalibrationMeter(names=["ece-em", "nll"])
         >>> for logits, labels in batches:
         ...     meter.update(logits, labels)      # numpy arrays or torch tensors on any device
         >>> meter.compute()                       # {"ece_em": ..., "nll": ...}
@@ -55,7 +56,7 @@ class CalibrationMeter:
     def __init__(
         self,
         *,
-        n_bins: int = 15,
+        n_bins: int = DEFAULT_N_BINS,
         names: str | Iterable[str] | None = None,
         sync: bool = True,
         process_group: Any = None,

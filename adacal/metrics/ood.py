@@ -26,7 +26,7 @@ import numpy as np
 
 from adacal.arrays import check_scores, looks_like_probs, to_numpy, to_probs
 from adacal.errors import InputError
-from adacal.metrics.calibration import row_top
+from adacal.metrics.prepared import row_top
 from adacal.registry import Registry
 
 

@@ -43,6 +43,18 @@ class ZeroPadShortcut(nn.Module):
         return F.pad(x, (0, 0, 0, 0, *self.pad))
 
 
+def make_shortcut(in_channels: int, out_channels: int, stride: int, kind: str = "projection") -> nn.Module:
+    """A residual block's shortcut: the identity when the block keeps the shape, else a 1x1 convolution + batch norm
+    projection, or He et al.'s parameter-free option A (`kind="zero-pad"`)."""
+    if stride == 1 and in_channels == out_channels:
+        return nn.Identity()
+    if kind == "zero-pad":
+        return ZeroPadShortcut(in_channels, out_channels, stride)
+    return nn.Sequential(
+        nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False), nn.BatchNorm2d(out_channels)
+    )
+
+
 class BasicBlock(nn.Module):
     expansion = 1
 
@@ -52,14 +64,7 @@ class BasicBlock(nn.Module):
         self.bn1 = nn.BatchNorm2d(channels)
         self.conv2 = nn.Conv2d(channels, channels, 3, stride=1, padding=1, bias=False)
         self.bn2 = nn.BatchNorm2d(channels)
-        self.shortcut: nn.Module = nn.Identity()
-        if stride != 1 or in_channels != channels:
-            if shortcut == "zero-pad":
-                self.shortcut = ZeroPadShortcut(in_channels, channels, stride)
-            else:
-                self.shortcut = nn.Sequential(
-                    nn.Conv2d(in_channels, channels, 1, stride=stride, bias=False), nn.BatchNorm2d(channels)
-                )
+        self.shortcut = make_shortcut(in_channels, channels, stride, shortcut)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = F.relu(self.bn1(self.conv1(x)))
@@ -79,11 +84,7 @@ class Bottleneck(nn.Module):
         self.bn2 = nn.BatchNorm2d(channels)
         self.conv3 = nn.Conv2d(channels, out_channels, 1, bias=False)
         self.bn3 = nn.BatchNorm2d(out_channels)
-        self.shortcut: nn.Module = nn.Identity()
-        if stride != 1 or in_channels != out_channels:
-            self.shortcut = nn.Sequential(
-                nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False), nn.BatchNorm2d(out_channels)
-            )
+        self.shortcut = make_shortcut(in_channels, out_channels, stride)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = F.relu(self.bn1(self.conv1(x)))

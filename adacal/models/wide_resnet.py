@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from adacal.models.resnet import init_weights
+from adacal.models.resnet import init_weights, make_shortcut
 
 
 class WideBasicBlock(nn.Module):
@@ -24,11 +24,7 @@ class WideBasicBlock(nn.Module):
         self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
         self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
         self.bn2 = nn.BatchNorm2d(channels)
-        self.shortcut: nn.Module = nn.Identity()
-        if stride != 1 or in_channels != channels:
-            self.shortcut = nn.Sequential(
-                nn.Conv2d(in_channels, channels, 1, stride=stride, bias=False), nn.BatchNorm2d(channels)
-            )
+        self.shortcut = make_shortcut(in_channels, channels, stride)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.dropout(F.relu(self.bn1(self.conv1(x))))

@@ -72,12 +72,12 @@ def ood_report_name(out_name: str, corruption: str | None = None, severity: int 
 
 
 def ood_report_paths(folder: str | os.PathLike) -> list[Path]:
-    """The OOD reports in a run folder: every ood-*.json (one per OOD set), and a single-file ood.json of older
-    versions, sorted by name."""
+    """The OOD reports in a run folder: a single-file ood.json first when there is one, then every ood-*.json (one per
+    OOD set) sorted by name."""
     folder = Path(folder)
     paths = sorted(folder.glob(f"{OOD_REPORT_PREFIX}*.json"))
-    legacy = folder / OOD_FILE
-    return ([legacy] if legacy.is_file() else []) + [p for p in paths if p.is_file()]
+    single = folder / OOD_FILE
+    return ([single] if single.is_file() else []) + [p for p in paths if p.is_file()]
 
 
 def run_ood_reports(folder: str | os.PathLike) -> list[Path]:

@@ -24,6 +24,7 @@ from adacal.plots.style import (
     _colors_for,
     _new_figure,
     _percent,
+    _percent_axes,
     _style,
     _title,
     plain,
@@ -361,12 +362,7 @@ def reliability(
         hist = next(a for a in figure.axes if a.get_label() == "histogram:0")
         return ReliabilityDisplay(figure, main, hist, stats, band, ece)
     _draw_reliability(ax, stats, color, bands=band, min_count=min_count, label_counts="all", smooth=curve)
-    ax.set_xlim(0.0, 1.0)
-    ax.set_ylim(0.0, 1.0)
-    _percent(ax.xaxis)
-    _percent(ax.yaxis)
-    ax.set_xlabel("Confidence (%)")
-    ax.set_ylabel("Accuracy (%)")
+    _percent_axes(ax, "Confidence (%)", "Accuracy (%)")
     summary = f"{_binning_name(stats)} {100 * ece:.2f} %"
     heading = title if title is not None else (summary if label is None else f"{name}\n{summary}")
     ax.set_title(heading, parse_math=False)

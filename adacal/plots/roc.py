@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from adacal.errors import InputError
-from adacal.plots.style import _colors_for, _finite, _new_figure, _percent, _style, _title, plain, wrap_text
+from adacal.plots.style import _colors_for, _finite, _new_figure, _percent_axes, _style, _title, plain, wrap_text
 
 # The axes title is centred over the axes, which the y-axis label shifts right: it may use the figure's width less
 # twice that shift and a margin. Legend lines leave room for the line sample in front of them.
@@ -96,12 +96,8 @@ def roc_curves(
                 label = wrap_text(f"{name}, {stage_name}: {auroc_text}", legend_width, size=legend_size)
                 line = ax.plot(fpr, tpr, color=color, linestyle=style, **marker, label=label)[0]
                 line.set_gid(f"roc:{item.label}:{stage}")
-        ax.set_xlim(0.0, 1.0)
-        ax.set_ylim(0.0, 1.005)
-        _percent(ax.xaxis)
-        _percent(ax.yaxis)
-        ax.set_xlabel("False positive rate (%): in-distribution flagged")
-        ax.set_ylabel("True positive rate (%): OOD detected")
+        _percent_axes(ax, "False positive rate (%): in-distribution flagged", "True positive rate (%): OOD detected",
+                      top=1.005)
         shift = f"{ins[0]} → {outs[0]}" if len(set(ins)) == 1 and len(set(outs)) == 1 else "in vs out of distribution"
         title_width = fig.get_figwidth() * 72.0 - _AXES_MARGINS_PT
         ax.set_title(wrap_text(f"OOD detection, {shift} (score: {score})", title_width,

@@ -194,6 +194,16 @@ def _percent(axis: Any) -> None:
     axis.set_major_formatter(FuncFormatter(_percent_tick))
 
 
+def _percent_axes(ax: Any, xlabel: str, ylabel: str, *, top: float = 1.0) -> None:
+    """Axes of probabilities: x on [0, 1], y on [0, `top`], both shown in %, with their labels."""
+    ax.set_xlim(0.0, 1.0)
+    ax.set_ylim(0.0, top)
+    _percent(ax.xaxis)
+    _percent(ax.yaxis)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+
+
 def _percent_tick(value: float, _position: Any = None) -> str:
     """A fraction as a percentage with only the digits it needs: 0.2 → "20", 0.975 → "97.5"."""
     return "0" if abs(value) < 1e-12 else f"{100.0 * value:.6g}"

@@ -29,8 +29,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from adacal.checks import check_integer, integer_kind, is_integer
-from adacal.conventions import LOSS_OPTION_FLAGS
+from adacal.checks import check_integer, integer_kind, is_integer, renamed_options
+from adacal.conventions import LOSS_OPTION_ALIASES, LOSS_OPTION_FLAGS
 from adacal.errors import InputError
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
@@ -126,6 +126,10 @@ class TrainConfig:
     preset: str | None = None
     loss_reduction: str | None = None
     name: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.loss_options, dict):  # num_bins (deprecated; config.json files may say it) reads as n_bins
+            self.loss_options = renamed_options(self.loss_options, LOSS_OPTION_ALIASES)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON/checkpoint-safe values (tuples become lists)."""
@@ -300,8 +304,8 @@ def _memory_bytes() -> int:
 BYTES_PER_BIN = 1024
 
 
-def max_num_bins() -> int:
-    """The largest --num-bins this machine can hold: a quarter of its memory at BYTES_PER_BIN per bin."""
+def max_n_bins() -> int:
+    """The largest --n-bins this machine can hold: a quarter of its memory at BYTES_PER_BIN per bin."""
     return max(1, _memory_bytes() // 4 // BYTES_PER_BIN)
 
 
@@ -385,13 +389,13 @@ def _validate_loss_options(options: dict[str, Any]) -> None:
     for name in ("gamma", "gamma_init", "gamma_max", "gamma_min", "lam", "switch_threshold", "weight", "alpha"):
         if name in options:
             _require_float32(options[name], flag(name))
-    if "num_bins" in options:
-        _require_int(options["num_bins"], "--num-bins", 1)
-        bound = max_num_bins()
-        if options["num_bins"] > bound:
-            need = options["num_bins"] * BYTES_PER_BIN / 2**30
+    if "n_bins" in options:
+        _require_int(options["n_bins"], "--n-bins", 1)
+        bound = max_n_bins()
+        if options["n_bins"] > bound:
+            need = options["n_bins"] * BYTES_PER_BIN / 2**30
             raise InputError(
-                f"Expected --num-bins to be at most {bound} on this machine, got {options['num_bins']} (about "
+                f"Expected --n-bins to be at most {bound} on this machine, got {options['n_bins']} (about "
                 f"{need:.3g} GiB for the bins, more than a quarter of the {_memory_bytes() / 2**30:.3g} GiB installed)."
             )
     for name in ("switch_threshold", "lam", "weight"):
@@ -432,6 +436,7 @@ def resolved_loss_options(loss: str, options: dict[str, Any] | None) -> dict[str
 
     factory = LOSSES.get(loss)
     accepted = option_names(factory)
+    options = renamed_options(options or {}, LOSS_OPTION_ALIASES)  # a run's config.json may say num_bins
     defaults = {
         name: value for name, value in _keyword_defaults(factory).items()
         if name in accepted and (value is None or isinstance(value, (bool, int, float, str)))
@@ -493,7 +498,7 @@ def check_model_options(config: TrainConfig) -> None:
 def merge_resume_config(saved: dict[str, Any], given: TrainConfig) -> TrainConfig:
     """The saved run's config with the options that may change on resume; a conflicting option is an error."""
     base = TrainConfig.from_dict(saved)
-    if base.loss_reduction is None:  # runs written before --loss-reduction existed trained with the mean
+    if base.loss_reduction is None:  # a saved config without loss_reduction trained with the mean
         base.loss_reduction = "mean"
     given_values = given.to_dict()
     saved_values = base.to_dict()
@@ -550,7 +555,7 @@ __all__ = [
     "check_model_options",
     "merge_resume_config",
     "resolved_loss_options",
-    "max_num_bins",
+    "max_n_bins",
     "preset_values",
     "PAPER_PRESETS",
     "QUICK_PRESETS",

@@ -469,7 +469,7 @@ def test_print_config_is_a_dry_run_with_everything_resolved(tmp_path, monkeypatc
     assert result.exit_code == 0, result.output
     config = json.loads(result.stdout)
     assert config["model"] == "mlp" and config["epochs"] == 30 and config["loss_reduction"] == "mean"
-    assert config["loss_options"] == {"num_bins": 10, "lam": 1.0, "gamma_init": 1.0, "gamma_max": 20.0,
+    assert config["loss_options"] == {"n_bins": 10, "lam": 1.0, "gamma_init": 1.0, "gamma_max": 20.0,
                                       "gamma_min": -2.0, "switch_threshold": 0.2}
     assert list(tmp_path.iterdir()) == []  # no folder, no file
     paper = json.loads(_train("--print-config", "--dataset", "cifar10", "--preset", "paper", "--loss", "focal").stdout)
@@ -542,3 +542,27 @@ def test_two_resumes_of_one_run_started_apart_one_writer(tmp_path):
     assert [record["epoch"] for record in _history(run)] == list(range(1, epochs + 1))
     config = json.loads((run / "config.json").read_text())
     assert len(config["results"]["resumes"]) == 1  # only the process that held the lock resumed
+
+
+def test_n_bins_is_the_flag_and_num_bins_a_hidden_alias(tmp_path, monkeypatch):
+    import re
+
+    monkeypatch.chdir(tmp_path)
+    help_text = runner.invoke(app, ["train", "--help"], env={"COLUMNS": "400", "TERMINAL_WIDTH": "400"}).stdout
+    flags = re.findall(r"(--[a-z][a-z-]+)", help_text)
+    assert "--n-bins" in flags and "--num-bins" not in flags
+    printed = {}
+    for args in (["--n-bins", "7"], ["--num-bins", "7"], ["--n-bins", "7", "--num-bins", "7"]):
+        result = _train("--print-config", "--loss", "calfocal", *args)
+        assert result.exit_code == 0, result.output
+        printed[tuple(args)] = json.loads(result.stdout)["loss_options"]
+    assert all(options == {"lam": 10.0, "n_bins": 7, "mode": "bin"} for options in printed.values()), printed
+    assert "--n-bins and --num-bins" in one_line_error(_train("--print-config", "--n-bins", "7", "--num-bins", "8"))
+    # Errors name the flag as typed.
+    assert one_line_error(_train("--print-config", "--n-bins", "0")) == (
+        "Error: Expected --n-bins to be a positive integer, got 0.")
+    assert one_line_error(_train("--print-config", "--num-bins", "0")) == (
+        "Error: Expected --num-bins to be a positive integer, got 0.")
+    assert one_line_error(_train("--print-config", "--loss", "ce", "--num-bins", "4")).startswith(
+        "Error: --num-bins does not apply to --loss ce")
+    assert list(tmp_path.iterdir()) == []

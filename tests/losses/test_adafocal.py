@@ -46,7 +46,7 @@ EDGES = [0.0, 0.425, 0.575, 0.725, 0.9, 0.95, 1.0]
 
 
 def _loss_with_gammas(gammas):
-    loss = AdaFocalLoss(num_bins=6, lam=1.0)
+    loss = AdaFocalLoss(n_bins=6, lam=1.0)
     loss.gammas.copy_(torch.tensor(gammas, dtype=torch.float64))
     return loss
 
@@ -109,7 +109,7 @@ def test_gamma_update_function_follows_algorithm_1():
 
 
 def test_training_samples_are_binned_like_assign_bins_including_edges_and_ends():
-    loss = AdaFocalLoss(num_bins=4)  # equal-width: edges 0, 0.25, 0.5, 0.75, 1
+    loss = AdaFocalLoss(n_bins=4)  # equal-width: edges 0, 0.25, 0.5, 0.75, 1
     p = torch.tensor([0.0, 1e-30, 0.25, np.nextafter(0.25, 1), 0.5, 0.75, 0.7500001, 0.99, 1.0], dtype=torch.float64)
     expected = [0, 0, 0, 1, 1, 2, 3, 3, 3]
     assert loss.bin_index(p).tolist() == expected
@@ -122,7 +122,7 @@ def test_training_samples_are_binned_like_assign_bins_including_edges_and_ends()
 def test_a_training_sample_exactly_on_an_edge_goes_to_the_lower_bin():
     logits, labels = _training_batch([0.3])
     p = true_class_log_probs(logits, labels)[0].exp().item()  # the float32 p the forward sees
-    loss = AdaFocalLoss(num_bins=2)
+    loss = AdaFocalLoss(n_bins=2)
     loss.bin_edges.copy_(torch.tensor([0.0, p, 1.0], dtype=torch.float64))
     loss(logits, labels)
     assert loss.pop_train_statistics()["train_counts"] == [1, 0]
@@ -133,7 +133,7 @@ def test_a_training_sample_exactly_on_an_edge_goes_to_the_lower_bin():
 
 def test_forward_binning_matches_assign_bins_on_random_batches():
     generator = torch.Generator().manual_seed(0)
-    loss = AdaFocalLoss(num_bins=15)
+    loss = AdaFocalLoss(n_bins=15)
     val_logits = torch.randn(500, K, generator=generator) * 3
     loss.update(val_logits, torch.randint(0, K, (500,), generator=generator))
     logits, labels = torch.randn(300, K, generator=generator) * 3, torch.randint(0, K, (300,), generator=generator)
@@ -148,7 +148,7 @@ def test_forward_binning_matches_assign_bins_on_random_batches():
 
 
 def test_pop_train_statistics_by_hand():
-    loss = AdaFocalLoss(num_bins=2)  # bins [0, 0.5] and (0.5, 1]
+    loss = AdaFocalLoss(n_bins=2)  # bins [0, 0.5] and (0.5, 1]
     logits, labels = _training_batch([0.1, 0.3, 0.6, 0.8, 0.9])
     loss(logits, labels)
     loss(logits[:1], labels[:1])  # accumulates across calls
@@ -175,12 +175,12 @@ def test_state_dict_round_trip_continues_identically():
     def batch(n):
         return torch.randn(n, K, generator=generator) * 2, torch.randint(0, K, (n,), generator=generator)
 
-    loss = AdaFocalLoss(num_bins=5, lam=2.0)
+    loss = AdaFocalLoss(n_bins=5, lam=2.0)
     loss.update(*batch(400))
     loss(*batch(64))
     loss.update(*batch(400))
     loss(*batch(64))  # leaves training statistics pending in the accumulators
-    resumed = _state_round_trip(loss, AdaFocalLoss(num_bins=5, lam=2.0))
+    resumed = _state_round_trip(loss, AdaFocalLoss(n_bins=5, lam=2.0))
     assert set(loss.state_dict()) == {"bin_edges", "gammas", "train_confidence_sum", "train_count", "_extra_state"}
     assert resumed.history == loss.history and resumed.history is not loss.history
 
@@ -192,9 +192,9 @@ def test_state_dict_round_trip_continues_identically():
     assert loss.history == resumed.history and len(resumed.history) == 3
 
 
-def test_loading_a_state_with_other_num_bins_is_a_checkpoint_error():
-    with pytest.raises(CheckpointError, match="num_bins=10, got one with 15 bins"):
-        AdaFocalLoss(num_bins=10).load_state_dict(AdaFocalLoss(num_bins=15).state_dict())
+def test_loading_a_state_with_other_n_bins_is_a_checkpoint_error():
+    with pytest.raises(CheckpointError, match="n_bins=10, got one with 15 bins"):
+        AdaFocalLoss(n_bins=10).load_state_dict(AdaFocalLoss(n_bins=15).state_dict())
     state = AdaFocalLoss().state_dict()
     state["_extra_state"] = {"history": "nope"}
     with pytest.raises(CheckpointError, match="extra state"):
@@ -202,7 +202,7 @@ def test_loading_a_state_with_other_num_bins_is_a_checkpoint_error():
 
 
 def test_update_accepts_numpy_and_checks_its_inputs():
-    loss = AdaFocalLoss(num_bins=3)
+    loss = AdaFocalLoss(n_bins=3)
     logits, labels = _validation_set([0.3, 0.5, 0.9], [1, 0, 1])
     record = loss.update(logits.numpy(), labels.numpy())
     assert record["counts"] == [1, 1, 1]
@@ -225,9 +225,9 @@ def test_update_accepts_numpy_and_checks_its_inputs():
         ({"switch_threshold": 0}, "Expected switch_threshold to be greater than 0, got 0."),
         ({"switch_threshold": 3.0, "gamma_max": 2.0}, "gamma_max to be at least switch_threshold"),
         ({"gamma_min": -0.1}, "gamma_min to be at most -switch_threshold"),
-        ({"num_bins": 0}, "Expected num_bins to be a positive integer, got 0."),
-        ({"num_bins": 2.5}, "num_bins to be a positive integer"),
-        ({"num_bins": True}, "num_bins to be a positive integer"),
+        ({"n_bins": 0}, "Expected n_bins to be a positive integer, got 0."),
+        ({"n_bins": 2.5}, "n_bins to be a positive integer"),
+        ({"n_bins": True}, "n_bins to be a positive integer"),
         ({"lam": 0.0}, "Expected lam to be greater than 0, got 0.0."),
         ({"lam": float("nan")}, "lam to be a finite number"),
         ({"gamma_init": 25.0}, "gamma_init to be between -2 and 20"),
@@ -249,7 +249,7 @@ def test_loss_and_gradients_are_finite_for_any_logits_and_gamma(data):
     values = data.draw(hnp.arrays(np.float32, (n, k), elements=elements), label="logits")
     labels = data.draw(hnp.arrays(np.int64, (n,), elements=st.integers(0, k - 1)), label="labels")
     gammas = data.draw(hnp.arrays(np.float64, (3,), elements=st.floats(-2.0, 20.0)), label="gammas")
-    loss = AdaFocalLoss(num_bins=3)
+    loss = AdaFocalLoss(n_bins=3)
     loss.gammas.copy_(torch.from_numpy(gammas))
     logits = torch.from_numpy(values).requires_grad_(True)
     value = loss(logits, torch.from_numpy(labels))

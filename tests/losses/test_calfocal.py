@@ -34,7 +34,7 @@ def _focal_by_hand(p_values, gammas):
 
 
 def test_bin_case_uses_exp_lambda_times_the_bin_gap():
-    loss = CalFocalLoss(lam=LAM, num_bins=2, mode="bin")
+    loss = CalFocalLoss(lam=LAM, n_bins=2, mode="bin")
     record = loss.update(VAL_LOGITS, VAL_LABELS)
     np.testing.assert_allclose(record["edges"], [0.0, 0.6, 1.0], atol=1e-7)
     gamma_0, gamma_1 = math.exp(LAM * (0.35 - 0.5)), math.exp(LAM * (0.85 - 0.5))
@@ -44,7 +44,7 @@ def test_bin_case_uses_exp_lambda_times_the_bin_gap():
 
 
 def test_sample_case_uses_exp_lambda_times_p_minus_bin_accuracy():
-    loss = CalFocalLoss(lam=LAM, num_bins=2, mode="sample")
+    loss = CalFocalLoss(lam=LAM, n_bins=2, mode="sample")
     record = loss.update(VAL_LOGITS, VAL_LABELS)
     assert record["gammas"] is None and record["val_accuracy"] == [0.5, 0.5]
     gammas = [math.exp(LAM * (p - 0.5)) for p in TRAIN_P]
@@ -60,9 +60,9 @@ def test_before_any_update_calfocal_is_focal_with_gamma_one(mode):
 
 
 def test_state_round_trip_and_huge_lambda_stays_finite():
-    loss = CalFocalLoss(lam=100.0, num_bins=2, mode="bin")
+    loss = CalFocalLoss(lam=100.0, n_bins=2, mode="bin")
     loss.update(VAL_LOGITS, VAL_LABELS)
-    fresh = CalFocalLoss(lam=100.0, num_bins=2, mode="bin")
+    fresh = CalFocalLoss(lam=100.0, n_bins=2, mode="bin")
     fresh.load_state_dict(loss.state_dict())
     assert fresh.history == loss.history
     logits = torch.tensor([[-50.0, 50.0, 0.0], [50.0, -50.0, 0.0], [0.5, 0.0, 0.0]], requires_grad=True)

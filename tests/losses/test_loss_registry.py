@@ -83,7 +83,7 @@ def test_unknown_name_suggests_the_closest_and_lists_choices():
         ("inverse-focal", {"gamma": float("inf")}, "Expected gamma to be a finite number"),
         ("label-smoothing", {"alpha": 1.5}, r"Expected alpha to be between 0 and 1, got 1\.5\."),
         ("mmce", {"weight": -2}, r"Expected weight to be at least 0, got -2\."),
-        ("adafocal", {"num_bins": 0}, r"Expected num_bins to be a positive integer, got 0\."),
+        ("adafocal", {"n_bins": 0}, r"Expected n_bins to be a positive integer, got 0\."),
         (
             "adafocal",
             {"gamma_max": 1, "gamma_min": 2},

@@ -55,7 +55,7 @@ def test_epoch_section_matches_history_layout():
     assert BinnedLossEpoch(updates=()).to_dict() == {"updates": []}
 
 
-@pytest.mark.parametrize("loss", [AdaFocalLoss(num_bins=3), CalFocalLoss(num_bins=3)])
+@pytest.mark.parametrize("loss", [AdaFocalLoss(n_bins=3), CalFocalLoss(n_bins=3)])
 def test_losses_return_typed_records_that_survive_a_state_dict(loss):
     torch.manual_seed(0)
     logits, labels = torch.randn(30, 4), torch.randint(0, 4, (30,))
@@ -63,6 +63,6 @@ def test_losses_return_typed_records_that_survive_a_state_dict(loss):
     assert isinstance(record, BinUpdate) and loss.history == [record]
     assert sum(record.counts) == 30 and len(record.edges) == 4
     state = loss.state_dict()
-    fresh = type(loss)(num_bins=3)
+    fresh = type(loss)(n_bins=3)
     fresh.load_state_dict(state)
     assert [r.to_dict() for r in fresh.history] == [record.to_dict()]

@@ -190,7 +190,7 @@ def test_compute_metrics_selects_names_in_either_spelling():
 
 
 def test_compute_metrics_validates_once(monkeypatch):
-    import adacal.metrics.calibration as module
+    import adacal.metrics.prepared as module
 
     calls = []
     original = module.check_score_shape
@@ -241,7 +241,7 @@ def test_block_computation_equals_arrays_to_probs_exactly(n, k):
         probs, assumed = to_probs(check_scores(scores))
         pred = prepare_predictions(scores, labels)
         assert pred.assumed == assumed
-        assert np.array_equal(pred.predictions, probs.argmax(axis=1))
+        assert np.array_equal(pred.predicted_labels, probs.argmax(axis=1))
         assert np.array_equal(pred.confidences, probs.max(axis=1))
         assert np.array_equal(pred.probs, probs)
         onehot = np.zeros_like(probs)
@@ -256,20 +256,21 @@ def test_top_label_of_probabilities_is_that_of_the_normalised_rows():
     pred = prepare_predictions(probs, labels)
     assert pred.assumed == "probs"
     normalised = probs / probs.sum(axis=1, keepdims=True)
-    np.testing.assert_array_equal(pred.predictions, normalised.argmax(axis=1))
+    np.testing.assert_array_equal(pred.predicted_labels, normalised.argmax(axis=1))
     np.testing.assert_allclose(pred.confidences, normalised.max(axis=1), rtol=0, atol=1e-15)
 
 
 @pytest.mark.parametrize("k", [3, 100])
 def test_one_pass_validation_scan_matches_whole_array_results_across_blocks(k):
-    import adacal.metrics.calibration as module
+    import adacal.metrics.prepared as module
+    from adacal.metrics.rows import BLOCK_ENTRIES
 
-    n = 3 * (module._BLOCK_ENTRIES // k) + 7  # several blocks and a ragged last one
+    n = 3 * (BLOCK_ENTRIES // k) + 7  # several blocks and a ragged last one
     logits, labels = make_logits(n, k, 11)
     probs = softmax(logits)
     prepared = module.prepare_predictions(probs, labels)
     assert prepared.assumed == "probs"
-    np.testing.assert_array_equal(prepared.predictions, probs.argmax(axis=1))
+    np.testing.assert_array_equal(prepared.predicted_labels, probs.argmax(axis=1))
     np.testing.assert_allclose(prepared.confidences, probs.max(axis=1) / probs.sum(axis=1), rtol=0, atol=1e-15)
     assert ece_em(probs, labels) == pytest.approx(slow.ece_em(probs, labels), abs=1e-12)
     # one negative entry in the last block, or a NaN in the middle one, is still seen

@@ -66,7 +66,7 @@ def test_kernel_serves_ece_em_and_top_label_serves_binning():
     labels = rng.integers(0, 4, size=500)
     top = top_label(logits, labels)
     probs = softmax(logits)
-    np.testing.assert_array_equal(top.predictions, probs.argmax(axis=1))
+    np.testing.assert_array_equal(top.predicted_labels, probs.argmax(axis=1))
     np.testing.assert_array_equal(top.confidences, probs.max(axis=1))
     np.testing.assert_array_equal(top.correct, (probs.argmax(axis=1) == labels).astype(float))
     assert top.assumed == "logits"
@@ -76,7 +76,7 @@ def test_kernel_serves_ece_em_and_top_label_serves_binning():
     probs32 = probs.astype(np.float32)
     unlabelled = top_label(probs32)
     assert unlabelled.correct is None and unlabelled.assumed == "probs"
-    np.testing.assert_array_equal(unlabelled.predictions, probs32.argmax(axis=1))
+    np.testing.assert_array_equal(unlabelled.predicted_labels, probs32.argmax(axis=1))
     expected = probs32.astype(np.float64).max(axis=1) / probs32.astype(np.float64).sum(axis=1)
     np.testing.assert_allclose(unlabelled.confidences, expected, rtol=0, atol=1e-15)
     with pytest.raises(InputError, match="finite"):

@@ -6,7 +6,7 @@ import pytest
 import slow_metrics as slow
 from adacal.errors import InputError
 from adacal.metrics import ece_em, ece_ew, ece_sweep_em, ece_sweep_ew, sweep_bins
-from adacal.metrics.calibration import _equal_mass_cuts
+from adacal.metrics.sweep import _equal_mass_cuts
 from adacal.metrics.binning import assign_bins, equal_mass_edges
 
 

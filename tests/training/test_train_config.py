@@ -56,7 +56,7 @@ def test_paper_preset_for_a_dataset_without_one_is_an_error():
         ({"grad_clip": -1.0}, "--grad-clip to be a positive number"),
         ({"update_every": "0"}, "--update-every"),
         ({"loss_options": {"switch_threshold": 0.0}}, "--switch-threshold to be positive"),
-        ({"loss_options": {"num_bins": 0}}, "--num-bins to be a positive integer"),
+        ({"loss_options": {"n_bins": 0}}, "--n-bins to be a positive integer"),
         ({"seed": -1}, "--seed"),
     ],
 )
@@ -73,7 +73,7 @@ def test_loss_options_must_fit_the_loss():
         check_loss_options("ce", {"gamma": 2.0})
     with pytest.raises(InputError, match="--gamma-max to be greater than --gamma-min"):
         check_loss_options("adafocal", {"gamma_max": -3.0})
-    check_loss_options("adafocal", {"gamma_max": 10.0, "num_bins": 10})
+    check_loss_options("adafocal", {"gamma_max": 10.0, "n_bins": 10})
 
 
 def test_update_every_schedules():

@@ -1,0 +1,176 @@
+"""The ECE family: binned calibration errors of the top-1 confidence (equal-width, equal-mass, debiased, sweep), MCE,
+classwise ECE, the smooth ECE and the per-bin data of a reliability diagram.
+
+Every public metric is a pure function `metric(scores, labels, *, n_bins=DEFAULT_N_BINS) -> float` that returns a
+fraction (not a percentage). `scores` are probabilities or logits (N, K), numpy or torch; rows that are all in [0, 1]
+and sum to 1 are taken as probabilities, anything else as logits (see `adacal.arrays.to_probs`). Each metric is a
+private kernel on validated `PreparedPredictions` (`adacal.metrics.prepared`) wrapped by `metric_function`, so
+`compute_metrics` (and the bootstrap) validate once and share the per-sample quantities across metrics. All binning
+goes through `adacal.metrics.binning`; ECE from binned statistics is `binning.calibration_error`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from adacal.conventions import DEFAULT_N_BINS
+from adacal.errors import InputError
+from adacal.metrics.binning import (
+    BINNINGS,
+    BinStatistics,
+    assign_bins,
+    bin_statistics,
+    calibration_error,
+    equal_mass_edges,
+    equal_width_edges,
+)
+from adacal.metrics.memory import check_bins_fit
+from adacal.metrics.prepared import PreparedPredictions, check_prepared, metric_function, prepare_predictions
+from adacal.metrics.smooth import CURVE_POINTS, SmoothReliability, smooth_ece_of, smooth_reliability_of
+from adacal.metrics.sweep import sweep_bins
+
+DEBIAS_MODES = ("top-label", "marginal")
+
+
+def _ece_ew(pred: PreparedPredictions, n_bins: int) -> float:
+    return calibration_error(pred.top_label_statistics("equal-width", n_bins))
+
+
+ece_ew = metric_function(
+    _ece_ew,
+    "Expected calibration error over `n_bins` equal-width bins of the top-1 confidence (L1; Guo et al. 2017).",
+)
+
+
+def _ece_em(pred: PreparedPredictions, n_bins: int) -> float:
+    return calibration_error(pred.top_label_statistics("equal-mass", n_bins))
+
+
+ece_em = metric_function(
+    _ece_em, "ECE over `n_bins` equal-mass bins of the top-1 confidence (AdaECE; the paper's headline ECE_EM)."
+)
+
+
+def _mce(pred: PreparedPredictions, n_bins: int) -> float:
+    return calibration_error(pred.top_label_statistics("equal-width", n_bins), "max")
+
+
+mce = metric_function(
+    _mce, "Maximum calibration error: the largest |confidence − accuracy| over non-empty equal-width bins."
+)
+
+
+def _ece_sweep(pred: PreparedPredictions, binning: str) -> float:
+    b = sweep_bins(
+        pred.confidences, pred.correct, binning=binning,
+        sorted_confidences=pred.sorted_confidences, cumulative_hits=pred.cumulative_hits,
+    )
+    return calibration_error(pred.top_label_statistics(binning, b))
+
+
+def _ece_sweep_em(pred: PreparedPredictions, n_bins: int) -> float:
+    return _ece_sweep(pred, "equal-mass")
+
+
+def _ece_sweep_ew(pred: PreparedPredictions, n_bins: int) -> float:
+    return _ece_sweep(pred, "equal-width")
+
+
+ece_sweep_em = metric_function(
+    _ece_sweep_em,
+    "ECE_SWEEP with equal-mass bins (Roelofs et al. 2021); picks its own number of bins, so `n_bins` is unused.",
+)
+ece_sweep_ew = metric_function(
+    _ece_sweep_ew,
+    "ECE_SWEEP with equal-width bins (Roelofs et al. 2021); picks its own number of bins, so `n_bins` is unused.",
+)
+
+
+def _ece_debias(pred: PreparedPredictions, n_bins: int, mode: str = "top-label") -> float:
+    if mode == "top-label":
+        return calibration_error(pred.top_label_statistics("equal-mass", n_bins), "l2", debias=True)
+    # Marginal: one equal-mass binning per class, the clipped squared errors averaged over classes, then the root
+    # (the package's `np.mean([ce_k ** 2]) ** 0.5` with ce_k = sqrt(max(square_k, 0))).
+    probs, labels = pred.probs, pred.labels
+    squares = []
+    for k in range(probs.shape[1]):
+        column = np.ascontiguousarray(probs[:, k])
+        stats = bin_statistics(column, labels == k, edges=equal_mass_edges(column, n_bins))
+        squares.append(calibration_error(stats, "l2", debias=True) ** 2)
+    return float(np.sqrt(np.mean(squares)))
+
+
+def ece_debias(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, mode: str = "top-label") -> float:
+    """Debiased L2 calibration error (Kumar et al. 2019) over equal-mass bins.
+
+    mode="top-label" (default; the ECE_DEBIAS of the AdaFocal paper) bins the top-1 confidence;
+    mode="marginal" does it per class on p_k vs 1[y = k] and returns the root of the mean squared error over classes
+    (what `calibration.get_calibration_error(probs, labels)` computes on continuous scores).
+    """
+    if mode not in DEBIAS_MODES:
+        raise InputError(f"Expected mode to be one of {', '.join(DEBIAS_MODES)}, got {mode!r}.")
+    pred, n_bins = check_prepared(scores, labels, n_bins)
+    return _ece_debias(pred, n_bins, mode)
+
+
+def _classwise_ece(pred: PreparedPredictions, n_bins: int) -> float:
+    # Kull et al. 2019: (1/K) Σ_k Σ_b |B_kb|/N · |mean p_k − frequency of k| over equal-width bins of p_k, i.e.
+    # (1/K) Σ_k Σ_b |Σ_{i∈B_kb} p_ik − #{i ∈ B_kb: y_i = k}| / N. All K binnings share one bincount of K·M cells,
+    # filled block by block of rows; a sample counts as a hit only in its true class's binning.
+    n, k = pred.n_samples, pred.num_classes
+    edges = equal_width_edges(n_bins)
+    conf_sum = np.zeros(k * n_bins)
+    hit_sum = np.zeros(k * n_bins)
+    offsets = np.arange(k) * n_bins
+    for rows, probs, _, _ in pred.blocks():
+        flat = probs.ravel()
+        cells = assign_bins(flat, edges).reshape(probs.shape) + offsets
+        conf_sum += np.bincount(cells.ravel(), weights=flat, minlength=k * n_bins)
+        true_cells = cells[np.arange(probs.shape[0]), pred.labels[rows]]
+        hit_sum += np.bincount(true_cells, minlength=k * n_bins)
+    return classwise_error(conf_sum, hit_sum, n, k)
+
+
+def classwise_error(conf_sum: np.ndarray, hit_sum: np.ndarray, n_samples: int, num_classes: int) -> float:
+    """Classwise ECE from its (class, bin) cells: Σ |Σ p_k − hits| / (N · K) (shared with the streaming meter)."""
+    return float(np.abs(conf_sum - hit_sum).sum() / (n_samples * num_classes))
+
+
+def classwise_ece(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS) -> float:
+    """Classwise ECE (Kull et al. 2019): per class k the equal-width ECE of p_k against 1[y = k], averaged over k."""
+    pred, n_bins = check_prepared(scores, labels, n_bins)
+    check_bins_fit(n_bins, num_classes=pred.num_classes, classwise=True)
+    return _classwise_ece(pred, n_bins)
+
+
+def _ece_smooth(pred: PreparedPredictions, n_bins: int) -> float:
+    return smooth_ece_of(pred.confidences, pred.correct)
+
+
+def smooth_ece(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, bandwidth: float | None = None) -> float:
+    """Smooth ECE (Błasiok & Nakkiran 2023; relplot's `smECE`) of the top-1 confidence: kernel-smoothed residuals
+    with a reflected Gaussian kernel, at the automatic bandwidth σ = smECE_σ unless `bandwidth` is given.
+    Binning-free, so `n_bins` is unused. See `adacal.metrics.smooth`."""
+    pred, n_bins = check_prepared(scores, labels, n_bins)
+    return smooth_ece_of(pred.confidences, pred.correct, bandwidth=bandwidth)
+
+
+def smooth_reliability(
+    scores: Any, labels: Any, *, bandwidth: float | None = None, points: int = CURVE_POINTS
+) -> SmoothReliability:
+    """The smoothed reliability curve of the top-1 confidence: `grid` (points in [0, 1]), `curve` (smoothed accuracy
+    there), `density`, `bandwidth` (automatic by default) and `ece` (smECE at that bandwidth), for plotting."""
+    pred = prepare_predictions(scores, labels)
+    return smooth_reliability_of(pred.confidences, pred.correct, bandwidth=bandwidth, points=points)
+
+
+def reliability(
+    scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, binning: str = "equal-width"
+) -> BinStatistics:
+    """Per-bin counts, mean top-1 confidence and accuracy (the data of a reliability diagram)."""
+    pred, n_bins = check_prepared(scores, labels, n_bins)
+    if binning not in BINNINGS:
+        raise InputError(f"Expected binning to be one of {', '.join(BINNINGS)}, got {binning!r}.")
+    return pred.top_label_statistics(binning, n_bins)

@@ -1,0 +1,302 @@
+"""Validated predictions: the one place metrics check their input and extract top-1 quantities.
+
+`prepare_predictions(scores, labels)` validates scores (N, K) (probabilities or logits, numpy or torch) and labels
+(N,) once and returns a `PreparedPredictions` that computes the per-sample quantities every metric reads (top-1
+class and confidence, correctness, log p(true class), Brier terms) on first use, block by block of rows, and caches
+them; `compute_metrics` and the bootstrap share one across metrics. `top_label` is the one top-1 helper for metrics,
+plots and calibrators, `row_top` its low-level form for arrays already validated. `metric_function` turns a kernel on
+validated predictions into a public metric `metric(scores, labels, *, n_bins=DEFAULT_N_BINS) -> float`.
+
+Top-label quantities: confidence = the largest probability, prediction = its class (np.argmax: on tied maxima the
+lowest class index wins), correct = prediction == label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from adacal.arrays import (
+    check_finite_rows,
+    check_labels,
+    check_score_shape,
+    looks_like_probs,
+    normalise_probs,
+    probability_tolerance,
+    within_rounding,
+)
+from adacal.conventions import DEFAULT_N_BINS
+from adacal.metrics.binning import (
+    BinStatistics,
+    bin_edges,
+    check_n_bins,
+    sorted_bin_statistics,
+    sorted_with_cumulative_hits,
+)
+from adacal.metrics.binning import equal_mass_edges_of_sorted as _equal_mass_edges_of_sorted
+from adacal.metrics.rows import block_rows, row_top, scan_rows
+
+# Probabilities are clipped here before the log in the NLL of probability inputs (one sample costs at most ~27.6 nats).
+PROB_FLOOR = 1e-12
+
+_GROUPS = {"top": ("predicted_labels", "confidences"), "scoring": ("true_log_probs", "brier_terms")}
+_PER_SAMPLE = (*_GROUPS["top"], *_GROUPS["scoring"])
+
+
+class PreparedPredictions:
+    """Validated scores (N, K) and labels (N,), with per-sample quantities computed once, on first use, and cached.
+
+    Build it with `prepare_predictions`. Probabilities are `adacal.arrays.normalise_probs(scores)` when the input was
+    taken as probabilities (rows within rounding of 1 as given, others over their sums) and `softmax(scores)` when
+    taken as logits, as `adacal.arrays.to_probs` computes them. The scores are kept in their own dtype (float16/32/64:
+    no float64 copy of the matrix); blocks of rows are converted to float64 one at a time. Top-1 class, confidence,
+    log p(true class) and the Brier term are computed block by block; the full (N, K) float64 `probs` matrix is only
+    built when a metric needs it (the marginal debiased ECE).
+    `take(index)` gives the same object for a subset or resample of the rows (used by the bootstrap) without
+    validating or normalising again.
+    """
+
+    def __init__(
+        self,
+        scores: np.ndarray | None,
+        labels: np.ndarray,
+        assumed: str,
+        *,
+        source: tuple[PreparedPredictions, np.ndarray] | None = None,
+        row_sums: np.ndarray | None = None,
+        top: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
+        self._scores = scores
+        # The validation pass computed these already: float64 row sums, and each row's argmax and largest raw entry.
+        self._row_sums = row_sums if assumed == "probs" else None
+        self._top = top if assumed == "probs" else None
+        self.labels = labels
+        self.assumed = assumed
+        self._source = source
+        self._probs: np.ndarray | None = None
+        self._cache: dict[Any, Any] = {}
+
+    @property
+    def scores(self) -> np.ndarray | None:
+        """The validated (N, K) scores as given (logits or probabilities, float16/32/64); None after `take`."""
+        return self._scores
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.labels.shape[0])
+
+    @property
+    def num_classes(self) -> int:
+        if self._scores is None:
+            return self._source[0].num_classes  # type: ignore[index]
+        return int(self._scores.shape[1])
+
+    @property
+    def probs(self) -> np.ndarray:
+        """The full (N, K) float64 probability matrix (built on first use)."""
+        if self._probs is None:
+            if self._scores is None:
+                parent, index = self._source  # type: ignore[misc]
+                self._probs = parent.probs[index]
+            else:
+                self._probs = np.concatenate([probs for _, probs, _, _ in self.blocks()])
+        return self._probs
+
+    def blocks(self) -> Iterator[tuple[slice, np.ndarray, np.ndarray | None, np.ndarray | None]]:
+        """(rows, float64 probs, shifted logits, row sums of exp) for consecutive blocks of rows; the last two are None
+        for probability inputs and for resampled predictions."""
+        n, k = self.n_samples, self.num_classes
+        step = block_rows(k)
+        for start in range(0, n, step):
+            rows = slice(start, min(start + step, n))
+            if self._scores is None:
+                yield rows, self.probs[rows], None, None
+            else:
+                yield (rows, *_normalise(self._scores[rows], self.assumed))
+
+    def _per_sample(self, name: str) -> np.ndarray:
+        if name not in self._cache:
+            group = "top" if name in _GROUPS["top"] else "scoring"
+            self._cache.update(_per_sample_quantities(self, group))
+        return self._cache[name]
+
+    @property
+    def predicted_labels(self) -> np.ndarray:
+        """Top-1 class per sample (np.argmax of the probabilities: tied maxima go to the lowest class index)."""
+        return self._per_sample("predicted_labels")
+
+    @property
+    def confidences(self) -> np.ndarray:
+        """Top-1 probability per sample (float64)."""
+        return self._per_sample("confidences")
+
+    @property
+    def correct(self) -> np.ndarray:
+        """1.0 where the top-1 class is the label, else 0.0."""
+        if "correct" not in self._cache:
+            self._cache["correct"] = (self.predicted_labels == self.labels).astype(np.float64)
+        return self._cache["correct"]
+
+    @property
+    def true_log_probs(self) -> np.ndarray:
+        """log p(true class): the log-softmax of logits, or the log of probabilities clipped at PROB_FLOOR."""
+        return self._per_sample("true_log_probs")
+
+    @property
+    def brier_terms(self) -> np.ndarray:
+        """Σ_k (p_k − 1[y = k])² per sample, computed as Σ_k p_k² − 2 p_true + 1."""
+        return self._per_sample("brier_terms")
+
+    def edges(self, binning: str, n_bins: int) -> np.ndarray:
+        """Top-label bin edges (cached: several metrics share the equal-mass edges)."""
+        key = ("edges", binning, n_bins)
+        if key not in self._cache:
+            if binning == "equal-mass":
+                self._cache[key] = _equal_mass_edges_of_sorted(self.sorted_confidences, n_bins)
+            else:
+                self._cache[key] = bin_edges(self.confidences, n_bins, binning)
+        return self._cache[key]
+
+    @property
+    def sorted_confidences(self) -> np.ndarray:
+        """The confidences in ascending order (cached: equal-mass edges of any bin count read it)."""
+        self._sort_top_label()
+        return self._cache["sorted_confidences"]
+
+    @property
+    def cumulative_hits(self) -> np.ndarray:
+        """cum[p] = number of correct samples among the p smallest confidences, exact at the end of every group of
+        tied confidences (cached; with `sorted_confidences` it gives any binning's statistics)."""
+        self._sort_top_label()
+        return self._cache["cumulative_hits"]
+
+    def _sort_top_label(self) -> None:
+        if "sorted_confidences" not in self._cache:
+            ordered, cum = sorted_with_cumulative_hits(self.confidences, self.correct)
+            self._cache["sorted_confidences"], self._cache["cumulative_hits"] = ordered, cum
+
+    def top_label_statistics(self, binning: str, n_bins: int) -> BinStatistics:
+        return sorted_bin_statistics(self.sorted_confidences, self.cumulative_hits, self.edges(binning, n_bins))
+
+    def take(self, index: np.ndarray) -> PreparedPredictions:
+        """The rows `index` (with repeats, for resampling); per-sample vectors are computed here once and indexed."""
+        for name in _PER_SAMPLE:
+            self._per_sample(name)
+        _ = self.correct
+        child = PreparedPredictions(None, self.labels[index], self.assumed, source=(self, index))
+        for name in (*_PER_SAMPLE, "correct"):
+            child._cache[name] = self._cache[name][index]
+        return child
+
+
+def _normalise(block: np.ndarray, assumed: str) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(float64 probs, shifted logits, row sums of exp) of a block: the operations of arrays.to_probs / softmax."""
+    if assumed == "probs":
+        return normalise_probs(block), None, None
+    block = block.astype(np.float64, copy=False)
+    shifted = block - block.max(axis=1, keepdims=True)
+    exp = np.exp(shifted)
+    sums = exp.sum(axis=1, keepdims=True)
+    return exp / sums, shifted, sums
+
+
+def _per_sample_quantities(pred: PreparedPredictions, group: str) -> dict[str, np.ndarray]:
+    """One pass over blocks of rows: group "top" gives predicted labels and confidences, group "scoring" the true-class
+    log-probabilities and Brier terms (separate, so that an ECE alone does not pay for the others)."""
+    n = pred.n_samples
+    if group == "top" and pred._row_sums is not None and pred._scores is not None:
+        # Probabilities are the rows as given (within rounding of 1) or over their sums: dividing a row by a positive
+        # constant keeps its argmax (up to ties made by rounding), so the raw rows' argmax and maximum give the top
+        # class and its probability.
+        top, top_values = pred._top if pred._top is not None else row_top(pred._scores)
+        outside = ~within_rounding(pred._row_sums, pred.num_classes)
+        # The raw maxima are read only here: they become the confidences in place (no N-sized temporary).
+        pred._top = None
+        confidences = np.divide(top_values, pred._row_sums, out=top_values, where=outside)
+        return {"predicted_labels": top, "confidences": confidences}
+    out = {name: np.empty(n, dtype=np.int64 if name == "predicted_labels" else np.float64) for name in _GROUPS[group]}
+    for rows, probs, shifted, sums in pred.blocks():
+        index = np.arange(probs.shape[0])
+        if group == "top":
+            top = np.argmax(probs, axis=1)
+            out["predicted_labels"][rows] = top
+            out["confidences"][rows] = probs[index, top]
+            continue
+        label = pred.labels[rows]
+        p_true = probs[index, label]
+        if shifted is None:
+            out["true_log_probs"][rows] = np.log(np.maximum(p_true, PROB_FLOOR))
+        else:
+            out["true_log_probs"][rows] = shifted[index, label] - np.log(sums[:, 0])
+        out["brier_terms"][rows] = np.maximum(np.einsum("ij,ij->i", probs, probs) - 2.0 * p_true + 1.0, 0.0)
+    return out
+
+
+class TopLabel(NamedTuple):
+    """Top-1 quantities of validated scores: confidence (float64), predicted class, 1.0/0.0 correctness (None
+    without labels) and the assumed input kind ("probs" or "logits")."""
+
+    confidences: np.ndarray
+    predicted_labels: np.ndarray
+    correct: np.ndarray | None
+    assumed: str
+
+
+def top_label(scores: Any, labels: Any = None) -> TopLabel:
+    """Validate scores (N, K) (and labels, when given) and return their top-1 confidences, predicted labels and
+    correctness in one pass over blocks of rows: the one top-1 helper for metrics, plots and calibrators.
+
+    Probabilities are detected and normalised as `prepare_predictions` does (rows within rounding of 1 as given, so
+    tied rows stay tied); logits go through a block-wise softmax. Tied maxima predict the lowest class index.
+    """
+    pred = prepare_predictions(scores, labels)
+    correct = pred.correct if labels is not None else None
+    return TopLabel(pred.confidences, pred.predicted_labels, correct, pred.assumed)
+
+
+def prepare_predictions(scores: Any, labels: Any = None) -> PreparedPredictions:
+    """Validate scores (N, K) and labels (N,) once, with the checks of `adacal.arrays.check_predictions`.
+
+    Rows all in [0, 1] summing to 1 (`arrays.looks_like_probs`) are taken as probabilities, anything else as logits,
+    as `arrays.to_probs` decides, except that the tolerance on the row sums follows the input's dtype
+    (`arrays.probability_tolerance`: float16 probabilities sum to 1 only within ~1e-3); the raw logits are kept so
+    that the NLL uses a log-softmax. Probability rows that sum to 1 within float64 rounding are used as given
+    (`arrays.within_rounding`), so tied rows stay tied. float16/32/64 scores are not copied.
+    """
+    if isinstance(scores, PreparedPredictions):
+        return scores
+    tolerance = probability_tolerance(scores)
+    checked = check_score_shape(scores, name="scores", keep_dtype=True)
+    row_sums, minimum, top = scan_rows(checked)
+    check_finite_rows(checked, row_sums, name="scores")
+    if labels is None:  # top-1 quantities only (top_label): every sample gets label 0, and correctness is unused
+        labels = np.zeros(checked.shape[0], dtype=np.int64)
+    else:
+        labels = check_labels(labels, n=checked.shape[0], num_classes=checked.shape[1])
+    assumed = "probs" if looks_like_probs(checked, row_sums, minimum, tolerance=tolerance) else "logits"
+    return PreparedPredictions(checked, labels, assumed, row_sums=row_sums, top=top)
+
+
+
+def check_prepared(scores: Any, labels: Any, n_bins: Any) -> tuple[PreparedPredictions, int]:
+    """Validated predictions and number of bins: the first step of every public metric."""
+    n_bins = check_n_bins(n_bins)
+    return prepare_predictions(scores, labels), n_bins
+
+
+def metric_function(kernel: Callable[[PreparedPredictions, int], float], doc: str) -> Callable[..., float]:
+    """The public metric `name(scores, labels, *, n_bins=DEFAULT_N_BINS) -> float` of a kernel on validated
+    predictions: it validates once (`check_prepared`) and calls the kernel. It is named after the kernel without its
+    underscore (`_ece_ew` gives `ece_ew`) and lives in the kernel's module, so `help()`, `inspect.signature` and
+    pickling see an ordinary function with the docstring `doc`."""
+
+    def metric(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS) -> float:
+        pred, n_bins = check_prepared(scores, labels, n_bins)
+        return kernel(pred, n_bins)
+
+    metric.__name__ = metric.__qualname__ = kernel.__name__.lstrip("_")
+    metric.__module__ = kernel.__module__
+    metric.__doc__ = doc
+    return metric

@@ -1,0 +1,117 @@
+"""One read of a (N, K) score matrix: float64 row sums, the smallest entry, and each row's argmax and maximum.
+
+On large inputs reading the matrix from memory is the cost of every top-label metric, not the binning: validation,
+probability detection and top-1 extraction all come from this single pass over cache-sized blocks of rows, in the
+array's own dtype (no float64 copy of the matrix). Large matrices are split into contiguous row ranges scanned by
+several threads (numpy releases the GIL inside each block's reductions). Every figure of a row depends on that row
+alone, so the result is the same bits whatever the number of threads or the block size.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from adacal.arrays import row_sums as block_row_sums
+
+# Rows are read in blocks of about this many entries (rows × classes), so a block stays in cache across its reductions.
+BLOCK_ENTRIES = 1 << 16
+# Below this many entries a thread costs more than it saves.
+PARALLEL_MIN_ENTRIES = 1 << 21
+# ADACAL_NUM_THREADS caps the scan's threads (1 turns threading off); by default, the CPUs this process may use.
+THREADS_VARIABLE = "ADACAL_NUM_THREADS"
+_MAX_THREADS = 8
+
+_pool: ThreadPoolExecutor | None = None
+_pool_pid: int | None = None
+
+
+def block_rows(k: int) -> int:
+    """Rows per block for rows of `k` entries."""
+    return max(1, BLOCK_ENTRIES // k)
+
+
+def scan_threads() -> int:
+    """Threads the scan may use: $ADACAL_NUM_THREADS when set to a positive integer, else the usable CPUs (at most 8)."""
+    text = os.environ.get(THREADS_VARIABLE, "").strip()
+    if text.isdigit() and int(text) > 0:
+        return min(int(text), _MAX_THREADS)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, _MAX_THREADS))
+
+
+def _executor() -> ThreadPoolExecutor:
+    """The process's scan pool. A forked child gets a pool of its own: it inherits the parent's pool object but not
+    its threads, and work submitted there would never run."""
+    global _pool, _pool_pid
+    if _pool is None or _pool_pid != os.getpid():
+        _pool = ThreadPoolExecutor(max_workers=_MAX_THREADS, thread_name_prefix="adacal-scan")
+        _pool_pid = os.getpid()
+    return _pool
+
+
+def scan_rows(array: np.ndarray) -> tuple[np.ndarray, float, tuple[np.ndarray, np.ndarray]]:
+    """(float64 row sums, smallest entry, (argmax per row, maximum per row as float64)) of a 2-D float array.
+
+    Sums accumulate in float64 (they decide which rows are probabilities and divide the confidences) and equal
+    `adacal.arrays.row_sums` bit for bit; the argmax (tied maxima: the lowest index), maximum and minimum are exact in
+    any dtype. NaN and Inf propagate into the sums, which the caller checks (`adacal.arrays.check_finite_rows`).
+    """
+    n, k = array.shape
+    row_sums = np.empty(n)
+    top = np.empty(n, dtype=np.int64)
+    top_values = np.empty(n)
+    step = block_rows(k)
+    threads = min(scan_threads(), -(-n // step))
+    if threads <= 1 or n * k < PARALLEL_MIN_ENTRIES:
+        minimum = _scan_range(array, 0, n, step, row_sums, top, top_values)
+    else:
+        # Contiguous ranges of whole blocks, one per thread.
+        blocks = -(-n // step)
+        bounds = [min(n, (blocks * i // threads) * step) for i in range(threads + 1)]
+        futures = [_executor().submit(_scan_range, array, start, stop, step, row_sums, top, top_values)
+                   for start, stop in zip(bounds[:-1], bounds[1:]) if stop > start]
+        minimum = min(future.result() for future in futures)
+    return row_sums, minimum, (top, top_values)
+
+
+def _scan_range(array: np.ndarray, first: int, last: int, step: int, row_sums: np.ndarray, top: np.ndarray,
+                top_values: np.ndarray) -> float:
+    """Fill rows [first, last) of the outputs; return the smallest entry of those rows."""
+    k = array.shape[1]
+    minimum = np.inf
+    # The maximum is gathered at the argmax (one flat `take` per block) rather than found by a second reduction: on
+    # short rows numpy's max(axis=1) costs more than the argmax.
+    flat = array.flags.c_contiguous
+    offsets = np.arange(min(step, last - first), dtype=np.int64) * k
+    index = np.empty_like(offsets)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for start in range(first, last, step):
+            stop = min(start + step, last)
+            block, rows = array[start:stop], stop - start
+            block_row_sums(block, out=row_sums[start:stop])
+            block_top = top[start:stop]
+            block.argmax(axis=1, out=block_top)
+            if flat:
+                np.add(block_top, offsets[:rows], out=index[:rows])
+                top_values[start:stop] = block.ravel().take(index[:rows])
+            else:
+                top_values[start:stop] = np.take_along_axis(block, block_top[:, None], axis=1)[:, 0]
+            minimum = min(minimum, float(block.min()))
+    return minimum
+
+
+def row_top(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's argmax (np.argmax: tied maxima give the lowest index) and its value as float64, for a 2-D array the
+    caller has already validated (probabilities or logits, any float dtype).
+
+    The low-level top-1 helper for hot paths (calibrator fits, OOD scores); `top_label` validates and detects
+    probabilities first. The value is gathered at the argmax, which costs less than a second reduction (max).
+    """
+    top = np.argmax(values, axis=1)
+    return top, np.take_along_axis(values, top[:, None], axis=1)[:, 0].astype(np.float64)

@@ -1,0 +1,35 @@
+"""Proper scores and the error rate: NLL, Brier score and top-1 error, each a pure function
+`metric(scores, labels, *, n_bins=DEFAULT_N_BINS) -> float` (`n_bins` is unused, accepted so every metric has the same
+signature) over a private kernel on validated `PreparedPredictions`.
+"""
+
+from __future__ import annotations
+
+from adacal.metrics.prepared import PreparedPredictions, metric_function
+
+
+def _nll(pred: PreparedPredictions, n_bins: int) -> float:
+    return float(-pred.true_log_probs.mean())
+
+
+nll = metric_function(_nll, """Mean negative log-likelihood of the true class, in nats.
+
+    From logits it uses a stable log-softmax; from probabilities, log(max(p, 1e-12)), so one sample contributes at
+    most ~27.6 nats. `n_bins` is unused (accepted so every metric has the same signature).
+    """)
+
+
+def _brier(pred: PreparedPredictions, n_bins: int) -> float:
+    return float(pred.brier_terms.mean())
+
+
+brier = metric_function(
+    _brier, "Brier score: mean over samples of Σ_k (p_k − 1[y = k])², in [0, 2]. `n_bins` is unused."
+)
+
+
+def _error(pred: PreparedPredictions, n_bins: int) -> float:
+    return float(1.0 - pred.correct.mean())
+
+
+error = metric_function(_error, "Top-1 error (tied maxima predict the lowest class index). `n_bins` is unused.")

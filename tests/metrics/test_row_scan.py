@@ -1,0 +1,116 @@
+"""The one-pass row scan (adacal.metrics.rows): the same bits with any number of threads, every row range seen."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from adacal.arrays import row_sums
+from adacal.metrics import ece_em, ece_ew, prepare_predictions
+from adacal.metrics import rows as rows_module
+from adacal.metrics.rows import scan_rows, scan_threads
+
+
+@pytest.fixture
+def parallel_small(monkeypatch):
+    """Threads from the first block on, so small arrays take the parallel path."""
+    monkeypatch.setattr(rows_module, "PARALLEL_MIN_ENTRIES", 0)
+    monkeypatch.setattr(rows_module, "BLOCK_ENTRIES", 64)
+
+
+def _probs(n: int, k: int, dtype, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(n, k)) * 3
+    probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return (probs / probs.sum(axis=1, keepdims=True)).astype(dtype)
+
+
+def _scan_with(monkeypatch, array, threads: int):
+    monkeypatch.setenv(rows_module.THREADS_VARIABLE, str(threads))
+    sums, minimum, (top, values) = scan_rows(array)
+    return sums, minimum, top, values
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_threaded_scan_equals_the_single_thread_scan_bit_for_bit(monkeypatch, parallel_small, dtype, threads):
+    array = _probs(1001, 7, dtype)  # 1001 rows in blocks of 9: a ragged last block and uneven thread ranges
+    array[5, :] = array[5, 0]  # a row of tied maxima
+    single = _scan_with(monkeypatch, array, 1)
+    several = _scan_with(monkeypatch, array, threads)
+    for a, b in zip(single, several):
+        np.testing.assert_array_equal(a, b)
+    sums, minimum, top, values = several
+    np.testing.assert_array_equal(sums, row_sums(array))
+    assert minimum == float(array.min())
+    np.testing.assert_array_equal(top, array.argmax(axis=1))
+    assert top[5] == 0  # tied maxima: the lowest index
+    np.testing.assert_array_equal(values, array.max(axis=1).astype(np.float64))
+
+
+@pytest.mark.parametrize("where", [0, 500, 1000])
+def test_threaded_scan_sees_a_negative_entry_or_nan_in_any_thread_range(monkeypatch, parallel_small, where):
+    monkeypatch.setenv(rows_module.THREADS_VARIABLE, "4")
+    array = _probs(1001, 7, np.float32)
+    array[where, 3] = -1e-3
+    assert scan_rows(array)[1] == pytest.approx(-1e-3)
+    assert prepare_predictions(array).assumed == "logits"
+    array[where, 3] = np.nan
+    assert np.isnan(scan_rows(array)[0][where])
+    with pytest.raises(Exception, match="finite"):
+        ece_ew(array, np.zeros(1001, dtype=np.int64))
+
+
+def test_threaded_scan_reads_strided_views(monkeypatch, parallel_small):
+    monkeypatch.setenv(rows_module.THREADS_VARIABLE, "3")
+    wide = _probs(600, 14, np.float32)
+    view = wide[::2, ::2]  # neither C- nor F-contiguous
+    sums, minimum, (top, values) = scan_rows(view)
+    np.testing.assert_array_equal(top, view.argmax(axis=1))
+    np.testing.assert_array_equal(values, view.max(axis=1).astype(np.float64))
+    np.testing.assert_array_equal(sums, row_sums(np.ascontiguousarray(view)))
+
+
+def test_metrics_do_not_depend_on_the_thread_count(monkeypatch, parallel_small):
+    probs = _probs(3000, 10, np.float32, seed=3)
+    labels = np.random.default_rng(4).integers(0, 10, 3000)
+    monkeypatch.setenv(rows_module.THREADS_VARIABLE, "1")
+    expected = (ece_ew(probs, labels), ece_em(probs, labels))
+    monkeypatch.setenv(rows_module.THREADS_VARIABLE, "4")
+    assert (ece_ew(probs, labels), ece_em(probs, labels)) == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [("1", 1), ("3", 3), ("64", 8)])
+def test_thread_count_follows_the_environment_variable(monkeypatch, value, expected):
+    monkeypatch.setenv(rows_module.THREADS_VARIABLE, value)
+    assert scan_threads() == expected
+
+
+@pytest.mark.parametrize("value", ["", "0", "-2", "two"])
+def test_unusable_thread_setting_falls_back_to_the_cpu_count(monkeypatch, value):
+    monkeypatch.setenv(rows_module.THREADS_VARIABLE, value)
+    assert 1 <= scan_threads() <= 8
+
+
+def _scan_in_child(array, queue):
+    queue.put(scan_rows(array)[0].sum())
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_scans_with_threads_of_its_own(monkeypatch, parallel_small):
+    import multiprocessing
+
+    monkeypatch.setenv(rows_module.THREADS_VARIABLE, "2")
+    array = _probs(1001, 7, np.float64)
+    expected = scan_rows(array)[0].sum()  # the parent's pool exists now
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_scan_in_child, args=(array, queue))
+    child.start()
+    try:
+        assert queue.get(timeout=60) == expected
+    finally:
+        child.join(timeout=10)
+        if child.is_alive():
+            child.kill()
+    assert child.exitcode == 0
