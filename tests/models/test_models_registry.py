@@ -9,17 +9,8 @@ import pytest
 import torch
 
 from adacal.errors import InputError, UnknownNameError
-from adacal.models import (
-    build_model,
-    check_input_shape,
-    check_model_input,
-    count_parameters,
-    default_model,
-    model_input_kind,
-    model_names,
-    model_options_for_dataset,
-    rebuild_options,
-)
+from adacal.models import build_model, count_parameters, default_model, model_names, rebuild_options
+from adacal.models import check_input_shape, check_model_input, model_input_kind, model_options_for_dataset
 
 NATURAL_INPUT = {"image": (3, 32, 32), "vector": (64,), "text": (40,)}
 HEAVY = {"resnet50", "resnet110", "resnet110-bottleneck", "wrn-26-10", "densenet121"}
