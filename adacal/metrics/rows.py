@@ -16,10 +16,15 @@ import numpy as np
 
 from adacal.arrays import row_sums as block_row_sums
 
-# Rows are read in blocks of about this many entries (rows × classes), so a block stays in cache across its reductions.
+# Per-sample quantities of probabilities (float64) are computed over blocks of about this many entries (rows ×
+# classes), so that a block stays in cache and no (N, K) temporary is allocated.
 BLOCK_ENTRIES = 1 << 16
-# Below this many entries a thread costs more than it saves.
-PARALLEL_MIN_ENTRIES = 1 << 21
+# The scan reads blocks of about this many entries: several of numpy's reductions over one block in turn. Larger
+# than BLOCK_ENTRIES because each reduction call has a fixed cost, and threads scanning small blocks mostly wait on
+# each other for the GIL between calls (measured: 2 threads on 2^16-entry blocks are slower than one).
+SCAN_BLOCK_ENTRIES = 1 << 20
+# Threads scan only matrices of at least this many entries (two scan blocks).
+PARALLEL_MIN_ENTRIES = 2 * SCAN_BLOCK_ENTRIES
 # ADACAL_NUM_THREADS caps the scan's threads (1 turns threading off); by default, the CPUs this process may use.
 THREADS_VARIABLE = "ADACAL_NUM_THREADS"
 _MAX_THREADS = 8
@@ -66,7 +71,7 @@ def scan_rows(array: np.ndarray) -> tuple[np.ndarray, float, tuple[np.ndarray, n
     row_sums = np.empty(n)
     top = np.empty(n, dtype=np.int64)
     top_values = np.empty(n)
-    step = block_rows(k)
+    step = max(1, SCAN_BLOCK_ENTRIES // k)
     threads = min(scan_threads(), -(-n // step))
     if threads <= 1 or n * k < PARALLEL_MIN_ENTRIES:
         minimum = _scan_range(array, 0, n, step, row_sums, top, top_values)

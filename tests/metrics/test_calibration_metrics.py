@@ -261,11 +261,15 @@ def test_top_label_of_probabilities_is_that_of_the_normalised_rows():
 
 
 @pytest.mark.parametrize("k", [3, 100])
-def test_one_pass_validation_scan_matches_whole_array_results_across_blocks(k):
+def test_one_pass_validation_scan_matches_whole_array_results_across_blocks(k, monkeypatch):
     import adacal.metrics.prepared as module
-    from adacal.metrics.rows import BLOCK_ENTRIES
+    import adacal.metrics.rows as rows
 
-    n = 3 * (BLOCK_ENTRIES // k) + 7  # several blocks and a ragged last one
+    # Small scan blocks, scanned by threads, so that a small matrix spans several blocks and thread ranges.
+    monkeypatch.setattr(rows, "SCAN_BLOCK_ENTRIES", rows.BLOCK_ENTRIES)
+    monkeypatch.setattr(rows, "PARALLEL_MIN_ENTRIES", 0)
+    monkeypatch.setenv(rows.THREADS_VARIABLE, "2")
+    n = 3 * (rows.BLOCK_ENTRIES // k) + 7  # several blocks and a ragged last one
     logits, labels = make_logits(n, k, 11)
     probs = softmax(logits)
     prepared = module.prepare_predictions(probs, labels)
