@@ -23,7 +23,7 @@ from adacal.arrays import softmax
 from adacal.calibrators.base import CALIBRATORS, Calibrator, check_choice, check_int, positive_float
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import AdacalError
-from adacal.metrics.binning import bin_statistics, calibration_error
+from adacal.metrics.binning import top1_ece
 from adacal.metrics.prepared import row_top
 
 TEMPERATURE_OBJECTIVES = ("ece-em", "ece-ew", "nll")
@@ -41,11 +41,6 @@ def temperature_at_bound(temperature: float, objective: str) -> bool:
     return bool(temperature <= TEMPERATURE_GRID[0] or temperature >= TEMPERATURE_GRID[-1])
 
 
-def binned_ece(confidences: np.ndarray, correct: np.ndarray, *, n_bins: int, binning: str) -> float:
-    """Top-label ECE from the shared bin statistics and the shared kernel: Σ_b |B_b|/N · |conf_b - acc_b|."""
-    return calibration_error(bin_statistics(confidences, correct, n_bins=n_bins, binning=binning))
-
-
 def temperature_nll(logits: np.ndarray, labels: np.ndarray, temperature: float) -> float:
     """Mean negative log-likelihood of softmax(logits / T), from log-softmax in float64."""
     scaled = logits / temperature
@@ -61,7 +56,7 @@ def fit_temperature_grid(logits: np.ndarray, labels: np.ndarray, *, n_bins: int,
     shifted = logits - top[:, None]  # the top class is at 0 for every T
     eces = np.array(
         [
-            binned_ece(1.0 / np.exp(shifted / t).sum(axis=1), correct, n_bins=n_bins, binning=binning)
+            top1_ece(1.0 / np.exp(shifted / t).sum(axis=1), correct, n_bins=n_bins, binning=binning)
             for t in TEMPERATURE_GRID
         ]
     )

@@ -148,6 +148,12 @@ def calibration_error(stats: BinStatistics, norm: str = "l1", *, debias: bool = 
     return float(np.sqrt(max(debiased_square_error(stats), 0.0)))
 
 
+def top1_ece(confidences: np.ndarray, correct: np.ndarray, *, n_bins: int, binning: str) -> float:
+    """Top-label ECE of top-1 confidences and 0/1 hits: `bin_statistics` then `calibration_error` (the L1 norm), for
+    callers that already hold the top-1 vectors (temperature scaling's grid objective evaluates it ~100 times)."""
+    return calibration_error(bin_statistics(confidences, correct, n_bins=n_bins, binning=binning))
+
+
 def debiased_square_error(stats: BinStatistics) -> float:
     """Σ_b n_b/N [(C_b − A_b)² − A_b(1 − A_b)/(n_b − 1)] over bins with n_b ≥ 2 (may be negative)."""
     counts = stats.counts

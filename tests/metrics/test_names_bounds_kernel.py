@@ -156,7 +156,7 @@ def test_row_top_is_argmax_and_max_with_ties_to_the_lowest_class(dtype):
 
 
 def test_one_kernel_serves_temperature_scaling_meter_and_ood_scores():
-    from adacal.calibrators.temperature import binned_ece
+    from adacal.metrics.binning import top1_ece
     from adacal.metrics import CalibrationMeter, classwise_ece, ece_ew, max_prob_score
 
     rng = np.random.default_rng(8)
@@ -165,11 +165,11 @@ def test_one_kernel_serves_temperature_scaling_meter_and_ood_scores():
     top = top_label(logits, labels)
     for binning, metric in (("equal-mass", ece_em), ("equal-width", ece_ew)):
         # the calibrator's objective and the metric: same statistics, same kernel
-        assert binned_ece(top.confidences, top.correct, n_bins=15, binning=binning) == pytest.approx(
+        assert top1_ece(top.confidences, top.correct, n_bins=15, binning=binning) == pytest.approx(
             metric(logits, labels), abs=1e-15
         )
     # by hand: one bin holding confidences .9, .7 with one hit: |0.8 − 0.5| = 0.3
-    assert binned_ece(np.array([0.9, 0.7]), np.array([1.0, 0.0]), n_bins=1, binning="equal-width") == pytest.approx(0.3)
+    assert top1_ece(np.array([0.9, 0.7]), np.array([1.0, 0.0]), n_bins=1, binning="equal-width") == pytest.approx(0.3)
     meter = CalibrationMeter(names="classwise-ece", n_bins=10)
     meter.update(logits[:150], labels[:150])
     meter.update(logits[150:], labels[150:])
