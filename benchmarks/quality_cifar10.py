@@ -82,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         return TrainConfig(
             dataset=DATASET, model=args.model, loss=loss, loss_options=dict(options), epochs=args.epochs,
             batch_size=128, lr=0.1, milestones=milestones, lr_decay=0.1, momentum=0.9, weight_decay=5e-4,
-            optimizer="sgd", seed=seed, device="cpu", channels_last=True, select="last", update_every="epoch",
+            optimizer="sgd", seed=seed, device="cpu", channels_last=True, select="last",
+            update_every=qc.variant_schedule(name, epochs=args.epochs, milestones=milestones,
+                                             batches_per_epoch=-(-args.train_subset // 128), default="epoch"),
             train_subset=args.train_subset, val_size=args.val_size, test_subset=args.test_subset,
             data_dir=args.data_dir, **qc.arm_options(arm, fields))
 
@@ -95,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         "lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4, "milestones": list(milestones), "lr_decay": 0.1,
         "train_subset": args.train_subset, "val_size": args.val_size, "test_subset": args.test_subset,
         "select": "last", "update_every": "epoch", "channels_last": True, "augmentation": "random crop (pad 4) + h-flip",
-        "losses": {name: {"loss": spec[0], "options": spec[1]} for name, spec in qc.LOSS_SPECS.items()},
+        "losses": qc.loss_protocol(),
         "temperature": "per run, on its validation logits: grid 0.1..10 step 0.1 minimising ECE-EM (15 equal-mass "
                        "bins), and the T minimising NLL",
         "ood": None if args.no_ood else "softmax entropy, CIFAR-10 test (in) vs CIFAR-10-C gaussian_noise severity 5 (out)",

@@ -30,6 +30,7 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -76,6 +77,65 @@ LOSS_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 DISPLAY = {"ce": "CE", "focal-3": "FL-3", "flsd-53": "FLSD-53", "adafocal": "AdaFocal", "brier": "Brier",
            "ls-0.05": "LS-0.05", "mmce": "MMCE"}
+
+# AdaFocal variants (what might close the gap to temperature-scaled CE without giving up AdaFocal's principle): the
+# loss options they change, and the γ-update schedule where it differs from the protocol's (see `variant_schedule`).
+# Each is trained like any loss of the grid (`--losses adafocal-burst,...`) and summarised beside it.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "adafocal-burst": {"options": {}, "schedule": "burst",
+                       "note": "γ updated ~8 times an epoch for the 2 epochs after each learning-rate drop, every "
+                               "epoch otherwise (γ lags after a drop when it moves once an epoch)"},
+    "adafocal-lam3": {"options": {"lam": 3.0}, "schedule": None,
+                      "note": "λ = 3 in γ ← γ·exp(λ(C_val − A_val)): three times the paper's step"},
+    "adafocal-g0": {"options": {"gamma_init": 0.0}, "schedule": None,
+                    "note": "γ starts at 0 (cross-entropy) in every bin instead of the paper's 1"},
+    "adafocal-refsched": {"options": {}, "schedule": "reference",
+                          "note": "the reference code's schedule (--update-every paper: every epoch to epoch 25 of "
+                                  "350, every 100 of 352 batches to epoch 40, then every batch) scaled to the run's "
+                                  "length and batches per epoch; costly on CPU (a validation pass per batch)"},
+}
+for _name in VARIANTS:
+    LOSS_SPECS[_name] = ("adafocal", dict(VARIANTS[_name]["options"]))
+DISPLAY.update({"adafocal-burst": "AdaFocal burst", "adafocal-lam3": "AdaFocal λ3", "adafocal-g0": "AdaFocal γ0=0",
+                "adafocal-refsched": "AdaFocal ref. sched."})
+# The reference run the paper's schedule was written for: 350 epochs of 45,000 / 128 = 352 batches.
+_REFERENCE_EPOCHS, _REFERENCE_BATCHES = 350, 352
+
+
+def loss_protocol() -> dict[str, dict[str, Any]]:
+    """What each name of the grid trains, for the summary's protocol section."""
+    return {name: {"loss": loss, "options": options,
+                   **({"variant": VARIANTS[name]["note"]} if name in VARIANTS else {})}
+            for name, (loss, options) in LOSS_SPECS.items()}
+
+
+def variant_schedule(name: str, *, epochs: int, milestones: tuple[int, ...] | list[int], batches_per_epoch: int,
+                     default: str | int) -> str | int:
+    """The `update_every` spec a grid entry trains with: `default` (the protocol's) unless `name` is a variant with
+    a schedule of its own.
+
+    "burst": every `batches_per_epoch // 8` batches (at least 1) during the two epochs after each milestone, every
+    epoch otherwise. "reference": the reference code's "epoch:25,100:40,1" with its epochs scaled by
+    epochs / 350 and its 100 batches by batches_per_epoch / 352."""
+    kind = VARIANTS.get(name, {}).get("schedule")
+    if kind is None:
+        return default
+    if kind == "burst":
+        every = max(1, batches_per_epoch // 8)
+        segments, last = [], 0
+        for milestone in sorted(set(int(m) for m in milestones)):
+            if milestone <= last or milestone >= epochs:
+                continue
+            end = min(milestone + 2, epochs)
+            segments += [f"epoch:{milestone}", f"{every}:{end}"]
+            last = end
+        return ",".join(segments + ["epoch"]) if segments else "epoch"
+    if kind == "reference":
+        first = max(1, round(epochs * 25 / _REFERENCE_EPOCHS))
+        second = max(first + 1, round(epochs * 40 / _REFERENCE_EPOCHS))
+        every = max(1, round(100 * batches_per_epoch / _REFERENCE_BATCHES))
+        return f"epoch:{first},{every}:{second},1"
+    raise ValueError(f"unknown schedule kind {kind!r} for {name!r}")
 # arm name -> TrainConfig options it sets. "mean" is adacal's default (no clipping); "sum-clip" is what
 # torrvision/focal_calibration and 3mcloud/adafocal do: loss summed over the batch, clip_grad_norm_(…, 2).
 ARMS: dict[str, dict[str, Any]] = {
@@ -591,6 +651,33 @@ def run_cell(cell: Cell, *, dataset: str, reuse: bool, commit: bool,
     return entry
 
 
+_RESULT_NAME = re.compile(r"(?P<stem>.+)-seed(?P<seed>\d+)\.json")
+
+
+def cells_on_disk(runs_dir: Path, cells: list[Cell], *, make_config: Callable[[str, str, int], Any],
+                  folder_name: Callable[[str, str, int], str], out: Path) -> list[Cell]:
+    """`cells` plus a cell for every result file in `runs_dir` named `<loss>-<arm>-seed<k>.json` for a loss and arm
+    this script knows (whether it holds the current key is for `collect` to say)."""
+    known = {(c.name, c.arm, c.seed) for c in cells}
+    found = list(cells)
+    for path in sorted(Path(runs_dir).glob("*-seed*.json")):
+        match = _RESULT_NAME.fullmatch(path.name)
+        if match is None:
+            continue
+        # Names and arms both hold dashes: split at a known arm ("adafocal-burst" + "sum-clip").
+        stem, seed = match["stem"], int(match["seed"])
+        arm = next((a for a in ARMS if stem.endswith(f"-{a}") and stem[: -len(a) - 1] in LOSS_SPECS), None)
+        if arm is None:
+            continue
+        name = stem[: -len(arm) - 1]
+        if (name, arm, seed) in known:
+            continue
+        known.add((name, arm, seed))
+        found.append(Cell(name=name, arm=arm, seed=seed, config=make_config(name, arm, seed),
+                          folder=out / folder_name(name, arm, seed), result=result_path(runs_dir, name, arm, seed)))
+    return found
+
+
 def collect(cells: list[Cell]) -> tuple[list[dict[str, Any]], list[Cell]]:
     """The result files of `cells` that hold their current key, and the cells still to run."""
     done, missing = [], []
@@ -934,7 +1021,14 @@ def run_benchmark(args: Any, argv: list[str] | None, *, dataset: str, kind: str,
                            threads=args.threads, score_ood=score_ood)
     if args.no_summary:
         return 1 if failed else 0
-    entries, missing = collect(cells)
+    _, missing = collect(cells)
+    # The summary covers every finished cell on disk, not only this invocation's grid, so that running one arm or
+    # one variant at a time never drops the others from the summary JSON, the tables and the figures.
+    summary_cells = cells_on_disk(runs_dir, cells, make_config=make_config, folder_name=folder_name, out=out)
+    entries, _ = collect(summary_cells)
+    losses = [name for name in LOSS_SPECS if any(c.name == name for c in summary_cells)]
+    arms = [arm for arm in ARMS if any(c.arm == arm for c in summary_cells)]
+    seeds = sorted({c.seed for c in summary_cells})
     summary = summarise(entries, losses, arms)
     with_ood = any("ood" in e for e in entries)
     header, rows = table_rows(summary, with_ood=with_ood)

@@ -282,3 +282,102 @@ def test_summary_only_trains_nothing_and_lists_the_missing_runs(monkeypatch, tmp
     report = json.loads(results.read_text())
     assert report["results"]["summary"] == [] and len(report["results"]["missing"]) == 4
     assert "Not run yet (4)" in capsys.readouterr().out
+
+
+def test_stored_20newsgroups_results_are_still_current(monkeypatch, tmp_path, capsys):
+    """The committed result files keep their keys: a change to the scripts must not orphan finished runs."""
+    import adacal.training
+
+    q20 = _load("quality_20newsgroups")
+    monkeypatch.setattr(adacal.training, "train", lambda *a, **k: pytest.fail("--summary-only trained"))
+    stored = ROOT / "benchmarks" / "results" / "quality_runs" / "20newsgroups"
+    names = sorted(p.name for p in stored.glob("*-mean-seed*.json"))
+    if not names:
+        pytest.skip("no committed 20 Newsgroups result files in this checkout")
+    results = tmp_path / "summary.json"
+    assert q20.main(["--summary-only", "--arms", "mean", "--seeds", "0,1,2", "--losses", "ce,focal-3,flsd-53,adafocal",
+                     "--runs-dir", str(stored), "--results", str(results), "--plots", str(tmp_path / "plots")]) == 0
+    report = json.loads(results.read_text())
+    current = {Path(run["result_file"]).name for run in report["results"]["runs"]}
+    assert current == set(names)
+
+
+# ------------------------------------------------------------------------------------------------ AdaFocal variants
+
+
+def test_burst_schedule_updates_often_for_two_epochs_after_each_milestone():
+    from adacal.training import parse_update_every
+
+    spec = qc.variant_schedule("adafocal-burst", epochs=30, milestones=(15, 25), batches_per_epoch=79, default="epoch")
+    assert spec == "epoch:15,9:17,epoch:25,9:27,epoch"
+    schedule = parse_update_every(spec)
+    every = {epoch: schedule.batches_for_epoch(epoch) for epoch in range(1, 31)}
+    assert [e for e, n in every.items() if n is not None] == [16, 17, 26, 27]
+    assert set(every.values()) == {None, 9}
+    # milestones too close to each other or to the end, and no milestones at all
+    assert qc.variant_schedule("adafocal-burst", epochs=10, milestones=(5, 6, 10), batches_per_epoch=4,
+                               default="epoch") == "epoch:5,1:7,epoch"
+    assert qc.variant_schedule("adafocal-burst", epochs=6, milestones=(), batches_per_epoch=82,
+                               default="16") == "epoch"
+
+
+def test_reference_schedule_scales_the_papers_to_the_run():
+    from adacal.training import parse_update_every
+    from adacal.training.config import PAPER_UPDATE_SPEC
+
+    assert qc.variant_schedule("adafocal-refsched", epochs=350, milestones=(150, 250), batches_per_epoch=352,
+                               default="epoch") == PAPER_UPDATE_SPEC
+    spec = qc.variant_schedule("adafocal-refsched", epochs=30, milestones=(15, 25), batches_per_epoch=79,
+                               default="epoch")
+    assert spec == "epoch:2,22:3,1"
+    schedule = parse_update_every(spec)
+    assert [schedule.batches_for_epoch(e) for e in (1, 2, 3, 4, 30)] == [None, None, 22, 1, 1]
+
+
+@pytest.mark.parametrize("name", ["ce", "adafocal", "adafocal-lam3", "adafocal-g0"])
+def test_other_entries_keep_the_protocols_schedule(name):
+    assert qc.variant_schedule(name, epochs=30, milestones=(15, 25), batches_per_epoch=79, default="epoch") == "epoch"
+    assert qc.variant_schedule(name, epochs=6, milestones=(), batches_per_epoch=82, default="16") == "16"
+
+
+@pytest.mark.parametrize("name", sorted(qc.VARIANTS))
+def test_every_variant_is_a_trainable_adafocal_configuration(name):
+    from adacal.losses import build_loss
+    from adacal.training import TrainConfig, resolve_config
+
+    loss, options = qc.LOSS_SPECS[name]
+    assert loss == "adafocal" and name in qc.DISPLAY and name in qc.loss_protocol()
+    schedule = qc.variant_schedule(name, epochs=30, milestones=(15, 25), batches_per_epoch=79, default="epoch")
+    resolved = resolve_config(TrainConfig(dataset="digits", loss=loss, loss_options=dict(options),
+                                          update_every=schedule, epochs=30, milestones=(15, 25)))
+    built = build_loss(loss, **resolved.loss_options)
+    for option, value in options.items():
+        assert getattr(built, option) == value
+
+
+def test_summary_covers_every_result_file_not_only_the_invocations_grid(finished, tmp_path):
+    tmp, cells, entries = finished
+
+    def make_config(name, arm, seed):
+        import dataclasses
+
+        return dataclasses.replace(_cell(tmp, seed, loss=name).config, **qc.arm_options(arm))
+
+    def folder_name(name, arm, seed):
+        return f"{name}-s{seed}"
+
+    runs = tmp / "results"
+    # A file of another arm and one of an unknown name sit beside the finished ones.
+    (runs / "adafocal-sum-clip-seed0.json").write_text("{}")
+    (runs / "nonsense-mean-seed0.json").write_text("{}")
+    try:
+        only_seed0 = [c for c in cells if c.seed == 0]
+        found = qc.cells_on_disk(runs, only_seed0, make_config=make_config, folder_name=folder_name, out=tmp / "runs")
+        assert sorted((c.name, c.arm, c.seed) for c in found) == [
+            ("adafocal", "mean", 0), ("adafocal", "mean", 1), ("adafocal", "sum-clip", 0)]
+        done, missing = qc.collect(found)
+        assert sorted(e["seed"] for e in done) == [0, 1]  # the sum-clip file holds no valid result
+        assert [(c.arm, c.seed) for c in missing] == [("sum-clip", 0)]
+    finally:
+        (runs / "adafocal-sum-clip-seed0.json").unlink()
+        (runs / "nonsense-mean-seed0.json").unlink()
