@@ -363,6 +363,25 @@ def _finished_run(folder: Path, options: dict[str, Any]) -> Path | None:
     return None
 
 
+def _unfinished_run(folder: Path, options: dict[str, Any]) -> Path | None:
+    """The newest run under `folder` with the protocol options `options` that stopped before its end (no
+    evaluate.json) but holds a checkpoint to resume from, else None."""
+    if not folder.is_dir():
+        return None
+    for run in sorted((p for p in folder.iterdir() if p.is_dir()), reverse=True):
+        if (run / "evaluate.json").is_file():
+            continue
+        if not any((run / "checkpoints" / name).is_file() for name in ("last.pt", "interrupted.pt")):
+            continue
+        try:
+            config = json.loads((run / "config.json").read_text())["config"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if _with_loss_defaults(protocol_options(config)) == _with_loss_defaults(options):
+            return run
+    return None
+
+
 def _with_loss_defaults(options: dict[str, Any]) -> dict[str, Any]:
     """`options` with every loss hyper-parameter filled in: a run's config.json records them all, a resolved
     TrainConfig only those typed. Only for comparing runs: result keys stay hashes of the options as typed."""
@@ -401,22 +420,34 @@ def train_or_reuse(config: Any, *, folder: Path, label: str, reuse: bool) -> tup
     from adacal.training import resolve_config, train
 
     options = protocol_options(resolve_config(config).to_dict())
+    resumed_from = None
     if reuse:
         found = _finished_run(folder, options)
         if found is not None:
             print(f"  [{label}] reusing finished run {found}", flush=True)
             return found, {"reused_run_folder": True, **_recorded_seconds(found)}
+        # A run cut short (a session's end, Ctrl-C) continues from its last checkpoint: adacal's resume is exact, so
+        # the result is the one an uninterrupted run gives, and the epochs already trained are not paid again.
+        resumed_from = _unfinished_run(folder, options)
     folder.mkdir(parents=True, exist_ok=True)
-    config.out = str(folder)
+    config = dataclasses.replace(config, out=str(folder), resume=None if resumed_from is None else str(resumed_from))
+    if resumed_from is not None:
+        print(f"  [{label}] resuming unfinished run {resumed_from}", flush=True)
     printer = EpochPrinter(label)
     started = time.perf_counter()
     result = train(config, progress=printer)
     wall = time.perf_counter() - started
+    epoch_seconds = printer.epoch_seconds
+    if resumed_from is not None:
+        # Every epoch's time, the ones before the interruption included, from the run's history.
+        epoch_seconds = [float(line["seconds"]) for line in read_history(Path(result.run_dir)) if "seconds" in line]
+        wall = sum(epoch_seconds) or wall
     timing = {
+        "resumed_run_folder": resumed_from is not None,
         "train_wall_seconds": round(wall, 2),
         "train_loop_seconds": round(float(result.seconds), 2),
-        "epoch_seconds_median": round(statistics.median(printer.epoch_seconds), 2) if printer.epoch_seconds else None,
-        "epoch_seconds": [round(s, 2) for s in printer.epoch_seconds],
+        "epoch_seconds_median": round(statistics.median(epoch_seconds), 2) if epoch_seconds else None,
+        "epoch_seconds": [round(s, 2) for s in epoch_seconds],
         "torch_threads": _torch_threads(),
         "load_average_at_end": [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else None,
     }

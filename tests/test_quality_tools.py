@@ -3,6 +3,7 @@ from the committed result files alone, the summary over seeds, and summarize_run
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import shutil
@@ -433,3 +434,28 @@ def test_summary_covers_every_result_file_not_only_the_invocations_grid(finished
     finally:
         (runs / "adafocal-sum-clip-seed0.json").unlink()
         (runs / "nonsense-mean-seed0.json").unlink()
+
+
+def test_a_run_cut_short_resumes_from_its_checkpoint_and_gives_the_uninterrupted_result(finished, tmp_path):
+    """A session that ends mid-run costs only the unfinished epoch: the next invocation resumes the run folder."""
+    import adacal.training
+
+    tmp, cells, entries = finished
+    cell = _cell(tmp_path, 0)  # the same options as the finished seed-0 cell, in a fresh place
+
+    def stop_after_first_epoch(event, info):
+        if event == "epoch_end" and info["epoch"] == 1:
+            raise KeyboardInterrupt
+
+    cell.folder.mkdir(parents=True)
+    with pytest.raises((KeyboardInterrupt, adacal.training.TrainingInterrupted)):
+        adacal.training.train(dataclasses.replace(cell.config, out=str(cell.folder)), progress=stop_after_first_epoch)
+    (partial,) = [p for p in cell.folder.iterdir() if p.is_dir()]
+    assert not (partial / "evaluate.json").exists()
+
+    resumed = qc.run_cell(cell, dataset="digits", reuse=True, commit=False)
+    assert [p for p in cell.folder.iterdir() if p.is_dir()] == [partial]  # no second run folder
+    assert resumed["timing"]["resumed_run_folder"] is True
+    assert len(resumed["timing"]["epoch_seconds"]) == 2  # both epochs' times, from the run's history
+    assert resumed["test_pre"] == entries[0]["test_pre"]  # exact resume: the uninterrupted run's figures
+    assert resumed["key"] == entries[0]["key"]
