@@ -1,8 +1,8 @@
 """One read of a (N, K) score matrix: float64 row sums, the smallest entry, and each row's argmax and maximum.
 
 On large inputs reading the matrix from memory is the cost of every top-label metric, not the binning: validation,
-probability detection and top-1 extraction all come from this single pass over cache-sized blocks of rows, in the
-array's own dtype (no float64 copy of the matrix). Large matrices are split into contiguous row ranges scanned by
+probability detection and top-1 extraction all come from this single pass over blocks of rows (each block read by
+several numpy reductions in turn), in the array's own dtype (no float64 copy of the matrix). Large matrices are split into contiguous row ranges scanned by
 several threads (numpy releases the GIL inside each block's reductions). Every figure of a row depends on that row
 alone, so the result is the same bits whatever the number of threads or the block size.
 """
