@@ -36,7 +36,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -347,39 +347,31 @@ def commit_file(path: Path, message: str, *, attempts: int = 20) -> bool:
 # ------------------------------------------------------------------------------------------------ training
 
 
-def _finished_run(folder: Path, options: dict[str, Any]) -> Path | None:
-    """The newest finished run under `folder` whose protocol options equal `options`, else None."""
+def _runs_with_options(folder: Path, options: dict[str, Any]) -> Iterator[Path]:
+    """The run folders under `folder`, newest first, whose config.json holds the protocol options `options`."""
     if not folder.is_dir():
-        return None
+        return
     for run in sorted((p for p in folder.iterdir() if p.is_dir()), reverse=True):
-        if not ((run / "evaluate.json").is_file() and (run / "predictions.npz").is_file()):
-            continue
         try:
             config = json.loads((run / "config.json").read_text())["config"]
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if _with_loss_defaults(protocol_options(config)) == _with_loss_defaults(options):
-            return run
-    return None
+            yield run
+
+
+def _finished_run(folder: Path, options: dict[str, Any]) -> Path | None:
+    """The newest finished run under `folder` whose protocol options equal `options`, else None."""
+    return next((run for run in _runs_with_options(folder, options)
+                 if (run / "evaluate.json").is_file() and (run / "predictions.npz").is_file()), None)
 
 
 def _unfinished_run(folder: Path, options: dict[str, Any]) -> Path | None:
     """The newest run under `folder` with the protocol options `options` that stopped before its end (no
     evaluate.json) but holds a checkpoint to resume from, else None."""
-    if not folder.is_dir():
-        return None
-    for run in sorted((p for p in folder.iterdir() if p.is_dir()), reverse=True):
-        if (run / "evaluate.json").is_file():
-            continue
-        if not any((run / "checkpoints" / name).is_file() for name in ("last.pt", "interrupted.pt")):
-            continue
-        try:
-            config = json.loads((run / "config.json").read_text())["config"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if _with_loss_defaults(protocol_options(config)) == _with_loss_defaults(options):
-            return run
-    return None
+    return next((run for run in _runs_with_options(folder, options)
+                 if not (run / "evaluate.json").is_file()
+                 and any((run / "checkpoints" / name).is_file() for name in ("last.pt", "interrupted.pt"))), None)
 
 
 def _with_loss_defaults(options: dict[str, Any]) -> dict[str, Any]:
