@@ -62,8 +62,9 @@ def check_score_shape(scores: Any, *, name: str = "logits", keep_dtype: bool = F
     return array
 
 
-def check_finite_rows(array: np.ndarray, row_sums: np.ndarray, *, name: str = "logits") -> None:
-    """Raise unless every entry of `array` is finite, given its row sums.
+def check_finite_rows(array: np.ndarray, row_sums: np.ndarray | float, *, name: str = "logits") -> None:
+    """Raise unless every entry of `array` is finite, given its row sums (or any one number computed from them, such
+    as the largest |row sum − 1|, that is finite only when they all are).
 
     NaN and Inf propagate into a row's sum, so finite sums prove finite entries; only a sum that overflowed from
     finite values needs the element-wise look.
@@ -130,17 +131,20 @@ def looks_like_probs(
     minimum: float | None = None,
     *,
     tolerance: float = PROB_SUM_TOLERANCE,
+    sum_deviation: float | None = None,
 ) -> bool:
     """True when every entry is non-negative and every row sums to 1 within `tolerance` (default: float32 rounding;
     see `probability_tolerance` for narrower input dtypes).
 
     No entry then exceeds 1 + tolerance, so a float32 softmax output of 1.0000001 still counts as a
-    probability. `row_sums` and `minimum` (the smallest entry), when a caller has them, save passes over `scores`;
-    the sums are checked first since logits fail there.
+    probability. `row_sums` or `sum_deviation` (the largest |row sum − 1|), and `minimum` (the smallest entry), when a
+    caller has them, save passes over `scores`; the sums are checked first since logits fail there.
     """
-    if row_sums is None:
-        row_sums = scores.sum(axis=1)
-    if not np.abs(row_sums - 1.0).max() <= tolerance:
+    if sum_deviation is None:
+        if row_sums is None:
+            row_sums = scores.sum(axis=1)
+        sum_deviation = float(np.abs(row_sums - 1.0).max())
+    if not sum_deviation <= tolerance:
         return False
     return bool((scores.min() if minimum is None else minimum) >= 0.0)
 
@@ -180,13 +184,18 @@ def row_sums(array: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return np.einsum("ij->i", array, dtype=np.float64, out=out)
 
 
+def rounding_tolerance(num_classes: int) -> float:
+    """How far from 1 the float64 sum of `num_classes` probabilities can fall by rounding alone (K machine epsilons)."""
+    return num_classes * float(np.finfo(np.float64).eps)
+
+
 def within_rounding(row_sums: np.ndarray, num_classes: int) -> np.ndarray:
-    """Rows whose float64 sum is 1 up to the rounding of summing `num_classes` float64 terms (K machine epsilons).
+    """Rows whose float64 sum is 1 up to the rounding of summing `num_classes` float64 terms (`rounding_tolerance`).
 
     Such rows are probabilities already and are used as given: dividing them by their sums would only add rounding,
     and rows that hold the same values in another order (sums differing in the last bit) would stop being tied.
     """
-    return np.abs(row_sums - 1.0) <= num_classes * np.finfo(np.float64).eps
+    return np.abs(row_sums - 1.0) <= rounding_tolerance(num_classes)
 
 
 def normalise_probs(scores: np.ndarray, sums: np.ndarray | None = None) -> np.ndarray:

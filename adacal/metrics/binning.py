@@ -193,9 +193,9 @@ def sorted_bin_statistics(sorted_conf: np.ndarray, cumulative_hits: np.ndarray, 
 
 
 def sorted_with_cumulative_hits(confidences: np.ndarray, correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(confidences sorted ascending, cum) with cum[p] = Σ correct over the p smallest confidences, exact wherever p
-    ends a group of tied confidences (the only positions binning reads: every bin boundary falls between distinct
-    values).
+    """(confidences sorted ascending, cum) with cum[p] = Σ correct over the p smallest confidences (`correct`: 0/1
+    floats, booleans, or any targets in [0, 1]), exact wherever p ends a group of tied confidences (the only positions
+    binning reads: every bin boundary falls between distinct values).
 
     For 0/1 targets and confidences in [0, 2) — always, for validated predictions — one int64 sort does it: the bits
     of a non-negative double order like the double, so (bits << 1) | correct sorts by confidence and carries the hit
@@ -204,16 +204,19 @@ def sorted_with_cumulative_hits(confidences: np.ndarray, correct: np.ndarray) ->
     confidences = np.ascontiguousarray(confidences, dtype=np.float64)
     n = confidences.size
     cum = np.zeros(n + 1)
-    binary = np.all((correct == 0.0) | (correct == 1.0))
-    if binary and n:
+    hits = correct if correct.dtype == np.bool_ else None
+    if hits is None and np.all((correct == 0.0) | (correct == 1.0)):
+        hits = correct == 1.0
+    if hits is not None and n:
         bits = (confidences + 0.0).view(np.int64)  # + 0.0 turns -0.0 into 0.0
         if bits.min() >= 0 and bits.max() < (1 << 62):
             # In place: N-sized temporaries cost page faults on every call.
             keys = np.left_shift(bits, 1, out=bits)
-            np.bitwise_or(keys, correct == 1.0, out=keys)
+            np.bitwise_or(keys, hits, out=keys)
             keys.sort()
             np.cumsum(keys & 1, out=cum[1:], dtype=np.float64)
             return np.right_shift(keys, 1, out=keys).view(np.float64), cum
+    correct = np.asarray(correct, dtype=np.float64)
     order = np.argsort(confidences, kind="stable")
     np.cumsum(correct[order], out=cum[1:])
     return confidences[order], cum

@@ -25,7 +25,6 @@ from adacal.arrays import (
     looks_like_probs,
     normalise_probs,
     probability_tolerance,
-    within_rounding,
 )
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.metrics.binning import (
@@ -65,12 +64,10 @@ class PreparedPredictions:
         assumed: str,
         *,
         source: tuple[PreparedPredictions, np.ndarray] | None = None,
-        row_sums: np.ndarray | None = None,
         top: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         self._scores = scores
-        # The validation pass computed these already: float64 row sums, and each row's argmax and largest raw entry.
-        self._row_sums = row_sums if assumed == "probs" else None
+        # The validation pass computed these already for probabilities: each row's argmax and top probability.
         self._top = top if assumed == "probs" else None
         self.labels = labels
         self.assumed = assumed
@@ -133,10 +130,20 @@ class PreparedPredictions:
         return self._per_sample("confidences")
 
     @property
+    def hits(self) -> np.ndarray:
+        """True where the top-1 class is the label (bool; `correct` as 1.0/0.0)."""
+        if "hits" not in self._cache:
+            if "correct" in self._cache:  # given as 0/1 columns (CalibrationMeter)
+                self._cache["hits"] = self._cache["correct"] == 1.0
+            else:
+                self._cache["hits"] = self.predicted_labels == self.labels
+        return self._cache["hits"]
+
+    @property
     def correct(self) -> np.ndarray:
         """1.0 where the top-1 class is the label, else 0.0."""
         if "correct" not in self._cache:
-            self._cache["correct"] = (self.predicted_labels == self.labels).astype(np.float64)
+            self._cache["correct"] = self.hits.astype(np.float64)
         return self._cache["correct"]
 
     @property
@@ -174,7 +181,7 @@ class PreparedPredictions:
 
     def _sort_top_label(self) -> None:
         if "sorted_confidences" not in self._cache:
-            ordered, cum = sorted_with_cumulative_hits(self.confidences, self.correct)
+            ordered, cum = sorted_with_cumulative_hits(self.confidences, self.hits)
             self._cache["sorted_confidences"], self._cache["cumulative_hits"] = ordered, cum
 
     def top_label_statistics(self, binning: str, n_bins: int) -> BinStatistics:
@@ -186,7 +193,7 @@ class PreparedPredictions:
             self._per_sample(name)
         _ = self.correct
         child = PreparedPredictions(None, self.labels[index], self.assumed, source=(self, index))
-        for name in (*_PER_SAMPLE, "correct"):
+        for name in (*_PER_SAMPLE, "hits", "correct"):
             child._cache[name] = self._cache[name][index]
         return child
 
@@ -206,15 +213,12 @@ def _per_sample_quantities(pred: PreparedPredictions, group: str) -> dict[str, n
     """One pass over blocks of rows: group "top" gives predicted labels and confidences, group "scoring" the true-class
     log-probabilities and Brier terms (separate, so that an ECE alone does not pay for the others)."""
     n = pred.n_samples
-    if group == "top" and pred._row_sums is not None and pred._scores is not None:
+    if group == "top" and pred._top is not None:
         # Probabilities are the rows as given (within rounding of 1) or over their sums: dividing a row by a positive
-        # constant keeps its argmax (up to ties made by rounding), so the raw rows' argmax and maximum give the top
-        # class and its probability.
-        top, top_values = pred._top if pred._top is not None else row_top(pred._scores)
-        outside = ~within_rounding(pred._row_sums, pred.num_classes)
-        # The raw maxima are read only here: they become the confidences in place (no N-sized temporary).
+        # constant keeps its argmax (up to ties made by rounding), so the scan's argmax and top probability (the raw
+        # maximum, over the row sum where that is not 1 within rounding) are the top class and its probability.
+        top, confidences = pred._top
         pred._top = None
-        confidences = np.divide(top_values, pred._row_sums, out=top_values, where=outside)
         return {"predicted_labels": top, "confidences": confidences}
     out = {name: np.empty(n, dtype=np.int64 if name == "predicted_labels" else np.float64) for name in _GROUPS[group]}
     for rows, probs, shifted, sums in pred.blocks():
@@ -269,14 +273,14 @@ def prepare_predictions(scores: Any, labels: Any = None) -> PreparedPredictions:
         return scores
     tolerance = probability_tolerance(scores)
     checked = check_score_shape(scores, name="scores", keep_dtype=True)
-    row_sums, minimum, top = scan_rows(checked)
-    check_finite_rows(checked, row_sums, name="scores")
+    scan = scan_rows(checked)
+    check_finite_rows(checked, scan.sum_deviation, name="scores")
     if labels is None:  # top-1 quantities only (top_label): every sample gets label 0, and correctness is unused
         labels = np.zeros(checked.shape[0], dtype=np.int64)
     else:
         labels = check_labels(labels, n=checked.shape[0], num_classes=checked.shape[1])
-    assumed = "probs" if looks_like_probs(checked, row_sums, minimum, tolerance=tolerance) else "logits"
-    return PreparedPredictions(checked, labels, assumed, row_sums=row_sums, top=top)
+    probs = looks_like_probs(checked, minimum=scan.minimum, sum_deviation=scan.sum_deviation, tolerance=tolerance)
+    return PreparedPredictions(checked, labels, "probs" if probs else "logits", top=(scan.top, scan.top_probs))
 
 
 

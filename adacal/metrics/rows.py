@@ -1,19 +1,24 @@
-"""One read of a (N, K) score matrix: float64 row sums, the smallest entry, and each row's argmax and maximum.
+"""One read of a (N, K) score matrix gives everything the top-label metrics need from it: each row's argmax, its
+top probability, the smallest entry and how far the row sums are from 1.
 
 On large inputs reading the matrix from memory is the cost of every top-label metric, not the binning: validation,
 probability detection and top-1 extraction all come from this single pass over blocks of rows (each block read by
-several numpy reductions in turn), in the array's own dtype (no float64 copy of the matrix). Large matrices are split into contiguous row ranges scanned by
-several threads (numpy releases the GIL inside each block's reductions). Every figure of a row depends on that row
-alone, so the result is the same bits whatever the number of threads or the block size.
+several numpy reductions in turn while it is in cache), in the array's own dtype (no float64 copy of the matrix).
+The float64 row sums live only in a per-block buffer: each block's confidences are divided by them there and then,
+so the scan returns two N-sized vectors and no others. Large matrices are split into contiguous row ranges scanned
+by several threads (numpy releases the GIL inside each block's reductions). Every figure of a row depends on that
+row alone, so the result is the same bits whatever the number of threads or the block size.
 """
 
 from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import numpy as np
 
+from adacal.arrays import rounding_tolerance
 from adacal.arrays import row_sums as block_row_sums
 
 # Per-sample quantities of probabilities (float64) are computed over blocks of about this many entries (rows ×
@@ -60,55 +65,83 @@ def _executor() -> ThreadPoolExecutor:
     return _pool
 
 
-def scan_rows(array: np.ndarray) -> tuple[np.ndarray, float, tuple[np.ndarray, np.ndarray]]:
-    """(float64 row sums, smallest entry, (argmax per row, maximum per row as float64)) of a 2-D float array.
+class RowScan(NamedTuple):
+    """What one pass over a score matrix found.
 
-    Sums accumulate in float64 (they decide which rows are probabilities and divide the confidences) and equal
-    `adacal.arrays.row_sums` bit for bit; the argmax (tied maxima: the lowest index), maximum and minimum are exact in
-    any dtype. NaN and Inf propagate into the sums, which the caller checks (`adacal.arrays.check_finite_rows`).
+    top: each row's argmax (np.argmax: tied maxima give the lowest index), int64.
+    top_probs: each row's maximum as float64, divided by the row's float64 sum unless the sum is 1 within rounding
+        (`adacal.arrays.within_rounding`): the top-1 probability when the rows are probabilities.
+    minimum: the smallest entry.
+    sum_deviation: the largest |row sum − 1| (float64 sums, as `adacal.arrays.row_sums` computes them); NaN or Inf
+        when an entry is NaN or Inf (they propagate into the sums) or a sum overflowed.
     """
+
+    top: np.ndarray
+    top_probs: np.ndarray
+    minimum: float
+    sum_deviation: float
+
+
+def scan_rows(array: np.ndarray) -> RowScan:
+    """Scan a 2-D float array once (see `RowScan`). The argmax, maximum and minimum are exact in any dtype; sums
+    accumulate in float64 and equal `adacal.arrays.row_sums` bit for bit."""
     n, k = array.shape
-    row_sums = np.empty(n)
     top = np.empty(n, dtype=np.int64)
-    top_values = np.empty(n)
+    top_probs = np.empty(n)
+    if n == 0:
+        return RowScan(top, top_probs, np.inf, 0.0)
     step = max(1, SCAN_BLOCK_ENTRIES // k)
     threads = min(scan_threads(), -(-n // step))
     if threads <= 1 or n * k < PARALLEL_MIN_ENTRIES:
-        minimum = _scan_range(array, 0, n, step, row_sums, top, top_values)
+        found = [_scan_range(array, 0, n, step, top, top_probs)]
     else:
         # Contiguous ranges of whole blocks, one per thread.
         blocks = -(-n // step)
         bounds = [min(n, (blocks * i // threads) * step) for i in range(threads + 1)]
-        futures = [_executor().submit(_scan_range, array, start, stop, step, row_sums, top, top_values)
+        futures = [_executor().submit(_scan_range, array, start, stop, step, top, top_probs)
                    for start, stop in zip(bounds[:-1], bounds[1:]) if stop > start]
-        minimum = min(future.result() for future in futures)
-    return row_sums, minimum, (top, top_values)
+        found = [future.result() for future in futures]
+    minimum = min(low for low, _ in found)
+    deviation = float(np.max([deviation for _, deviation in found]))  # NaN in any range propagates
+    return RowScan(top, top_probs, minimum, deviation)
 
 
-def _scan_range(array: np.ndarray, first: int, last: int, step: int, row_sums: np.ndarray, top: np.ndarray,
-                top_values: np.ndarray) -> float:
-    """Fill rows [first, last) of the outputs; return the smallest entry of those rows."""
+def _scan_range(array: np.ndarray, first: int, last: int, step: int, top: np.ndarray,
+                top_probs: np.ndarray) -> tuple[float, float]:
+    """Fill rows [first, last) of `top` and `top_probs`; return (smallest entry, largest |row sum − 1|) of those
+    rows."""
     k = array.shape[1]
-    minimum = np.inf
+    minimum, deviation = np.inf, 0.0
+    rounding = rounding_tolerance(k)
+    # Per-block buffers, reused: N-sized temporaries would cost page faults on every call.
+    rows_here = min(step, last - first)
+    sums, distance = np.empty(rows_here), np.empty(rows_here)
+    outside = np.empty(rows_here, dtype=bool)
     # The maximum is gathered at the argmax (one flat `take` per block) rather than found by a second reduction: on
     # short rows numpy's max(axis=1) costs more than the argmax.
     flat = array.flags.c_contiguous
-    offsets = np.arange(min(step, last - first), dtype=np.int64) * k
+    offsets = np.arange(rows_here, dtype=np.int64) * k
     index = np.empty_like(offsets)
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for start in range(first, last, step):
             stop = min(start + step, last)
             block, rows = array[start:stop], stop - start
-            block_row_sums(block, out=row_sums[start:stop])
+            block_sums = block_row_sums(block, out=sums[:rows])
             block_top = top[start:stop]
             block.argmax(axis=1, out=block_top)
+            block_probs = top_probs[start:stop]
             if flat:
                 np.add(block_top, offsets[:rows], out=index[:rows])
-                top_values[start:stop] = block.ravel().take(index[:rows])
+                block_probs[:] = block.ravel().take(index[:rows])
             else:
-                top_values[start:stop] = np.take_along_axis(block, block_top[:, None], axis=1)[:, 0]
+                block_probs[:] = np.take_along_axis(block, block_top[:, None], axis=1)[:, 0]
             minimum = min(minimum, float(block.min()))
-    return minimum
+            block_distance = np.abs(np.subtract(block_sums, 1.0, out=distance[:rows]), out=distance[:rows])
+            deviation = float(np.maximum(deviation, block_distance.max()))  # NaN propagates
+            # NaN sums are outside too: their rows fail validation later, so their quotient is never read.
+            block_outside = np.logical_not(block_distance <= rounding, out=outside[:rows])
+            np.divide(block_probs, block_sums, out=block_probs, where=block_outside)
+    return minimum, deviation
 
 
 def row_top(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

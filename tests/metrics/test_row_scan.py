@@ -1,11 +1,12 @@
-"""The one-pass row scan (adacal.metrics.rows): the same bits with any number of threads, every row range seen."""
+"""The one-pass row scan (adacal.metrics.rows): the same bits with any number of threads, every row range seen, and
+each figure equal to the obvious whole-array numpy computation."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from adacal.arrays import row_sums
+from adacal.arrays import row_sums, within_rounding
 from adacal.metrics import ece_em, ece_ew, prepare_predictions
 from adacal.metrics import rows as rows_module
 from adacal.metrics.rows import scan_rows, scan_threads
@@ -27,8 +28,22 @@ def _probs(n: int, k: int, dtype, seed: int = 0) -> np.ndarray:
 
 def _scan_with(monkeypatch, array, threads: int):
     monkeypatch.setenv(rows_module.THREADS_VARIABLE, str(threads))
-    sums, minimum, (top, values) = scan_rows(array)
-    return sums, minimum, top, values
+    return scan_rows(array)
+
+
+def _expected_top_probs(array: np.ndarray) -> np.ndarray:
+    """The raw row maximum, divided by the float64 row sum unless that sum is 1 within rounding."""
+    sums = row_sums(np.ascontiguousarray(array))
+    maxima = array.max(axis=1).astype(np.float64)
+    return np.where(within_rounding(sums, array.shape[1]), maxima, maxima / sums)
+
+
+def _check_against_whole_array(scan, array: np.ndarray) -> None:
+    sums = row_sums(np.ascontiguousarray(array))
+    assert scan.minimum == float(array.min())
+    assert scan.sum_deviation == float(np.abs(sums - 1.0).max())
+    np.testing.assert_array_equal(scan.top, array.argmax(axis=1))
+    np.testing.assert_array_equal(scan.top_probs, _expected_top_probs(array))
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
@@ -40,12 +55,8 @@ def test_threaded_scan_equals_the_single_thread_scan_bit_for_bit(monkeypatch, pa
     several = _scan_with(monkeypatch, array, threads)
     for a, b in zip(single, several):
         np.testing.assert_array_equal(a, b)
-    sums, minimum, top, values = several
-    np.testing.assert_array_equal(sums, row_sums(array))
-    assert minimum == float(array.min())
-    np.testing.assert_array_equal(top, array.argmax(axis=1))
-    assert top[5] == 0  # tied maxima: the lowest index
-    np.testing.assert_array_equal(values, array.max(axis=1).astype(np.float64))
+    _check_against_whole_array(several, array)
+    assert several.top[5] == 0  # tied maxima: the lowest index
 
 
 @pytest.mark.parametrize("where", [0, 500, 1000])
@@ -53,10 +64,10 @@ def test_threaded_scan_sees_a_negative_entry_or_nan_in_any_thread_range(monkeypa
     monkeypatch.setenv(rows_module.THREADS_VARIABLE, "4")
     array = _probs(1001, 7, np.float32)
     array[where, 3] = -1e-3
-    assert scan_rows(array)[1] == pytest.approx(-1e-3)
+    assert scan_rows(array).minimum == pytest.approx(-1e-3)
     assert prepare_predictions(array).assumed == "logits"
     array[where, 3] = np.nan
-    assert np.isnan(scan_rows(array)[0][where])
+    assert np.isnan(scan_rows(array).sum_deviation)
     with pytest.raises(Exception, match="finite"):
         ece_ew(array, np.zeros(1001, dtype=np.int64))
 
@@ -65,10 +76,7 @@ def test_threaded_scan_reads_strided_views(monkeypatch, parallel_small):
     monkeypatch.setenv(rows_module.THREADS_VARIABLE, "3")
     wide = _probs(600, 14, np.float32)
     view = wide[::2, ::2]  # neither C- nor F-contiguous
-    sums, minimum, (top, values) = scan_rows(view)
-    np.testing.assert_array_equal(top, view.argmax(axis=1))
-    np.testing.assert_array_equal(values, view.max(axis=1).astype(np.float64))
-    np.testing.assert_array_equal(sums, row_sums(np.ascontiguousarray(view)))
+    _check_against_whole_array(scan_rows(view), view)
 
 
 def test_metrics_do_not_depend_on_the_thread_count(monkeypatch, parallel_small):
@@ -93,7 +101,7 @@ def test_unusable_thread_setting_falls_back_to_the_cpu_count(monkeypatch, value)
 
 
 def _scan_in_child(array, queue):
-    queue.put(scan_rows(array)[0].sum())
+    queue.put(scan_rows(array).top_probs.sum())
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
@@ -102,7 +110,7 @@ def test_a_forked_child_scans_with_threads_of_its_own(monkeypatch, parallel_smal
 
     monkeypatch.setenv(rows_module.THREADS_VARIABLE, "2")
     array = _probs(1001, 7, np.float64)
-    expected = scan_rows(array)[0].sum()  # the parent's pool exists now
+    expected = scan_rows(array).top_probs.sum()  # the parent's pool exists now
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
     child = context.Process(target=_scan_in_child, args=(array, queue))
@@ -114,3 +122,27 @@ def test_a_forked_child_scans_with_threads_of_its_own(monkeypatch, parallel_smal
         if child.is_alive():
             child.kill()
     assert child.exitcode == 0
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_rows_off_one_by_more_than_rounding_are_divided_by_their_sums(monkeypatch, parallel_small, threads):
+    """Rows within rounding of 1 keep their raw maximum (tied rows stay tied); rows further off, e.g. float16
+    probabilities or truncated ones, are renormalised; a NaN row sum in any thread's range is reported as NaN."""
+    array = _probs(1001, 7, np.float64)
+    array[10] = [0.7, 0.2, 0.1, 0, 0, 0, 0]  # sums to 1 within float64 rounding (not exactly)
+    array[20] = [0.35, 0.1, 0.05, 0, 0, 0, 0]  # sums to 0.5
+    scan = _scan_with(monkeypatch, array, threads)
+    _check_against_whole_array(scan, array)
+    assert scan.top_probs[10] == 0.7
+    assert scan.top_probs[20] == pytest.approx(0.7, abs=1e-15)
+    assert scan.sum_deviation == pytest.approx(0.5)
+    for where in (0, 500, 1000):
+        broken = array.copy()
+        broken[where, 1] = np.nan
+        assert np.isnan(_scan_with(monkeypatch, broken, threads).sum_deviation)
+
+
+def test_an_empty_matrix_scans_to_nothing():
+    scan = scan_rows(np.empty((0, 3), dtype=np.float32))
+    assert scan.top.shape == scan.top_probs.shape == (0,)
+    assert scan.sum_deviation == 0.0
