@@ -74,8 +74,11 @@ def check_finite_rows(array: np.ndarray, row_sums: np.ndarray | float, *, name: 
         raise InputError(f"Expected {name} to be finite, found NaN or Inf in {bad} row(s).")
 
 
-def check_labels(labels: Any, *, n: int | None = None, num_classes: int | None = None, name: str = "labels") -> np.ndarray:
-    """Validate integer class labels: 1-D, length n, values in [0, num_classes)."""
+def check_labels(
+    labels: Any, *, n: int | None = None, num_classes: int | None = None, name: str = "labels", copy: bool = True
+) -> np.ndarray:
+    """Validate integer class labels: 1-D, length n, values in [0, num_classes). The result is int64: a new array,
+    or with copy=False the input itself when it is an int64 numpy array already (for callers that only read it)."""
     array = to_numpy(labels)
     if array.ndim != 1:
         raise InputError(f"Expected {name} to be 1-D, got shape {array.shape}.")
@@ -86,7 +89,7 @@ def check_labels(labels: Any, *, n: int | None = None, num_classes: int | None =
             raise InputError(f"Expected {name} to be integers, got dtype {array.dtype}.")
         if not np.isfinite(array).all() or not np.equal(np.mod(array, 1), 0).all():
             raise InputError(f"Expected {name} to be integers, got non-integer values.")
-    array = array.astype(np.int64)
+    array = array.astype(np.int64, copy=copy)
     if array.size and (array.min() < 0 or (num_classes is not None and array.max() >= num_classes)):
         upper = f"{num_classes - 1}" if num_classes is not None else "..."
         raise InputError(

@@ -13,6 +13,7 @@ confidence, so tied confidences are never split between bins: with ties, counts 
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -214,12 +215,19 @@ def sorted_with_cumulative_hits(confidences: np.ndarray, correct: np.ndarray) ->
             keys = np.left_shift(bits, 1, out=bits)
             np.bitwise_or(keys, hits, out=keys)
             keys.sort()
-            np.cumsum(keys & 1, out=cum[1:], dtype=np.float64)
+            np.cumsum(_lowest_bits(keys), out=cum[1:], dtype=np.float64)
             return np.right_shift(keys, 1, out=keys).view(np.float64), cum
     correct = np.asarray(correct, dtype=np.float64)
     order = np.argsort(confidences, kind="stable")
     np.cumsum(correct[order], out=cum[1:])
     return confidences[order], cum
+
+
+def _lowest_bits(keys: np.ndarray) -> np.ndarray:
+    """keys & 1 of a contiguous native int64 array as uint8, read from the byte that holds each key's lowest bit (an
+    N-byte result instead of an N-sized int64 temporary)."""
+    lowest_byte = 0 if sys.byteorder == "little" else 7
+    return np.bitwise_and(keys.view(np.uint8)[lowest_byte::8], 1)
 
 
 def bin_statistics(

@@ -278,7 +278,8 @@ def prepare_predictions(scores: Any, labels: Any = None) -> PreparedPredictions:
     if labels is None:  # top-1 quantities only (top_label): every sample gets label 0, and correctness is unused
         labels = np.zeros(checked.shape[0], dtype=np.int64)
     else:
-        labels = check_labels(labels, n=checked.shape[0], num_classes=checked.shape[1])
+        # Read only: an int64 array is not copied.
+        labels = check_labels(labels, n=checked.shape[0], num_classes=checked.shape[1], copy=False)
     probs = looks_like_probs(checked, minimum=scan.minimum, sum_deviation=scan.sum_deviation, tolerance=tolerance)
     return PreparedPredictions(checked, labels, "probs" if probs else "logits", top=(scan.top, scan.top_probs))
 

@@ -146,3 +146,18 @@ def test_an_empty_matrix_scans_to_nothing():
     scan = scan_rows(np.empty((0, 3), dtype=np.float32))
     assert scan.top.shape == scan.top_probs.shape == (0,)
     assert scan.sum_deviation == 0.0
+
+
+def test_sort_keys_carry_each_hit_in_their_lowest_bit():
+    """The cumulative hits read from the keys' lowest byte equal a plain cumsum of the hits in confidence order."""
+    from adacal.metrics.binning import sorted_with_cumulative_hits
+
+    rng = np.random.default_rng(5)
+    confidences = rng.choice([0.1, 0.25, 0.5, 0.7, 0.99], size=5000) + rng.normal(0, 1e-3, 5000).clip(0, None)
+    hits = rng.random(5000) < 0.6
+    ordered, cum = sorted_with_cumulative_hits(confidences, hits)
+    order = np.argsort(confidences, kind="stable")
+    np.testing.assert_array_equal(ordered, confidences[order])
+    ends = np.flatnonzero(np.diff(np.append(ordered, np.inf)) > 0) + 1  # the end of every group of tied values
+    np.testing.assert_array_equal(cum[ends], np.cumsum(hits[order])[ends - 1])
+    assert cum[0] == 0
