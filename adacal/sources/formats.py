@@ -353,7 +353,12 @@ def interpret_labels(values: Any, *, n: int, num_classes: int, name: str, classe
         mapped = np.fromiter((index[label] for label in flat), dtype=np.int64, count=flat.size)
         return check_labels(mapped, n=n, num_classes=num_classes, name=name), [
             f"{name}: class names mapped to indices by {classes_name}"]
-    return check_labels(array, n=n, num_classes=num_classes, name=name), []
+    notes = []
+    if array.ndim == 2 and array.shape[1] >= 2:
+        notes.append(f"{name}: one-hot rows read as class indices")
+    elif array.dtype == np.bool_:
+        notes.append(f"{name}: booleans read as classes 0 (False) and 1 (True)")
+    return check_labels(array, n=n, num_classes=num_classes, name=name), notes
 
 
 def _labels_from_file(options: ReadOptions, n: int, num_classes: int) -> tuple[np.ndarray, list[str]]:
