@@ -115,6 +115,35 @@ def test_csv_with_and_without_header_and_label_column_anywhere(tmp_path):
     same(load_predictions(tmp_path / "named.csv", options=ReadOptions(labels_key="truth")), LOGITS.astype(np.float64))
 
 
+@pytest.mark.parametrize("index_name, first", [("", 0), ("Unnamed: 0", 0), ("index", 1), ("id", 1000)])
+def test_csv_row_index_column_as_pandas_writes_it_is_dropped_with_a_note(tmp_path, index_name, first):
+    # pandas' DataFrame.to_csv() writes the index first, under an empty header cell.
+    rows = [[first + i, *map(repr, map(float, LOGITS[i])), int(LABELS[i])] for i in range(N)]
+    (tmp_path / "pandas.csv").write_text(_csv(rows, [index_name, "a", "b", "c", "d", "label"]))
+    pred = load_predictions(tmp_path / "pandas.csv")
+    same(pred, LOGITS.astype(np.float64))
+    assert any("row index" in note and "ignored" in note for note in pred.notes), pred.notes
+
+
+def test_csv_first_column_stays_a_class_unless_it_is_an_index(tmp_path):
+    rows = [[*map(repr, map(float, LOGITS[i])), int(LABELS[i])] for i in range(N)]
+    # a class named "id" holding scores, not integers
+    (tmp_path / "named.csv").write_text(_csv(rows, ["id", "b", "c", "d", "label"]))
+    pred = load_predictions(tmp_path / "named.csv")
+    same(pred, LOGITS.astype(np.float64))
+    assert not any("row index" in note for note in pred.notes)
+    # integer scores under an ordinary class name are scores
+    integer_rows = [[i % 3, 1, 2, 3, int(LABELS[i])] for i in range(N)]
+    (tmp_path / "ints.csv").write_text(_csv(integer_rows, ["a", "b", "c", "d", "label"]))
+    assert load_predictions(tmp_path / "ints.csv").logits.shape == (N, K)
+
+
+def test_tsv_is_read_like_csv(tmp_path):
+    rows = [[*map(repr, map(float, LOGITS[i])), int(LABELS[i])] for i in range(N)]
+    (tmp_path / "p.tsv").write_text(_csv(rows, ["a", "b", "c", "d", "label"], sep="\t"))
+    same(load_predictions(tmp_path / "p.tsv"), LOGITS.astype(np.float64))
+
+
 def test_csv_string_labels_map_through_the_header(tmp_path):
     names = ["cat", "dog", "bird", "fish"]
     rows = [[*LOGITS[i], names[LABELS[i]]] for i in range(N)]

@@ -7,8 +7,9 @@ also as `<split>_<key>` (a run's predictions.npz holds `val_logits`, `test_label
   pair, or one tensor of scores);
 - `.npy`: one array of scores; its labels come from `labels_file` or, when there is none, from the file
   `<stem>_labels.npy` beside it, else `labels.npy` beside it (said in `Predictions.notes`);
-- `.csv`: one column per class plus a label column, header optional; the label column is the one named `label`,
-  `labels`, `target`, `targets`, `y` or `class` (or `labels_key`), else the last column.
+- `.csv` / `.tsv` (comma, semicolon or tab separated): one column per class plus a label column, header optional;
+  the label column is the one named `label`, `labels`, `target`, `targets`, `y` or `class` (or `labels_key`), else
+  the last column; a leading row-index column (pandas' `to_csv()`) is dropped.
 Binary models: 1-D scores (or one column) become two columns — positive-class probabilities p as [1 - p, p] when every
 value is in [0, 1], decision scores (logits) s as [0, s] otherwise (softmax([0, s]) = sigmoid(s)); the assumption is
 recorded in `Predictions.notes`. String labels are mapped to indices through a `classes` array (or a CSV's header).
@@ -33,7 +34,10 @@ SCORE_KEYS = ("logits", "probs", "probabilities", "scores")
 LABEL_KEYS = ("labels", "targets", "y")
 CLASS_KEYS = ("classes", "class_names")
 CSV_LABEL_NAMES = ("label", "labels", "target", "targets", "y", "class")
-FORMATS = (".npz", ".pt", ".pth", ".npy", ".csv")
+# A first column with one of these headers (lower-cased) and integer values is a row index, not a class: pandas'
+# `DataFrame.to_csv()` writes its index first with an empty header ("Unnamed: 0" once read back by pandas).
+CSV_INDEX_NAMES = ("", "unnamed: 0", "index", "id")
+FORMATS = (".npz", ".pt", ".pth", ".npy", ".csv", ".tsv")
 WHOLE = ""  # the key of the one array of an .npy file
 
 
@@ -79,8 +83,11 @@ DEFAULT_OPTIONS = ReadOptions()
 class Arrays:
     """The arrays of one file by key; arrays are read (and decompressed) only when asked for."""
 
-    def __init__(self, path: Path, keys: list[str], getter: Any, closer: Any = None, kind: str = "") -> None:
+    def __init__(self, path: Path, keys: list[str], getter: Any, closer: Any = None, kind: str = "",
+                 notes: tuple[str, ...] = ()) -> None:
         self.path, self._keys, self._get, self._close, self.kind = path, keys, getter, closer, kind
+        # What reading the file assumed (e.g. a CSV's row-index column dropped), for `Predictions.notes`.
+        self.notes = notes
         self._cache: dict[str, Any] = {}
 
     def keys(self) -> list[str]:
@@ -112,7 +119,7 @@ class Arrays:
 
 
 def _unsupported(path: Path) -> InputError:
-    return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .csv), got {path.name}.")
+    return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .csv, .tsv), got {path.name}.")
 
 
 def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False) -> Arrays:
@@ -131,8 +138,8 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
     if suffix == ".npy":
         array = read_npy(path, "a predictions file (.npy)")
         return Arrays(path, [WHOLE], {WHOLE: array}.__getitem__, None, "npy")
-    table = read_csv(path, labels_key=labels_key, labels_only=labels_only)
-    return Arrays(path, list(table), table.__getitem__, None, "csv")
+    table, notes = read_csv_with_notes(path, labels_key=labels_key, labels_only=labels_only)
+    return Arrays(path, list(table), table.__getitem__, None, "csv", notes=tuple(notes))
 
 
 def torch_arrays(path: Path, data: Any) -> Arrays:
@@ -172,8 +179,16 @@ def read_csv(path: str | os.PathLike, *, labels_key: str | None = None, labels_o
              ) -> dict[str, np.ndarray]:
     """{"scores": (N, K) float64, "labels": (N,) str or int, "classes": the header's class names (when there is a
     header)} from a CSV with one column per class and a label column (see the module docstring). With
-    `labels_only` (a --labels file), a table of one column is that column of labels."""
+    `labels_only` (a --labels file), a table of one column is that column of labels. A first column that is a row
+    index (header empty, `Unnamed: 0`, `index` or `id`, integer values: what pandas' `to_csv()` writes) is dropped."""
+    return read_csv_with_notes(path, labels_key=labels_key, labels_only=labels_only)[0]
+
+
+def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False
+                        ) -> tuple[dict[str, np.ndarray], list[str]]:
+    """`read_csv`, and the sentences saying what it assumed (a row-index column dropped)."""
     path = Path(path)
+    notes: list[str] = []
     with open_regular(path, "a predictions file (.csv)") as handle:
         size = os.fstat(handle.fileno()).st_size
         # Parsed row by row into floats: about 16 bytes of memory per byte of text at worst.
@@ -204,10 +219,16 @@ def read_csv(path: str | os.PathLike, *, labels_key: str | None = None, labels_o
         if any(len(row) != 1 for _, row in rows):
             bad = next(number for number, row in rows if len(row) != 1)
             raise InputError(f"Expected line {bad} of {path} to have 1 column, like the first, but it does not.")
-        return {"labels": _labels_array(cells)}
+        return {"labels": _labels_array(cells)}, notes
     named_label = any(cell.lower() in CSV_LABEL_NAMES for cell in first) or (labels_key is not None and labels_key in first)
     if named_label or not all(_is_number(cell) for cell in first[:-1]):
         header, rows = first, rows[1:]
+    if (header is not None and width > 2 and header[0].lower() in CSV_INDEX_NAMES and rows
+            and all(len(row) == width and _is_integer_text(row[0].strip()) for _, row in rows)):
+        notes.append(f"{path.name}: first column {header[0]!r} read as a row index and ignored" if header[0] else
+                     f"{path.name}: first column (no name, integers: a row index as pandas writes it) ignored")
+        header, width = header[1:], width - 1
+        rows = [(number, row[1:]) for number, row in rows]
     if width < 2:
         raise InputError(f"Expected {path} to have a column per class and a label column, got {width} column(s).")
     if header is not None and len(set(header)) != len(header):
@@ -239,7 +260,7 @@ def read_csv(path: str | os.PathLike, *, labels_key: str | None = None, labels_o
     table["labels"] = _labels_array(labels)
     if header is not None:
         table["classes"] = np.array([name for i, name in enumerate(header) if i != label_column])
-    return table
+    return table, notes
 
 
 def _labels_array(labels: list[str]) -> np.ndarray:
@@ -368,7 +389,7 @@ def _labels_from_file(options: ReadOptions, n: int, num_classes: int) -> tuple[n
             key = WHOLE
         else:
             key = _labels_key(arrays, options, None)
-            if key is None and path.suffix.lower() == ".csv" and "scores" in arrays:
+            if key is None and path.suffix.lower() in (".csv", ".tsv") and "scores" in arrays:
                 key = "scores"
             if key is None:
                 wanted = options.labels_key or " or ".join(LABEL_KEYS)
@@ -449,7 +470,7 @@ def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str],
             classes=arrays[classes_key] if classes_key else None,
             classes_name=arrays.label(classes_key) if classes_key else "classes",
         )
-    return Predictions(logits=scores, labels=labels, notes=tuple(notes + label_notes))
+    return Predictions(logits=scores, labels=labels, notes=tuple(list(arrays.notes) + notes + label_notes))
 
 
 def has_split(arrays: Arrays, split: str, options: ReadOptions = DEFAULT_OPTIONS) -> bool:
