@@ -55,6 +55,33 @@ def test_every_key_spelling(tmp_path, score_key, label_key):
     same(load_predictions(tmp_path / "p.npz"))
 
 
+@pytest.mark.parametrize("score_key, label_key", [
+    ("predictions", "label_ids"),  # Hugging Face's Trainer.predict
+    ("y_proba", "y_true"), ("y_prob", "y_true"), ("y_score", "label"),  # scikit-learn's names
+    ("outputs", "target"), ("test_predictions", "test_label_ids"),
+])
+def test_other_frameworks_key_spellings(tmp_path, score_key, label_key):
+    np.savez(tmp_path / "p.npz", **{score_key: LOGITS, label_key: LABELS})
+    same(load_predictions(tmp_path / "p.npz"))
+
+
+def test_the_first_spelling_wins_over_later_ones(tmp_path):
+    np.savez(tmp_path / "p.npz", predictions=LOGITS * 0, logits=LOGITS, label=(LABELS + 1) % K, labels=LABELS)
+    same(load_predictions(tmp_path / "p.npz"))
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".pt"])
+def test_hard_class_predictions_are_refused_as_scores(tmp_path, suffix):
+    hard = LOGITS.argmax(axis=1)
+    path = tmp_path / f"hard{suffix}"
+    if suffix == ".npz":
+        np.savez(path, predictions=hard, label_ids=LABELS)
+    else:
+        torch.save({"predictions": torch.from_numpy(hard), "label_ids": torch.from_numpy(LABELS)}, path)
+    with pytest.raises(InputError, match="hard class predictions carry no confidence"):
+        load_predictions(path)
+
+
 def test_named_keys_win_and_missing_named_key_is_refused(tmp_path):
     np.savez(tmp_path / "p.npz", out=LOGITS, gt=LABELS, logits=LOGITS * 0, labels=(LABELS + 1) % K)
     same(load_predictions(tmp_path / "p.npz", options=ReadOptions(logits_key="out", labels_key="gt")))

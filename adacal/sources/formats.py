@@ -1,8 +1,9 @@
 """Model outputs from any framework, as validated (scores, labels): .npz, .pt, .npy, .csv, many key spellings.
 
-Keys, first match wins: scores `logits`, `probs`, `probabilities`, `scores`; labels `labels`, `targets`, `y`; each
-also as `<split>_<key>` (a run's predictions.npz holds `val_logits`, `test_labels`, ...), or named exactly with
-`logits_key` / `labels_key`. Files:
+Keys, first match wins: scores `logits`, `probs`, `probabilities`, `scores`, `outputs`, `y_prob`, `y_proba`,
+`y_score`, `predictions` (Hugging Face); labels `labels`, `targets`, `y`, `label`, `target`, `label_ids` (Hugging
+Face), `y_true`; each also as `<split>_<key>` (a run's predictions.npz holds `val_logits`, `test_labels`, ...), or
+named exactly with `logits_key` / `labels_key`. Files:
 - `.npz` (only the members used are decompressed) and `.pt` (weights_only: a dict of tensors, a `(logits, labels)`
   pair, or one tensor of scores);
 - `.npy`: one array of scores; its labels come from `labels_file` or, when there is none, from the file
@@ -30,8 +31,10 @@ from adacal.arrays import PROB_SUM_TOLERANCE, check_labels, check_scores, looks_
 from adacal.errors import InputError
 from adacal.sources.files import NpzArchive, check_allocation, human_bytes, open_regular, read_npy, safe_torch_load
 
-SCORE_KEYS = ("logits", "probs", "probabilities", "scores")
-LABEL_KEYS = ("labels", "targets", "y")
+# Spellings of other frameworks too: Hugging Face's Trainer.predict (`predictions`, `label_ids`), scikit-learn's
+# argument names (`y_prob`, `y_proba`, `y_score`, `y_true`).
+SCORE_KEYS = ("logits", "probs", "probabilities", "scores", "outputs", "y_prob", "y_proba", "y_score", "predictions")
+LABEL_KEYS = ("labels", "targets", "y", "label", "target", "label_ids", "y_true")
 CLASS_KEYS = ("classes", "class_names")
 CSV_LABEL_NAMES = ("label", "labels", "target", "targets", "y", "class")
 # A first column with one of these headers (lower-cased) and integer values is a row index, not a class: pandas'
@@ -426,6 +429,12 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
                   "logits" + (f" or {split}_logits" if split else "") + " (or probs, probabilities, scores)")
         raise InputError(f"Expected {path} to contain {wanted}; it has: {arrays.listing()}.")
     raw = arrays[key]
+    if np.ndim(raw) == 1 and key.rsplit("_", 1)[-1] == "predictions" and _is_integer_dtype(raw):
+        raise InputError(
+            f"Expected {arrays.label(key)} to hold scores (logits or probabilities per class), but it holds one "
+            "integer per sample: hard class predictions carry no confidence to calibrate. Save the model's logits or "
+            "probabilities instead."
+        )
     scores, notes = interpret_scores(raw, name=arrays.label(key), renormalize=options.renormalize)
     if not need_labels:
         return scores
@@ -438,6 +447,13 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
                 "must be 2-D, samples × classes)."
             ) from None
         raise
+
+
+def _is_integer_dtype(values: Any) -> bool:
+    dtype = getattr(values, "dtype", None)
+    if dtype is not None and hasattr(dtype, "is_floating_point"):  # a torch tensor
+        return not dtype.is_floating_point and not dtype.is_complex
+    return dtype is not None and np.issubdtype(np.dtype(dtype), np.integer)
 
 
 def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str], options: ReadOptions,
