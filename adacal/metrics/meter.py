@@ -136,7 +136,8 @@ class CalibrationMeter:
 
 
 def _classwise_table(pred: PreparedPredictions, n_bins: int) -> np.ndarray:
-    """(2, K · n_bins): Σ p_k and hit counts per (class, equal-width bin), as adacal.metrics.ece._classwise_ece sums them."""
+    """(2, K · n_bins): Σ p_k and hit counts per (class, equal-width bin), as adacal.metrics.ece._classwise_ece
+    sums them."""
     k = pred.num_classes
     edges = equal_width_edges(n_bins)
     table = np.zeros((2, k * n_bins))
