@@ -82,6 +82,43 @@ def test_hard_class_predictions_are_refused_as_scores(tmp_path, suffix):
         load_predictions(path)
 
 
+@pytest.mark.parametrize("layout", ["pairs", "dicts", "dict of lists", "tensors + --labels"])
+def test_pt_lists_of_per_batch_outputs_are_concatenated(tmp_path, layout):
+    # What Lightning's Trainer.predict returns: one output per batch, in the shape predict_step gives it.
+    logits, labels = torch.from_numpy(LOGITS), torch.from_numpy(LABELS)
+    cuts = [(0, 16), (16, 32), (32, N)]  # uneven last batch
+    options = ReadOptions()
+    if layout == "pairs":
+        data = [(logits[a:b], labels[a:b]) for a, b in cuts]
+    elif layout == "dicts":
+        data = [{"logits": logits[a:b], "labels": labels[a:b]} for a, b in cuts]
+    elif layout == "dict of lists":
+        data = {"logits": [logits[a:b] for a, b in cuts], "labels": [labels[a:b] for a, b in cuts]}
+    else:
+        data = [logits[a:b] for a, b in cuts]
+        np.save(tmp_path / "labels.npy", LABELS)
+        options = ReadOptions(labels_file=tmp_path / "labels.npy")
+    torch.save(data, tmp_path / "batches.pt")
+    pred = load_predictions(tmp_path / "batches.pt", options=options)
+    same(pred)
+    assert any("3 batches" in note and "concatenated" in note for note in pred.notes), pred.notes
+
+
+def test_pt_pairs_stay_pairs_and_two_score_batches_are_told_apart(tmp_path):
+    logits, labels = torch.from_numpy(LOGITS), torch.from_numpy(LABELS)
+    torch.save((logits, labels), tmp_path / "pair.pt")
+    same(load_predictions(tmp_path / "pair.pt"))
+    one_hot = torch.nn.functional.one_hot(labels, K).float()  # float one-hot labels: still a pair
+    torch.save((logits, one_hot), tmp_path / "pair_onehot.pt")
+    same(load_predictions(tmp_path / "pair_onehot.pt"))
+    torch.save([logits[:20], logits[20:]], tmp_path / "two.pt")  # two float (B, K) batches: scores, labels needed
+    with pytest.raises(InputError, match="give --labels FILE"):
+        load_predictions(tmp_path / "two.pt")
+    torch.save([(logits[:20], labels[:20]), (logits[20:, :3], labels[20:])], tmp_path / "ragged.pt")
+    with pytest.raises(InputError, match="per-batch logits .* share their shape"):
+        load_predictions(tmp_path / "ragged.pt")
+
+
 def test_named_keys_win_and_missing_named_key_is_refused(tmp_path):
     np.savez(tmp_path / "p.npz", out=LOGITS, gt=LABELS, logits=LOGITS * 0, labels=(LABELS + 1) % K)
     same(load_predictions(tmp_path / "p.npz", options=ReadOptions(logits_key="out", labels_key="gt")))
@@ -101,9 +138,12 @@ def test_pt_dict_pair_tuple_and_single_tensor(tmp_path):
     torch.save(torch.tensor(LOGITS), tmp_path / "only.pt")
     np.save(tmp_path / "y.npy", LABELS)
     same(load_predictions(tmp_path / "only.pt", options=ReadOptions(labels_file=tmp_path / "y.npy")))
-    torch.save([torch.tensor(LOGITS)], tmp_path / "one.pt")
-    with pytest.raises(InputError, match="dict of tensors, a \\(logits, labels\\) pair or one tensor, got a list of 1"):
+    torch.save([torch.tensor(LOGITS)], tmp_path / "one.pt")  # one batch of scores: labels needed
+    with pytest.raises(InputError, match="holds one tensor of scores: give --labels FILE"):
         load_predictions(tmp_path / "one.pt")
+    torch.save([1, 2, 3], tmp_path / "ints.pt")
+    with pytest.raises(InputError, match="dict of tensors, a \\(logits, labels\\) pair or one tensor .*got a list of 3"):
+        load_predictions(tmp_path / "ints.pt")
 
 
 def test_npy_with_labels_file_or_sibling(tmp_path):

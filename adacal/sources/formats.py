@@ -5,7 +5,7 @@ Keys, first match wins: scores `logits`, `probs`, `probabilities`, `scores`, `ou
 Face), `y_true`; each also as `<split>_<key>` (a run's predictions.npz holds `val_logits`, `test_labels`, ...), or
 named exactly with `logits_key` / `labels_key`. Files:
 - `.npz` (only the members used are decompressed) and `.pt` (weights_only: a dict of tensors, a `(logits, labels)`
-  pair, or one tensor of scores);
+  pair, or one tensor of scores; or a list of per-batch ones, concatenated);
 - `.npy`: one array of scores; its labels come from `labels_file` or, when there is none, from the file
   `<stem>_labels.npy` beside it, else `labels.npy` beside it (said in `Predictions.notes`);
 - `.csv` / `.tsv` (comma, semicolon or tab separated): one column per class plus a label column, header optional;
@@ -27,7 +27,15 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import PROB_SUM_TOLERANCE, check_labels, check_scores, looks_like_probs, probability_tolerance, to_numpy
+from adacal.arrays import (
+    PROB_SUM_TOLERANCE,
+    check_labels,
+    check_scores,
+    is_one_hot,
+    looks_like_probs,
+    probability_tolerance,
+    to_numpy,
+)
 from adacal.errors import InputError
 from adacal.sources.files import NpzArchive, check_allocation, human_bytes, open_regular, read_npy, safe_torch_load
 
@@ -146,19 +154,76 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
 
 
 def torch_arrays(path: Path, data: Any) -> Arrays:
-    """The arrays of a loaded .pt file: a dict of tensors, a (logits, labels) pair, or one tensor of scores."""
-    if isinstance(data, (tuple, list)) and len(data) == 2 and all(hasattr(v, "shape") for v in data):
+    """The arrays of a loaded .pt file: a dict of tensors, a (logits, labels) pair, or one tensor of scores — or a
+    list of per-batch outputs of these shapes (what Lightning's `Trainer.predict` returns), concatenated."""
+    data, notes = _merged_batches(path, data)
+    if isinstance(data, (tuple, list)) and len(data) == 2 and all(_is_tensor(v) for v in data):
         data = {"logits": data[0], "labels": data[1]}
-    elif hasattr(data, "shape") and hasattr(data, "detach"):
+    elif _is_tensor(data):
         data = {WHOLE: data}
     if not isinstance(data, dict):
         count = f" of {len(data)} item(s)" if isinstance(data, (tuple, list)) else ""
         raise InputError(
-            f"Expected {path} to hold a dict of tensors, a (logits, labels) pair or one tensor, "
-            f"got a {type(data).__name__}{count}."
+            f"Expected {path} to hold a dict of tensors, a (logits, labels) pair or one tensor (or a list of "
+            f"per-batch ones), got a {type(data).__name__}{count}."
         )
     data = {str(k): v for k, v in data.items()}
-    return Arrays(path, list(data), data.__getitem__, None, "pt")
+    return Arrays(path, list(data), data.__getitem__, None, "pt", notes=tuple(notes))
+
+
+def _is_tensor(value: Any) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "detach")
+
+
+def _is_pair(items: Any) -> bool:
+    """A (logits, labels) pair rather than two batches of scores: unless both are float (B, K) score matrices with
+    the same K and the second is not one-hot labels."""
+    if not (isinstance(items, (tuple, list)) and len(items) == 2 and all(_is_tensor(v) for v in items)):
+        return False
+    first, second = items
+    two_batches = (first.ndim == 2 and second.ndim == 2 and first.shape[1] == second.shape[1] >= 2
+                   and first.is_floating_point() and second.is_floating_point()
+                   and not is_one_hot(second.detach().cpu().float().numpy()))
+    return not two_batches
+
+
+def _concatenated(path: Path, what: str, parts: list[Any]) -> Any:
+    import torch
+
+    shapes = {tuple(part.shape[1:]) for part in parts}
+    if any(part.ndim == 0 for part in parts) or len(shapes) != 1:
+        raise InputError(
+            f"Expected the per-batch {what} in {path} to share their shape past the first dimension, got shapes "
+            f"{', '.join(str(tuple(part.shape)) for part in parts[:4])}{', ...' if len(parts) > 4 else ''}."
+        )
+    return torch.cat([part.detach().cpu() for part in parts])
+
+
+def _merged_batches(path: Path, data: Any) -> tuple[Any, list[str]]:
+    """`data` with per-batch lists concatenated along the first dimension, and a note saying so."""
+    if isinstance(data, dict):
+        batched = {key: value for key, value in data.items()
+                   if isinstance(value, (tuple, list)) and value and all(_is_tensor(v) for v in value)}
+        if not batched:
+            return data, []
+        merged = {**data, **{key: _concatenated(path, str(key), list(value)) for key, value in batched.items()}}
+        count = len(next(iter(batched.values())))
+        return merged, [f"{path.name}: {count} batches of {', '.join(map(str, batched))} concatenated"]
+    if not isinstance(data, (tuple, list)) or not data or _is_pair(data):
+        return data, []
+    if all(_is_pair(item) for item in data):
+        merged = {"logits": _concatenated(path, "logits", [item[0] for item in data]),
+                  "labels": _concatenated(path, "labels", [item[1] for item in data])}
+        return merged, [f"{path.name}: {len(data)} batches of (logits, labels) concatenated"]
+    if all(isinstance(item, dict) for item in data):
+        keys = [key for key in data[0] if all(key in item and _is_tensor(item[key]) for item in data)]
+        if not keys:
+            return data, []
+        merged = {key: _concatenated(path, str(key), [item[key] for item in data]) for key in keys}
+        return merged, [f"{path.name}: {len(data)} batches of {', '.join(map(str, keys))} concatenated"]
+    if all(_is_tensor(item) for item in data):
+        return _concatenated(path, "scores", list(data)), [f"{path.name}: {len(data)} batches of scores concatenated"]
+    return data, []
 
 
 def read_arrays(path: str | os.PathLike) -> dict[str, Any]:

@@ -320,7 +320,7 @@ CASES = [
     ("ood: --logits-key missing", "ood --in-preds {ws}/weird_keys.npz --out-preds {preds} --logits-key z",
      "'z' (--logits-key)"),
     ("calibrate: --logits-key missing in a split file", "calibrate {split} --logits-key z", "val_logits"),
-    ("evaluate: pt list of one", "evaluate {ws}/list1.pt", "got a list of 1 item(s)"),
+    ("evaluate: pt list of one", "evaluate {ws}/list1.pt", "which holds one tensor of scores: give --labels FILE"),
     ("evaluate: pt string", "evaluate {ws}/string.pt", "got a str"),
     ("evaluate: unknown extension", "evaluate {ws}/preds.txt", "ending in .npz or .pt (or .npy, .csv, .tsv)"),
     ("evaluate: --labels with a run", "evaluate {run} --labels {ws}/labels_short.npy", "--labels only with a predictions file"),
