@@ -119,6 +119,22 @@ def test_pt_pairs_stay_pairs_and_two_score_batches_are_told_apart(tmp_path):
         load_predictions(tmp_path / "ragged.pt")
 
 
+def test_npz_saved_without_names_reads_arr_0_as_scores_and_arr_1_as_labels(tmp_path):
+    np.savez(tmp_path / "pair.npz", LOGITS, LABELS)  # stored as arr_0, arr_1
+    pred = load_predictions(tmp_path / "pair.npz")
+    same(pred)
+    assert any("unnamed arrays" in note for note in pred.notes)
+    np.savez(tmp_path / "one.npz", LOGITS)
+    with pytest.raises(InputError, match=r"one unnamed array of scores \(arr_0\): give --labels FILE"):
+        load_predictions(tmp_path / "one.npz")
+    np.save(tmp_path / "y.npy", LABELS)
+    same(load_predictions(tmp_path / "one.npz", options=ReadOptions(labels_file=tmp_path / "y.npy")))
+    # beside named arrays, arr_0 is just another unknown key
+    np.savez(tmp_path / "mixed.npz", LOGITS, labels=LABELS)
+    with pytest.raises(InputError, match="to contain logits"):
+        load_predictions(tmp_path / "mixed.npz")
+
+
 def test_named_keys_win_and_missing_named_key_is_refused(tmp_path):
     np.savez(tmp_path / "p.npz", out=LOGITS, gt=LABELS, logits=LOGITS * 0, labels=(LABELS + 1) % K)
     same(load_predictions(tmp_path / "p.npz", options=ReadOptions(logits_key="out", labels_key="gt")))

@@ -44,6 +44,9 @@ from adacal.sources.files import NpzArchive, check_allocation, human_bytes, open
 SCORE_KEYS = ("logits", "probs", "probabilities", "scores", "outputs", "y_prob", "y_proba", "y_score", "predictions")
 LABEL_KEYS = ("labels", "targets", "y", "label", "target", "label_ids", "y_true")
 CLASS_KEYS = ("classes", "class_names")
+# `np.savez(path, scores, labels)` without names stores the arrays as arr_0, arr_1: read in that order when a file
+# holds nothing else.
+UNNAMED_NPZ = ("arr_0", "arr_1")
 CSV_LABEL_NAMES = ("label", "labels", "target", "targets", "y", "class")
 # A first column with one of these headers (lower-cased) and integer values is a row index, not a class: pandas'
 # `DataFrame.to_csv()` writes its index first with an empty header ("Unnamed: 0" once read back by pandas).
@@ -143,7 +146,11 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
         raise _unsupported(path)
     if suffix == ".npz":
         archive = NpzArchive(path, "a predictions file (.npz)")
-        return Arrays(path, archive.files, archive.__getitem__, archive.close, "npz")
+        notes = ()
+        if set(archive.files) in (set(UNNAMED_NPZ), set(UNNAMED_NPZ[:1])):
+            notes = (f"{path.name}: unnamed arrays (np.savez without names) read as arr_0 = scores"
+                     + (", arr_1 = labels" if len(archive.files) == 2 else ""),)
+        return Arrays(path, archive.files, archive.__getitem__, archive.close, "npz", notes=notes)
     if suffix in (".pt", ".pth"):
         return torch_arrays(path, safe_torch_load(path, what="torch predictions file", error=InputError))
     if suffix == ".npy":
@@ -362,7 +369,14 @@ def _scores_key(arrays: Arrays, options: ReadOptions, split: str | None) -> str 
         return options.logits_key if options.logits_key in arrays else None
     if WHOLE in arrays:
         return WHOLE
+    if _unnamed(arrays):
+        return UNNAMED_NPZ[0]
     return _first(arrays, SCORE_KEYS, split)
+
+
+def _unnamed(arrays: Arrays) -> bool:
+    """An .npz written by np.savez without names: arr_0 (scores), and arr_1 (labels) when there are two."""
+    return arrays.kind == "npz" and set(arrays.keys()) in (set(UNNAMED_NPZ), set(UNNAMED_NPZ[:1]))
 
 
 def _labels_key(arrays: Arrays, options: ReadOptions, split: str | None) -> str | None:
@@ -370,6 +384,8 @@ def _labels_key(arrays: Arrays, options: ReadOptions, split: str | None) -> str 
         return "labels" if "labels" in arrays else None  # --labels-key picked the column when the table was read
     if options.labels_key is not None:
         return options.labels_key if options.labels_key in arrays else None
+    if _unnamed(arrays):
+        return UNNAMED_NPZ[1] if UNNAMED_NPZ[1] in arrays else None
     return _first(arrays, LABEL_KEYS, split)
 
 
@@ -460,7 +476,7 @@ def _labels_from_file(options: ReadOptions, n: int, num_classes: int) -> tuple[n
             if key is None and path.suffix.lower() in (".csv", ".tsv") and "scores" in arrays:
                 key = "scores"
             if key is None:
-                wanted = options.labels_key or " or ".join(LABEL_KEYS)
+                wanted = options.labels_key or _label_key_list()
                 raise InputError(f"Expected the labels file {path} to contain {wanted}; it has: {arrays.listing()}.")
         values = arrays[key]
         if key == "scores" and np.ndim(values) == 2 and np.shape(values)[1] == 1:
@@ -514,6 +530,10 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
         raise
 
 
+def _label_key_list() -> str:
+    return " or ".join(LABEL_KEYS[:3]) + f" (or {', '.join(LABEL_KEYS[3:])})"
+
+
 def _is_integer_dtype(values: Any) -> bool:
     dtype = getattr(values, "dtype", None)
     if dtype is not None and hasattr(dtype, "is_floating_point"):  # a torch tensor
@@ -542,8 +562,13 @@ def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str],
             return Predictions(found.logits, found.labels, found.notes + (note,))
         if label_key is None and key == WHOLE:
             raise InputError(f"Expected labels for {path}, which holds one tensor of scores: give --labels FILE.")
+        if label_key is None and _unnamed(arrays):
+            raise InputError(
+                f"Expected labels for {path}, which holds one unnamed array of scores (arr_0): give --labels FILE, or "
+                "save both with np.savez(path, logits=..., labels=...)."
+            )
         if label_key is None:
-            wanted = f"'{options.labels_key}' (--labels-key)" if options.labels_key else " or ".join(LABEL_KEYS)
+            wanted = f"'{options.labels_key}' (--labels-key)" if options.labels_key else _label_key_list()
             raise InputError(f"Expected {path} to contain {wanted} beside {arrays.label(key)}; it has: {arrays.listing()}.")
         classes_key = _first(arrays, CLASS_KEYS, None)
         labels, label_notes = interpret_labels(
