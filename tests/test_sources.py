@@ -221,6 +221,17 @@ def test_csv_first_column_stays_a_class_unless_it_is_an_index(tmp_path):
     assert load_predictions(tmp_path / "ints.csv").logits.shape == (N, K)
 
 
+@pytest.mark.parametrize("header", [True, False])
+@pytest.mark.parametrize("sep", [";", "\t"])
+def test_csv_with_decimal_commas_as_spreadsheets_write_them(tmp_path, header, sep):
+    rows = [[*(f"{v:.9f}".replace(".", ",") for v in LOGITS[i]), int(LABELS[i])] for i in range(N)]
+    (tmp_path / "euro.csv").write_text(_csv(rows, ["a", "b", "c", "d", "label"] if header else None, sep=sep))
+    pred = load_predictions(tmp_path / "euro.csv")
+    np.testing.assert_allclose(pred.logits, LOGITS, atol=1e-8)
+    np.testing.assert_array_equal(pred.labels, LABELS)
+    assert any("decimal commas" in note for note in pred.notes)
+
+
 def test_tsv_is_read_like_csv(tmp_path):
     rows = [[*map(repr, map(float, LOGITS[i])), int(LABELS[i])] for i in range(N)]
     (tmp_path / "p.tsv").write_text(_csv(rows, ["a", "b", "c", "d", "label"], sep="\t"))

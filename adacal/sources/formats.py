@@ -278,6 +278,9 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
         dialect = csv.Sniffer().sniff(sample, delimiters=",;\t") if sample.strip() else csv.excel
     except csv.Error:
         dialect = csv.excel
+    if getattr(dialect, "delimiter", ",") == ",":
+        # "0,25;0,75;1": decimal commas between semicolons (or tabs), which the sniffer can take for commas.
+        dialect = next((d for d in (_Semicolons, csv.excel_tab) if _on_every_line(sample, d.delimiter)), dialect)
     try:
         rows = [(number, row) for number, row in enumerate(csv.reader(io.StringIO(text), dialect), start=1)
                 if row and any(cell.strip() for cell in row)]
@@ -295,8 +298,21 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
             bad = next(number for number, row in rows if len(row) != 1)
             raise InputError(f"Expected line {bad} of {path} to have 1 column, like the first, but it does not.")
         return {"labels": _labels_array(cells)}, notes
+    # With ';' or tab between cells, a comma inside one is a decimal comma (what spreadsheets write in many locales).
+    decimal_comma = getattr(dialect, "delimiter", ",") != ","
+
+    def parse_number(text: str) -> float:
+        return float(text.replace(",", ".") if decimal_comma else text)
+
+    def is_number(text: str) -> bool:
+        try:
+            parse_number(text)
+        except ValueError:
+            return False
+        return True
+
     named_label = any(cell.lower() in CSV_LABEL_NAMES for cell in first) or (labels_key is not None and labels_key in first)
-    if named_label or not all(_is_number(cell) for cell in first[:-1]):
+    if named_label or not all(is_number(cell) for cell in first[:-1]):
         header, rows = first, rows[1:]
     if (header is not None and width > 2 and header[0].lower() in CSV_INDEX_NAMES and rows
             and all(len(row) == width and _is_integer_text(row[0].strip()) for _, row in rows)):
@@ -326,16 +342,29 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
         cells = [cell.strip() for cell in row]
         labels.append(cells.pop(label_column))
         try:
-            scores[index] = [float(cell) for cell in cells]
+            scores[index] = [parse_number(cell) for cell in cells]
         except ValueError:
-            bad = next(cell for cell in cells if not _is_number(cell))
+            bad = next(cell for cell in cells if not is_number(cell))
             raise InputError(f"Expected the scores on line {number} of {path} to be numbers, got {bad[:30]!r}.") from None
+    if decimal_comma and any("," in cell for _, row in rows[:1000] for cell in row):
+        notes.append(f"{path.name}: commas inside cells read as decimal commas")
     # One score column is a binary model's: 1-D scores, read as such (see `binary_columns`).
     table: dict[str, np.ndarray] = {"scores": scores[:, 0] if width == 2 else scores}
     table["labels"] = _labels_array(labels)
     if header is not None:
         table["classes"] = np.array([name for i, name in enumerate(header) if i != label_column])
     return table, notes
+
+
+class _Semicolons(csv.excel):
+    delimiter = ";"
+
+
+def _on_every_line(sample: str, separator: str) -> bool:
+    """Every full line of `sample` holds `separator` the same non-zero number of times."""
+    lines = [line for line in sample.splitlines()[:-1] if line.strip()] or sample.splitlines()
+    counts = {line.count(separator) for line in lines if line.strip()}
+    return len(counts) == 1 and counts.pop() > 0
 
 
 def _labels_array(labels: list[str]) -> np.ndarray:
