@@ -232,6 +232,30 @@ def test_csv_with_decimal_commas_as_spreadsheets_write_them(tmp_path, header, se
     assert any("decimal commas" in note for note in pred.notes)
 
 
+def test_jsonl_one_object_per_sample(tmp_path):
+    lines = [json.dumps({"id": i, "logits": [float(v) for v in LOGITS[i]], "label": int(LABELS[i])}) for i in range(N)]
+    (tmp_path / "p.jsonl").write_text("\n".join(lines[:10]) + "\n\n" + "\n".join(lines[10:]) + "\n")  # a blank line
+    same(load_predictions(tmp_path / "p.jsonl"))
+    probs = softmax(LOGITS.astype(np.float64))
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps({"y_prob": probs[i].tolist(), "y_true": int(LABELS[i])})
+                                              + "\n" for i in range(N)))
+    np.testing.assert_allclose(load_predictions(tmp_path / "q.jsonl").logits, probs)
+
+
+@pytest.mark.parametrize("text, match", [
+    ('{"logits": [1, 2], "label": 0}\n{"logits": [1, 2, 3], "label": 1}\n', "one length on every line"),
+    ('{"logits": [1, 2], "label": 0}\n{"logit": [1, 2], "label": 1}\n', "line 2 of .* keys of line 1"),
+    ('{"logits": [1, 2], "label": 0}\n{oops\n', "line 2 of .* to be JSON"),
+    ('{"logits": [1, 2], "label": 0}\n[1, 2]\n', "line 2 of .* JSON object"),
+    ('{"logits": [1, NaN], "label": 0}\n', "strict JSON"),
+    ("\n\n", "empty"),
+])
+def test_jsonl_refusals(tmp_path, text, match):
+    (tmp_path / "p.jsonl").write_text(text)
+    with pytest.raises(InputError, match=match):
+        load_predictions(tmp_path / "p.jsonl")
+
+
 def test_tsv_is_read_like_csv(tmp_path):
     rows = [[*map(repr, map(float, LOGITS[i])), int(LABELS[i])] for i in range(N)]
     (tmp_path / "p.tsv").write_text(_csv(rows, ["a", "b", "c", "d", "label"], sep="\t"))

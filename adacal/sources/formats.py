@@ -8,6 +8,8 @@ named exactly with `logits_key` / `labels_key`. Files:
   pair, or one tensor of scores; or a list of per-batch ones, concatenated);
 - `.npy`: one array of scores; its labels come from `labels_file` or, when there is none, from the file
   `<stem>_labels.npy` beside it, else `labels.npy` beside it (said in `Predictions.notes`);
+- `.jsonl`: one JSON object per sample, every line with the same keys (`{"probs": [...], "label": 3}`), found by
+  the key spellings above;
 - `.csv` / `.tsv` (comma, semicolon or tab separated): one column per class plus a label column, header optional;
   the label column is the one named `label`, `labels`, `target`, `targets`, `y` or `class` (or `labels_key`), else
   the last column; a leading row-index column (pandas' `to_csv()`) is dropped.
@@ -37,6 +39,7 @@ from adacal.arrays import (
     to_numpy,
 )
 from adacal.errors import InputError
+from adacal.sources.documents import parse_json
 from adacal.sources.files import NpzArchive, check_allocation, human_bytes, open_regular, read_npy, safe_torch_load
 
 # Spellings of other frameworks too: Hugging Face's Trainer.predict (`predictions`, `label_ids`), scikit-learn's
@@ -51,7 +54,7 @@ CSV_LABEL_NAMES = ("label", "labels", "target", "targets", "y", "class")
 # A first column with one of these headers (lower-cased) and integer values is a row index, not a class: pandas'
 # `DataFrame.to_csv()` writes its index first with an empty header ("Unnamed: 0" once read back by pandas).
 CSV_INDEX_NAMES = ("", "unnamed: 0", "index", "id")
-FORMATS = (".npz", ".pt", ".pth", ".npy", ".csv", ".tsv")
+FORMATS = (".npz", ".pt", ".pth", ".npy", ".csv", ".tsv", ".jsonl")
 WHOLE = ""  # the key of the one array of an .npy file
 
 
@@ -133,7 +136,7 @@ class Arrays:
 
 
 def _unsupported(path: Path) -> InputError:
-    return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .csv, .tsv), got {path.name}.")
+    return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .csv, .tsv, .jsonl), got {path.name}.")
 
 
 def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False) -> Arrays:
@@ -156,8 +159,66 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
     if suffix == ".npy":
         array = read_npy(path, "a predictions file (.npy)")
         return Arrays(path, [WHOLE], {WHOLE: array}.__getitem__, None, "npy")
+    if suffix == ".jsonl":
+        columns = read_jsonl(path)
+        return Arrays(path, list(columns), lambda key: _json_column(path, key, columns[key]), None, "jsonl")
     table, notes = read_csv_with_notes(path, labels_key=labels_key, labels_only=labels_only)
     return Arrays(path, list(table), table.__getitem__, None, "csv", notes=tuple(notes))
+
+
+# -------------------------------------------------------------------------------------------------------- jsonl
+
+
+def read_jsonl(path: str | os.PathLike) -> dict[str, list[Any]]:
+    """The columns of a JSON Lines file: one object per line (one sample: e.g. {"probs": [...], "label": 3}, as LLM
+    evaluation harnesses write them), every line with the same keys; blank lines are skipped."""
+    path = Path(path)
+    with open_regular(path, "a predictions file (.jsonl)") as handle:
+        # Parsed into Python lists first: about 40 bytes of memory per byte of text at worst.
+        check_allocation(40 * os.fstat(handle.fileno()).st_size, what=f"the records in {path}")
+        raw = handle.read()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"Expected {path} to be UTF-8 text, but byte {exc.start} is not.") from None
+    columns: dict[str, list[Any]] = {}
+    first_line = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        record = parse_json(line, label=f"line {number} of {path}")
+        if not isinstance(record, dict):
+            raise InputError(f"Expected line {number} of {path} to be a JSON object (one sample), got "
+                             f"{type(record).__name__}.")
+        if not columns:
+            first_line = number
+            columns = {str(key): [] for key in record}
+            if not columns:
+                raise InputError(f"Expected line {number} of {path} to hold keys (scores, label), got {{}}.")
+        if set(record) != set(columns):
+            raise InputError(f"Expected line {number} of {path} to have the keys of line {first_line} "
+                             f"({', '.join(columns)}), got {', '.join(map(str, record)) or 'none'}.")
+        for key, value in record.items():
+            columns[key].append(value)
+    if not columns:
+        raise InputError(f"Expected {path} to hold one JSON object per line, but it is empty.")
+    return columns
+
+
+def _json_column(path: Path, key: str, values: list[Any]) -> np.ndarray:
+    """One key of every record as an array: numbers (N,), strings (N,), or equal-length lists of numbers (N, K)."""
+    if all(isinstance(v, str) for v in values):
+        return np.array(values)
+    scalar = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    rows = all(isinstance(v, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
+               for v in values)
+    if rows and len({len(v) for v in values}) == 1 or scalar:
+        array = np.array(values)
+        return array if array.dtype.kind in "if" else array.astype(np.float64)
+    if all(isinstance(v, bool) for v in values):
+        return np.array(values, dtype=bool)
+    raise InputError(f"Expected '{key}' in {path} to hold a number, a string or a list of numbers (one length on "
+                     "every line) per line, but it does not.")
 
 
 def torch_arrays(path: Path, data: Any) -> Arrays:
