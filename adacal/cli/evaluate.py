@@ -17,9 +17,11 @@ HELP = """Measure calibration of a model's test predictions: ECE (equal-width, e
 classwise ECE, NLL, Brier score and top-1 error, optionally with bootstrap confidence intervals.
 
 PREDICTIONS is a predictions file of any framework (.npz or .pt with `logits`/`probs`/`scores` and
-`labels`/`targets`/`y`, or `test_logits`/`test_labels` like a run's predictions.npz; a .pt (logits, labels) pair; an
-.npy of scores with --labels FILE or <stem>_labels.npy (or labels.npy) beside it; a .csv with one column per class
-and a label column), a checkpoint, or a run folder written by 'adacal train'. 1-D binary scores are taken as
+`labels`/`targets`/`y` (also Hugging Face's `predictions`/`label_ids`, scikit-learn's `y_prob`/`y_true`), or
+`test_logits`/`test_labels` like a run's predictions.npz; a .pt (logits, labels) pair or a list of per-batch outputs;
+an .npy of scores with --labels FILE or <stem>_labels.npy (or labels.npy) beside it; a .csv/.tsv with one column per
+class and a label column; a .jsonl with one JSON object per sample), a checkpoint, or a run folder written by
+'adacal train'. Labels may be class indices, one-hot rows or booleans. 1-D binary scores are taken as
 positive-class probabilities when all in [0, 1], else as decision scores (logits); string labels are mapped through
 a `classes` array (or a .csv header). Rows that are all in [0, 1] and sum
 to 1 are taken as probabilities, anything else as logits; the table and JSON say which was assumed.
