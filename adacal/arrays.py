@@ -78,10 +78,19 @@ def check_labels(
     labels: Any, *, n: int | None = None, num_classes: int | None = None, name: str = "labels", copy: bool = True
 ) -> np.ndarray:
     """Validate integer class labels: 1-D, length n, values in [0, num_classes). The result is int64: a new array,
-    or with copy=False the input itself when it is an int64 numpy array already (for callers that only read it)."""
+    or with copy=False the input itself when it is an int64 numpy array already (for callers that only read it).
+
+    Two other spellings of the same labels are read too: booleans (False/True as classes 0/1, a binary model's
+    targets) and one-hot rows (N, K) with K >= 2 (Keras' categorical targets), whose single 1 gives the class. Soft
+    rows (label smoothing, mixup) are refused: they hold no class index.
+    """
     array = to_numpy(labels)
+    if array.ndim == 2 and array.shape[1] >= 2:
+        array = one_hot_to_indices(array, num_classes=num_classes, name=name)
     if array.ndim != 1:
         raise InputError(f"Expected {name} to be 1-D, got shape {array.shape}.")
+    if array.dtype == np.bool_:
+        array = array.view(np.uint8)
     if n is not None and array.shape[0] != n:
         raise InputError(f"Expected {name} to have {n} entries (one per sample), got {array.shape[0]}.")
     if array.size and not np.issubdtype(array.dtype, np.integer):
@@ -96,6 +105,32 @@ def check_labels(
             f"Expected {name} in [0, {upper}], got values from {array.min()} to {array.max()}."
         )
     return array
+
+
+def is_one_hot(array: np.ndarray) -> bool:
+    """True for a 2-D array of 0/1 (numbers or booleans) with exactly one 1 in every row."""
+    if array.ndim != 2 or array.dtype == object or not (array.dtype == np.bool_ or np.issubdtype(array.dtype,
+                                                                                                   np.number)):
+        return False
+    with np.errstate(invalid="ignore"):
+        binary = array.dtype == np.bool_ or bool(((array == 0) | (array == 1)).all())
+    return binary and bool((np.count_nonzero(array, axis=1) == 1).all())
+
+
+def one_hot_to_indices(array: np.ndarray, *, num_classes: int | None = None, name: str = "labels") -> np.ndarray:
+    """The class index of each one-hot row of a (N, K) label matrix; an error naming the problem for anything else
+    (K other than the scores' num_classes, soft or multi-hot rows)."""
+    if num_classes is not None and array.shape[1] != num_classes:
+        raise InputError(
+            f"Expected {name} to be 1-D class indices, or one-hot rows with one column per class ({num_classes}), "
+            f"got shape {array.shape}."
+        )
+    if not is_one_hot(array):
+        raise InputError(
+            f"Expected {name} to be 1-D class indices or one-hot rows (a single 1 per row, 0 elsewhere), got shape "
+            f"{array.shape} with other values (soft or multi-hot labels have no class index)."
+        )
+    return np.argmax(array, axis=1)
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

@@ -30,10 +30,22 @@ class NotFittedError(AdacalError):
     """A calibrator was used before `fit`."""
 
 
+def _folded(name: str) -> str:
+    """A name without case or separators: 'CIFAR-10', 'cifar_10' and 'cifar10' fold alike."""
+    return "".join(char for char in str(name).lower() if char.isalnum())
+
+
 def closest_name(name: str, choices: Iterable[str]) -> str | None:
-    """The most similar valid name, or None when nothing is close."""
-    matches = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.5)
-    return matches[0] if matches else None
+    """The most similar valid name, or None when nothing is close. Case and separators do not count: 'CIFAR10'
+    suggests 'cifar10' and 'FLSD53' 'flsd-53'."""
+    choices = list(choices)
+    folded = {}
+    for choice in choices:
+        folded.setdefault(_folded(choice), choice)
+    if _folded(name) in folded:
+        return folded[_folded(name)]
+    matches = difflib.get_close_matches(_folded(name), list(folded), n=1, cutoff=0.5)
+    return folded[matches[0]] if matches else None
 
 
 def unknown_name(kind: str, name: str, choices: Iterable[str]) -> UnknownNameError:

@@ -89,6 +89,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
                       "note": "λ = 3 in γ ← γ·exp(λ(C_val − A_val)): three times the paper's step"},
     "adafocal-g0": {"options": {"gamma_init": 0.0}, "schedule": None,
                     "note": "γ starts at 0 (cross-entropy) in every bin instead of the paper's 1"},
+    "adafocal-g0-lam3": {"options": {"gamma_init": 0.0, "lam": 3.0}, "schedule": None,
+                         "note": "γ starts at 0 and moves with λ = 3: γ0=0's accuracy with λ3's faster correction"},
+    "adafocal-g0-burst": {"options": {"gamma_init": 0.0}, "schedule": "burst",
+                          "note": "γ starts at 0 and is updated ~8 times an epoch for the 2 epochs after each "
+                                  "learning-rate drop: γ0=0's accuracy with burst's catch-up after a drop"},
     "adafocal-refsched": {"options": {}, "schedule": "reference",
                           "note": "the reference code's schedule (--update-every paper: every epoch to epoch 25 of "
                                   "350, every 100 of 352 batches to epoch 40, then every batch) scaled to the run's "
@@ -97,7 +102,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
 for _name in VARIANTS:
     LOSS_SPECS[_name] = ("adafocal", dict(VARIANTS[_name]["options"]))
 DISPLAY.update({"adafocal-burst": "AdaFocal burst", "adafocal-lam3": "AdaFocal λ3", "adafocal-g0": "AdaFocal γ0=0",
-                "adafocal-refsched": "AdaFocal ref. sched."})
+                "adafocal-refsched": "AdaFocal ref. sched.", "adafocal-g0-lam3": "AdaFocal γ0=0 λ3",
+                "adafocal-g0-burst": "AdaFocal γ0=0 burst"})
 # The reference run the paper's schedule was written for: 350 epochs of 45,000 / 128 = 352 batches.
 _REFERENCE_EPOCHS, _REFERENCE_BATCHES = 350, 352
 

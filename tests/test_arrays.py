@@ -58,7 +58,9 @@ def test_check_scores_names_the_input_and_converts():
 @pytest.mark.parametrize(
     "labels, kwargs, message",
     [
-        (np.zeros((2, 2), dtype=int), {}, r"Expected labels to be 1-D, got shape \(2, 2\)\."),
+        (np.zeros((2, 2), dtype=int), {}, r"Expected labels to be 1-D class indices or one-hot rows .* got shape "
+                                           r"\(2, 2\) with other values"),
+        (np.zeros((2, 1), dtype=int), {}, r"Expected labels to be 1-D, got shape \(2, 1\)\."),
         (np.zeros(3, dtype=int), {"n": 4}, r"Expected labels to have 4 entries \(one per sample\), got 3\."),
         (np.array(["a", "b"]), {}, r"Expected labels to be integers, got dtype <U1\."),
         (np.array([0.0, 1.5]), {}, r"Expected labels to be integers, got non-integer values\."),
@@ -79,6 +81,38 @@ def test_check_labels_accepts_integer_valued_floats_torch_and_empty():
     assert check_labels(np.array([], dtype=float)).shape == (0,)
     with pytest.raises(InputError, match="Expected targets to be 1-D"):
         check_labels(np.zeros((1, 1)), name="targets")
+
+
+def test_check_labels_reads_one_hot_rows_and_booleans_as_class_indices():
+    labels = np.array([2, 0, 1, 1])
+    one_hot = np.eye(3)[labels]
+    for spelled in (one_hot, one_hot.astype(bool), one_hot.astype(np.float32), torch.from_numpy(one_hot).int()):
+        np.testing.assert_array_equal(check_labels(spelled, n=4, num_classes=3), labels)
+    # the class of a one-hot row is where its 1 is, not the first or last column
+    assert check_labels(np.array([[0, 0, 0, 1], [0, 1, 0, 0]])).tolist() == [3, 1]
+    assert check_labels(np.array([True, False, True])).tolist() == [1, 0, 1]
+    with pytest.raises(InputError, match=r"Expected labels in \[0, 0\], got values from 0 to 1\."):
+        check_labels(np.array([True, False]), num_classes=1)
+
+
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        ([[0.9, 0.05, 0.05], [0.0, 1.0, 0.0]], "soft or multi-hot labels have no class index"),  # label smoothing
+        ([[1, 1, 0], [0, 1, 0]], "soft or multi-hot"),  # multi-hot
+        ([[0, 0, 0], [0, 1, 0]], "soft or multi-hot"),  # a row with no class
+        ([[np.nan, 1, 0], [0, 1, 0]], "soft or multi-hot"),
+        ([[2, 0, 0], [0, 1, 0]], "soft or multi-hot"),
+    ],
+)
+def test_check_labels_refuses_label_matrices_that_are_not_one_hot(rows, message):
+    with pytest.raises(InputError, match=message):
+        check_labels(np.array(rows), num_classes=3)
+
+
+def test_check_labels_refuses_one_hot_rows_of_another_width_than_the_scores():
+    with pytest.raises(InputError, match=r"one column per class \(4\), got shape \(2, 3\)"):
+        check_labels(np.eye(3)[[0, 1]], n=2, num_classes=4)
 
 
 def test_softmax_and_log_softmax_are_stable():

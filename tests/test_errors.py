@@ -14,6 +14,15 @@ def test_unknown_name_lists_choices_and_suggests_closest():
     assert "\n" not in message
 
 
+@pytest.mark.parametrize("typed, expected", [
+    ("CIFAR10", "cifar10"), ("CIFAR-10", "cifar10"), ("FLSD53", "flsd-53"), ("label_smoothing", "label-smoothing"),
+    ("ResNet20", "resnet20"), ("tiny_imagenet", "tiny-imagenet"), ("Label-Smothing", "label-smoothing"),
+])
+def test_case_and_separators_do_not_hide_the_suggestion(typed, expected):
+    choices = ["cifar10", "cifar100", "flsd-53", "focal", "label-smoothing", "resnet20", "resnet110", "tiny-imagenet"]
+    assert closest_name(typed, choices) == expected
+
+
 def test_no_suggestion_when_nothing_is_close():
     assert closest_name("zzzzzz", ["ce", "focal"]) is None
     assert "Did you mean" not in str(unknown_name("loss", "zzzzzz", ["ce", "focal"]))

@@ -147,8 +147,8 @@ def test_load_ood_logits_without_labels_and_from_split_files(tmp_path):
     assert ood.load_validation_predictions(tmp_path / "only.npz") is None
     torch.save({"logits": torch.tensor(OUT_LOGITS)}, tmp_path / "out.pt")
     np.testing.assert_allclose(ood.load_ood_logits(tmp_path / "out.pt"), OUT_LOGITS)
-    np.savez(tmp_path / "bad.npz", outputs=IN_LOGITS)
-    with pytest.raises(InputError, match="contain logits or test_logits .*; it has: outputs"):
+    np.savez(tmp_path / "bad.npz", activations=IN_LOGITS)
+    with pytest.raises(InputError, match="contain logits or test_logits .*; it has: activations"):
         ood.load_ood_logits(tmp_path / "bad.npz")
     with pytest.raises(InputError, match="does not exist"):
         ood.load_ood_logits(tmp_path / "missing.npz")

@@ -55,6 +55,86 @@ def test_every_key_spelling(tmp_path, score_key, label_key):
     same(load_predictions(tmp_path / "p.npz"))
 
 
+@pytest.mark.parametrize("score_key, label_key", [
+    ("predictions", "label_ids"),  # Hugging Face's Trainer.predict
+    ("y_proba", "y_true"), ("y_prob", "y_true"), ("y_score", "label"),  # scikit-learn's names
+    ("outputs", "target"), ("test_predictions", "test_label_ids"),
+])
+def test_other_frameworks_key_spellings(tmp_path, score_key, label_key):
+    np.savez(tmp_path / "p.npz", **{score_key: LOGITS, label_key: LABELS})
+    same(load_predictions(tmp_path / "p.npz"))
+
+
+def test_the_first_spelling_wins_over_later_ones(tmp_path):
+    np.savez(tmp_path / "p.npz", predictions=LOGITS * 0, logits=LOGITS, label=(LABELS + 1) % K, labels=LABELS)
+    same(load_predictions(tmp_path / "p.npz"))
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".pt"])
+def test_hard_class_predictions_are_refused_as_scores(tmp_path, suffix):
+    hard = LOGITS.argmax(axis=1)
+    path = tmp_path / f"hard{suffix}"
+    if suffix == ".npz":
+        np.savez(path, predictions=hard, label_ids=LABELS)
+    else:
+        torch.save({"predictions": torch.from_numpy(hard), "label_ids": torch.from_numpy(LABELS)}, path)
+    with pytest.raises(InputError, match="hard class predictions carry no confidence"):
+        load_predictions(path)
+
+
+@pytest.mark.parametrize("layout", ["pairs", "dicts", "dict of lists", "tensors + --labels"])
+def test_pt_lists_of_per_batch_outputs_are_concatenated(tmp_path, layout):
+    # What Lightning's Trainer.predict returns: one output per batch, in the shape predict_step gives it.
+    logits, labels = torch.from_numpy(LOGITS), torch.from_numpy(LABELS)
+    cuts = [(0, 16), (16, 32), (32, N)]  # uneven last batch
+    options = ReadOptions()
+    if layout == "pairs":
+        data = [(logits[a:b], labels[a:b]) for a, b in cuts]
+    elif layout == "dicts":
+        data = [{"logits": logits[a:b], "labels": labels[a:b]} for a, b in cuts]
+    elif layout == "dict of lists":
+        data = {"logits": [logits[a:b] for a, b in cuts], "labels": [labels[a:b] for a, b in cuts]}
+    else:
+        data = [logits[a:b] for a, b in cuts]
+        np.save(tmp_path / "labels.npy", LABELS)
+        options = ReadOptions(labels_file=tmp_path / "labels.npy")
+    torch.save(data, tmp_path / "batches.pt")
+    pred = load_predictions(tmp_path / "batches.pt", options=options)
+    same(pred)
+    assert any("3 batches" in note and "concatenated" in note for note in pred.notes), pred.notes
+
+
+def test_pt_pairs_stay_pairs_and_two_score_batches_are_told_apart(tmp_path):
+    logits, labels = torch.from_numpy(LOGITS), torch.from_numpy(LABELS)
+    torch.save((logits, labels), tmp_path / "pair.pt")
+    same(load_predictions(tmp_path / "pair.pt"))
+    one_hot = torch.nn.functional.one_hot(labels, K).float()  # float one-hot labels: still a pair
+    torch.save((logits, one_hot), tmp_path / "pair_onehot.pt")
+    same(load_predictions(tmp_path / "pair_onehot.pt"))
+    torch.save([logits[:20], logits[20:]], tmp_path / "two.pt")  # two float (B, K) batches: scores, labels needed
+    with pytest.raises(InputError, match="give --labels FILE"):
+        load_predictions(tmp_path / "two.pt")
+    torch.save([(logits[:20], labels[:20]), (logits[20:, :3], labels[20:])], tmp_path / "ragged.pt")
+    with pytest.raises(InputError, match="per-batch logits .* share their shape"):
+        load_predictions(tmp_path / "ragged.pt")
+
+
+def test_npz_saved_without_names_reads_arr_0_as_scores_and_arr_1_as_labels(tmp_path):
+    np.savez(tmp_path / "pair.npz", LOGITS, LABELS)  # stored as arr_0, arr_1
+    pred = load_predictions(tmp_path / "pair.npz")
+    same(pred)
+    assert any("unnamed arrays" in note for note in pred.notes)
+    np.savez(tmp_path / "one.npz", LOGITS)
+    with pytest.raises(InputError, match=r"one unnamed array of scores \(arr_0\): give --labels FILE"):
+        load_predictions(tmp_path / "one.npz")
+    np.save(tmp_path / "y.npy", LABELS)
+    same(load_predictions(tmp_path / "one.npz", options=ReadOptions(labels_file=tmp_path / "y.npy")))
+    # beside named arrays, arr_0 is just another unknown key
+    np.savez(tmp_path / "mixed.npz", LOGITS, labels=LABELS)
+    with pytest.raises(InputError, match="to contain logits"):
+        load_predictions(tmp_path / "mixed.npz")
+
+
 def test_named_keys_win_and_missing_named_key_is_refused(tmp_path):
     np.savez(tmp_path / "p.npz", out=LOGITS, gt=LABELS, logits=LOGITS * 0, labels=(LABELS + 1) % K)
     same(load_predictions(tmp_path / "p.npz", options=ReadOptions(logits_key="out", labels_key="gt")))
@@ -74,9 +154,12 @@ def test_pt_dict_pair_tuple_and_single_tensor(tmp_path):
     torch.save(torch.tensor(LOGITS), tmp_path / "only.pt")
     np.save(tmp_path / "y.npy", LABELS)
     same(load_predictions(tmp_path / "only.pt", options=ReadOptions(labels_file=tmp_path / "y.npy")))
-    torch.save([torch.tensor(LOGITS)], tmp_path / "one.pt")
-    with pytest.raises(InputError, match="dict of tensors, a \\(logits, labels\\) pair or one tensor, got a list of 1"):
+    torch.save([torch.tensor(LOGITS)], tmp_path / "one.pt")  # one batch of scores: labels needed
+    with pytest.raises(InputError, match="holds one tensor of scores: give --labels FILE"):
         load_predictions(tmp_path / "one.pt")
+    torch.save([1, 2, 3], tmp_path / "ints.pt")
+    with pytest.raises(InputError, match="dict of tensors, a \\(logits, labels\\) pair or one tensor .*got a list of 3"):
+        load_predictions(tmp_path / "ints.pt")
 
 
 def test_npy_with_labels_file_or_sibling(tmp_path):
@@ -113,6 +196,46 @@ def test_csv_with_and_without_header_and_label_column_anywhere(tmp_path):
     same(load_predictions(tmp_path / "first.csv"), LOGITS.astype(np.float64))
     (tmp_path / "named.csv").write_text(_csv(moved, ["truth", "a", "b", "c", "d"]))
     same(load_predictions(tmp_path / "named.csv", options=ReadOptions(labels_key="truth")), LOGITS.astype(np.float64))
+
+
+@pytest.mark.parametrize("index_name, first", [("", 0), ("Unnamed: 0", 0), ("index", 1), ("id", 1000)])
+def test_csv_row_index_column_as_pandas_writes_it_is_dropped_with_a_note(tmp_path, index_name, first):
+    # pandas' DataFrame.to_csv() writes the index first, under an empty header cell.
+    rows = [[first + i, *map(repr, map(float, LOGITS[i])), int(LABELS[i])] for i in range(N)]
+    (tmp_path / "pandas.csv").write_text(_csv(rows, [index_name, "a", "b", "c", "d", "label"]))
+    pred = load_predictions(tmp_path / "pandas.csv")
+    same(pred, LOGITS.astype(np.float64))
+    assert any("row index" in note and "ignored" in note for note in pred.notes), pred.notes
+
+
+def test_csv_first_column_stays_a_class_unless_it_is_an_index(tmp_path):
+    rows = [[*map(repr, map(float, LOGITS[i])), int(LABELS[i])] for i in range(N)]
+    # a class named "id" holding scores, not integers
+    (tmp_path / "named.csv").write_text(_csv(rows, ["id", "b", "c", "d", "label"]))
+    pred = load_predictions(tmp_path / "named.csv")
+    same(pred, LOGITS.astype(np.float64))
+    assert not any("row index" in note for note in pred.notes)
+    # integer scores under an ordinary class name are scores
+    integer_rows = [[i % 3, 1, 2, 3, int(LABELS[i])] for i in range(N)]
+    (tmp_path / "ints.csv").write_text(_csv(integer_rows, ["a", "b", "c", "d", "label"]))
+    assert load_predictions(tmp_path / "ints.csv").logits.shape == (N, K)
+
+
+@pytest.mark.parametrize("header", [True, False])
+@pytest.mark.parametrize("sep", [";", "\t"])
+def test_csv_with_decimal_commas_as_spreadsheets_write_them(tmp_path, header, sep):
+    rows = [[*(f"{v:.9f}".replace(".", ",") for v in LOGITS[i]), int(LABELS[i])] for i in range(N)]
+    (tmp_path / "euro.csv").write_text(_csv(rows, ["a", "b", "c", "d", "label"] if header else None, sep=sep))
+    pred = load_predictions(tmp_path / "euro.csv")
+    np.testing.assert_allclose(pred.logits, LOGITS, atol=1e-8)
+    np.testing.assert_array_equal(pred.labels, LABELS)
+    assert any("decimal commas" in note for note in pred.notes)
+
+
+def test_tsv_is_read_like_csv(tmp_path):
+    rows = [[*map(repr, map(float, LOGITS[i])), int(LABELS[i])] for i in range(N)]
+    (tmp_path / "p.tsv").write_text(_csv(rows, ["a", "b", "c", "d", "label"], sep="\t"))
+    same(load_predictions(tmp_path / "p.tsv"), LOGITS.astype(np.float64))
 
 
 def test_csv_string_labels_map_through_the_header(tmp_path):

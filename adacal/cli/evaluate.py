@@ -130,7 +130,7 @@ def evaluate(
     predictions: Annotated[
         Path,
         typer.Argument(
-            help="Predictions file (.npz, .pt, .npy or .csv), checkpoint, or run folder.",
+            help="Predictions file (.npz, .pt, .npy, .csv or .tsv), checkpoint, or run folder.",
             show_default=False,
         ),
     ],

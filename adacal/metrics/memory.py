@@ -1,11 +1,11 @@
 """Refusing sizes that cannot fit in memory (`--n-bins 10**12`, a huge `--bootstrap`) before anything is allocated,
-with a message saying how much would be needed and how much there is."""
+with a message saying how much would be needed and how much there is (`adacal.memory.available_memory`, which
+ADACAL_MEMORY_LIMIT lowers)."""
 
 from __future__ import annotations
 
-import os
-
 from adacal.errors import InputError
+from adacal.memory import available_memory
 
 # Bytes the metrics allocate per top-label bin (edges, counts, sums, means, accuracies and their temporaries) and per
 # cell of classwise ECE's K × n_bins table; per bootstrap resample and metric (one float64 value); per sample of one
@@ -14,21 +14,6 @@ BYTES_PER_BIN = 160
 BYTES_PER_CLASSWISE_CELL = 64
 BYTES_PER_RESAMPLE_VALUE = 8
 BYTES_PER_RESAMPLED_SAMPLE = 96
-
-
-def available_memory() -> int:
-    """Bytes of memory available to allocate now (MemAvailable on Linux, else free physical pages, else 2**62)."""
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return 1 << 62
 
 
 def format_bytes(count: float) -> str:

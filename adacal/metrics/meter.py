@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from adacal.arrays import check_labels
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.binning import assign_bins, check_n_bins, equal_width_edges
@@ -88,20 +89,29 @@ class CalibrationMeter:
         return {"true_log_probs": "nll", "brier_terms": "brier"}[column] in self.names
 
     def update(self, scores: Any, labels: Any) -> None:
-        """Add a batch: scores (B, K) logits or probabilities, labels (B,), numpy or torch (any device)."""
+        """Add a batch: scores (B, K) logits or probabilities, labels (B,), numpy or torch (any device). An empty
+        batch (B = 0: a rank's share of an uneven last batch, a filtered-out batch) adds nothing."""
+        shape = tuple(getattr(scores, "shape", ()))
+        if len(shape) == 2 and shape[0] == 0 and shape[1] >= 2:
+            check_labels(labels, n=0)
+            self._check_num_classes(int(shape[1]), shape)
+            return
         pred = prepare_predictions(scores, labels)
-        if self._num_classes is None:
-            self._num_classes = pred.num_classes
-        elif pred.num_classes != self._num_classes:
-            raise InputError(
-                f"Expected every batch to have {self._num_classes} classes, got a batch of shape "
-                f"({pred.n_samples}, {pred.num_classes})."
-            )
+        self._check_num_classes(pred.num_classes, (pred.n_samples, pred.num_classes))
         self._kinds.add(pred.assumed)
         self._pieces.append(np.column_stack([getattr(pred, column) for column in self._columns()]))
         if "classwise-ece" in self.names:
             table = _classwise_table(pred, self.n_bins)
             self._classwise = table if self._classwise is None else self._classwise + table
+
+    def _check_num_classes(self, num_classes: int, shape: tuple[int, ...]) -> None:
+        if self._num_classes is None:
+            self._num_classes = num_classes
+        elif num_classes != self._num_classes:
+            raise InputError(
+                f"Expected every batch to have {self._num_classes} classes, got a batch of shape "
+                f"({shape[0]}, {shape[1]})."
+            )
 
     def compute(self) -> dict[str, float]:
         """The metrics of every batch seen (on all ranks), as `compute_metrics` returns them."""
@@ -136,7 +146,8 @@ class CalibrationMeter:
 
 
 def _classwise_table(pred: PreparedPredictions, n_bins: int) -> np.ndarray:
-    """(2, K · n_bins): Σ p_k and hit counts per (class, equal-width bin), as calibration._classwise_ece sums them."""
+    """(2, K · n_bins): Σ p_k and hit counts per (class, equal-width bin), as adacal.metrics.ece._classwise_ece
+    sums them."""
     k = pred.num_classes
     edges = equal_width_edges(n_bins)
     table = np.zeros((2, k * n_bins))

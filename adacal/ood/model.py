@@ -93,7 +93,9 @@ def run_ood_reports(folder: str | os.PathLike) -> list[Path]:
 
 
 def _looks_like_file(text: str) -> bool:
-    return text.lower().endswith((".npz", ".pt", ".npy", ".csv")) or "/" in text or os.sep in text or Path(text).is_file()
+    from adacal.sources.formats import FORMATS
+
+    return text.lower().endswith(FORMATS) or "/" in text or os.sep in text or Path(text).is_file()
 
 
 def resolve_checkpoint(model_path: str | os.PathLike) -> tuple[Path, RunFolder | None]:

@@ -277,6 +277,13 @@ def curve_inputs(paths: Sequence[str | os.PathLike]) -> tuple[dict[str, list[lis
 def _ood_reports(path: Path) -> list[Path]:
     """The OOD reports a ROC input names: the file itself, or every OOD report of a run folder."""
     if not path.is_dir():
+        from adacal.sources.formats import FORMATS
+
+        if path.suffix.lower() in FORMATS and path.exists():
+            raise InputError(
+                f"Expected an ood.json report or a run folder, got {path.name}, a predictions file: score it first "
+                f"with `adacal ood --in-preds IN --out-preds OUT --json ood.json`."
+            )
         return [path]
     from adacal.ood import run_ood_reports
 

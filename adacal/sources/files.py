@@ -20,6 +20,7 @@ from typing import IO, Any
 import numpy as np
 
 from adacal.errors import CheckpointError, InputError
+from adacal.memory import available_memory
 
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -41,31 +42,9 @@ def human_bytes(n: float) -> str:
 
 
 def memory_budget() -> int:
-    """Bytes one array may take: the memory available now (MemAvailable), else the machine's physical memory.
-
-    `ADACAL_MEMORY_LIMIT` (bytes) lowers it, e.g. to keep a shared machine responsive.
-    """
-    budget = None
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    budget = int(line.split()[1]) * 1024
-                    break
-    except (OSError, ValueError, IndexError):
-        budget = None
-    if budget is None:
-        try:
-            budget = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError, AttributeError):
-            budget = 1 << 34
-    limit = os.environ.get("ADACAL_MEMORY_LIMIT")
-    if limit:
-        try:
-            budget = min(budget, max(0, int(limit)))
-        except ValueError:
-            raise InputError(f"Expected ADACAL_MEMORY_LIMIT to be a number of bytes, got {limit!r}.") from None
-    return int(budget)
+    """Bytes one array may take: `adacal.memory.available_memory` (the memory available now, lowered by
+    `ADACAL_MEMORY_LIMIT`)."""
+    return available_memory()
 
 
 def check_allocation(nbytes: int, *, what: str) -> None:

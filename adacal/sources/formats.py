@@ -1,14 +1,16 @@
 """Model outputs from any framework, as validated (scores, labels): .npz, .pt, .npy, .csv, many key spellings.
 
-Keys, first match wins: scores `logits`, `probs`, `probabilities`, `scores`; labels `labels`, `targets`, `y`; each
-also as `<split>_<key>` (a run's predictions.npz holds `val_logits`, `test_labels`, ...), or named exactly with
-`logits_key` / `labels_key`. Files:
+Keys, first match wins: scores `logits`, `probs`, `probabilities`, `scores`, `outputs`, `y_prob`, `y_proba`,
+`y_score`, `predictions` (Hugging Face); labels `labels`, `targets`, `y`, `label`, `target`, `label_ids` (Hugging
+Face), `y_true`; each also as `<split>_<key>` (a run's predictions.npz holds `val_logits`, `test_labels`, ...), or
+named exactly with `logits_key` / `labels_key`. Files:
 - `.npz` (only the members used are decompressed) and `.pt` (weights_only: a dict of tensors, a `(logits, labels)`
-  pair, or one tensor of scores);
+  pair, or one tensor of scores; or a list of per-batch ones, concatenated);
 - `.npy`: one array of scores; its labels come from `labels_file` or, when there is none, from the file
   `<stem>_labels.npy` beside it, else `labels.npy` beside it (said in `Predictions.notes`);
-- `.csv`: one column per class plus a label column, header optional; the label column is the one named `label`,
-  `labels`, `target`, `targets`, `y` or `class` (or `labels_key`), else the last column.
+- `.csv` / `.tsv` (comma, semicolon or tab separated): one column per class plus a label column, header optional;
+  the label column is the one named `label`, `labels`, `target`, `targets`, `y` or `class` (or `labels_key`), else
+  the last column; a leading row-index column (pandas' `to_csv()`) is dropped.
 Binary models: 1-D scores (or one column) become two columns — positive-class probabilities p as [1 - p, p] when every
 value is in [0, 1], decision scores (logits) s as [0, s] otherwise (softmax([0, s]) = sigmoid(s)); the assumption is
 recorded in `Predictions.notes`. String labels are mapped to indices through a `classes` array (or a CSV's header).
@@ -25,15 +27,31 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import PROB_SUM_TOLERANCE, check_labels, check_scores, looks_like_probs, probability_tolerance, to_numpy
+from adacal.arrays import (
+    PROB_SUM_TOLERANCE,
+    check_labels,
+    check_scores,
+    is_one_hot,
+    looks_like_probs,
+    probability_tolerance,
+    to_numpy,
+)
 from adacal.errors import InputError
 from adacal.sources.files import NpzArchive, check_allocation, human_bytes, open_regular, read_npy, safe_torch_load
 
-SCORE_KEYS = ("logits", "probs", "probabilities", "scores")
-LABEL_KEYS = ("labels", "targets", "y")
+# Spellings of other frameworks too: Hugging Face's Trainer.predict (`predictions`, `label_ids`), scikit-learn's
+# argument names (`y_prob`, `y_proba`, `y_score`, `y_true`).
+SCORE_KEYS = ("logits", "probs", "probabilities", "scores", "outputs", "y_prob", "y_proba", "y_score", "predictions")
+LABEL_KEYS = ("labels", "targets", "y", "label", "target", "label_ids", "y_true")
 CLASS_KEYS = ("classes", "class_names")
+# `np.savez(path, scores, labels)` without names stores the arrays as arr_0, arr_1: read in that order when a file
+# holds nothing else.
+UNNAMED_NPZ = ("arr_0", "arr_1")
 CSV_LABEL_NAMES = ("label", "labels", "target", "targets", "y", "class")
-FORMATS = (".npz", ".pt", ".pth", ".npy", ".csv")
+# A first column with one of these headers (lower-cased) and integer values is a row index, not a class: pandas'
+# `DataFrame.to_csv()` writes its index first with an empty header ("Unnamed: 0" once read back by pandas).
+CSV_INDEX_NAMES = ("", "unnamed: 0", "index", "id")
+FORMATS = (".npz", ".pt", ".pth", ".npy", ".csv", ".tsv")
 WHOLE = ""  # the key of the one array of an .npy file
 
 
@@ -79,8 +97,11 @@ DEFAULT_OPTIONS = ReadOptions()
 class Arrays:
     """The arrays of one file by key; arrays are read (and decompressed) only when asked for."""
 
-    def __init__(self, path: Path, keys: list[str], getter: Any, closer: Any = None, kind: str = "") -> None:
+    def __init__(self, path: Path, keys: list[str], getter: Any, closer: Any = None, kind: str = "",
+                 notes: tuple[str, ...] = ()) -> None:
         self.path, self._keys, self._get, self._close, self.kind = path, keys, getter, closer, kind
+        # What reading the file assumed (e.g. a CSV's row-index column dropped), for `Predictions.notes`.
+        self.notes = notes
         self._cache: dict[str, Any] = {}
 
     def keys(self) -> list[str]:
@@ -112,7 +133,7 @@ class Arrays:
 
 
 def _unsupported(path: Path) -> InputError:
-    return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .csv), got {path.name}.")
+    return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .csv, .tsv), got {path.name}.")
 
 
 def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False) -> Arrays:
@@ -125,30 +146,91 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
         raise _unsupported(path)
     if suffix == ".npz":
         archive = NpzArchive(path, "a predictions file (.npz)")
-        return Arrays(path, archive.files, archive.__getitem__, archive.close, "npz")
+        notes = ()
+        if set(archive.files) in (set(UNNAMED_NPZ), set(UNNAMED_NPZ[:1])):
+            notes = (f"{path.name}: unnamed arrays (np.savez without names) read as arr_0 = scores"
+                     + (", arr_1 = labels" if len(archive.files) == 2 else ""),)
+        return Arrays(path, archive.files, archive.__getitem__, archive.close, "npz", notes=notes)
     if suffix in (".pt", ".pth"):
         return torch_arrays(path, safe_torch_load(path, what="torch predictions file", error=InputError))
     if suffix == ".npy":
         array = read_npy(path, "a predictions file (.npy)")
         return Arrays(path, [WHOLE], {WHOLE: array}.__getitem__, None, "npy")
-    table = read_csv(path, labels_key=labels_key, labels_only=labels_only)
-    return Arrays(path, list(table), table.__getitem__, None, "csv")
+    table, notes = read_csv_with_notes(path, labels_key=labels_key, labels_only=labels_only)
+    return Arrays(path, list(table), table.__getitem__, None, "csv", notes=tuple(notes))
 
 
 def torch_arrays(path: Path, data: Any) -> Arrays:
-    """The arrays of a loaded .pt file: a dict of tensors, a (logits, labels) pair, or one tensor of scores."""
-    if isinstance(data, (tuple, list)) and len(data) == 2 and all(hasattr(v, "shape") for v in data):
+    """The arrays of a loaded .pt file: a dict of tensors, a (logits, labels) pair, or one tensor of scores — or a
+    list of per-batch outputs of these shapes (what Lightning's `Trainer.predict` returns), concatenated."""
+    data, notes = _merged_batches(path, data)
+    if isinstance(data, (tuple, list)) and len(data) == 2 and all(_is_tensor(v) for v in data):
         data = {"logits": data[0], "labels": data[1]}
-    elif hasattr(data, "shape") and hasattr(data, "detach"):
+    elif _is_tensor(data):
         data = {WHOLE: data}
     if not isinstance(data, dict):
         count = f" of {len(data)} item(s)" if isinstance(data, (tuple, list)) else ""
         raise InputError(
-            f"Expected {path} to hold a dict of tensors, a (logits, labels) pair or one tensor, "
-            f"got a {type(data).__name__}{count}."
+            f"Expected {path} to hold a dict of tensors, a (logits, labels) pair or one tensor (or a list of "
+            f"per-batch ones), got a {type(data).__name__}{count}."
         )
     data = {str(k): v for k, v in data.items()}
-    return Arrays(path, list(data), data.__getitem__, None, "pt")
+    return Arrays(path, list(data), data.__getitem__, None, "pt", notes=tuple(notes))
+
+
+def _is_tensor(value: Any) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "detach")
+
+
+def _is_pair(items: Any) -> bool:
+    """A (logits, labels) pair rather than two batches of scores: unless both are float (B, K) score matrices with
+    the same K and the second is not one-hot labels."""
+    if not (isinstance(items, (tuple, list)) and len(items) == 2 and all(_is_tensor(v) for v in items)):
+        return False
+    first, second = items
+    two_batches = (first.ndim == 2 and second.ndim == 2 and first.shape[1] == second.shape[1] >= 2
+                   and first.is_floating_point() and second.is_floating_point()
+                   and not is_one_hot(second.detach().cpu().float().numpy()))
+    return not two_batches
+
+
+def _concatenated(path: Path, what: str, parts: list[Any]) -> Any:
+    import torch
+
+    shapes = {tuple(part.shape[1:]) for part in parts}
+    if any(part.ndim == 0 for part in parts) or len(shapes) != 1:
+        raise InputError(
+            f"Expected the per-batch {what} in {path} to share their shape past the first dimension, got shapes "
+            f"{', '.join(str(tuple(part.shape)) for part in parts[:4])}{', ...' if len(parts) > 4 else ''}."
+        )
+    return torch.cat([part.detach().cpu() for part in parts])
+
+
+def _merged_batches(path: Path, data: Any) -> tuple[Any, list[str]]:
+    """`data` with per-batch lists concatenated along the first dimension, and a note saying so."""
+    if isinstance(data, dict):
+        batched = {key: value for key, value in data.items()
+                   if isinstance(value, (tuple, list)) and value and all(_is_tensor(v) for v in value)}
+        if not batched:
+            return data, []
+        merged = {**data, **{key: _concatenated(path, str(key), list(value)) for key, value in batched.items()}}
+        count = len(next(iter(batched.values())))
+        return merged, [f"{path.name}: {count} batches of {', '.join(map(str, batched))} concatenated"]
+    if not isinstance(data, (tuple, list)) or not data or _is_pair(data):
+        return data, []
+    if all(_is_pair(item) for item in data):
+        merged = {"logits": _concatenated(path, "logits", [item[0] for item in data]),
+                  "labels": _concatenated(path, "labels", [item[1] for item in data])}
+        return merged, [f"{path.name}: {len(data)} batches of (logits, labels) concatenated"]
+    if all(isinstance(item, dict) for item in data):
+        keys = [key for key in data[0] if all(key in item and _is_tensor(item[key]) for item in data)]
+        if not keys:
+            return data, []
+        merged = {key: _concatenated(path, str(key), [item[key] for item in data]) for key in keys}
+        return merged, [f"{path.name}: {len(data)} batches of {', '.join(map(str, keys))} concatenated"]
+    if all(_is_tensor(item) for item in data):
+        return _concatenated(path, "scores", list(data)), [f"{path.name}: {len(data)} batches of scores concatenated"]
+    return data, []
 
 
 def read_arrays(path: str | os.PathLike) -> dict[str, Any]:
@@ -172,8 +254,16 @@ def read_csv(path: str | os.PathLike, *, labels_key: str | None = None, labels_o
              ) -> dict[str, np.ndarray]:
     """{"scores": (N, K) float64, "labels": (N,) str or int, "classes": the header's class names (when there is a
     header)} from a CSV with one column per class and a label column (see the module docstring). With
-    `labels_only` (a --labels file), a table of one column is that column of labels."""
+    `labels_only` (a --labels file), a table of one column is that column of labels. A first column that is a row
+    index (header empty, `Unnamed: 0`, `index` or `id`, integer values: what pandas' `to_csv()` writes) is dropped."""
+    return read_csv_with_notes(path, labels_key=labels_key, labels_only=labels_only)[0]
+
+
+def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False
+                        ) -> tuple[dict[str, np.ndarray], list[str]]:
+    """`read_csv`, and the sentences saying what it assumed (a row-index column dropped)."""
     path = Path(path)
+    notes: list[str] = []
     with open_regular(path, "a predictions file (.csv)") as handle:
         size = os.fstat(handle.fileno()).st_size
         # Parsed row by row into floats: about 16 bytes of memory per byte of text at worst.
@@ -188,6 +278,9 @@ def read_csv(path: str | os.PathLike, *, labels_key: str | None = None, labels_o
         dialect = csv.Sniffer().sniff(sample, delimiters=",;\t") if sample.strip() else csv.excel
     except csv.Error:
         dialect = csv.excel
+    if getattr(dialect, "delimiter", ",") == ",":
+        # "0,25;0,75;1": decimal commas between semicolons (or tabs), which the sniffer can take for commas.
+        dialect = next((d for d in (_Semicolons, csv.excel_tab) if _on_every_line(sample, d.delimiter)), dialect)
     try:
         rows = [(number, row) for number, row in enumerate(csv.reader(io.StringIO(text), dialect), start=1)
                 if row and any(cell.strip() for cell in row)]
@@ -204,10 +297,29 @@ def read_csv(path: str | os.PathLike, *, labels_key: str | None = None, labels_o
         if any(len(row) != 1 for _, row in rows):
             bad = next(number for number, row in rows if len(row) != 1)
             raise InputError(f"Expected line {bad} of {path} to have 1 column, like the first, but it does not.")
-        return {"labels": _labels_array(cells)}
+        return {"labels": _labels_array(cells)}, notes
+    # With ';' or tab between cells, a comma inside one is a decimal comma (what spreadsheets write in many locales).
+    decimal_comma = getattr(dialect, "delimiter", ",") != ","
+
+    def parse_number(text: str) -> float:
+        return float(text.replace(",", ".") if decimal_comma else text)
+
+    def is_number(text: str) -> bool:
+        try:
+            parse_number(text)
+        except ValueError:
+            return False
+        return True
+
     named_label = any(cell.lower() in CSV_LABEL_NAMES for cell in first) or (labels_key is not None and labels_key in first)
-    if named_label or not all(_is_number(cell) for cell in first[:-1]):
+    if named_label or not all(is_number(cell) for cell in first[:-1]):
         header, rows = first, rows[1:]
+    if (header is not None and width > 2 and header[0].lower() in CSV_INDEX_NAMES and rows
+            and all(len(row) == width and _is_integer_text(row[0].strip()) for _, row in rows)):
+        notes.append(f"{path.name}: first column {header[0]!r} read as a row index and ignored" if header[0] else
+                     f"{path.name}: first column (no name, integers: a row index as pandas writes it) ignored")
+        header, width = header[1:], width - 1
+        rows = [(number, row[1:]) for number, row in rows]
     if width < 2:
         raise InputError(f"Expected {path} to have a column per class and a label column, got {width} column(s).")
     if header is not None and len(set(header)) != len(header):
@@ -230,16 +342,29 @@ def read_csv(path: str | os.PathLike, *, labels_key: str | None = None, labels_o
         cells = [cell.strip() for cell in row]
         labels.append(cells.pop(label_column))
         try:
-            scores[index] = [float(cell) for cell in cells]
+            scores[index] = [parse_number(cell) for cell in cells]
         except ValueError:
-            bad = next(cell for cell in cells if not _is_number(cell))
+            bad = next(cell for cell in cells if not is_number(cell))
             raise InputError(f"Expected the scores on line {number} of {path} to be numbers, got {bad[:30]!r}.") from None
+    if decimal_comma and any("," in cell for _, row in rows[:1000] for cell in row):
+        notes.append(f"{path.name}: commas inside cells read as decimal commas")
     # One score column is a binary model's: 1-D scores, read as such (see `binary_columns`).
     table: dict[str, np.ndarray] = {"scores": scores[:, 0] if width == 2 else scores}
     table["labels"] = _labels_array(labels)
     if header is not None:
         table["classes"] = np.array([name for i, name in enumerate(header) if i != label_column])
-    return table
+    return table, notes
+
+
+class _Semicolons(csv.excel):
+    delimiter = ";"
+
+
+def _on_every_line(sample: str, separator: str) -> bool:
+    """Every full line of `sample` holds `separator` the same non-zero number of times."""
+    lines = [line for line in sample.splitlines()[:-1] if line.strip()] or sample.splitlines()
+    counts = {line.count(separator) for line in lines if line.strip()}
+    return len(counts) == 1 and counts.pop() > 0
 
 
 def _labels_array(labels: list[str]) -> np.ndarray:
@@ -273,7 +398,14 @@ def _scores_key(arrays: Arrays, options: ReadOptions, split: str | None) -> str 
         return options.logits_key if options.logits_key in arrays else None
     if WHOLE in arrays:
         return WHOLE
+    if _unnamed(arrays):
+        return UNNAMED_NPZ[0]
     return _first(arrays, SCORE_KEYS, split)
+
+
+def _unnamed(arrays: Arrays) -> bool:
+    """An .npz written by np.savez without names: arr_0 (scores), and arr_1 (labels) when there are two."""
+    return arrays.kind == "npz" and set(arrays.keys()) in (set(UNNAMED_NPZ), set(UNNAMED_NPZ[:1]))
 
 
 def _labels_key(arrays: Arrays, options: ReadOptions, split: str | None) -> str | None:
@@ -281,6 +413,8 @@ def _labels_key(arrays: Arrays, options: ReadOptions, split: str | None) -> str 
         return "labels" if "labels" in arrays else None  # --labels-key picked the column when the table was read
     if options.labels_key is not None:
         return options.labels_key if options.labels_key in arrays else None
+    if _unnamed(arrays):
+        return UNNAMED_NPZ[1] if UNNAMED_NPZ[1] in arrays else None
     return _first(arrays, LABEL_KEYS, split)
 
 
@@ -353,7 +487,12 @@ def interpret_labels(values: Any, *, n: int, num_classes: int, name: str, classe
         mapped = np.fromiter((index[label] for label in flat), dtype=np.int64, count=flat.size)
         return check_labels(mapped, n=n, num_classes=num_classes, name=name), [
             f"{name}: class names mapped to indices by {classes_name}"]
-    return check_labels(array, n=n, num_classes=num_classes, name=name), []
+    notes = []
+    if array.ndim == 2 and array.shape[1] >= 2:
+        notes.append(f"{name}: one-hot rows read as class indices")
+    elif array.dtype == np.bool_:
+        notes.append(f"{name}: booleans read as classes 0 (False) and 1 (True)")
+    return check_labels(array, n=n, num_classes=num_classes, name=name), notes
 
 
 def _labels_from_file(options: ReadOptions, n: int, num_classes: int) -> tuple[np.ndarray, list[str]]:
@@ -363,10 +502,10 @@ def _labels_from_file(options: ReadOptions, n: int, num_classes: int) -> tuple[n
             key = WHOLE
         else:
             key = _labels_key(arrays, options, None)
-            if key is None and path.suffix.lower() == ".csv" and "scores" in arrays:
+            if key is None and path.suffix.lower() in (".csv", ".tsv") and "scores" in arrays:
                 key = "scores"
             if key is None:
-                wanted = options.labels_key or " or ".join(LABEL_KEYS)
+                wanted = options.labels_key or _label_key_list()
                 raise InputError(f"Expected the labels file {path} to contain {wanted}; it has: {arrays.listing()}.")
         values = arrays[key]
         if key == "scores" and np.ndim(values) == 2 and np.shape(values)[1] == 1:
@@ -400,6 +539,12 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
                   "logits" + (f" or {split}_logits" if split else "") + " (or probs, probabilities, scores)")
         raise InputError(f"Expected {path} to contain {wanted}; it has: {arrays.listing()}.")
     raw = arrays[key]
+    if np.ndim(raw) == 1 and key.rsplit("_", 1)[-1] == "predictions" and _is_integer_dtype(raw):
+        raise InputError(
+            f"Expected {arrays.label(key)} to hold scores (logits or probabilities per class), but it holds one "
+            "integer per sample: hard class predictions carry no confidence to calibrate. Save the model's logits or "
+            "probabilities instead."
+        )
     scores, notes = interpret_scores(raw, name=arrays.label(key), renormalize=options.renormalize)
     if not need_labels:
         return scores
@@ -412,6 +557,17 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
                 "must be 2-D, samples × classes)."
             ) from None
         raise
+
+
+def _label_key_list() -> str:
+    return " or ".join(LABEL_KEYS[:3]) + f" (or {', '.join(LABEL_KEYS[3:])})"
+
+
+def _is_integer_dtype(values: Any) -> bool:
+    dtype = getattr(values, "dtype", None)
+    if dtype is not None and hasattr(dtype, "is_floating_point"):  # a torch tensor
+        return not dtype.is_floating_point and not dtype.is_complex
+    return dtype is not None and np.issubdtype(np.dtype(dtype), np.integer)
 
 
 def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str], options: ReadOptions,
@@ -435,8 +591,13 @@ def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str],
             return Predictions(found.logits, found.labels, found.notes + (note,))
         if label_key is None and key == WHOLE:
             raise InputError(f"Expected labels for {path}, which holds one tensor of scores: give --labels FILE.")
+        if label_key is None and _unnamed(arrays):
+            raise InputError(
+                f"Expected labels for {path}, which holds one unnamed array of scores (arr_0): give --labels FILE, or "
+                "save both with np.savez(path, logits=..., labels=...)."
+            )
         if label_key is None:
-            wanted = f"'{options.labels_key}' (--labels-key)" if options.labels_key else " or ".join(LABEL_KEYS)
+            wanted = f"'{options.labels_key}' (--labels-key)" if options.labels_key else _label_key_list()
             raise InputError(f"Expected {path} to contain {wanted} beside {arrays.label(key)}; it has: {arrays.listing()}.")
         classes_key = _first(arrays, CLASS_KEYS, None)
         labels, label_notes = interpret_labels(
@@ -444,7 +605,7 @@ def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str],
             classes=arrays[classes_key] if classes_key else None,
             classes_name=arrays.label(classes_key) if classes_key else "classes",
         )
-    return Predictions(logits=scores, labels=labels, notes=tuple(notes + label_notes))
+    return Predictions(logits=scores, labels=labels, notes=tuple(list(arrays.notes) + notes + label_notes))
 
 
 def has_split(arrays: Arrays, split: str, options: ReadOptions = DEFAULT_OPTIONS) -> bool:

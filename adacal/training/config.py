@@ -290,13 +290,10 @@ def _require_float32(value: Any, flag: str) -> None:
 
 
 def _memory_bytes() -> int:
-    """Physical memory of this machine (a generous 64 GiB when it cannot be told)."""
-    import os
+    """Physical memory of this machine, capped by $ADACAL_MEMORY_LIMIT (`adacal.memory.physical_memory`)."""
+    from adacal.memory import physical_memory
 
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return 64 << 30
+    return physical_memory()
 
 
 # Per validation bin, AdaFocal keeps a few float64 tensors and history.jsonl gets ~10 numbers per update: counting

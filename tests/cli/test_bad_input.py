@@ -200,7 +200,7 @@ CASES = [
     ("evaluate one class", "evaluate {ws}/k1.npz", "at least 2 classes"),
     ("evaluate no samples", "evaluate {ws}/n0.npz", "at least one sample"),
     ("evaluate object array", "evaluate {ws}/object.npz", "readable .npz"),
-    ("evaluate pt list", "evaluate {ws}/list.pt", "dict of tensors"),
+    ("evaluate pt list", "evaluate {ws}/list.pt", "holds one tensor of scores: give --labels FILE"),
     ("evaluate not a torch file", "evaluate {ws}/notes.pt", "notes.pt"),
     ("evaluate folder not a run", "evaluate {ws}/plain_folder", "config.json"),
     ("evaluate n-bins zero", "evaluate {preds} --n-bins 0", "Expected --n-bins to be a positive integer, got 0."),

@@ -431,3 +431,41 @@ def test_library_option_checks():
         check_bootstrap(2.5)
     with pytest.raises(InputError, match="return probabilities"):
         calibrated_probs(types.SimpleNamespace(transform=lambda x: np.ones_like(x)), np.zeros((2, 3)) + [0, 1, 2])
+
+
+@pytest.mark.parametrize("spelling", ["one-hot floats", "one-hot booleans"])
+def test_evaluate_reads_one_hot_labels_as_the_class_indices_and_says_so(tmp_path, spelling):
+    logits, labels = sample()
+    one_hot = np.eye(K, dtype=bool if spelling == "one-hot booleans" else np.float32)[labels]
+    np.savez(tmp_path / "indices.npz", logits=logits, labels=labels)
+    np.savez(tmp_path / "onehot.npz", logits=logits, labels=one_hot)
+    reports = {}
+    for name in ("indices", "onehot"):
+        result = invoke(tmp_path / f"{name}.npz", "--json", tmp_path / f"{name}.json")
+        assert result.exit_code == 0, result.output
+        reports[name] = json.loads((tmp_path / f"{name}.json").read_text())
+    assert reports["onehot"]["results"]["metrics"] == reports["indices"]["results"]["metrics"]
+    assert "one-hot rows read as class indices" in json.dumps(reports["onehot"])
+
+
+def test_evaluate_reads_boolean_labels_of_binary_scores(tmp_path):
+    rng = np.random.default_rng(4)
+    truth = rng.random(200) < 0.4
+    scores = np.clip(truth * 0.5 + rng.random(200) * 0.5, 0, 1)
+    np.savez(tmp_path / "bool.npz", probs=scores, labels=truth)
+    np.savez(tmp_path / "int.npz", probs=scores, labels=truth.astype(int))
+    outputs = {name: invoke(tmp_path / f"{name}.npz", "--json", "-") for name in ("bool", "int")}
+    assert all(r.exit_code == 0 for r in outputs.values()), outputs["bool"].output
+    metrics = {name: json.loads(r.stdout)["results"]["metrics"] for name, r in outputs.items()}
+    assert metrics["bool"] == metrics["int"]
+
+
+@pytest.mark.parametrize("rows", [[0.9, 0.1 / 3, 0.1 / 3, 0.1 / 3], [1, 1, 0, 0]])
+def test_evaluate_refuses_soft_or_multi_hot_label_rows_in_one_line(tmp_path, rows):
+    logits, labels = sample()
+    one_hot = np.eye(K)[labels]
+    one_hot[5] = rows
+    np.savez(tmp_path / "soft.npz", logits=logits, labels=one_hot)
+    result = invoke(tmp_path / "soft.npz")
+    assert result.exit_code != 0
+    assert one_line_error(result) and "soft or multi-hot labels have no class index" in result.output

@@ -219,6 +219,7 @@ def test_gamma_on_a_run_without_adafocal_is_a_one_line_error(runs):
         (["reliability", "{adafocal}/ood.json", "--out", "{tmp}/x.png"], "kind 'evaluate', got one of kind 'ood'"),
         (["roc", "{adafocal}/config.json", "--out", "{tmp}/x.png"], "kind 'ood', got one of kind 'train-config'"),
         (["roc", "{adafocal}", "--score", "energy", "--out", "{tmp}/x.png"], "energy"),
+        (["roc", "{adafocal}/predictions.npz", "--out", "{tmp}/x.png"], "a predictions file: score it first"),
         (["curves", "{tmp}", "--out", "{tmp}/x.png"], "run folder"),
         (["reliability", "{adafocal}", "--dpi", "0", "--out", "{tmp}/x.png"], "--dpi"),
         (["reliability", "{adafocal}", "--bogus"], "No such option"),

@@ -266,8 +266,8 @@ def test_one_pass_validation_scan_matches_whole_array_results_across_blocks(k, m
     import adacal.metrics.rows as rows
 
     # Small scan blocks, scanned by threads, so that a small matrix spans several blocks and thread ranges.
-    monkeypatch.setattr(rows, "SCAN_BLOCK_ENTRIES", rows.BLOCK_ENTRIES)
-    monkeypatch.setattr(rows, "PARALLEL_MIN_ENTRIES", 0)
+    monkeypatch.setattr(rows, "SCAN_BLOCK_BYTES", rows.BLOCK_ENTRIES * 8)  # float64 probabilities
+    monkeypatch.setattr(rows, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setenv(rows.THREADS_VARIABLE, "2")
     n = 3 * (rows.BLOCK_ENTRIES // k) + 7  # several blocks and a ragged last one
     logits, labels = make_logits(n, k, 11)

@@ -53,6 +53,27 @@ def test_mixed_kinds_and_class_counts_are_refused():
         meter.update(np.zeros((3, 4)), np.zeros(3, dtype=int))
 
 
+def test_an_empty_batch_adds_nothing_but_is_still_checked():
+    logits, labels = meter_logits(120, 5, 2)
+    meter = CalibrationMeter(names="ece-em,nll,classwise-ece")
+    meter.update(torch.zeros(0, 5), torch.zeros(0, dtype=torch.int64))  # an uneven last batch's empty share
+    meter.update(logits[:60], labels[:60])
+    meter.update(np.empty((0, 5)), np.empty(0, dtype=int))
+    meter.update(logits[60:], labels[60:])
+    assert meter.n_samples == 120
+    expected = compute_metrics(logits, labels, names=["ece-em", "nll", "classwise-ece"])
+    for key, value in meter.compute().items():
+        assert value == pytest.approx(expected[key], abs=1e-9)
+    with pytest.raises(InputError, match="5 classes"):
+        meter.update(np.empty((0, 4)), np.empty(0, dtype=int))
+    with pytest.raises(InputError, match="0 entries"):
+        meter.update(np.empty((0, 5)), np.zeros(2, dtype=int))
+    only_empty = CalibrationMeter()
+    only_empty.update(np.empty((0, 3)), np.empty(0, dtype=int))
+    with pytest.raises(InputError, match="at least one sample"):
+        only_empty.compute()
+
+
 def _free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -15,8 +15,8 @@ from adacal.metrics.rows import scan_rows, scan_threads
 @pytest.fixture
 def parallel_small(monkeypatch):
     """Threads from the first block on, so small arrays take the parallel path."""
-    monkeypatch.setattr(rows_module, "PARALLEL_MIN_ENTRIES", 0)
-    monkeypatch.setattr(rows_module, "SCAN_BLOCK_ENTRIES", 64)
+    monkeypatch.setattr(rows_module, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(rows_module, "SCAN_BLOCK_BYTES", 512)
 
 
 def _probs(n: int, k: int, dtype, seed: int = 0) -> np.ndarray:
