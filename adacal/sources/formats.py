@@ -267,6 +267,10 @@ def _concatenated(path: Path, what: str, parts: list[Any]) -> Any:
     return torch.cat([part.detach().cpu() for part in parts])
 
 
+def _batches(count: int) -> str:
+    return f"{count} batch" if count == 1 else f"{count} batches"
+
+
 def _merged_batches(path: Path, data: Any) -> tuple[Any, list[str]]:
     """`data` with per-batch lists concatenated along the first dimension, and a note saying so."""
     if isinstance(data, dict):
@@ -276,21 +280,21 @@ def _merged_batches(path: Path, data: Any) -> tuple[Any, list[str]]:
             return data, []
         merged = {**data, **{key: _concatenated(path, str(key), list(value)) for key, value in batched.items()}}
         count = len(next(iter(batched.values())))
-        return merged, [f"{path.name}: {count} batches of {', '.join(map(str, batched))} concatenated"]
+        return merged, [f"{path.name}: {_batches(count)} of {', '.join(map(str, batched))} concatenated"]
     if not isinstance(data, (tuple, list)) or not data or _is_pair(data):
         return data, []
     if all(_is_pair(item) for item in data):
         merged = {"logits": _concatenated(path, "logits", [item[0] for item in data]),
                   "labels": _concatenated(path, "labels", [item[1] for item in data])}
-        return merged, [f"{path.name}: {len(data)} batches of (logits, labels) concatenated"]
+        return merged, [f"{path.name}: {_batches(len(data))} of (logits, labels) concatenated"]
     if all(isinstance(item, dict) for item in data):
         keys = [key for key in data[0] if all(key in item and _is_tensor(item[key]) for item in data)]
         if not keys:
             return data, []
         merged = {key: _concatenated(path, str(key), [item[key] for item in data]) for key in keys}
-        return merged, [f"{path.name}: {len(data)} batches of {', '.join(map(str, keys))} concatenated"]
+        return merged, [f"{path.name}: {_batches(len(data))} of {', '.join(map(str, keys))} concatenated"]
     if all(_is_tensor(item) for item in data):
-        return _concatenated(path, "scores", list(data)), [f"{path.name}: {len(data)} batches of scores concatenated"]
+        return _concatenated(path, "scores", list(data)), [f"{path.name}: {_batches(len(data))} of scores concatenated"]
     return data, []
 
 
