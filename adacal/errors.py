@@ -38,13 +38,13 @@ def _folded(name: str) -> str:
 def closest_name(name: str, choices: Iterable[str]) -> str | None:
     """The most similar valid name, or None when nothing is close. Case and separators do not count: 'CIFAR10'
     suggests 'cifar10' and 'FLSD53' 'flsd-53'."""
-    choices = list(choices)
-    folded = {}
+    folded: dict[str, str] = {}
     for choice in choices:
         folded.setdefault(_folded(choice), choice)
-    if _folded(name) in folded:
-        return folded[_folded(name)]
-    matches = difflib.get_close_matches(_folded(name), list(folded), n=1, cutoff=0.5)
+    typed = _folded(name)
+    if typed in folded:
+        return folded[typed]
+    matches = difflib.get_close_matches(typed, list(folded), n=1, cutoff=0.5)
     return folded[matches[0]] if matches else None
 
 

@@ -150,7 +150,7 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
     if suffix == ".npz":
         archive = NpzArchive(path, "a predictions file (.npz)")
         notes = ()
-        if set(archive.files) in (set(UNNAMED_NPZ), set(UNNAMED_NPZ[:1])):
+        if _unnamed_npz(archive.files):
             notes = (f"{path.name}: unnamed arrays (np.savez without names) read as arr_0 = scores"
                      + (", arr_1 = labels" if len(archive.files) == 2 else ""),)
         return Arrays(path, archive.files, archive.__getitem__, archive.close, "npz", notes=notes)
@@ -307,9 +307,13 @@ def read_arrays(path: str | os.PathLike) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------------------- csv
 
 
-def _is_number(text: str) -> bool:
+def _parse_number(text: str, decimal_comma: bool = False) -> float:
+    return float(text.replace(",", ".") if decimal_comma else text)
+
+
+def _is_number(text: str, decimal_comma: bool = False) -> bool:
     try:
-        float(text)
+        _parse_number(text, decimal_comma)
     except ValueError:
         return False
     return True
@@ -365,19 +369,8 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
         return {"labels": _labels_array(cells)}, notes
     # With ';' or tab between cells, a comma inside one is a decimal comma (what spreadsheets write in many locales).
     decimal_comma = getattr(dialect, "delimiter", ",") != ","
-
-    def parse_number(text: str) -> float:
-        return float(text.replace(",", ".") if decimal_comma else text)
-
-    def is_number(text: str) -> bool:
-        try:
-            parse_number(text)
-        except ValueError:
-            return False
-        return True
-
     named_label = any(cell.lower() in CSV_LABEL_NAMES for cell in first) or (labels_key is not None and labels_key in first)
-    if named_label or not all(is_number(cell) for cell in first[:-1]):
+    if named_label or not all(_is_number(cell, decimal_comma) for cell in first[:-1]):
         header, rows = first, rows[1:]
     if (header is not None and width > 2 and header[0].lower() in CSV_INDEX_NAMES and rows
             and all(len(row) == width and _is_integer_text(row[0].strip()) for _, row in rows)):
@@ -407,9 +400,9 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
         cells = [cell.strip() for cell in row]
         labels.append(cells.pop(label_column))
         try:
-            scores[index] = [parse_number(cell) for cell in cells]
+            scores[index] = [_parse_number(cell, decimal_comma) for cell in cells]
         except ValueError:
-            bad = next(cell for cell in cells if not is_number(cell))
+            bad = next(cell for cell in cells if not _is_number(cell, decimal_comma))
             raise InputError(f"Expected the scores on line {number} of {path} to be numbers, got {bad[:30]!r}.") from None
     if decimal_comma and any("," in cell for _, row in rows[:1000] for cell in row):
         notes.append(f"{path.name}: commas inside cells read as decimal commas")
@@ -468,9 +461,13 @@ def _scores_key(arrays: Arrays, options: ReadOptions, split: str | None) -> str 
     return _first(arrays, SCORE_KEYS, split)
 
 
+def _unnamed_npz(keys: list[str]) -> bool:
+    """The keys of an .npz written by np.savez without names: arr_0 (scores), and arr_1 (labels) when there are two."""
+    return set(keys) in (set(UNNAMED_NPZ), set(UNNAMED_NPZ[:1]))
+
+
 def _unnamed(arrays: Arrays) -> bool:
-    """An .npz written by np.savez without names: arr_0 (scores), and arr_1 (labels) when there are two."""
-    return arrays.kind == "npz" and set(arrays.keys()) in (set(UNNAMED_NPZ), set(UNNAMED_NPZ[:1]))
+    return arrays.kind == "npz" and _unnamed_npz(arrays.keys())
 
 
 def _labels_key(arrays: Arrays, options: ReadOptions, split: str | None) -> str | None:
@@ -604,7 +601,7 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
                   "logits" + (f" or {split}_logits" if split else "") + " (or probs, probabilities, scores)")
         raise InputError(f"Expected {path} to contain {wanted}; it has: {arrays.listing()}.")
     raw = arrays[key]
-    if np.ndim(raw) == 1 and key.rsplit("_", 1)[-1] == "predictions" and _is_integer_dtype(raw):
+    if np.ndim(raw) == 1 and key.rsplit("_", 1)[-1] == "predictions" and np.issubdtype(to_numpy(raw, keep_float=True).dtype, np.integer):
         raise InputError(
             f"Expected {arrays.label(key)} to hold scores (logits or probabilities per class), but it holds one "
             "integer per sample: hard class predictions carry no confidence to calibrate. Save the model's logits or "
@@ -626,13 +623,6 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
 
 def _label_key_list() -> str:
     return " or ".join(LABEL_KEYS[:3]) + f" (or {', '.join(LABEL_KEYS[3:])})"
-
-
-def _is_integer_dtype(values: Any) -> bool:
-    dtype = getattr(values, "dtype", None)
-    if dtype is not None and hasattr(dtype, "is_floating_point"):  # a torch tensor
-        return not dtype.is_floating_point and not dtype.is_complex
-    return dtype is not None and np.issubdtype(np.dtype(dtype), np.integer)
 
 
 def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str], options: ReadOptions,
