@@ -5,14 +5,18 @@ On large inputs reading the matrix from memory is the cost of every top-label me
 probability detection and top-1 extraction all come from this single pass over blocks of rows (each block read by
 several numpy reductions in turn while it is in cache), in the array's own dtype (no float64 copy of the matrix).
 The float64 row sums live only in a per-block buffer: each block's confidences are divided by them there and then,
-so the scan returns two N-sized vectors and no others. Large matrices are split into contiguous row ranges scanned
-by several threads (numpy releases the GIL inside each block's reductions). Every figure of a row depends on that
-row alone, so the result is the same bits whatever the number of threads or the block size.
+so the scan returns two N-sized vectors and no others. Large matrices are scanned by several threads, the
+caller's among them, each claiming the next unscanned block when it is free (numpy releases the GIL inside each
+block's reductions). Every figure of a row depends on that row alone, so the result is the same bits whatever the
+number of threads, the block size or which thread scanned which block.
 """
+
 
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -93,30 +97,48 @@ def scan_rows(array: np.ndarray) -> RowScan:
     if n == 0:
         return RowScan(top, top_probs, np.inf, 0.0)
     step = max(1, SCAN_BLOCK_BYTES // (k * array.itemsize))
-    threads = min(scan_threads(), -(-n // step))
+    blocks = -(-n // step)
+    threads = min(scan_threads(), blocks)
     if threads <= 1 or array.nbytes < PARALLEL_MIN_BYTES:
-        found = [_scan_range(array, 0, n, step, top, top_probs)]
+        found = [_scan_blocks(array, iter(range(0, n, step)), step, top, top_probs)]
     else:
-        # Contiguous ranges of whole blocks, one per thread.
-        blocks = -(-n // step)
-        bounds = [min(n, (blocks * i // threads) * step) for i in range(threads + 1)]
-        futures = [_executor().submit(_scan_range, array, start, stop, step, top, top_probs)
-                   for start, stop in zip(bounds[:-1], bounds[1:]) if stop > start]
-        found = [future.result() for future in futures]
+        # Blocks are claimed one at a time by whichever thread is free, and the calling thread scans too: a pool
+        # thread that wakes late (an idle vCPU can take tens of ms) then costs only the blocks it did not take,
+        # where fixed ranges would wait for its whole share.
+        starts = _SharedStarts(range(0, n, step))
+        futures = [_executor().submit(_scan_blocks, array, starts, step, top, top_probs)
+                   for _ in range(threads - 1)]
+        found = [_scan_blocks(array, starts, step, top, top_probs)]
+        found += [future.result() for future in futures]
     minimum = min(low for low, _ in found)
-    deviation = float(np.max([deviation for _, deviation in found]))  # NaN in any range propagates
+    deviation = float(np.max([deviation for _, deviation in found]))  # NaN in any thread's blocks propagates
     return RowScan(top, top_probs, minimum, deviation)
 
 
-def _scan_range(array: np.ndarray, first: int, last: int, step: int, top: np.ndarray,
-                top_probs: np.ndarray) -> tuple[float, float]:
-    """Fill rows [first, last) of `top` and `top_probs`; return (smallest entry, largest |row sum − 1|) of those
-    rows."""
-    k = array.shape[1]
+class _SharedStarts:
+    """An iterator over block starts that several threads may draw from: each start is handed out once."""
+
+    def __init__(self, starts: range):
+        self._starts = iter(starts)
+        self._lock = threading.Lock()
+
+    def __iter__(self) -> _SharedStarts:
+        return self
+
+    def __next__(self) -> int:
+        with self._lock:
+            return next(self._starts)
+
+
+def _scan_blocks(array: np.ndarray, starts: Iterator[int], step: int, top: np.ndarray,
+                 top_probs: np.ndarray) -> tuple[float, float]:
+    """Fill the rows of `top` and `top_probs` in the blocks [start, start + step) drawn from `starts`; return
+    (smallest entry, largest |row sum − 1|) of those rows."""
+    n, k = array.shape
     minimum, deviation = np.inf, 0.0
     rounding = rounding_tolerance(k)
     # Per-block buffers, reused: N-sized temporaries would cost page faults on every call.
-    rows_here = min(step, last - first)
+    rows_here = min(step, n)
     sums, distance = np.empty(rows_here), np.empty(rows_here)
     outside = np.empty(rows_here, dtype=bool)
     # The maximum is gathered at the argmax (one flat `take` per block) rather than found by a second reduction: on
@@ -125,8 +147,8 @@ def _scan_range(array: np.ndarray, first: int, last: int, step: int, top: np.nda
     offsets = np.arange(rows_here, dtype=np.int64) * k
     index = np.empty_like(offsets)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for start in range(first, last, step):
-            stop = min(start + step, last)
+        for start in starts:
+            stop = min(start + step, n)
             block, rows = array[start:stop], stop - start
             block_sums = block_row_sums(block, out=sums[:rows])
             block_top = top[start:stop]

@@ -124,6 +124,49 @@ def test_a_forked_child_scans_with_threads_of_its_own(monkeypatch, parallel_smal
     assert child.exitcode == 0
 
 
+class _LatePool:
+    """A pool whose threads start only when their result is asked for: after the caller has scanned every block."""
+
+    def submit(self, function, *args):
+        from concurrent.futures import Future
+
+        def result(timeout=None):
+            found = function(*args)
+            assert found == (np.inf, 0.0), "the late thread found blocks the caller had left"
+            return found
+
+        future = Future()
+        future.result = result
+        return future
+
+
+class _StartedFirstPool:
+    """A pool whose thread runs to completion at once: it scans every block before the caller starts."""
+
+    def submit(self, function, *args):
+        from concurrent.futures import Future
+
+        future = Future()
+        future.set_result(function(*args))
+        return future
+
+
+@pytest.mark.parametrize("pool", [_LatePool, _StartedFirstPool])
+def test_blocks_are_shared_out_whichever_thread_comes_first(monkeypatch, parallel_small, pool):
+    """Blocks go to whichever thread is free: a pool thread that starts late finds none left and the caller's
+    scan covers every row; one that starts first takes them all and the caller finds none. Either way the result
+    is the single-thread scan, bit for bit (NaN and the minimum included)."""
+    array = _probs(1001, 7, np.float64)
+    array[700, 2] = -0.25
+    single = _scan_with(monkeypatch, array, 1)
+    monkeypatch.setattr(rows_module, "_executor", pool)
+    several = _scan_with(monkeypatch, array, 2)
+    for a, b in zip(single, several):
+        np.testing.assert_array_equal(a, b)
+    array[3, 0] = np.nan
+    assert np.isnan(_scan_with(monkeypatch, array, 2).sum_deviation)
+
+
 @pytest.mark.parametrize("threads", [1, 3])
 def test_rows_off_one_by_more_than_rounding_are_divided_by_their_sums(monkeypatch, parallel_small, threads):
     """Rows within rounding of 1 keep their raw maximum (tied rows stay tied); rows further off, e.g. float16
