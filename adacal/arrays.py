@@ -80,12 +80,15 @@ def check_labels(
     """Validate integer class labels: 1-D, length n, values in [0, num_classes). The result is int64: a new array,
     or with copy=False the input itself when it is an int64 numpy array already (for callers that only read it).
 
-    Two other spellings of the same labels are read too: booleans (False/True as classes 0/1, a binary model's
-    targets) and one-hot rows (N, K) with K >= 2 (Keras' categorical targets), whose single 1 gives the class. Soft
-    rows (label smoothing, mixup) are refused: they hold no class index.
+    Other spellings of the same labels are read too: a column (N, 1) of indices (Keras' sparse targets, e.g. its
+    CIFAR-10 `y_train`; scikit-learn column vectors), booleans (False/True as classes 0/1, a binary model's targets)
+    and one-hot rows (N, K) with K >= 2 (Keras' categorical targets), whose single 1 gives the class. Soft rows
+    (label smoothing, mixup) are refused: they hold no class index.
     """
     array = to_numpy(labels)
-    if array.ndim == 2 and array.shape[1] >= 2:
+    if array.ndim == 2 and array.shape[1] == 1:
+        array = array[:, 0]
+    elif array.ndim == 2 and array.shape[1] >= 2:
         array = one_hot_to_indices(array, num_classes=num_classes, name=name)
     if array.ndim != 1:
         raise InputError(f"Expected {name} to be 1-D, got shape {array.shape}.")

@@ -60,7 +60,7 @@ def test_check_scores_names_the_input_and_converts():
     [
         (np.zeros((2, 2), dtype=int), {}, r"Expected labels to be 1-D class indices or one-hot rows .* got shape "
                                            r"\(2, 2\) with other values"),
-        (np.zeros((2, 1), dtype=int), {}, r"Expected labels to be 1-D, got shape \(2, 1\)\."),
+        (np.zeros((2, 1, 1), dtype=int), {}, r"Expected labels to be 1-D, got shape \(2, 1, 1\)\."),
         (np.zeros(3, dtype=int), {"n": 4}, r"Expected labels to have 4 entries \(one per sample\), got 3\."),
         (np.array(["a", "b"]), {}, r"Expected labels to be integers, got dtype <U1\."),
         (np.array([0.0, 1.5]), {}, r"Expected labels to be integers, got non-integer values\."),
@@ -80,7 +80,22 @@ def test_check_labels_accepts_integer_valued_floats_torch_and_empty():
     assert check_labels(torch.tensor([1, 0])).dtype == np.int64
     assert check_labels(np.array([], dtype=float)).shape == (0,)
     with pytest.raises(InputError, match="Expected targets to be 1-D"):
-        check_labels(np.zeros((1, 1)), name="targets")
+        check_labels(np.zeros((2, 1, 1)), name="targets")
+
+
+def test_check_labels_reads_a_column_of_class_indices():
+    """Keras' sparse targets (its CIFAR-10 y_train is uint8 (50000, 1)) and scikit-learn column vectors."""
+    labels = np.array([3, 0, 9, 9])
+    for column in (labels[:, None].astype(np.uint8), labels[:, None].astype(float), torch.tensor(labels)[:, None]):
+        np.testing.assert_array_equal(check_labels(column, n=4, num_classes=10), labels)
+    np.testing.assert_array_equal(check_labels(np.array([[True], [False]])), [1, 0])
+    assert check_labels(np.zeros((1, 1))).tolist() == [0]
+    with pytest.raises(InputError, match=r"Expected labels in \[0, 8\], got values from 0 to 9\."):
+        check_labels(labels[:, None], num_classes=9)
+    with pytest.raises(InputError, match="to have 3 entries"):
+        check_labels(labels[:, None], n=3)
+    with pytest.raises(InputError, match="non-integer"):
+        check_labels(np.array([[0.5], [1.0]]))
 
 
 def test_check_labels_reads_one_hot_rows_and_booleans_as_class_indices():

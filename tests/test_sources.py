@@ -70,9 +70,9 @@ def test_the_first_spelling_wins_over_later_ones(tmp_path):
     same(load_predictions(tmp_path / "p.npz"))
 
 
-@pytest.mark.parametrize("suffix", [".npz", ".pt"])
-def test_hard_class_predictions_are_refused_as_scores(tmp_path, suffix):
-    hard = LOGITS.argmax(axis=1)
+@pytest.mark.parametrize("suffix, column", [(".npz", False), (".pt", False), (".npz", True)])
+def test_hard_class_predictions_are_refused_as_scores(tmp_path, suffix, column):
+    hard = LOGITS.argmax(axis=1)[:, None] if column else LOGITS.argmax(axis=1)
     path = tmp_path / f"hard{suffix}"
     if suffix == ".npz":
         np.savez(path, predictions=hard, label_ids=LABELS)
@@ -321,8 +321,30 @@ def test_binary_probabilities_and_decision_scores(tmp_path):
     assert "decision scores" in pred.notes[0]
     np.testing.assert_allclose(softmax(pred.logits)[:, 1], 1 / (1 + np.exp(-s)))  # softmax([0, s]) = sigmoid(s)
     np.savez(tmp_path / "k.npz", probs=p, labels=LABELS)
-    with pytest.raises(InputError, match=r"in \[0, 1\].*1-D scores are read as a binary model's"):
+    with pytest.raises(InputError, match=r"in \[0, 1\].*one score per sample is read as a binary model's"):
         load_predictions(tmp_path / "k.npz")
+
+
+def test_one_score_column_is_read_as_binary_scores_and_a_label_column_as_indices(tmp_path):
+    """Keras' sigmoid output is (N, 1), and its sparse targets are (N, 1) too: both read as their 1-D spellings."""
+    p = RNG.uniform(size=N)
+    s = RNG.normal(scale=3, size=N)
+    y = RNG.integers(0, 2, N)
+    for key, scores in (("probs", p), ("logits", s)):
+        np.savez(tmp_path / "flat.npz", **{key: scores, "labels": y})
+        np.savez(tmp_path / "column.npz", **{key: scores[:, None], "labels": y[:, None].astype(np.uint8)})
+        flat, column = load_predictions(tmp_path / "flat.npz"), load_predictions(tmp_path / "column.npz")
+        np.testing.assert_array_equal(column.logits, flat.logits)
+        np.testing.assert_array_equal(column.labels, flat.labels)
+        assert column.notes[0] == flat.notes[0].replace("flat.npz", "column.npz").replace("1-D scores",
+                                                                                            "one score column (N, 1)")
+        assert column.notes[1] == "column.npz:labels: a column (N, 1) of class labels, read as 1-D"
+    names = np.array(["cat", "dog"])
+    np.savez(tmp_path / "names.npz", probs=p[:, None], labels=names[y][:, None], classes=names)
+    np.testing.assert_array_equal(load_predictions(tmp_path / "names.npz").labels, y)
+    np.savez(tmp_path / "nan.npz", probs=np.where(np.arange(N) == 3, np.nan, p)[:, None], labels=y)
+    with pytest.raises(InputError, match="found NaN or Inf in 1 row"):
+        load_predictions(tmp_path / "nan.npz")
 
 
 def test_renormalize_rounded_probabilities(tmp_path):

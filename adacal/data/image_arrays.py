@@ -97,6 +97,9 @@ def check_images(images: np.ndarray, *, name: str, image_size: tuple[int, int] |
 
 
 def check_image_labels(labels: np.ndarray, *, n: int, num_classes: int | None, name: str) -> np.ndarray:
+    """Integer labels (N,) as int64; a column (N, 1) is read as 1-D (Keras' `cifar10.load_data()` holds its labels so)."""
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels[:, 0]
     if labels.ndim != 1 or labels.dtype.kind not in "iu":
         raise InputError(f"Expected {name} to be 1-D integer labels, got dtype {labels.dtype} shape {labels.shape}.")
     if len(labels) != n:

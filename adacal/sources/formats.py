@@ -480,13 +480,13 @@ def _labels_key(arrays: Arrays, options: ReadOptions, split: str | None) -> str 
     return _first(arrays, LABEL_KEYS, split)
 
 
-def binary_columns(scores: np.ndarray, name: str) -> tuple[np.ndarray, str]:
-    """Two columns from 1-D binary scores, and the sentence saying what was assumed."""
+def binary_columns(scores: np.ndarray, name: str, spelled: str = "1-D scores") -> tuple[np.ndarray, str]:
+    """Two columns from 1-D binary scores, and the sentence saying what was assumed (`spelled`: how the scores came)."""
     if scores.size and scores.min() >= 0.0 and scores.max() <= 1.0:
         return np.stack([1.0 - scores, scores], axis=1), (
-            f"{name}: 1-D scores in [0, 1] taken as positive-class probabilities p (columns 1 - p, p)")
+            f"{name}: {spelled} in [0, 1] taken as positive-class probabilities p (columns 1 - p, p)")
     return np.stack([np.zeros_like(scores), scores], axis=1), (
-        f"{name}: 1-D scores outside [0, 1] taken as binary decision scores (logits) s (columns 0, s)")
+        f"{name}: {spelled} outside [0, 1] taken as binary decision scores (logits) s (columns 0, s)")
 
 
 def interpret_scores(values: Any, *, name: str, renormalize: bool = False) -> tuple[np.ndarray, list[str]]:
@@ -496,11 +496,13 @@ def interpret_scores(values: Any, *, name: str, renormalize: bool = False) -> tu
     array = to_numpy(values)
     if array.dtype.kind in "OUSV" or array.dtype == bool:
         raise InputError(f"Expected {name} to be numeric, got dtype {array.dtype}.")
-    if array.ndim == 1:
+    # One column (N, 1) is a binary model's single output too (Keras' sigmoid layer, a logistic head).
+    column = array.ndim == 2 and array.shape[1] == 1
+    if array.ndim == 1 or column:
         flat = np.asarray(array, dtype=np.float64).reshape(-1)
         if flat.size and not np.isfinite(flat).all():
             raise InputError(f"Expected {name} to be finite, found NaN or Inf in {int((~np.isfinite(flat)).sum())} row(s).")
-        array, note = binary_columns(flat, name)
+        array, note = binary_columns(flat, name, "one score column (N, 1)" if column else "1-D scores")
         notes.append(note)
     scores = check_scores(array, name=name)
     if renormalize:
@@ -525,6 +527,10 @@ def interpret_labels(values: Any, *, n: int, num_classes: int, name: str, classe
                      classes_name: str = "classes") -> tuple[np.ndarray, list[str]]:
     """Integer labels (N,) in [0, num_classes); string labels are looked up in `classes`."""
     array = to_numpy(values)
+    notes = []
+    if array.ndim == 2 and array.shape[1] == 1:
+        array = array[:, 0]
+        notes.append(f"{name}: a column (N, 1) of class labels, read as 1-D")
     if array.dtype.kind in "US":
         if classes is None:
             raise InputError(
@@ -548,8 +554,7 @@ def interpret_labels(values: Any, *, n: int, num_classes: int, name: str, classe
             )
         mapped = np.fromiter((index[label] for label in flat), dtype=np.int64, count=flat.size)
         return check_labels(mapped, n=n, num_classes=num_classes, name=name), [
-            f"{name}: class names mapped to indices by {classes_name}"]
-    notes = []
+            *notes, f"{name}: class names mapped to indices by {classes_name}"]
     if array.ndim == 2 and array.shape[1] >= 2:
         notes.append(f"{name}: one-hot rows read as class indices")
     elif array.dtype == np.bool_:
@@ -601,7 +606,8 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
                   "logits" + (f" or {split}_logits" if split else "") + " (or probs, probabilities, scores)")
         raise InputError(f"Expected {path} to contain {wanted}; it has: {arrays.listing()}.")
     raw = arrays[key]
-    if np.ndim(raw) == 1 and key.rsplit("_", 1)[-1] == "predictions" and np.issubdtype(to_numpy(raw, keep_float=True).dtype, np.integer):
+    one_per_sample = np.ndim(raw) == 1 or tuple(np.shape(raw)[1:]) == (1,)  # a binary model's single score
+    if one_per_sample and key.rsplit("_", 1)[-1] == "predictions" and np.issubdtype(to_numpy(raw, keep_float=True).dtype, np.integer):
         raise InputError(
             f"Expected {arrays.label(key)} to hold scores (logits or probabilities per class), but it holds one "
             "integer per sample: hard class predictions carry no confidence to calibrate. Save the model's logits or "
@@ -613,10 +619,10 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
     try:
         return _with_labels(arrays, key, scores, notes, options, split)
     except InputError as exc:
-        if np.ndim(raw) == 1 and "in [0, 1]" in str(exc):
+        if one_per_sample and "in [0, 1]" in str(exc):
             raise InputError(
-                f"{str(exc).rstrip('.')} (1-D scores are read as a binary model's; scores of more than 2 classes "
-                "must be 2-D, samples × classes)."
+                f"{str(exc).rstrip('.')} (one score per sample is read as a binary model's; scores of more than 2 "
+                "classes must be 2-D, samples × classes)."
             ) from None
         raise
 

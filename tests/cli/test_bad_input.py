@@ -87,10 +87,10 @@ def _bad_files(ws: Path, base: dict) -> None:
     _npz(ws / "text_logits.npz", **{**good, "logits": logits.astype(str)})
     _npz(ws / "bool_logits.npz", **{**good, "logits": logits > 0})
     _npz(ws / "short_labels.npz", **{**good, "labels": labels[:-3]})
-    _npz(ws / "k1.npz", logits=logits[:, :1], labels=np.zeros(len(labels), dtype=np.int64))
+    _npz(ws / "k1.npz", logits=logits[:, :1], labels=labels)  # one column: a binary model's, but 10 classes' labels
     _npz(ws / "k3.npz", logits=logits[:, :3], labels=labels % 3)
     _npz(ws / "n0.npz", logits=np.zeros((0, K), np.float32), labels=np.zeros(0, np.int64))
-    _npz(ws / "labels_2d.npz", **{**good, "labels": labels[:, None]})
+    _npz(ws / "labels_2d.npz", **{**good, "labels": labels[:, None, None]})
     np.save(ws / "object.npy", np.array([1]))  # not an npz at all
     with open(ws / "object.npz", "wb") as handle:  # an object array: would need pickle to load
         np.savez(handle, logits=np.array([{"a": 1}] * 3, dtype=object), labels=np.zeros(3, np.int64))
@@ -197,7 +197,7 @@ CASES = [
     ("evaluate text logits", "evaluate {ws}/text_logits.npz", "numeric"),
     ("evaluate bool logits", "evaluate {ws}/bool_logits.npz", "numeric"),
     ("evaluate N mismatch", "evaluate {ws}/short_labels.npz", "entries"),
-    ("evaluate one class", "evaluate {ws}/k1.npz", "at least 2 classes"),
+    ("evaluate one column", "evaluate {ws}/k1.npz", "one score per sample is read as a binary model"),
     ("evaluate no samples", "evaluate {ws}/n0.npz", "at least one sample"),
     ("evaluate object array", "evaluate {ws}/object.npz", "readable .npz"),
     ("evaluate pt list", "evaluate {ws}/list.pt", "holds one tensor of scores: give --labels FILE"),

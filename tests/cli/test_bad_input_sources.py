@@ -99,7 +99,7 @@ def _bad_files(ws: Path, base: dict, a: dict) -> None:
     np.savez(ws / "classes_short.npz", logits=logits, labels=names[labels], classes=names[:3])
     np.save(ws / "scores.npy", logits)
     np.save(ws / "labels_short.npy", labels[:-2])
-    np.save(ws / "labels_2d.npy", labels[:, None])
+    np.save(ws / "labels_2d.npy", labels[:, None, None])
     np.savez(ws / "binary_k10.npz", probs=np.full(n, 0.5), labels=labels)
     np.savez(ws / "rounded.npz", probs=np.round(np.full((n, 3), 1 / 3), 2), labels=labels % 3)
     np.savez(ws / "weird_keys.npz", out=logits, gt=labels)
@@ -305,7 +305,7 @@ CASES = [
     ("evaluate --labels: missing", "evaluate {ws}/scores.npy --labels {ws}/nope.npy", "does not exist"),
     ("evaluate --labels: no labels key", "evaluate {ws}/scores.npy --labels {ws}/weird_keys.npz",
      "to contain labels or targets or y"),
-    ("evaluate: binary scores with 10 labels", "evaluate {ws}/binary_k10.npz", "1-D scores are read as a binary"),
+    ("evaluate: binary scores with 10 labels", "evaluate {ws}/binary_k10.npz", "one score per sample is read as a binary"),
     ("ood: binary in, 10-class out", "ood --in-preds {ws}/binary_k10.npz --out-preds {preds}", "same number of classes"),
     ("evaluate: rounded probabilities", "evaluate {ws}/rounded.npz", "renormalise"),
     ("evaluate: --renormalize on logits", "evaluate {preds} --renormalize", "for --renormalize"),

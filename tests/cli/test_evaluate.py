@@ -433,19 +433,26 @@ def test_library_option_checks():
         calibrated_probs(types.SimpleNamespace(transform=lambda x: np.ones_like(x)), np.zeros((2, 3)) + [0, 1, 2])
 
 
-@pytest.mark.parametrize("spelling", ["one-hot floats", "one-hot booleans"])
-def test_evaluate_reads_one_hot_labels_as_the_class_indices_and_says_so(tmp_path, spelling):
+@pytest.mark.parametrize("spelling, note", [
+    ("one-hot floats", "one-hot rows read as class indices"),
+    ("one-hot booleans", "one-hot rows read as class indices"),
+    ("index column", "a column (N, 1) of class labels, read as 1-D"),
+])
+def test_evaluate_reads_one_hot_labels_as_the_class_indices_and_says_so(tmp_path, spelling, note):
     logits, labels = sample()
-    one_hot = np.eye(K, dtype=bool if spelling == "one-hot booleans" else np.float32)[labels]
+    if spelling == "index column":
+        spelled = labels[:, None].astype(np.uint8)
+    else:
+        spelled = np.eye(K, dtype=bool if spelling == "one-hot booleans" else np.float32)[labels]
     np.savez(tmp_path / "indices.npz", logits=logits, labels=labels)
-    np.savez(tmp_path / "onehot.npz", logits=logits, labels=one_hot)
+    np.savez(tmp_path / "onehot.npz", logits=logits, labels=spelled)
     reports = {}
     for name in ("indices", "onehot"):
         result = invoke(tmp_path / f"{name}.npz", "--json", tmp_path / f"{name}.json")
         assert result.exit_code == 0, result.output
         reports[name] = json.loads((tmp_path / f"{name}.json").read_text())
     assert reports["onehot"]["results"]["metrics"] == reports["indices"]["results"]["metrics"]
-    assert "one-hot rows read as class indices" in json.dumps(reports["onehot"])
+    assert note in json.dumps(reports["onehot"])
 
 
 def test_evaluate_reads_boolean_labels_of_binary_scores(tmp_path):

@@ -48,6 +48,20 @@ def test_small_npz_loads_with_documented_layout(small_dir):
     assert np.array_equal(data.test.inputs.numpy(), arrays["test_x"].transpose(0, 3, 1, 2))
 
 
+def test_label_columns_as_keras_load_data_gives_them_load_as_1d(tmp_path):
+    """keras.datasets.cifar10.load_data() holds its labels as uint8 (N, 1) columns."""
+    arrays = make_arrays()
+    np.savez(tmp_path / "cifar10.npz", **{**arrays, "train_y": arrays["train_y"][:, None].astype(np.uint8),
+                                          "test_y": arrays["test_y"][:, None].astype(np.uint8)})
+    data = load_dataset("cifar10", data_dir=tmp_path, seed=0, download=False)
+    order = np.random.default_rng(0).permutation(200)
+    assert np.array_equal(data.train.labels.numpy(), arrays["train_y"][order[20:]])
+    assert np.array_equal(data.test.labels.numpy(), arrays["test_y"])
+    np.savez(tmp_path / "cifar10.npz", **{**arrays, "test_y": np.stack([arrays["test_y"]] * 2, axis=1)})
+    with pytest.raises(InputError, match=r"1-D integer labels, got dtype int64 shape \(50, 2\)"):
+        load_dataset("cifar10", data_dir=tmp_path, download=False)
+
+
 def _keys(split):
     return {bytes(x.numpy().tobytes()) for x in split.inputs}
 
