@@ -57,13 +57,6 @@ def _softmax(values: np.ndarray) -> np.ndarray:
     return np.exp(_log_softmax(values))
 
 
-def odir_penalty(weights: np.ndarray, bias: np.ndarray, reg_lambda: float, reg_mu: float) -> float:
-    """reg_lambda · mean of the squared off-diagonal weights + reg_mu · mean of the squared intercepts."""
-    k = bias.size
-    off_diagonal = weights - np.diag(np.diag(weights))
-    return float(reg_lambda * np.sum(off_diagonal**2) / (k * (k - 1)) + reg_mu * np.sum(bias**2) / k)
-
-
 def linear_objective(
     flat: np.ndarray,
     inputs: np.ndarray,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -159,7 +158,3 @@ def build_text_cnn(
         if freeze_embeddings:
             model.embedding.weight.requires_grad_(False)
     return model
-
-
-def mlp_in_features(input_shape: Sequence[int]) -> int:
-    return int(math.prod(input_shape))

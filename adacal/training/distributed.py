@@ -142,10 +142,3 @@ class DistributedContext:
         if device.type == "cuda":
             return DistributedDataParallel(model, device_ids=[device.index])
         return DistributedDataParallel(model)
-
-
-def unwrap(model: torch.nn.Module) -> torch.nn.Module:
-    """The bare model inside a DistributedDataParallel wrapper (or the model itself)."""
-    from torch.nn.parallel import DistributedDataParallel
-
-    return model.module if isinstance(model, DistributedDataParallel) else model
