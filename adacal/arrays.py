@@ -137,13 +137,16 @@ def one_hot_to_indices(array: np.ndarray, *, num_classes: int | None = None, nam
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
-    shifted = logits - logits.max(axis=1, keepdims=True)
+    # Finite logits more than the dtype's range apart shift to -inf, whose exp is the right limit, 0: no warning.
+    with np.errstate(over="ignore"):
+        shifted = logits - logits.max(axis=1, keepdims=True)
     exp = np.exp(shifted)
     return exp / exp.sum(axis=1, keepdims=True)
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
-    shifted = logits - logits.max(axis=1, keepdims=True)
+    with np.errstate(over="ignore"):  # see softmax
+        shifted = logits - logits.max(axis=1, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
 
 

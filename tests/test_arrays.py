@@ -225,3 +225,13 @@ def test_row_sums_are_the_same_bits_for_blocks_and_float64_copies(k, dtype):
     np.testing.assert_array_equal(whole, np.concatenate([row_sums(scores[i : i + 1]) for i in range(9)]))
     np.testing.assert_array_equal(whole, np.concatenate([row_sums(scores[:4]), row_sums(scores[4:])]))
     np.testing.assert_allclose(whole, scores.astype(np.float64).sum(axis=1), rtol=1e-14)
+
+
+def test_softmax_of_logits_further_apart_than_the_float_range_gives_the_limit_quietly():
+    import warnings
+
+    logits = np.array([[1e308, -1e308, 0.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert softmax(logits).tolist() == [[1.0, 0.0, 0.0]]
+        assert log_softmax(logits)[0, 0] == 0.0 and log_softmax(logits)[0, 1] == -np.inf

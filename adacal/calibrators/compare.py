@@ -4,7 +4,9 @@ test: what `adacal calibrate` reports."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +70,29 @@ def stratified_folds(labels: np.ndarray, n_folds: int, *, seed: int = 0) -> list
     return [np.sort(np.flatnonzero(assignment == fold)) for fold in range(n_folds)]
 
 
+@contextmanager
+def warnings_if_it_works() -> Iterator[None]:
+    """Hold the warnings of a fit: shown if it succeeds, dropped if it raises (the report names the failure; numpy's
+    overflow warnings from inside a fit that failed would only bury it)."""
+    with warnings.catch_warnings(record=True) as caught:
+        yield
+    for message in caught:
+        warnings.warn_explicit(message.message, message.category, message.filename, message.lineno)
+
+
+def finite_output(calibrator: Calibrator, logits: np.ndarray) -> np.ndarray:
+    """`calibrator.transform(logits)`, or an AdacalError naming the calibrator when its output holds NaN or Inf (a
+    fitted map that overflowed on extreme logits): the calibrator failed, not the input."""
+    probs = calibrator.transform(logits)
+    bad = int((~np.isfinite(probs)).any(axis=1).sum())
+    if bad:
+        raise AdacalError(
+            f"{calibrator.name} gave NaN or Inf probabilities for {bad} of {len(probs)} samples (its fitted map "
+            f"overflowed; the largest |logit| is {float(np.abs(logits).max()):.3g})."
+        )
+    return probs
+
+
 def cross_validate(
     calibrator: Calibrator,
     logits: np.ndarray,
@@ -85,8 +110,9 @@ def cross_validate(
     for index, held_out in enumerate(folds):
         train = np.ones(labels.size, dtype=bool)
         train[held_out] = False
-        fold_calibrator = type(calibrator)(**calibrator.get_params()).fit(logits[train], labels[train])
-        probs = fold_calibrator.transform(logits[held_out])
+        with warnings_if_it_works():
+            fold_calibrator = type(calibrator)(**calibrator.get_params()).fit(logits[train], labels[train])
+            probs = finite_output(fold_calibrator, logits[held_out])
         scores.append(next(iter(compute_metrics(probs, labels[held_out], n_bins=n_bins, names=metric).values())))
         if step is not None:
             step(f"{calibrator.name}: fold {index + 1}/{len(folds)}")
@@ -178,13 +204,23 @@ def compare_calibrators(
     test_pre = compute_metrics(test_scores, test_labels, n_bins=n_bins)
     entries: dict[str, dict[str, Any]] = {}
     for name, calibrator in calibrators.items():
-        calibrator.fit(val_scores, val_labels)
+        try:
+            with warnings_if_it_works():
+                calibrator.fit(val_scores, val_labels)
+                val_probs, test_probs = finite_output(calibrator, val_scores), finite_output(calibrator, test_scores)
+        except AdacalError as exc:
+            # Compared with others, a method that cannot be fitted is reported and left out; alone, it is the error.
+            if len(calibrators) == 1:
+                raise
+            errors.setdefault(name, str(exc))
+            step(f"{name}: failed")
+            continue
         entries[name] = {
             "params": calibrator.summary(),
             "calibrator": calibrator.to_dict(),
-            "val": compute_metrics(calibrator.transform(val_scores), val_labels, n_bins=n_bins),
+            "val": compute_metrics(val_probs, val_labels, n_bins=n_bins),
             "test_pre": dict(test_pre),
-            "test_post": compute_metrics(calibrator.transform(test_scores), test_labels, n_bins=n_bins),
+            "test_post": compute_metrics(test_probs, test_labels, n_bins=n_bins),
         }
         if n_folds:
             scores = fold_scores[name]
@@ -198,7 +234,13 @@ def compare_calibrators(
     by_test = sorted(entries, key=lambda name: (_finite_or_inf(_metric(entries[name]["test_post"], key)), name))
     for rank, name in enumerate(by_test, start=1):
         entries[name]["test_rank"] = rank
+    if not entries:
+        raise InputError(f"Expected at least one calibrator to fit on the validation data, but none did: {errors}.")
     order = sorted(entries, key=lambda name: (_finite_or_inf(cv_scores.get(name)), name)) if n_folds else list(entries)
+    if n_folds and cv_scores.get(order[0]) is None:
+        raise InputError(
+            f"Expected at least one calibrator to fit on every validation fold and on all of it, but none did: {errors}."
+        )
     best = order[0]
     selection = {
         "method": best,

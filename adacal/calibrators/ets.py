@@ -59,7 +59,7 @@ def fit_ets_weights(gram: np.ndarray, linear: np.ndarray) -> np.ndarray:
         options={"ftol": 1e-12, "maxiter": 200},
     )
     if not result.success:
-        raise AdacalError(f"Ensemble temperature scaling did not converge: {result.message}.")
+        raise AdacalError(f"Ensemble temperature scaling did not converge: {str(result.message).rstrip('.')}.")
     weights = np.clip(result.x, 0.0, None)
     return weights / weights.sum()
 

@@ -43,10 +43,13 @@ def temperature_at_bound(temperature: float, objective: str) -> bool:
 
 def temperature_nll(logits: np.ndarray, labels: np.ndarray, temperature: float) -> float:
     """Mean negative log-likelihood of softmax(logits / T), from log-softmax in float64."""
-    scaled = logits / temperature
-    top = scaled.max(axis=1)
-    log_norm = top + np.log(np.exp(scaled - top[:, None]).sum(axis=1))
-    return float(np.mean(log_norm - scaled[np.arange(labels.size), labels]))
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = logits / temperature
+        top = scaled.max(axis=1)
+        log_norm = top + np.log(np.exp(scaled - top[:, None]).sum(axis=1))
+        nll = float(np.mean(log_norm - scaled[np.arange(labels.size), labels]))
+    # Logits near the float64 limit overflow at small T (inf - inf): that T is out of reach, not a failed fit.
+    return np.inf if np.isnan(nll) else nll
 
 
 def fit_temperature_grid(logits: np.ndarray, labels: np.ndarray, *, n_bins: int, binning: str) -> float:
@@ -68,14 +71,15 @@ def fit_temperature_nll(logits: np.ndarray, labels: np.ndarray) -> float:
     """The T in [0.05, 20] minimising validation NLL (bounded Brent search on log T; NLL is unimodal in log T)."""
     from scipy.optimize import minimize_scalar  # scipy.optimize is slow to import; only fitting needs it
 
-    result = minimize_scalar(
-        lambda log_t: temperature_nll(logits, labels, float(np.exp(log_t))),
-        bounds=(np.log(NLL_BOUNDS[0]), np.log(NLL_BOUNDS[1])),
-        method="bounded",
-        options={"xatol": 1e-8, "maxiter": 500},
-    )
+    with np.errstate(invalid="ignore", over="ignore"):  # Brent's arithmetic on an infinite NLL (temperature_nll)
+        result = minimize_scalar(
+            lambda log_t: temperature_nll(logits, labels, float(np.exp(log_t))),
+            bounds=(np.log(NLL_BOUNDS[0]), np.log(NLL_BOUNDS[1])),
+            method="bounded",
+            options={"xatol": 1e-8, "maxiter": 500},
+        )
     if not result.success or not np.isfinite(result.x):
-        raise AdacalError(f"Temperature scaling (nll) did not converge: {result.message}.")
+        raise AdacalError(f"Temperature scaling (nll) did not converge: {str(result.message).rstrip('.')}.")
     temperature = float(np.exp(result.x))
     # Brent stops within its tolerance of the minimum; never hand back a T that fits worse than leaving logits alone.
     if temperature_nll(logits, labels, temperature) > temperature_nll(logits, labels, 1.0):

@@ -203,7 +203,8 @@ def _normalise(block: np.ndarray, assumed: str) -> tuple[np.ndarray, np.ndarray 
     if assumed == "probs":
         return normalise_probs(block), None, None
     block = block.astype(np.float64, copy=False)
-    shifted = block - block.max(axis=1, keepdims=True)
+    with np.errstate(over="ignore"):  # logits more than float64's range apart: -inf, whose exp is 0
+        shifted = block - block.max(axis=1, keepdims=True)
     exp = np.exp(shifted)
     sums = exp.sum(axis=1, keepdims=True)
     return exp / sums, shifted, sums

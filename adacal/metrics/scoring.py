@@ -5,11 +5,19 @@ signature) over a private kernel on validated `PreparedPredictions`.
 
 from __future__ import annotations
 
+import numpy as np
+
 from adacal.metrics.prepared import PreparedPredictions, metric_function
 
 
 def _nll(pred: PreparedPredictions, n_bins: int) -> float:
-    return float(-pred.true_log_probs.mean())
+    log_probs = pred.true_log_probs
+    with np.errstate(over="ignore"):
+        mean = -log_probs.mean()
+    if np.isinf(mean) and np.isfinite(log_probs).all():
+        # Logits near the float64 limit: the sum overflows though the mean does not; divide first.
+        mean = -np.sum(log_probs / log_probs.size)
+    return float(mean)
 
 
 nll = metric_function(_nll, """Mean negative log-likelihood of the true class, in nats.

@@ -72,3 +72,35 @@ def test_selection_options_are_checked(overconfident):
         compare_calibrators(val_logits, val_labels, test_logits, test_labels, metric="accuracy")
     with pytest.raises(InputError, match="Expected at least 5 validation samples for 5-fold selection, got 3"):
         compare_calibrators(val_logits[:3], val_labels[:3], test_logits, test_labels, methods=["temperature", "ets"])
+
+
+def _extreme_logits(n=300, k=4, seed=0):
+    """Finite logits near the float64 limit: vector scaling's linear map overflows on them, temperature scaling
+    does not (its NLL is infinite at small T, which the search treats as out of reach)."""
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(n, k)) * 1e307
+    labels = np.where(rng.random(n) < 0.8, logits.argmax(axis=1), 0)
+    return logits, labels
+
+
+def test_a_method_that_cannot_be_fitted_is_left_out_and_named(recwarn):
+    import warnings
+
+    warnings.simplefilter("always")
+    logits, labels = _extreme_logits()
+    comparison = compare_calibrators(logits, labels, logits, labels, methods=["temperature", "vector-scaling"],
+                                     folds=3)
+    results = comparison.results
+    assert results["best"] == "temperature" and list(results["calibrators"]) == ["temperature"]
+    assert "vector-scaling gave NaN or Inf probabilities" in results["selection"]["errors"]["vector-scaling"]
+    assert np.isfinite(results["calibrators"]["temperature"]["test_post"]["nll"])
+    # The failed fits' overflow warnings are dropped: the report names the failure.
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in recwarn]
+
+
+def test_a_single_method_that_cannot_be_fitted_is_the_error():
+    from adacal.errors import AdacalError
+
+    logits, labels = _extreme_logits()
+    with pytest.raises(AdacalError, match=r"vector-scaling gave NaN or Inf probabilities for \d+ of 300 samples"):
+        compare_calibrators(logits, labels, logits, labels, methods=["vector-scaling"])

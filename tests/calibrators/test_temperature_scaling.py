@@ -128,3 +128,19 @@ def test_calibrators_saved_before_at_bound_existed_still_load():
     np.testing.assert_allclose(calibrator.transform(logits), softmax(logits / 2.5, axis=1), rtol=1e-12)
     assert calibrator.at_bound_ is False and calibrator.summary() == {"temperature": 2.5, "at_bound": False}
     assert calibrator.to_dict() == saved
+
+
+def test_nll_fit_on_logits_near_the_float64_limit_converges_quietly():
+    """At small T such logits overflow (an infinite NLL): out of reach, not a failed fit, and no warnings."""
+    import warnings
+
+    from adacal.calibrators import TemperatureScaling
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(300, 4)) * 1e307
+    labels = np.where(rng.random(300) < 0.8, logits.argmax(axis=1), 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        calibrator = TemperatureScaling().fit(logits, labels)
+    assert calibrator.temperature_ == pytest.approx(20.0)  # the largest T: the flattest the search allows
+    assert np.isfinite(calibrator.transform(logits)).all()

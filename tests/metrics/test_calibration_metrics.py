@@ -286,3 +286,15 @@ def test_one_pass_validation_scan_matches_whole_array_results_across_blocks(k, m
     broken[n // 2, 1] = np.nan
     with pytest.raises(InputError, match="NaN or Inf in 1 row"):
         module.prepare_predictions(broken, labels)
+
+
+def test_nll_of_logits_near_the_float64_limit_is_their_mean_not_an_overflow():
+    """−log p(true) of [a, −a] with the label on −a is 2a: each term is finite (2e307), and so is their mean,
+    though their sum is not."""
+    from adacal.metrics import nll
+
+    a = 1e307
+    logits = np.tile([[a, -a]], (100, 1))
+    assert nll(logits, np.ones(100, dtype=int)) == pytest.approx(2 * a, rel=1e-12)
+    assert nll(logits, np.zeros(100, dtype=int)) == 0.0
+    assert nll(np.array([[1e308, -1e308]]), np.array([1])) == np.inf  # −log p itself beyond float64: infinite
