@@ -162,7 +162,7 @@ def reliability(
     inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help="Run folders, predictions files or "
                                                  "evaluate.json reports.", show_default=False)],
     binning: Annotated[str, typer.Option("--binning", help="Bins: equal-width or equal-mass.")] = "equal-width",
-    n_bins: Annotated[Optional[int], typer.Option("--n-bins", help=f"Number of bins (default {DEFAULT_N_BINS}; an "
+    n_bins: Annotated[Optional[int], typer.Option("--n-bins", help=f"Number of bins (default {DEFAULT_N_BINS}, at most 1,000; an "
                                                   "evaluate.json keeps its own).", show_default=False)] = None,
     split: Annotated[str, typer.Option("--split", help="Split of a file holding val_/test_ arrays: test or val.")]
     = "test",

@@ -19,7 +19,7 @@ from adacal.checks import check_non_negative_int, check_positive_int
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.binning import BinStatistics
-from adacal.plots.reliability_diagrams import ReliabilityPanel, panel_from_scores
+from adacal.plots.reliability_diagrams import ReliabilityPanel, check_diagram_bins, panel_from_scores
 from adacal.plots.roc import RocInput
 from adacal.plots.style import _colors_for, _finite, display_name
 from adacal.runs import (
@@ -189,6 +189,7 @@ def reliability_inputs(
         raise InputError(f"Expected --binning to be one of {', '.join(BINNINGS)}, got {binning!r}.")
     if n_bins is not None:
         check_positive_int(n_bins, "--n-bins")
+        check_diagram_bins(n_bins, "--n-bins")
     if split not in ("val", "test"):
         raise InputError(f"Expected --split to be val or test, got {split!r}.")
     paths = [Path(p) for p in paths]

@@ -33,6 +33,9 @@ from adacal.plots.style import (
 
 # Bins with fewer samples than this are drawn faded and labelled with their count: their accuracy is mostly noise.
 MIN_BIN_COUNT = 10
+# A diagram draws one bar (a matplotlib artist) per bin: 1,000 take seconds, 100,000 minutes, and bins narrower than
+# a pixel show nothing more. More are refused.
+MAX_DIAGRAM_BINS = 1000
 # Above this many bins the histogram's per-bar counts would overlap; the bars alone remain.
 _MAX_COUNT_LABELS = 30
 _BAND_COLOR = "#333333"
@@ -69,11 +72,25 @@ def _binning_name(stats: BinStatistics) -> str:
     return "ECE-EW" if uniform else "ECE-EM"
 
 
+def check_diagram_bins(n_bins: int, where: str) -> None:
+    """Refuse more bins than a reliability diagram can draw (`MAX_DIAGRAM_BINS`); `where` names their source."""
+    if n_bins > MAX_DIAGRAM_BINS:
+        raise InputError(
+            f"Expected at most {MAX_DIAGRAM_BINS:,} bins in a reliability diagram (one bar each; narrower bins than a "
+            f"pixel show nothing), got {n_bins:,} from {where}."
+        )
+
+
 def _as_panel(panel: Any) -> ReliabilityPanel:
     if isinstance(panel, ReliabilityPanel):
-        return panel
-    if isinstance(panel, (tuple, list)) and 2 <= len(panel) <= 4 and isinstance(panel[1], BinStatistics):
-        return ReliabilityPanel(*panel)
+        checked = panel
+    elif isinstance(panel, (tuple, list)) and 2 <= len(panel) <= 4 and isinstance(panel[1], BinStatistics):
+        checked = ReliabilityPanel(*panel)
+    else:
+        checked = None
+    if checked is not None:
+        check_diagram_bins(checked.stats.n_bins, f"panel {checked.label!r}" if checked.label else "a panel")
+        return checked
     raise InputError(
         "Expected each reliability panel to be a ReliabilityPanel or (label, BinStatistics[, ece[, histogram]]), "
         f"got {type(panel).__name__}."
@@ -346,6 +363,7 @@ def reliability(
         raise InputError(f"Expected strategy to be one of {', '.join(STRATEGIES)}, got {strategy!r}.")
     binning = STRATEGIES[strategy]
     n_bins = check_n_bins(n_bins)
+    check_diagram_bins(n_bins, "n_bins")
     bands, band_samples, band_level = check_band_options(bands, band_samples, band_level)
     min_count = check_min_count(min_count)
     if ax is not None and not hasattr(ax, "bar"):

@@ -215,6 +215,8 @@ def test_gamma_on_a_run_without_adafocal_is_a_one_line_error(runs):
         (["reliability", "{tmp}/missing.npz", "--out", "{tmp}/x.png"], "does not exist"),
         (["reliability", "{adafocal}", "--binning", "quantile", "--out", "{tmp}/x.png"], "equal-width, equal-mass"),
         (["reliability", "{adafocal}", "--n-bins", "0", "--out", "{tmp}/x.png"], "--n-bins"),
+        (["reliability", "{adafocal}", "--n-bins", "1001", "--out", "{tmp}/x.png"],
+         r"at most 1,000 bins in a reliability diagram .* got 1,001 from --n-bins"),
         (["reliability", "{adafocal}", "{ce}", "--labels", "one", "--out", "{tmp}/x.png"], "--labels"),
         (["reliability", "{adafocal}/ood.json", "--out", "{tmp}/x.png"], "kind 'evaluate', got one of kind 'ood'"),
         (["roc", "{adafocal}/config.json", "--out", "{tmp}/x.png"], "kind 'ood', got one of kind 'train-config'"),
@@ -232,6 +234,20 @@ def test_bad_input_is_one_line_error_and_writes_nothing(runs, tmp_path, args, ma
     assert re.search(match, message), message
     assert list(tmp_path.iterdir()) == []
     assert _files(runs["ce"].parent) == before
+
+
+def test_an_evaluate_report_with_more_bins_than_a_diagram_draws_is_refused(runs, tmp_path):
+    from adacal.plots.reliability_diagrams import MAX_DIAGRAM_BINS
+
+    report = tmp_path / "many.json"
+    result = runner.invoke(app, ["evaluate", str(runs["ce"]), "--n-bins", str(MAX_DIAGRAM_BINS + 1), "--json",
+                                 str(report)])
+    assert result.exit_code == 0, result.output
+    message = _error(["reliability", str(report), "--out", str(tmp_path / "x.png")])
+    assert message == (f"Error: Expected at most {MAX_DIAGRAM_BINS:,} bins in a reliability diagram (one bar each; "
+                       f"narrower bins than a pixel show nothing), got {MAX_DIAGRAM_BINS + 1:,} from panel 'many'.")
+    assert not (tmp_path / "x.png").exists()
+    assert f"at most {MAX_DIAGRAM_BINS:,}" in runner.invoke(app, ["plot", "reliability", "--help"]).output
 
 
 def test_parse_bins_and_labels():

@@ -154,3 +154,15 @@ def test_smoothed_curve_is_the_metrics_smooth_reliability(given_ax):
     np.testing.assert_allclose(line.get_ydata(), expected.curve, atol=1e-12)
     assert f"smECE {100 * expected.ece:.2f} %" in line.get_label()
     assert not [line for line in plots.reliability(logits, labels).ax.lines if line.get_gid() == "smooth"]
+
+
+def test_more_bins_than_a_diagram_draws_are_refused_before_any_work():
+    from adacal.plots.reliability_diagrams import MAX_DIAGRAM_BINS
+
+    logits, _, labels = _calibrated()
+    plots.reliability(logits, labels, n_bins=MAX_DIAGRAM_BINS)  # the limit itself draws
+    with pytest.raises(InputError, match=r"at most 1,000 bins .* got 1,001 from n_bins"):
+        plots.reliability(logits, labels, n_bins=MAX_DIAGRAM_BINS + 1, bands="consistency")
+    many = bin_statistics(np.linspace(0, 1, 50), np.ones(50), n_bins=MAX_DIAGRAM_BINS + 1)
+    with pytest.raises(InputError, match="from panel 'wide'"):
+        plots.reliability_diagram([("wide", many)])
