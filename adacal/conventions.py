@@ -2,6 +2,7 @@
 the torch-free CLI included."""
 
 DEFAULT_N_BINS = 15  # bins of the binned metrics (ECE, reliability diagrams) and of AdaFocal / CalFocal, as the paper
+DEFAULT_RUNS_DIR = "runs"  # where `adacal train` puts run folders without --out (and where `ood` looks for examples)
 
 # How each loss option (a keyword of the loss's __init__) is spelled on the command line: `adacal train` reads its
 # loss flags through this table and error messages name what the user typed.

@@ -81,5 +81,33 @@ def test_bad_options_raise_before_anything_is_written(files, tmp_path, kwargs, m
 def test_read_options_only_with_saved_outputs(tmp_path):
     with pytest.raises(InputError, match="--logits-key, --labels-key and --renormalize only with --in-preds"):
         run_ood(model=tmp_path, out_name="svhn", options=ReadOptions(logits_key="scores"))
-    with pytest.raises(InputError, match=r"Expected --model \(with --out\) or --in-preds and --out-preds"):
+    with pytest.raises(InputError, match=r"Expected --model RUN \(a run folder or checkpoint of the classifier\) or "
+                                         r"--in-preds and --out-preds\.$"):
         run_ood()
+
+
+def test_without_a_model_the_newest_run_of_the_dataset_is_suggested(tmp_path, monkeypatch):
+    """`adacal ood --in cifar10 --out svhn` right after `adacal train --dataset cifar10`: the error names the run
+    ./runs holds for that dataset (the newest), and uses none of them by itself."""
+    import os
+
+    from adacal.reports import make_report, write_json
+
+    monkeypatch.chdir(tmp_path)
+    for name, dataset, age in (("old-cifar", "cifar10", 200), ("new-cifar", "cifar10", 100), ("digits", "digits", 0)):
+        (tmp_path / "runs" / name).mkdir(parents=True)
+        write_json(tmp_path / "runs" / name / "config.json", make_report("train-config", config={"dataset": dataset},
+                                                                                      results={}))
+        os.utime(tmp_path / "runs" / name, (1e9 - age, 1e9 - age))
+    (tmp_path / "runs" / "broken").mkdir()
+    (tmp_path / "runs" / "broken" / "config.json").write_text("{not json")
+    with pytest.raises(InputError) as info:
+        run_ood(in_name="cifar10", out_name="svhn")
+    runs = os.path.join("runs", "new-cifar")
+    assert str(info.value) == (
+        "Expected --model RUN (a run folder or checkpoint of the classifier to score svhn with) or --in-preds and "
+        f"--out-preds. The newest run trained on cifar10 here is {runs} (1 more under runs/): add --model {runs}.")
+    with pytest.raises(InputError, match=r"The newest run here is runs.digits \(2 more under runs/\): add --model"):
+        run_ood(out_name="svhn")
+    with pytest.raises(InputError, match=r"--out-preds\.$"):
+        run_ood(in_name="svhn", out_name="cifar10")  # no run trained on svhn

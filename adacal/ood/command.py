@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from adacal.conventions import DEFAULT_RUNS_DIR
 from adacal.errors import InputError
 from adacal.ood.model import check_ood_options, ood_from_model, ood_report_name, resolve_checkpoint
 from adacal.ood.scores import (
@@ -146,7 +147,7 @@ def run_ood(
         target = json_path
         sources = {"model": None, "checkpoint": None, "in_preds": str(in_preds), "out_preds": str(out_preds)}
     else:
-        raise InputError("Expected --model (with --out) or --in-preds and --out-preds.")
+        raise InputError(_no_model_message(in_name, out_name))
 
     results = detect_ood(
         in_logits, out_logits, scores=score_names, temperature=value, temperature_source=source,
@@ -159,6 +160,21 @@ def run_ood(
     report = ood_report(results, config=config)
     written = write_json(target, report) if target is not None else None
     return OodRun(report=report, written=written, notes=ood_notes(results, config))
+
+
+def _no_model_message(in_name: str | None, out_name: str | None) -> str:
+    """What to give when neither a model nor saved outputs were: with the newest matching run under ./runs (where
+    `adacal train` writes by default) as the example, when there is one."""
+    from adacal.runs import runs_trained_on
+
+    runs = runs_trained_on(DEFAULT_RUNS_DIR, in_name) if out_name is not None else []
+    scored = f" to score {out_name} with" if out_name is not None else ""
+    message = f"Expected --model RUN (a run folder or checkpoint of the classifier{scored}) or --in-preds and --out-preds."
+    if runs:
+        trained = f" trained on {in_name}" if in_name else ""
+        more = f" ({len(runs) - 1} more under {DEFAULT_RUNS_DIR}/)" if len(runs) > 1 else ""
+        message += f" The newest run{trained} here is {runs[0]}{more}: add --model {runs[0]}."
+    return message
 
 
 def ood_notes(results: dict[str, Any], config: dict[str, Any]) -> list[str]:

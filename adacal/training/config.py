@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adacal.checks import check_integer, integer_kind, is_integer, renamed_options
-from adacal.conventions import LOSS_OPTION_ALIASES, LOSS_OPTION_FLAGS
+from adacal.conventions import DEFAULT_RUNS_DIR, LOSS_OPTION_ALIASES, LOSS_OPTION_FLAGS
 from adacal.errors import InputError
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
@@ -84,7 +84,7 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "grad_clip": None,
     "loss_reduction": "mean",
     "eval_test_every": 0,
-    "out": "runs",
+    "out": DEFAULT_RUNS_DIR,
     "workers": 0,
     "model_options": {},
     "loss_options": {},

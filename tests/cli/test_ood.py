@@ -133,7 +133,8 @@ def _bad_inputs(tmp_path, pred_files, fake_checkpoint):
     ins, outs = str(pred_files[0]), str(pred_files[1])
     model = ["--model", str(fake_checkpoint)]
     return {
-        "neither": ([], r"Expected --model \(with --out\) or --in-preds and --out-preds"),
+        "neither": ([], r"Expected --model RUN \(a run folder or checkpoint of the classifier\) or --in-preds and "
+                        r"--out-preds\.$"),
         "both": ([*model, "--in-preds", ins, "--out-preds", outs], "either --model or --in-preds/--out-preds, not both"),
         "one preds": (["--in-preds", ins], "both --in-preds and --out-preds"),
         "nan": (["--in-preds", ins, "--out-preds", str(tmp_path / "nan.npz")], "nan.npz:logits to be finite"),
