@@ -193,22 +193,36 @@ def looks_like_probs(
     return bool((scores.min() if minimum is None else minimum) >= 0.0)
 
 
-def check_not_near_probs(scores: np.ndarray, *, name: str = "logits") -> None:
-    """Raise when scores that will be taken as logits look like probabilities whose rows do not sum to 1.
+def value_range(values: np.ndarray) -> str:
+    """"a to b" (6 significant digits), or "a" when both read the same."""
+    low, high = f"{values.min():.6g}", f"{values.max():.6g}"
+    return low if low == high else f"{low} to {high}"
+
+
+def check_not_near_probs(scores: np.ndarray, *, name: str = "logits",
+                         fix: str = "renormalise them (p / p.sum(axis=1)) or pass logits") -> None:
+    """Raise when scores that will be taken as logits look like probabilities whose rows do not sum to 1, or like
+    percentages.
 
     That is: every entry in [0, 1] and every row sum within NEAR_PROB_SUM_TOLERANCE of 1 (but not all within the
-    rounding tolerance, or they would have been taken as probabilities). Softmax of such values is nearly uniform, so
-    every metric would silently describe a different model.
+    rounding tolerance, or they would have been taken as probabilities); or every entry in [0, 100], some above 1,
+    and every row sum within 100 × NEAR_PROB_SUM_TOLERANCE of 100. Softmax of the first is nearly uniform, of the
+    second nearly one-hot, so every metric would silently describe a different model. `fix` ends the message.
     """
-    if scores.size == 0 or scores.min() < 0.0 or scores.max() > 1.0:
+    if scores.size == 0 or scores.min() < 0.0 or scores.max() > 100.0:
         return
     row_sums = scores.sum(axis=1)
-    deviation = float(np.abs(row_sums - 1.0).max())
-    if deviation <= NEAR_PROB_SUM_TOLERANCE:
+    sums = f"whose rows sum to {value_range(row_sums)}"
+    if scores.max() <= 1.0:
+        if float(np.abs(row_sums - 1.0).max()) <= NEAR_PROB_SUM_TOLERANCE:
+            raise InputError(
+                f"Expected {name} to be logits or probabilities whose rows sum to 1, got values in [0, 1] {sums}: "
+                f"{fix}."
+            )
+    elif float(np.abs(row_sums - 100.0).max()) <= 100.0 * NEAR_PROB_SUM_TOLERANCE:
         raise InputError(
-            f"Expected {name} to be logits or probabilities whose rows sum to 1, got values in [0, 1] whose rows "
-            f"sum to {row_sums.min():.6g} to {row_sums.max():.6g}: renormalise the probabilities "
-            f"(p / p.sum(axis=1)) or pass logits."
+            f"Expected {name} to be logits or probabilities, got values in [0, 100] {sums}, percentages it seems: "
+            f"{fix}."
         )
 
 

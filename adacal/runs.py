@@ -74,27 +74,6 @@ def require_run_folder(path: str | os.PathLike) -> RunFolder:
     return run
 
 
-def runs_trained_on(root: str | os.PathLike, dataset: str | None = None) -> list[Path]:
-    """The run folders directly under `root` (trained on `dataset`, when given), newest first. Folders whose
-    config.json cannot be read are skipped: this only suggests runs, it validates nothing."""
-    from adacal.reports import read_report
-
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    found = []
-    for folder in root.iterdir():
-        if not is_run_folder(folder):
-            continue
-        try:
-            config = read_report(folder / CONFIG_FILE, kind="train-config")["config"]
-        except (InputError, KeyError, TypeError):
-            continue
-        if dataset is None or config.get("dataset") == dataset:
-            found.append((folder.stat().st_mtime, folder))
-    return [folder for _, folder in sorted(found, key=lambda item: (-item[0], str(item[1])))]
-
-
 def selected_checkpoint(run: RunFolder) -> Path:
     """The checkpoint of the model training selected — best.pt for a run trained with --select best-val, else
     last.pt (falling back to the other when it is missing) — the one its predictions.npz and evaluate.json describe."""

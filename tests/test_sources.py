@@ -351,14 +351,38 @@ def test_renormalize_rounded_probabilities(tmp_path):
     probs = softmax(LOGITS.astype(np.float64))
     rounded = np.round(probs, 2)
     np.savez(tmp_path / "r.npz", probs=rounded, labels=LABELS)
-    with pytest.raises(InputError, match="renormalise"):
-        evaluate_predictions(load_predictions(tmp_path / "r.npz").logits, LABELS)
+    with pytest.raises(InputError, match="renormalise them"):
+        evaluate_predictions(rounded, LABELS)
+    # Read from a file, for any command: refused at once, naming the option that fixes it.
+    with pytest.raises(InputError, match=r"r\.npz:probs .* rows sum to 1, got values in \[0, 1\] whose rows sum to "
+                                         r"0\.9\d+ to 1\.0\d+: pass --renormalize"):
+        load_predictions(tmp_path / "r.npz")
     pred = load_predictions(tmp_path / "r.npz", options=ReadOptions(renormalize=True))
     np.testing.assert_allclose(pred.logits, rounded / rounded.sum(axis=1, keepdims=True))
     assert evaluate_predictions(pred.logits, LABELS)["assumed_input"] == "probs"
     np.savez(tmp_path / "l.npz", logits=LOGITS, labels=LABELS)
-    with pytest.raises(InputError, match="probabilities .* for --renormalize"):
+    with pytest.raises(InputError, match="non-negative with a positive sum in every row .* for --renormalize"):
         load_predictions(tmp_path / "l.npz", options=ReadOptions(renormalize=True))
+
+
+@pytest.mark.parametrize("digits", [None, 1])
+def test_percentages_are_refused_as_logits_and_read_with_renormalize(tmp_path, digits):
+    """Softmax of percentages is nearly one-hot: read as logits they would describe a far more confident model."""
+    probs = softmax(LOGITS.astype(np.float64))
+    percent = probs * 100 if digits is None else np.round(probs * 100, digits)
+    np.savez(tmp_path / "p.npz", probs=percent, labels=LABELS)
+    with pytest.raises(InputError, match=r"got values in \[0, 100\] whose rows sum to .*percentages it seems: pass "
+                                         r"--renormalize"):
+        load_predictions(tmp_path / "p.npz")
+    with pytest.raises(InputError, match="percentages it seems: renormalise them"):
+        evaluate_predictions(percent, LABELS)
+    pred = load_predictions(tmp_path / "p.npz", options=ReadOptions(renormalize=True))
+    np.testing.assert_allclose(pred.logits, percent / percent.sum(axis=1, keepdims=True))
+    assert evaluate_predictions(pred.logits, LABELS)["metrics"]["ece_em"] == pytest.approx(
+        evaluate_predictions(probs, LABELS)["metrics"]["ece_em"], abs=0.01 if digits else 1e-12)
+    # Logits that are non-negative but do not sum to about 100 are still logits; so are counts without --renormalize.
+    np.savez(tmp_path / "counts.npz", scores=np.full((N, K), 3.0), labels=LABELS)
+    assert load_predictions(tmp_path / "counts.npz").logits.max() == 3.0
 
 
 def test_split_files_and_val_file(tmp_path):

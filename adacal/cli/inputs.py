@@ -26,8 +26,8 @@ LabelsFile = Annotated[
 ]
 Renormalize = Annotated[
     bool,
-    typer.Option("--renormalize", help="Divide each row of probabilities by its sum (probabilities rounded to a few "
-                                       "decimals do not sum to 1)."),
+    typer.Option("--renormalize", help="Divide each row by its sum: probabilities rounded to a few decimals (they do "
+                                       "not sum to 1), percentages, counts."),
 ]
 
 

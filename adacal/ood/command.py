@@ -162,12 +162,32 @@ def run_ood(
     return OodRun(report=report, written=written, notes=ood_notes(results, config))
 
 
+def _runs_trained_on(root: str | os.PathLike, dataset: str | None = None) -> list[Path]:
+    """The run folders directly under `root` (trained on `dataset`, when given), newest first. Folders whose
+    config.json cannot be read are skipped: this only suggests runs, it validates nothing."""
+    from adacal.reports import read_report
+    from adacal.runs import CONFIG_FILE, is_run_folder
+
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    found = []
+    for folder in root.iterdir():
+        if not is_run_folder(folder):
+            continue
+        try:
+            config = read_report(folder / CONFIG_FILE, kind="train-config")["config"]
+        except (InputError, KeyError, TypeError):
+            continue
+        if dataset is None or config.get("dataset") == dataset:
+            found.append((folder.stat().st_mtime, folder))
+    return [folder for _, folder in sorted(found, key=lambda item: (-item[0], str(item[1])))]
+
+
 def _no_model_message(in_name: str | None, out_name: str | None) -> str:
     """What to give when neither a model nor saved outputs were: with the newest matching run under ./runs (where
     `adacal train` writes by default) as the example, when there is one."""
-    from adacal.runs import runs_trained_on
-
-    runs = runs_trained_on(DEFAULT_RUNS_DIR, in_name) if out_name is not None else []
+    runs = _runs_trained_on(DEFAULT_RUNS_DIR, in_name) if out_name is not None else []
     scored = f" to score {out_name} with" if out_name is not None else ""
     message = f"Expected --model RUN (a run folder or checkpoint of the classifier{scored}) or --in-preds and --out-preds."
     if runs:

@@ -32,11 +32,13 @@ import numpy as np
 from adacal.arrays import (
     PROB_SUM_TOLERANCE,
     check_labels,
+    check_not_near_probs,
     check_scores,
     is_one_hot,
     looks_like_probs,
     probability_tolerance,
     to_numpy,
+    value_range,
 )
 from adacal.errors import InputError
 from adacal.sources.documents import parse_json
@@ -507,19 +509,22 @@ def interpret_scores(values: Any, *, name: str, renormalize: bool = False) -> tu
     scores = check_scores(array, name=name)
     if renormalize:
         sums = scores.sum(axis=1)
-        if scores.min() < 0.0 or scores.max() > 1.0 or not (sums > 0).all():
+        if scores.min() < 0.0 or not (sums > 0).all():
             raise InputError(
-                f"Expected {name} to be probabilities (values in [0, 1], rows with a positive sum) for --renormalize, "
-                f"got values from {scores.min():.4g} to {scores.max():.4g}."
+                f"Expected {name} to be non-negative with a positive sum in every row (probabilities, percentages, "
+                f"counts) for --renormalize, got values from {scores.min():.4g} to {scores.max():.4g}."
             )
         deviation = float(np.abs(sums - 1.0).max())
         scores = scores / sums[:, None]
         if deviation > PROB_SUM_TOLERANCE:
-            notes.append(f"{name}: rows renormalised to sum to 1 (they summed to {sums.min():.6g} to {sums.max():.6g})")
+            notes.append(f"{name}: rows renormalised to sum to 1 (they summed to {value_range(sums)})")
     elif tolerance > PROB_SUM_TOLERANCE and looks_like_probs(scores, tolerance=tolerance):
         # float16/bfloat16 probabilities sum to 1 only within their rounding: normalise them here, in float64, so
         # that everything downstream takes them as probabilities (the normalisation changes no metric).
         scores = scores / scores.sum(axis=1, keepdims=True)
+    elif not looks_like_probs(scores):
+        # Read as logits: refuse what are surely probabilities off by more than rounding, or percentages.
+        check_not_near_probs(scores, name=name, fix="pass --renormalize to divide each row by its sum, or pass logits")
     return scores, notes
 
 
