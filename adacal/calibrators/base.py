@@ -27,7 +27,7 @@ import inspect
 import numpy as np
 
 from adacal.arrays import check_labels, check_scores, looks_like_probs, softmax
-from adacal.errors import InputError, NotFittedError, unknown_name
+from adacal.errors import AdacalError, InputError, NotFittedError, unknown_name
 from adacal.metrics.prepared import row_top
 from adacal.registry import Registry
 
@@ -203,7 +203,15 @@ class Calibrator:
             raise InputError(
                 f"Expected logits with {self.num_classes_} classes (as in fit), got shape {scores.shape}."
             )
-        return self._transform(as_logits(scores))
+        probs = self._transform(as_logits(scores))
+        bad = int((~np.isfinite(probs)).any(axis=1).sum())
+        if bad:
+            # The map overflowed on extreme (finite) logits: the calibrator failed, not the input.
+            raise AdacalError(
+                f"{self.name} gave NaN or Inf probabilities for {bad} of {len(probs)} samples (its fitted map "
+                f"overflowed; the largest |logit| is {float(np.abs(scores).max()):.3g})."
+            )
+        return probs
 
     def predict_proba(self, logits: Any) -> np.ndarray:
         """The same as `transform` (scikit-learn's name for probabilities)."""

@@ -80,19 +80,6 @@ def warnings_if_it_works() -> Iterator[None]:
         warnings.warn_explicit(message.message, message.category, message.filename, message.lineno)
 
 
-def finite_output(calibrator: Calibrator, logits: np.ndarray) -> np.ndarray:
-    """`calibrator.transform(logits)`, or an AdacalError naming the calibrator when its output holds NaN or Inf (a
-    fitted map that overflowed on extreme logits): the calibrator failed, not the input."""
-    probs = calibrator.transform(logits)
-    bad = int((~np.isfinite(probs)).any(axis=1).sum())
-    if bad:
-        raise AdacalError(
-            f"{calibrator.name} gave NaN or Inf probabilities for {bad} of {len(probs)} samples (its fitted map "
-            f"overflowed; the largest |logit| is {float(np.abs(logits).max()):.3g})."
-        )
-    return probs
-
-
 def cross_validate(
     calibrator: Calibrator,
     logits: np.ndarray,
@@ -112,7 +99,7 @@ def cross_validate(
         train[held_out] = False
         with warnings_if_it_works():
             fold_calibrator = type(calibrator)(**calibrator.get_params()).fit(logits[train], labels[train])
-            probs = finite_output(fold_calibrator, logits[held_out])
+            probs = fold_calibrator.transform(logits[held_out])
         scores.append(next(iter(compute_metrics(probs, labels[held_out], n_bins=n_bins, names=metric).values())))
         if step is not None:
             step(f"{calibrator.name}: fold {index + 1}/{len(folds)}")
@@ -207,7 +194,7 @@ def compare_calibrators(
         try:
             with warnings_if_it_works():
                 calibrator.fit(val_scores, val_labels)
-                val_probs, test_probs = finite_output(calibrator, val_scores), finite_output(calibrator, test_scores)
+                val_probs, test_probs = calibrator.transform(val_scores), calibrator.transform(test_scores)
         except AdacalError as exc:
             # Compared with others, a method that cannot be fitted is reported and left out; alone, it is the error.
             if len(calibrators) == 1:

@@ -207,3 +207,19 @@ def test_options_are_checked():
         build_calibrator("vector-scaling", reg_lambda=0.1)
     with pytest.raises(InputError, match="Expected valid params for the 'matrix-scaling' calibrator"):
         _with_params(MatrixScaling, np.eye(3), np.zeros(2))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy's overflow warnings inside the fit
+@pytest.mark.parametrize("method", ["vector-scaling", "matrix-scaling", "dirichlet"])
+def test_a_map_that_overflows_on_extreme_logits_is_a_clean_error_not_nan(method):
+    """Logits near the float64 limit overflow a linear map: transform says so instead of returning NaN rows."""
+    from adacal.calibrators import build_calibrator
+    from adacal.errors import AdacalError
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(300, 4)) * 1e307
+    labels = np.where(rng.random(300) < 0.8, logits.argmax(axis=1), 0)
+    calibrator = build_calibrator(method).fit(logits, labels)
+    with pytest.raises(AdacalError, match=rf"{method} gave NaN or Inf probabilities for \d+ of 300 samples .*"
+                                          r"largest \|logit\| is 3\.\de\+307"):
+        calibrator.transform(logits)
