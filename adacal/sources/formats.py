@@ -1,4 +1,5 @@
-"""Model outputs from any framework, as validated (scores, labels): .npz, .pt, .npy, .csv, many key spellings.
+"""Model outputs from any framework, as validated (scores, labels): .npz, .pt, .npy, .safetensors, .csv, .jsonl, many
+key spellings.
 
 Keys, first match wins: scores `logits`, `probs`, `probabilities`, `scores`, `outputs`, `y_prob`, `y_proba`,
 `y_score`, `predictions` (Hugging Face); labels `labels`, `targets`, `y`, `label`, `target`, `label_ids` (Hugging
@@ -6,6 +7,8 @@ Face), `y_true`; each also as `<split>_<key>` (a run's predictions.npz holds `va
 named exactly with `logits_key` / `labels_key`. Files:
 - `.npz` (only the members used are decompressed) and `.pt` (weights_only: a dict of tensors, a `(logits, labels)`
   pair, or one tensor of scores; or a list of per-batch ones, concatenated);
+- `.safetensors` (Hugging Face's tensor format, read without its package or pickle: `adacal.sources.safetensors_file`):
+  named tensors, found by the key spellings above;
 - `.npy`: one array of scores; its labels come from `labels_file` or, when there is none, from the file
   `<stem>_labels.npy` beside it, else `labels.npy` beside it (said in `Predictions.notes`);
 - `.jsonl`: one JSON object per sample, every line with the same keys (`{"probs": [...], "label": 3}`), found by
@@ -43,6 +46,7 @@ from adacal.arrays import (
 from adacal.errors import InputError
 from adacal.sources.documents import parse_json
 from adacal.sources.files import NpzArchive, check_allocation, human_bytes, open_regular, read_npy, safe_torch_load
+from adacal.sources.safetensors_file import SafetensorsFile
 
 # Spellings of other frameworks too: Hugging Face's Trainer.predict (`predictions`, `label_ids`), scikit-learn's
 # argument names (`y_prob`, `y_proba`, `y_score`, `y_true`).
@@ -56,7 +60,7 @@ CSV_LABEL_NAMES = ("label", "labels", "target", "targets", "y", "class")
 # A first column with one of these headers (lower-cased) and integer values is a row index, not a class: pandas'
 # `DataFrame.to_csv()` writes its index first with an empty header ("Unnamed: 0" once read back by pandas).
 CSV_INDEX_NAMES = ("", "unnamed: 0", "index", "id")
-FORMATS = (".npz", ".pt", ".pth", ".npy", ".csv", ".tsv", ".jsonl")
+FORMATS = (".npz", ".pt", ".pth", ".npy", ".safetensors", ".csv", ".tsv", ".jsonl")
 WHOLE = ""  # the key of the one array of an .npy file
 
 
@@ -138,7 +142,8 @@ class Arrays:
 
 
 def _unsupported(path: Path) -> InputError:
-    return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .csv, .tsv, .jsonl), got {path.name}.")
+    return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .safetensors, .csv, .tsv, .jsonl), "
+                      f"got {path.name}.")
 
 
 def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False) -> Arrays:
@@ -158,6 +163,9 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
         return Arrays(path, archive.files, archive.__getitem__, archive.close, "npz", notes=notes)
     if suffix in (".pt", ".pth"):
         return torch_arrays(path, safe_torch_load(path, what="torch predictions file", error=InputError))
+    if suffix == ".safetensors":
+        tensors = SafetensorsFile(path, "a predictions file (.safetensors)")
+        return Arrays(path, tensors.files, tensors.__getitem__, tensors.close, "safetensors")
     if suffix == ".npy":
         array = read_npy(path, "a predictions file (.npy)")
         return Arrays(path, [WHOLE], {WHOLE: array}.__getitem__, None, "npy")

@@ -103,6 +103,7 @@ def _bad_files(ws: Path, base: dict, a: dict) -> None:
     np.savez(ws / "binary_k10.npz", probs=np.full(n, 0.5), labels=labels)
     np.savez(ws / "rounded.npz", probs=np.round(np.full((n, 3), 1 / 3), 2), labels=labels % 3)
     np.savez(ws / "percent.npz", probs=np.full((n, 4), 25.0), labels=labels % 4)
+    (ws / "bad.safetensors").write_bytes(b"\x10\0\0\0\0\0\0\0{not json at all")
     np.savez(ws / "weird_keys.npz", out=logits, gt=labels)
     torch.save([torch.tensor(logits)], ws / "list1.pt")
     torch.save("just a string", ws / "string.pt")
@@ -309,6 +310,7 @@ CASES = [
     ("evaluate: binary scores with 10 labels", "evaluate {ws}/binary_k10.npz", "one score per sample is read as a binary"),
     ("ood: binary in, 10-class out", "ood --in-preds {ws}/binary_k10.npz --out-preds {preds}", "same number of classes"),
     ("evaluate: rounded probabilities", "evaluate {ws}/rounded.npz", "whose rows sum to 1, got values in [0, 1]"),
+    ("evaluate: damaged safetensors", "evaluate {ws}/bad.safetensors", "readable .safetensors file, but its header is not JSON"),
     ("calibrate: percentages", "calibrate {ws}/percent.npz --val {ws}/percent.npz", "percentages it seems: pass --renormalize"),
     ("evaluate: --renormalize on logits", "evaluate {preds} --renormalize", "for --renormalize"),
     ("ood: --renormalize on logits", "ood --in-preds {preds} --out-preds {preds} --renormalize", "for --renormalize"),
