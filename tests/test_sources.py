@@ -347,6 +347,28 @@ def test_one_score_column_is_read_as_binary_scores_and_a_label_column_as_indices
         load_predictions(tmp_path / "nan.npz")
 
 
+@pytest.mark.parametrize("suffix", [".npz", ".jsonl"])
+def test_class_indices_written_as_text_are_read_as_integers(tmp_path, suffix):
+    """"3" is class 3 when there are no class names to look it up in (a CSV's cells are read so already)."""
+    path = tmp_path / f"t{suffix}"
+    text_labels = LABELS.astype(str)
+    if suffix == ".npz":
+        np.savez(path, logits=LOGITS, labels=text_labels)
+    else:
+        path.write_text("".join(json.dumps({"logits": row.tolist(), "label": label}) + "\n"
+                                for row, label in zip(LOGITS.astype(float), text_labels)))
+    pred = load_predictions(path)
+    np.testing.assert_array_equal(pred.labels, LABELS)
+    assert f"{path.name}:label{'s' if suffix == '.npz' else ''}: class indices written as text, read as integers" \
+        in pred.notes
+    np.savez(tmp_path / "mixed.npz", logits=LOGITS, labels=np.where(LABELS == 0, "cat", text_labels))
+    with pytest.raises(InputError, match="got strings; add a 'classes' array"):
+        load_predictions(tmp_path / "mixed.npz")
+    # With class names, text is always a name: "1" is the class named "1", wherever it is.
+    np.savez(tmp_path / "named.npz", logits=LOGITS, labels=text_labels, classes=np.array(["3", "2", "1", "0"]))
+    np.testing.assert_array_equal(load_predictions(tmp_path / "named.npz").labels, 3 - LABELS)
+
+
 def test_renormalize_rounded_probabilities(tmp_path):
     probs = softmax(LOGITS.astype(np.float64))
     rounded = np.round(probs, 2)

@@ -544,6 +544,11 @@ def interpret_labels(values: Any, *, n: int, num_classes: int, name: str, classe
     if array.ndim == 2 and array.shape[1] == 1:
         array = array[:, 0]
         notes.append(f"{name}: a column (N, 1) of class labels, read as 1-D")
+    if array.dtype.kind in "US" and classes is None and array.ndim == 1 and array.size \
+            and all(_is_integer_text(str(label)) for label in array):
+        # Numbers written as text ("3"; JSON writers, string columns): class indices, as a CSV's cells are read.
+        array = np.array([int(float(label)) for label in array], dtype=np.int64)
+        notes.append(f"{name}: class indices written as text, read as integers")
     if array.dtype.kind in "US":
         if classes is None:
             raise InputError(
