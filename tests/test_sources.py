@@ -242,8 +242,41 @@ def test_jsonl_one_object_per_sample(tmp_path):
     np.testing.assert_allclose(load_predictions(tmp_path / "q.jsonl").logits, probs)
 
 
+def test_json_predictions_as_an_object_of_arrays_or_an_array_of_samples(tmp_path):
+    columns = {"logits": LOGITS.astype(float).tolist(), "labels": LABELS.tolist(), "model": "resnet20",
+               "metrics": {"accuracy": 0.9}}  # keys that are not arrays are ignored
+    (tmp_path / "columns.json").write_text(json.dumps(columns))
+    same(load_predictions(tmp_path / "columns.json"))
+    samples = [{"probs": softmax(LOGITS[i:i + 1].astype(np.float64))[0].tolist(), "label": int(LABELS[i])}
+               for i in range(N)]
+    (tmp_path / "samples.json").write_text(json.dumps(samples, indent=1))
+    np.testing.assert_allclose(load_predictions(tmp_path / "samples.json").logits, softmax(LOGITS.astype(np.float64)))
+    hf = {"predictions": LOGITS.astype(float).tolist(), "label_ids": LABELS.tolist()}  # Trainer.predict's fields
+    (tmp_path / "hf.json").write_text(json.dumps(hf))
+    same(load_predictions(tmp_path / "hf.json"))
+    split = {"val_logits": LOGITS[:20].astype(float).tolist(), "val_labels": LABELS[:20].tolist(),
+             "test_logits": LOGITS[20:].astype(float).tolist(), "test_labels": LABELS[20:].tolist()}
+    (tmp_path / "split.json").write_text(json.dumps(split))
+    same(load_split_predictions(tmp_path / "split.json")["test"], LOGITS[20:], LABELS[20:])
+
+
+@pytest.mark.parametrize("document, match", [
+    ({"schema_version": 1, "kind": "evaluate", "results": {}}, "is an adacal 'evaluate' report"),
+    ({"model": "resnet", "accuracy": 0.9}, r"none of its keys \(model, accuracy\) holds one"),
+    ([], "it is an empty array"),
+    ([{"logits": [1, 2], "label": 0}, {"logit": [1, 2], "label": 1}], "item 1 of .* keys of item 0"),
+    ([{"logits": [1, 2], "label": 0}, [1, 2]], "item 1 of .* JSON object"),
+    ({"logits": [[1, 2], [1, 2, 3]], "labels": [0, 1]}, "one length for every sample"),
+    (3, "an object of arrays or an array of samples, got int"),
+])
+def test_json_refusals(tmp_path, document, match):
+    (tmp_path / "p.json").write_text(json.dumps(document))
+    with pytest.raises(InputError, match=match):
+        load_predictions(tmp_path / "p.json")
+
+
 @pytest.mark.parametrize("text, match", [
-    ('{"logits": [1, 2], "label": 0}\n{"logits": [1, 2, 3], "label": 1}\n', "one length on every line"),
+    ('{"logits": [1, 2], "label": 0}\n{"logits": [1, 2, 3], "label": 1}\n', "one length for every sample"),
     ('{"logits": [1, 2], "label": 0}\n{"logit": [1, 2], "label": 1}\n', "line 2 of .* keys of line 1"),
     ('{"logits": [1, 2], "label": 0}\n{oops\n', "line 2 of .* to be JSON"),
     ('{"logits": [1, 2], "label": 0}\n[1, 2]\n', "line 2 of .* JSON object"),

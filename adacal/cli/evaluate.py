@@ -20,8 +20,8 @@ PREDICTIONS is a predictions file of any framework (.npz or .pt with `logits`/`p
 `labels`/`targets`/`y` (also Hugging Face's `predictions`/`label_ids`, scikit-learn's `y_prob`/`y_true`), or
 `test_logits`/`test_labels` like a run's predictions.npz; a .pt (logits, labels) pair or a list of per-batch outputs;
 an .npy of scores with --labels FILE or <stem>_labels.npy (or labels.npy) beside it; a .csv/.tsv with one column per
-class and a label column; a .jsonl with one JSON object per sample; a .safetensors of named tensors), a checkpoint, or
-a run folder written by
+class and a label column; a .json of arrays or of per-sample objects, or a .jsonl with one object per sample; a
+.safetensors of named tensors), a checkpoint, or a run folder written by
 'adacal train'. Labels may be class indices, one-hot rows or booleans. 1-D binary scores are taken as
 positive-class probabilities when all in [0, 1], else as decision scores (logits); string labels are mapped through
 a `classes` array (or a .csv header). Rows that are all in [0, 1] and sum
@@ -133,7 +133,7 @@ def evaluate(
     predictions: Annotated[
         Path,
         typer.Argument(
-            help="Predictions file (.npz, .pt, .npy, .safetensors, .csv, .tsv or .jsonl), checkpoint, or run folder.",
+            help="Predictions file (.npz, .pt, .npy, .safetensors, .csv, .tsv, .json or .jsonl), checkpoint, or run folder.",
             show_default=False,
         ),
     ],

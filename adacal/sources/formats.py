@@ -11,6 +11,8 @@ named exactly with `logits_key` / `labels_key`. Files:
   named tensors, found by the key spellings above;
 - `.npy`: one array of scores; its labels come from `labels_file` or, when there is none, from the file
   `<stem>_labels.npy` beside it, else `labels.npy` beside it (said in `Predictions.notes`);
+- `.json`: an object of arrays (keys as above; keys holding no array ignored) or an array of per-sample objects;
+  an adacal report is refused (it holds metrics);
 - `.jsonl`: one JSON object per sample, every line with the same keys (`{"probs": [...], "label": 3}`), found by
   the key spellings above;
 - `.csv` / `.tsv` (comma, semicolon or tab separated): one column per class plus a label column, header optional;
@@ -26,6 +28,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +64,8 @@ CSV_LABEL_NAMES = ("label", "labels", "target", "targets", "y", "class")
 # `DataFrame.to_csv()` writes its index first with an empty header ("Unnamed: 0" once read back by pandas).
 CSV_INDEX_NAMES = ("", "unnamed: 0", "index", "id")
 FORMATS = (".npz", ".pt", ".pth", ".npy", ".safetensors", ".csv", ".tsv", ".jsonl")
+# `.json` is read as predictions too, but is not in FORMATS: `plot` and `ood` take a .json INPUT for a report.
+JSON_SUFFIX = ".json"
 WHOLE = ""  # the key of the one array of an .npy file
 
 
@@ -142,15 +147,15 @@ class Arrays:
 
 
 def _unsupported(path: Path) -> InputError:
-    return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .safetensors, .csv, .tsv, .jsonl), "
-                      f"got {path.name}.")
+    return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .safetensors, .csv, .tsv, .json, "
+                      f".jsonl), got {path.name}.")
 
 
 def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False) -> Arrays:
     """The arrays of a predictions file, by key, without reading any of them yet (for .npz)."""
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix not in FORMATS:
+    if suffix not in FORMATS and suffix != JSON_SUFFIX:
         # Still say "does not exist" / "is a folder" first: that is the more useful sentence.
         open_regular(path, "a predictions file").close()
         raise _unsupported(path)
@@ -169,9 +174,9 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
     if suffix == ".npy":
         array = read_npy(path, "a predictions file (.npy)")
         return Arrays(path, [WHOLE], {WHOLE: array}.__getitem__, None, "npy")
-    if suffix == ".jsonl":
-        columns = read_jsonl(path)
-        return Arrays(path, list(columns), lambda key: _json_column(path, key, columns[key]), None, "jsonl")
+    if suffix in (".jsonl", JSON_SUFFIX):
+        columns = read_jsonl(path) if suffix == ".jsonl" else read_json_predictions(path)
+        return Arrays(path, list(columns), lambda key: _json_column(path, key, columns[key]), None, suffix[1:])
     table, notes = read_csv_with_notes(path, labels_key=labels_key, labels_only=labels_only)
     return Arrays(path, list(table), table.__getitem__, None, "csv", notes=tuple(notes))
 
@@ -179,39 +184,72 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
 # -------------------------------------------------------------------------------------------------------- jsonl
 
 
-def read_jsonl(path: str | os.PathLike) -> dict[str, list[Any]]:
-    """The columns of a JSON Lines file: one object per line (one sample: e.g. {"probs": [...], "label": 3}, as LLM
-    evaluation harnesses write them), every line with the same keys; blank lines are skipped."""
-    path = Path(path)
-    with open_regular(path, "a predictions file (.jsonl)") as handle:
+def _read_text(path: Path, what: str) -> str:
+    with open_regular(path, what) as handle:
         # Parsed into Python lists first: about 40 bytes of memory per byte of text at worst.
         check_allocation(40 * os.fstat(handle.fileno()).st_size, what=f"the records in {path}")
         raw = handle.read()
     try:
-        text = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"Expected {path} to be UTF-8 text, but byte {exc.start} is not.") from None
+
+
+def _columns_of_records(path: Path, records: Iterable[tuple[str, Any]]) -> dict[str, list[Any]]:
+    """Columns from (where, record) pairs — one JSON object per sample, every one with the keys of the first."""
     columns: dict[str, list[Any]] = {}
-    first_line = 0
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        record = parse_json(line, label=f"line {number} of {path}")
+    first = ""
+    for where, record in records:
         if not isinstance(record, dict):
-            raise InputError(f"Expected line {number} of {path} to be a JSON object (one sample), got "
+            raise InputError(f"Expected {where} of {path} to be a JSON object (one sample), got "
                              f"{type(record).__name__}.")
         if not columns:
-            first_line = number
+            first = where
             columns = {str(key): [] for key in record}
             if not columns:
-                raise InputError(f"Expected line {number} of {path} to hold keys (scores, label), got {{}}.")
+                raise InputError(f"Expected {where} of {path} to hold keys (scores, label), got {{}}.")
         if set(record) != set(columns):
-            raise InputError(f"Expected line {number} of {path} to have the keys of line {first_line} "
+            raise InputError(f"Expected {where} of {path} to have the keys of {first} "
                              f"({', '.join(columns)}), got {', '.join(map(str, record)) or 'none'}.")
         for key, value in record.items():
             columns[key].append(value)
+    return columns
+
+
+def read_jsonl(path: str | os.PathLike) -> dict[str, list[Any]]:
+    """The columns of a JSON Lines file: one object per line (one sample: e.g. {"probs": [...], "label": 3}, as LLM
+    evaluation harnesses write them), every line with the same keys; blank lines are skipped."""
+    path = Path(path)
+    text = _read_text(path, "a predictions file (.jsonl)")
+    records = ((f"line {number}", parse_json(line, label=f"line {number} of {path}"))
+               for number, line in enumerate(text.splitlines(), start=1) if line.strip())
+    columns = _columns_of_records(path, records)
     if not columns:
         raise InputError(f"Expected {path} to hold one JSON object per line, but it is empty.")
+    return columns
+
+
+def read_json_predictions(path: str | os.PathLike) -> dict[str, list[Any]]:
+    """The columns of a .json predictions file: an object of arrays ({"logits": [[...], ...], "labels": [...]},
+    keys whose values are not arrays ignored) or an array of per-sample objects ([{"probs": [...], "label": 3}, ...]).
+    An adacal report is refused: it holds metrics, not predictions."""
+    path = Path(path)
+    document = parse_json(_read_text(path, "a predictions file (.json)"), label=str(path))
+    if isinstance(document, list):
+        columns = _columns_of_records(path, ((f"item {index}", item) for index, item in enumerate(document)))
+        if not columns:
+            raise InputError(f"Expected {path} to hold predictions, but it is an empty array.")
+        return columns
+    if not isinstance(document, dict):
+        raise InputError(f"Expected {path} to hold an object of arrays or an array of samples, got "
+                         f"{type(document).__name__}.")
+    if "schema_version" in document and "kind" in document:
+        raise InputError(f"Expected {path} to hold predictions, but it is an adacal {document['kind']!r} report "
+                         "(metrics, not per-sample scores); `plot reliability` reads evaluate reports.")
+    columns = {str(key): value for key, value in document.items() if isinstance(value, list)}
+    if not columns:
+        raise InputError(f"Expected {path} to hold arrays (e.g. \"logits\" and \"labels\"), but none of its keys "
+                         f"({', '.join(map(str, document)) or 'none'}) holds one.")
     return columns
 
 
@@ -227,8 +265,8 @@ def _json_column(path: Path, key: str, values: list[Any]) -> np.ndarray:
         return array if array.dtype.kind in "if" else array.astype(np.float64)
     if all(isinstance(v, bool) for v in values):
         return np.array(values, dtype=bool)
-    raise InputError(f"Expected '{key}' in {path} to hold a number, a string or a list of numbers (one length on "
-                     "every line) per line, but it does not.")
+    raise InputError(f"Expected '{key}' in {path} to hold a number, a string or a list of numbers (one length for "
+                     "every sample) per sample, but it does not.")
 
 
 def torch_arrays(path: Path, data: Any) -> Arrays:

@@ -326,7 +326,7 @@ CASES = [
     ("calibrate: --logits-key missing in a split file", "calibrate {split} --logits-key z", "val_logits"),
     ("evaluate: pt list of one", "evaluate {ws}/list1.pt", "which holds one tensor of scores: give --labels FILE"),
     ("evaluate: pt string", "evaluate {ws}/string.pt", "got a str"),
-    ("evaluate: unknown extension", "evaluate {ws}/preds.txt", "ending in .npz or .pt (or .npy, .csv, .tsv, .jsonl)"),
+    ("evaluate: unknown extension", "evaluate {ws}/preds.txt", "ending in .npz or .pt (or .npy, .safetensors, .csv, .tsv, .json, .jsonl)"),
     ("evaluate: --labels with a run", "evaluate {run} --labels {ws}/labels_short.npy", "--labels only with a predictions file"),
     ("evaluate: --logits-key with a checkpoint", "evaluate {ckpt} --logits-key x", "--logits-key only with a predictions"),
     ("calibrate: --val with a run", "calibrate {run} --val {preds}", "--val only with a predictions file"),
