@@ -242,6 +242,38 @@ def test_jsonl_one_object_per_sample(tmp_path):
     np.testing.assert_allclose(load_predictions(tmp_path / "q.jsonl").logits, probs)
 
 
+def test_text_tables_as_np_savetxt_writes_them(tmp_path):
+    """np.savetxt's default (space-separated '%.18e', '# ' header) and its delimiter=',' form; labels beside the
+    scores (np.savetxt writes them as floats) or from --labels FILE."""
+    np.savetxt(tmp_path / "p.txt", LOGITS, header="logits of some model")
+    np.savetxt(tmp_path / "p_labels.txt", LABELS)
+    pred = load_predictions(tmp_path / "p.txt")
+    same(pred)
+    assert "p.txt: labels read from p_labels.txt beside it" in pred.notes
+    np.savetxt(tmp_path / "c.txt", LOGITS, delimiter=",", fmt="%.9g")
+    np.savetxt(tmp_path / "y.txt", LABELS, fmt="%d")
+    np.testing.assert_allclose(load_predictions(tmp_path / "c.txt", options=ReadOptions(labels_file=tmp_path / "y.txt")
+                                                ).logits, LOGITS, rtol=1e-8)
+    np.savetxt(tmp_path / "binary.txt", np.linspace(0.1, 0.9, N))  # one column: a binary model's scores
+    np.savetxt(tmp_path / "labels.txt", LABELS % 2)
+    assert load_predictions(tmp_path / "binary.txt").logits.shape == (N, 2)
+    with pytest.raises(InputError, match=r"Expected labels for .*c\.txt: give --labels FILE or put them in "
+                                         r"c_labels\.txt \(or labels\.txt\)"):
+        (tmp_path / "labels.txt").unlink()
+        load_predictions(tmp_path / "c.txt")
+
+
+@pytest.mark.parametrize("text, match", [
+    ("0.1 0.9\n0.2\n", "line 2 of .* to have 2 numbers, like line 1, got 1"),
+    ("# only a comment\n\n", "a table of numbers, but it is empty"),
+    ("0.1 0.9\n0.2 zero\n", "line 2 of .* to hold numbers, got 'zero'"),
+])
+def test_text_table_refusals(tmp_path, text, match):
+    (tmp_path / "p.txt").write_text(text)
+    with pytest.raises(InputError, match=match):
+        load_predictions(tmp_path / "p.txt", options=ReadOptions(labels_file=tmp_path / "p.txt"))
+
+
 def test_json_predictions_as_an_object_of_arrays_or_an_array_of_samples(tmp_path):
     columns = {"logits": LOGITS.astype(float).tolist(), "labels": LABELS.tolist(), "model": "resnet20",
                "metrics": {"accuracy": 0.9}}  # keys that are not arrays are ignored

@@ -19,7 +19,8 @@ classwise ECE, NLL, Brier score and top-1 error, optionally with bootstrap confi
 PREDICTIONS is a predictions file of any framework (.npz or .pt with `logits`/`probs`/`scores` and
 `labels`/`targets`/`y` (also Hugging Face's `predictions`/`label_ids`, scikit-learn's `y_prob`/`y_true`), or
 `test_logits`/`test_labels` like a run's predictions.npz; a .pt (logits, labels) pair or a list of per-batch outputs;
-an .npy of scores with --labels FILE or <stem>_labels.npy (or labels.npy) beside it; a .csv/.tsv with one column per
+an .npy of scores with --labels FILE or <stem>_labels.npy (or labels.npy) beside it, or such a .txt as np.savetxt
+writes; a .csv/.tsv with one column per
 class and a label column; a .json of arrays or of per-sample objects, or a .jsonl with one object per sample; a
 .safetensors of named tensors), a checkpoint, or a run folder written by
 'adacal train'. Labels may be class indices, one-hot rows or booleans. 1-D binary scores are taken as
@@ -133,7 +134,7 @@ def evaluate(
     predictions: Annotated[
         Path,
         typer.Argument(
-            help="Predictions file (.npz, .pt, .npy, .safetensors, .csv, .tsv, .json or .jsonl), checkpoint, or run folder.",
+            help="Predictions file (.npz, .pt, .npy, .txt, .safetensors, .csv, .tsv, .json or .jsonl), checkpoint, or run folder.",
             show_default=False,
         ),
     ],

@@ -11,6 +11,8 @@ named exactly with `logits_key` / `labels_key`. Files:
   named tensors, found by the key spellings above;
 - `.npy`: one array of scores; its labels come from `labels_file` or, when there is none, from the file
   `<stem>_labels.npy` beside it, else `labels.npy` beside it (said in `Predictions.notes`);
+- `.txt`: one table of scores as np.savetxt writes it (whitespace or commas between numbers, `#` comments), its
+  labels found like an .npy's (`<stem>_labels.txt`, `labels.txt`);
 - `.json`: an object of arrays (keys as above; keys holding no array ignored) or an array of per-sample objects;
   an adacal report is refused (it holds metrics);
 - `.jsonl`: one JSON object per sample, every line with the same keys (`{"probs": [...], "label": 3}`), found by
@@ -63,7 +65,9 @@ CSV_LABEL_NAMES = ("label", "labels", "target", "targets", "y", "class")
 # A first column with one of these headers (lower-cased) and integer values is a row index, not a class: pandas'
 # `DataFrame.to_csv()` writes its index first with an empty header ("Unnamed: 0" once read back by pandas).
 CSV_INDEX_NAMES = ("", "unnamed: 0", "index", "id")
-FORMATS = (".npz", ".pt", ".pth", ".npy", ".safetensors", ".csv", ".tsv", ".jsonl")
+FORMATS = (".npz", ".pt", ".pth", ".npy", ".txt", ".safetensors", ".csv", ".tsv", ".jsonl")
+# Formats holding one array of scores, without keys: labels come from --labels FILE or a file beside them.
+KEYLESS = ("npy", "txt")
 # `.json` is read as predictions too, but is not in FORMATS: `plot` and `ood` take a .json INPUT for a report.
 JSON_SUFFIX = ".json"
 WHOLE = ""  # the key of the one array of an .npy file
@@ -147,8 +151,8 @@ class Arrays:
 
 
 def _unsupported(path: Path) -> InputError:
-    return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .safetensors, .csv, .tsv, .json, "
-                      f".jsonl), got {path.name}.")
+    return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .txt, .safetensors, .csv, .tsv, "
+                      f".json, .jsonl), got {path.name}.")
 
 
 def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False) -> Arrays:
@@ -171,9 +175,9 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
     if suffix == ".safetensors":
         tensors = SafetensorsFile(path, "a predictions file (.safetensors)")
         return Arrays(path, tensors.files, tensors.__getitem__, tensors.close, "safetensors")
-    if suffix == ".npy":
-        array = read_npy(path, "a predictions file (.npy)")
-        return Arrays(path, [WHOLE], {WHOLE: array}.__getitem__, None, "npy")
+    if suffix in (".npy", ".txt"):
+        array = read_npy(path, "a predictions file (.npy)") if suffix == ".npy" else read_text_table(path)
+        return Arrays(path, [WHOLE], {WHOLE: array}.__getitem__, None, suffix[1:])
     if suffix in (".jsonl", JSON_SUFFIX):
         columns = read_jsonl(path) if suffix == ".jsonl" else read_json_predictions(path)
         return Arrays(path, list(columns), lambda key: _json_column(path, key, columns[key]), None, suffix[1:])
@@ -227,6 +231,33 @@ def read_jsonl(path: str | os.PathLike) -> dict[str, list[Any]]:
     if not columns:
         raise InputError(f"Expected {path} to hold one JSON object per line, but it is empty.")
     return columns
+
+
+def read_text_table(path: str | os.PathLike) -> np.ndarray:
+    """The numbers of a text table as np.savetxt writes it: one row per line, separated by whitespace (or commas),
+    `#` comments and blank lines skipped; (N, K) float64, or (N,) for one column."""
+    path = Path(path)
+    text = _read_text(path, "a predictions file (.txt)")
+    rows: list[list[float]] = []
+    first = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        cells = line.split("#", 1)[0].replace(",", " ").split()
+        if not cells:
+            continue
+        try:
+            row = [float(cell) for cell in cells]
+        except ValueError:
+            bad = next(cell for cell in cells if not _is_number(cell))
+            raise InputError(f"Expected line {number} of {path} to hold numbers, got {bad[:30]!r}.") from None
+        if rows and len(row) != len(rows[0]):
+            raise InputError(f"Expected line {number} of {path} to have {len(rows[0])} numbers, like line {first}, "
+                             f"got {len(row)}.")
+        first = first or number
+        rows.append(row)
+    if not rows:
+        raise InputError(f"Expected {path} to hold a table of numbers, but it is empty.")
+    table = np.array(rows, dtype=np.float64)
+    return table[:, 0] if table.shape[1] == 1 else table
 
 
 def read_json_predictions(path: str | os.PathLike) -> dict[str, list[Any]]:
@@ -640,9 +671,11 @@ def _labels_from_file(options: ReadOptions, n: int, num_classes: int) -> tuple[n
 
 
 def sibling_labels(path: Path) -> Path | None:
-    """The labels of an .npy of scores when no labels file is given: `<stem>_labels.npy` beside it, else
-    `labels.npy` beside it (the layout of CIFAR-10-C: `<name>.npy` + `labels.npy`); None when neither exists."""
-    for candidate in (path.with_name(f"{path.stem}_labels.npy"), path.with_name("labels.npy")):
+    """The labels of an .npy (or .txt) of scores when no labels file is given: `<stem>_labels.npy` beside it, else
+    `labels.npy` beside it (the layout of CIFAR-10-C: `<name>.npy` + `labels.npy`), with the scores' own suffix;
+    None when neither exists."""
+    suffix = path.suffix.lower()
+    for candidate in (path.with_name(f"{path.stem}_labels{suffix}"), path.with_name(f"labels{suffix}")):
         if candidate != path and os.path.lexists(candidate):
             return candidate
     return None
@@ -652,7 +685,7 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
                      need_labels: bool = True) -> Predictions | np.ndarray:
     """The (scores, labels) of one split of an opened file, or only the scores when `need_labels` is False."""
     path = arrays.path
-    if options.logits_key is not None and arrays.kind in ("npy", "csv"):
+    if options.logits_key is not None and arrays.kind in (*KEYLESS, "csv"):
         raise InputError(
             f"Expected --logits-key only with an .npz or .pt file, not with {path.name} (its scores have no key)."
         )
@@ -695,12 +728,13 @@ def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str],
         labels, label_notes = _labels_from_file(options, n, k)
     else:
         label_key = _labels_key(arrays, options, split)
-        if label_key is None and arrays.kind == "npy":
+        if label_key is None and arrays.kind in KEYLESS:
             sibling = sibling_labels(path)
             if sibling is None:
+                suffix = path.suffix.lower()
                 raise InputError(
-                    f"Expected labels for {path}: give --labels FILE or put them in {path.stem}_labels.npy "
-                    "(or labels.npy) beside it."
+                    f"Expected labels for {path}: give --labels FILE or put them in {path.stem}_labels{suffix} "
+                    f"(or labels{suffix}) beside it."
                 )
             found = predictions_from(arrays, options=ReadOptions(
                 options.logits_key, options.labels_key, sibling, options.renormalize), split=split)
