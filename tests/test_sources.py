@@ -82,6 +82,21 @@ def test_hard_class_predictions_are_refused_as_scores(tmp_path, suffix, column):
         load_predictions(path)
 
 
+@pytest.mark.parametrize("layout", ["dict", "pair", "batches"])
+def test_pt_files_holding_numpy_arrays_read_like_tensors(tmp_path, layout):
+    """torch.save of numpy arrays (and numpy scalars beside them): rebuilt by the weights-only unpickler, read as
+    the same tensors would be."""
+    path = tmp_path / "np.pt"
+    if layout == "dict":
+        torch.save({"logits": LOGITS, "labels": LABELS, "classes": np.array(list("abcd")), "epoch": np.int64(3)}, path)
+    elif layout == "pair":
+        torch.save((LOGITS, LABELS), path)
+    else:
+        torch.save([{"logits": LOGITS[:16], "labels": LABELS[:16]}, {"logits": LOGITS[16:], "labels": LABELS[16:]}],
+                   path)
+    same(load_predictions(path))
+
+
 @pytest.mark.parametrize("layout", ["pairs", "dicts", "dict of lists", "tensors + --labels"])
 def test_pt_lists_of_per_batch_outputs_are_concatenated(tmp_path, layout):
     # What Lightning's Trainer.predict returns: one output per batch, in the shape predict_step gives it.

@@ -262,10 +262,35 @@ def _check_torch_zip(handle: IO[bytes], path: Path, what: str, error: type[Input
         )
 
 
+def _numpy_safe_globals() -> list[Any]:
+    """What torch's weights-only unpickler needs to rebuild numpy arrays and scalars of numbers, booleans and strings
+    (`torch.save({"logits": np_array})` is common): the array and scalar constructors and those dtype classes. Object
+    arrays stay refused: their elements would be arbitrary pickled objects (and still need globals not listed here)."""
+    kinds = (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+             np.float16, np.float32, np.float64, np.str_, np.bytes_)
+    return [np.ndarray, np.dtype, np.ndarray(0).__reduce__()[0], np.float64(0).__reduce__()[0],
+            *{type(np.dtype(kind)) for kind in kinds}]
+
+
+def _numpy_to_tensors(value: Any) -> Any:
+    """Numeric numpy arrays and scalars inside a loaded structure as torch tensors (strings stay numpy arrays), so
+    that readers see one kind of array whatever the file's author saved."""
+    import torch
+
+    if isinstance(value, dict):
+        return {key: _numpy_to_tensors(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_numpy_to_tensors(item) for item in value)
+    if isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind in "biuf":
+        return torch.from_numpy(np.array(value, copy=True))  # a writable, contiguous copy (0-d for a scalar)
+    return value
+
+
 def safe_torch_load(path: str | os.PathLike, *, what: str = "torch file",
                     error: type[InputError] = CheckpointError) -> Any:
     """`torch.load(weights_only=True)` on the CPU of a regular file; a pickle payload is refused, a damaged file is
-    an `error`, and every tensor it holds is checked by `check_tensors`."""
+    an `error`, and every tensor it holds is checked by `check_tensors`. numpy arrays of numbers, booleans or strings
+    are allowed too (rebuilt by the same restricted unpickler) and numeric ones become tensors."""
     import pickle
 
     import torch
@@ -277,10 +302,12 @@ def safe_torch_load(path: str | os.PathLike, *, what: str = "torch file",
             with warnings.catch_warnings():
                 # torch warns on stderr while validating sparse tensors: nothing may print ahead of the one line.
                 warnings.simplefilter("ignore")
-                data = torch.load(handle, map_location="cpu", weights_only=True)
+                with torch.serialization.safe_globals(_numpy_safe_globals()):
+                    data = torch.load(handle, map_location="cpu", weights_only=True)
         except pickle.UnpicklingError as exc:
             # The weights-only unpickler names the global it refused; anything else is a damaged or foreign file.
-            if "unsupported global" in str(exc).lower() or "unsupported class" in str(exc).lower():
+            refused = ("unsupported global", "unsupported class", "allowlisted via")
+            if any(phrase in str(exc).lower() for phrase in refused):
                 raise error(
                     f"Refusing to load {path}: it holds Python objects other than tensors and plain values, "
                     "which could run code (adacal loads torch files with weights_only=True only)."
@@ -290,6 +317,7 @@ def safe_torch_load(path: str | os.PathLike, *, what: str = "torch file",
             raise error(
                 f"Expected {path} to be a readable {what}, but it is truncated or corrupt ({exc.__class__.__name__})."
             ) from None
+    data = _numpy_to_tensors(data)
     check_tensors(data, path, error=error)
     return data
 

@@ -81,6 +81,23 @@ def test_the_payload_does_run_when_unpickled_without_weights_only(payloads):
     assert payloads["marker"].exists()
 
 
+def test_a_payload_inside_a_numpy_object_array_is_refused_and_never_runs(tmp_path, monkeypatch):
+    """numpy arrays of numbers and strings load from .pt files; an object array's elements are pickled objects, and
+    the restricted unpickler still refuses them (the payload's global and the object dtype are not allowlisted)."""
+    monkeypatch.chdir(tmp_path)
+    marker = tmp_path / "payload-ran.txt"
+    payload = np.empty(1, dtype=object)
+    payload[0] = CreatesAFile(marker)
+    logits = np.random.default_rng(0).normal(size=(5, 3))
+    torch.save({"logits": logits, "labels": np.arange(5) % 3, "extra": payload}, tmp_path / "preds.pt")
+    before = snapshot(tmp_path)
+    line = one_line_error(runner.invoke(app, ["evaluate", str(tmp_path / "preds.pt")]))
+    assert "Refusing to load" in line and "weights_only=True" in line, line
+    assert not marker.exists() and snapshot(tmp_path) == before
+    torch.load(tmp_path / "preds.pt", weights_only=False)  # the control: the payload is real
+    assert marker.exists()
+
+
 # ------------------------------------------------------------------------------------- paths inside reports
 
 
