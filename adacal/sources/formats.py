@@ -150,7 +150,14 @@ class Arrays:
         self.close()
 
 
+# Pickle-based formats: never loaded (unpickling runs code), refused with what to save instead.
+PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib", ".dill")
+
+
 def _unsupported(path: Path) -> InputError:
+    if path.suffix.lower() in PICKLE_SUFFIXES:
+        return InputError(f"Refusing to read {path.name}: loading a pickle can run code. Save the arrays with "
+                          "np.savez(path, logits=..., labels=...) (or torch.save of tensors, a .csv, a .json) instead.")
     return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .txt, .safetensors, .csv, .tsv, "
                       f".json, .jsonl), got {path.name}.")
 

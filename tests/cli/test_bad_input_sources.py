@@ -108,6 +108,7 @@ def _bad_files(ws: Path, base: dict, a: dict) -> None:
     torch.save([torch.tensor(logits)], ws / "list1.pt")
     torch.save("just a string", ws / "string.pt")
     (ws / "preds.xlsx").write_text("0.1 0.9 1\n")
+    (ws / "preds.pkl").write_bytes(b"\x80\x04K\x01.")  # a real pickle (the int 1): never loaded
     np.savez(ws / "val_k3.npz", logits=logits[:, :3], labels=labels % 3)
     # --- JSON documents (as calibrators, reports)
     calibrator = json.loads(base["calibrator"].read_text())
@@ -326,6 +327,7 @@ CASES = [
     ("calibrate: --logits-key missing in a split file", "calibrate {split} --logits-key z", "val_logits"),
     ("evaluate: pt list of one", "evaluate {ws}/list1.pt", "which holds one tensor of scores: give --labels FILE"),
     ("evaluate: pt string", "evaluate {ws}/string.pt", "got a str"),
+    ("evaluate: a pickle", "evaluate {ws}/preds.pkl", "Refusing to read preds.pkl: loading a pickle can run code"),
     ("evaluate: unknown extension", "evaluate {ws}/preds.xlsx", "ending in .npz or .pt (or .npy, .txt, .safetensors, .csv, .tsv, .json, .jsonl)"),
     ("evaluate: --labels with a run", "evaluate {run} --labels {ws}/labels_short.npy", "--labels only with a predictions file"),
     ("evaluate: --logits-key with a checkpoint", "evaluate {ckpt} --logits-key x", "--logits-key only with a predictions"),
