@@ -289,6 +289,52 @@ def test_text_table_refusals(tmp_path, text, match):
         load_predictions(tmp_path / "p.txt", options=ReadOptions(labels_file=tmp_path / "p.txt"))
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".txt", ".json", ".jsonl"])
+def test_gzipped_text_formats_read_like_the_plain_file(tmp_path, suffix):
+    """pandas' to_csv("preds.csv.gz") compresses by the name alone; any text format may come gzipped."""
+    import gzip
+
+    plain = tmp_path / f"p{suffix}"
+    rows = [[float(v) for v in LOGITS[i]] for i in range(N)]
+    if suffix in (".csv", ".tsv"):
+        sep = "," if suffix == ".csv" else "\t"
+        plain.write_text("".join(sep.join(map(repr, row)) + f"{sep}{LABELS[i]}\n" for i, row in enumerate(rows)))
+    elif suffix == ".txt":
+        np.savetxt(plain, LOGITS)
+    elif suffix == ".json":
+        plain.write_text(json.dumps({"logits": rows, "labels": LABELS.tolist()}))
+    else:
+        plain.write_text("".join(json.dumps({"logits": row, "label": int(LABELS[i])}) + "\n"
+                                 for i, row in enumerate(rows)))
+    packed = tmp_path / f"q{suffix}.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    options = ReadOptions(labels_file=tmp_path / "y.txt") if suffix == ".txt" else ReadOptions()
+    if suffix == ".txt":
+        np.savetxt(tmp_path / "y.txt", LABELS)
+    ours, reference = load_predictions(packed, options=options), load_predictions(plain, options=options)
+    np.testing.assert_array_equal(ours.logits, reference.logits)
+    np.testing.assert_array_equal(ours.labels, reference.labels)
+
+
+def test_gzip_refusals(tmp_path, monkeypatch):
+    import gzip
+
+    (tmp_path / "bad.csv.gz").write_bytes(b"not gzip at all")
+    with pytest.raises(InputError, match=r"bad\.csv\.gz to be a readable gzip file, but it is not \(BadGzipFile\)"):
+        load_predictions(tmp_path / "bad.csv.gz")
+    (tmp_path / "bomb.csv.gz").write_bytes(gzip.compress(b"0," * (4 << 20)))  # 8 MiB of text from ~8 KiB
+    monkeypatch.setattr("adacal.sources.formats.memory_budget", lambda: 16 * (4 << 20))
+    with pytest.raises(InputError, match=r"bomb\.csv\.gz to fit in memory once decompressed, but it holds more than "
+                                         r"4\.0 MiB of text"):
+        load_predictions(tmp_path / "bomb.csv.gz")
+    (tmp_path / "p.npz.gz").write_bytes(gzip.compress(b"x"))
+    with pytest.raises(InputError, match=r"the text ones also \.gz\), got p\.npz\.gz"):
+        load_predictions(tmp_path / "p.npz.gz")
+    np.savetxt(tmp_path / "s.txt.gz", LOGITS)
+    (tmp_path / "s_labels.txt.gz").write_bytes(gzip.compress("\n".join(map(str, LABELS)).encode()))
+    same(load_predictions(tmp_path / "s.txt.gz"))  # labels beside it, compressed too
+
+
 def test_json_predictions_as_an_object_of_arrays_or_an_array_of_samples(tmp_path):
     columns = {"logits": LOGITS.astype(float).tolist(), "labels": LABELS.tolist(), "model": "resnet20",
                "metrics": {"accuracy": 0.9}}  # keys that are not arrays are ignored

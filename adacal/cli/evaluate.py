@@ -22,7 +22,8 @@ PREDICTIONS is a predictions file of any framework (.npz or .pt with `logits`/`p
 an .npy of scores with --labels FILE or <stem>_labels.npy (or labels.npy) beside it, or such a .txt as np.savetxt
 writes; a .csv/.tsv with one column per
 class and a label column; a .json of arrays or of per-sample objects, or a .jsonl with one object per sample; a
-.safetensors of named tensors), a checkpoint, or a run folder written by
+.safetensors of named tensors; the text formats gzipped too, e.g. .csv.gz), a checkpoint, or a run folder written
+by
 'adacal train'. Labels may be class indices, one-hot rows or booleans. 1-D binary scores are taken as
 positive-class probabilities when all in [0, 1], else as decision scores (logits); string labels are mapped through
 a `classes` array (or a .csv header). Rows that are all in [0, 1] and sum

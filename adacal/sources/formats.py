@@ -20,7 +20,8 @@ named exactly with `logits_key` / `labels_key`. Files:
 - `.csv` / `.tsv` (comma, semicolon or tab separated): one column per class plus a label column, header optional;
   the label column is the one named `label`, `labels`, `target`, `targets`, `y` or `class` (or `labels_key`), else
   the last column; a leading row-index column (pandas' `to_csv()`) is dropped.
-Binary models: 1-D scores (or one column) become two columns — positive-class probabilities p as [1 - p, p] when every
+The text formats (.csv, .tsv, .txt, .json, .jsonl) may be gzipped (`preds.csv.gz`), decompressed within the memory
+budget. Binary models: 1-D scores (or one column) become two columns — positive-class probabilities p as [1 - p, p] when every
 value is in [0, 1], decision scores (logits) s as [0, s] otherwise (softmax([0, s]) = sigmoid(s)); the assumption is
 recorded in `Predictions.notes`. String labels are mapped to indices through a `classes` array (or a CSV's header).
 """
@@ -50,7 +51,15 @@ from adacal.arrays import (
 )
 from adacal.errors import InputError
 from adacal.sources.documents import parse_json
-from adacal.sources.files import NpzArchive, check_allocation, human_bytes, open_regular, read_npy, safe_torch_load
+from adacal.sources.files import (
+    NpzArchive,
+    check_allocation,
+    human_bytes,
+    memory_budget,
+    open_regular,
+    read_npy,
+    safe_torch_load,
+)
 from adacal.sources.safetensors_file import SafetensorsFile
 
 # Spellings of other frameworks too: Hugging Face's Trainer.predict (`predictions`, `label_ids`), scikit-learn's
@@ -150,6 +159,25 @@ class Arrays:
         self.close()
 
 
+# Text formats may also come gzip-compressed (`preds.csv.gz`: pandas' `to_csv` compresses by the name alone).
+TEXT_FORMATS = (".csv", ".tsv", ".txt", ".json", ".jsonl")
+GZIP_SUFFIX = ".gz"
+
+
+def format_suffix(path: Path) -> str:
+    """The suffix that says how to read `path`: `.csv` for `x.csv` and for `x.csv.gz` (a compressed text format)."""
+    suffix = path.suffix.lower()
+    if suffix == GZIP_SUFFIX and Path(path.stem).suffix.lower() in TEXT_FORMATS:
+        return Path(path.stem).suffix.lower()
+    return suffix
+
+
+def _stem(path: Path) -> str:
+    """The name without its format suffix (and without .gz)."""
+    name = path.name[: -len(GZIP_SUFFIX)] if path.suffix.lower() == GZIP_SUFFIX else path.name
+    return Path(name).stem
+
+
 # Pickle-based formats: never loaded (unpickling runs code), refused with what to save instead.
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib", ".dill")
 
@@ -159,13 +187,13 @@ def _unsupported(path: Path) -> InputError:
         return InputError(f"Refusing to read {path.name}: loading a pickle can run code. Save the arrays with "
                           "np.savez(path, logits=..., labels=...) (or torch.save of tensors, a .csv, a .json) instead.")
     return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .txt, .safetensors, .csv, .tsv, "
-                      f".json, .jsonl), got {path.name}.")
+                      f".json, .jsonl; the text ones also .gz), got {path.name}.")
 
 
 def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False) -> Arrays:
     """The arrays of a predictions file, by key, without reading any of them yet (for .npz)."""
     path = Path(path)
-    suffix = path.suffix.lower()
+    suffix = format_suffix(path)
     if suffix not in FORMATS and suffix != JSON_SUFFIX:
         # Still say "does not exist" / "is a folder" first: that is the more useful sentence.
         open_regular(path, "a predictions file").close()
@@ -195,11 +223,15 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
 # -------------------------------------------------------------------------------------------------------- jsonl
 
 
-def _read_text(path: Path, what: str) -> str:
+def _read_text(path: Path, what: str, bytes_per_byte: int = 40) -> str:
+    """The UTF-8 text of `path` (gunzipped for `.gz`), refused when parsing it would need more memory than there is:
+    `bytes_per_byte` of memory per byte of text (Python lists of numbers: about 40 at worst)."""
     with open_regular(path, what) as handle:
-        # Parsed into Python lists first: about 40 bytes of memory per byte of text at worst.
-        check_allocation(40 * os.fstat(handle.fileno()).st_size, what=f"the records in {path}")
-        raw = handle.read()
+        if path.suffix.lower() != GZIP_SUFFIX:
+            check_allocation(bytes_per_byte * os.fstat(handle.fileno()).st_size, what=f"the records in {path}")
+            raw = handle.read()
+        else:
+            raw = _gunzip(handle, path, limit=memory_budget() // bytes_per_byte)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -225,6 +257,26 @@ def _columns_of_records(path: Path, records: Iterable[tuple[str, Any]]) -> dict[
         for key, value in record.items():
             columns[key].append(value)
     return columns
+
+
+def _gunzip(handle: Any, path: Path, *, limit: int) -> bytes:
+    """The decompressed bytes of a gzip file, read in chunks and refused past `limit` bytes (a small file can
+    decompress to any size)."""
+    import gzip
+    import zlib
+
+    chunks, total = [], 0
+    try:
+        with gzip.GzipFile(fileobj=handle, mode="rb") as stream:
+            while chunk := stream.read(1 << 20):
+                total += len(chunk)
+                if total > limit:
+                    raise InputError(f"Expected {path} to fit in memory once decompressed, but it holds more than "
+                                     f"{human_bytes(limit)} of text.")
+                chunks.append(chunk)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(f"Expected {path} to be a readable gzip file, but it is not ({exc.__class__.__name__}).") from None
+    return b"".join(chunks)
 
 
 def read_jsonl(path: str | os.PathLike) -> dict[str, list[Any]]:
@@ -419,15 +471,8 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
     """`read_csv`, and the sentences saying what it assumed (a row-index column dropped)."""
     path = Path(path)
     notes: list[str] = []
-    with open_regular(path, "a predictions file (.csv)") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        # Parsed row by row into floats: about 16 bytes of memory per byte of text at worst.
-        check_allocation(16 * size, what=f"the table in {path}")
-        raw = handle.read()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"Expected {path} to be UTF-8 text, but byte {exc.start} is not.") from None
+    # Parsed row by row into floats: about 16 bytes of memory per byte of text at worst.
+    text = _read_text(path, "a predictions file (.csv)", bytes_per_byte=16)
     try:
         sample = text[:4096]
         dialect = csv.Sniffer().sniff(sample, delimiters=",;\t") if sample.strip() else csv.excel
@@ -663,7 +708,7 @@ def _labels_from_file(options: ReadOptions, n: int, num_classes: int) -> tuple[n
             key = WHOLE
         else:
             key = _labels_key(arrays, options, None)
-            if key is None and path.suffix.lower() in (".csv", ".tsv") and "scores" in arrays:
+            if key is None and format_suffix(path) in (".csv", ".tsv") and "scores" in arrays:
                 key = "scores"
             if key is None:
                 wanted = options.labels_key or _label_key_list()
@@ -681,8 +726,10 @@ def sibling_labels(path: Path) -> Path | None:
     """The labels of an .npy (or .txt) of scores when no labels file is given: `<stem>_labels.npy` beside it, else
     `labels.npy` beside it (the layout of CIFAR-10-C: `<name>.npy` + `labels.npy`), with the scores' own suffix;
     None when neither exists."""
-    suffix = path.suffix.lower()
-    for candidate in (path.with_name(f"{path.stem}_labels{suffix}"), path.with_name(f"labels{suffix}")):
+    suffix = format_suffix(path)
+    names = (f"{_stem(path)}_labels{suffix}", f"labels{suffix}")
+    endings = ("", GZIP_SUFFIX) if suffix in TEXT_FORMATS else ("",)
+    for candidate in (path.with_name(name + ending) for name in names for ending in endings):
         if candidate != path and os.path.lexists(candidate):
             return candidate
     return None
@@ -738,9 +785,9 @@ def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str],
         if label_key is None and arrays.kind in KEYLESS:
             sibling = sibling_labels(path)
             if sibling is None:
-                suffix = path.suffix.lower()
+                suffix = format_suffix(path)
                 raise InputError(
-                    f"Expected labels for {path}: give --labels FILE or put them in {path.stem}_labels{suffix} "
+                    f"Expected labels for {path}: give --labels FILE or put them in {_stem(path)}_labels{suffix} "
                     f"(or labels{suffix}) beside it."
                 )
             found = predictions_from(arrays, options=ReadOptions(
