@@ -18,17 +18,15 @@ classwise ECE, NLL, Brier score and top-1 error, optionally with bootstrap confi
 
 PREDICTIONS is a predictions file of any framework (.npz or .pt with `logits`/`probs`/`scores` and
 `labels`/`targets`/`y` (also Hugging Face's `predictions`/`label_ids`, scikit-learn's `y_prob`/`y_true`), or
-`test_logits`/`test_labels` like a run's predictions.npz; a .pt (logits, labels) pair or a list of per-batch outputs;
-an .npy of scores with --labels FILE or <stem>_labels.npy (or labels.npy) beside it, or such a .txt as np.savetxt
-writes; a .csv/.tsv with one column per
-class and a label column; a .json of arrays or of per-sample objects, or a .jsonl with one object per sample; a
-.safetensors of named tensors; the text formats gzipped too, e.g. .csv.gz), a checkpoint, or a run folder written
-by
-'adacal train'. Labels may be class indices, one-hot rows or booleans. 1-D binary scores are taken as
-positive-class probabilities when all in [0, 1], else as decision scores (logits); string labels are mapped through
-a `classes` array (or a .csv header). Rows that are all in [0, 1] and sum
-to 1 are taken as probabilities, anything else as logits; the table and JSON say which was assumed.
-The table shows fractions as %; the JSON holds fractions (NLL in nats).
+`test_logits`/`test_labels` like a run's predictions.npz; a .pt (logits, labels) pair or a list of per-batch
+outputs; an .npy of scores with --labels FILE or <stem>_labels.npy (or labels.npy) beside it, or such a .txt as
+np.savetxt writes; a .csv/.tsv with one column per class and a label column; a .json of arrays or of per-sample
+objects, or a .jsonl with one object per sample; a .safetensors of named tensors; the text formats gzipped too, e.g.
+.csv.gz), a checkpoint, or a run folder written by 'adacal train'. Labels may be class indices (1-D or one column),
+one-hot rows or booleans. 1-D (or one-column) binary scores are taken as positive-class probabilities when all in
+[0, 1], else as decision scores (logits); string labels are mapped through a `classes` array (or a .csv header).
+Rows that are all in [0, 1] and sum to 1 are taken as probabilities, anything else as logits; the table and JSON say
+which was assumed. The table shows fractions as %; the JSON holds fractions (NLL in nats).
 
 For a checkpoint or run folder whose training did not finish, the report is also written to the run folder as
 evaluate.json (unless --calibrator is given); the evaluate.json that train wrote is never replaced. Otherwise a JSON
