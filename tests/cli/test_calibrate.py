@@ -273,7 +273,7 @@ def _write(path, **arrays):
         ("objective-with-spline", "--objective only with --method temperature or all"),
         ("missing", "does not exist"),
         ("not-a-run", "not_a_run"),
-        ("json-input", "ending in .npz or .pt"),
+        ("json-input", "to hold arrays (e.g. \"logits\" and \"labels\"), but none of its keys"),
         ("save-to-folder", "Expected --save to be a file path"),
         ("folds-1", "Expected --folds to be an integer >= 2, got 1."),
         ("folds-with-one-method", "Expected --folds only with --method all"),
