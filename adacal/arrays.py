@@ -104,8 +104,14 @@ def check_labels(
     array = array.astype(np.int64, copy=copy)
     if array.size and (array.min() < 0 or (num_classes is not None and array.max() >= num_classes)):
         upper = f"{num_classes - 1}" if num_classes is not None else "..."
+        hint = ""
+        if num_classes is not None and array.min() >= 1 and array.max() == num_classes:
+            hint = f": 1-based, it seems (R, MATLAB); subtract 1 to get classes 0 to {num_classes - 1}"
+        elif array.min() in (-1, -100) and np.all(array[array < 0] == array.min()) and array.max() >= 0:
+            hint = (f": {array.min()} marks samples without a label in some frameworks (Hugging Face uses -100); "
+                    "drop those samples first")
         raise InputError(
-            f"Expected {name} in [0, {upper}], got values from {array.min()} to {array.max()}."
+            f"Expected {name} in [0, {upper}], got values from {array.min()} to {array.max()}{hint}."
         )
     return array
 

@@ -65,7 +65,13 @@ def test_check_scores_names_the_input_and_converts():
         (np.array(["a", "b"]), {}, r"Expected labels to be integers, got dtype <U1\."),
         (np.array([0.0, 1.5]), {}, r"Expected labels to be integers, got non-integer values\."),
         (np.array([0.0, np.nan]), {}, r"Expected labels to be integers, got non-integer values\."),
-        (np.array([-1, 0]), {"num_classes": 3}, r"Expected labels in \[0, 2\], got values from -1 to 0\."),
+        (np.array([-1, 0]), {"num_classes": 3}, r"Expected labels in \[0, 2\], got values from -1 to 0: -1 marks "
+                                                r"samples without a label .* drop those samples first\."),
+        (np.array([-100, 2]), {"num_classes": 3}, r"from -100 to 2: -100 marks samples without a label in some "
+                                                  r"frameworks \(Hugging Face uses -100\)"),
+        (np.array([1, 3, 2]), {"num_classes": 3}, r"Expected labels in \[0, 2\], got values from 1 to 3: 1-based, it "
+                                                  r"seems \(R, MATLAB\); subtract 1 to get classes 0 to 2\."),
+        (np.array([-5, -100, 1]), {"num_classes": 3}, r"got values from -100 to 1\.$"),
         (np.array([0, 3]), {"num_classes": 3}, r"Expected labels in \[0, 2\], got values from 0 to 3\."),
         (np.array([-2, 0]), {}, r"Expected labels in \[0, \.\.\.\], got values from -2 to 0\."),
     ],
