@@ -323,7 +323,7 @@ def test_gzip_refusals(tmp_path, monkeypatch):
     with pytest.raises(InputError, match=r"bad\.csv\.gz to be a readable gzip file, but it is not \(BadGzipFile\)"):
         load_predictions(tmp_path / "bad.csv.gz")
     (tmp_path / "bomb.csv.gz").write_bytes(gzip.compress(b"0," * (4 << 20)))  # 8 MiB of text from ~8 KiB
-    monkeypatch.setattr("adacal.sources.formats.memory_budget", lambda: 16 * (4 << 20))
+    monkeypatch.setattr("adacal.sources.text_tables.memory_budget", lambda: 16 * (4 << 20))
     with pytest.raises(InputError, match=r"bomb\.csv\.gz to fit in memory once decompressed, but it holds more than "
                                          r"4\.0 MiB of text"):
         load_predictions(tmp_path / "bomb.csv.gz")

@@ -28,10 +28,7 @@ recorded in `Predictions.notes`. String labels are mapped to indices through a `
 
 from __future__ import annotations
 
-import csv
-import io
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,17 +47,26 @@ from adacal.arrays import (
     value_range,
 )
 from adacal.errors import InputError
-from adacal.sources.documents import parse_json
 from adacal.sources.files import (
     NpzArchive,
-    check_allocation,
     human_bytes,
-    memory_budget,
     open_regular,
     read_npy,
     safe_torch_load,
 )
 from adacal.sources.safetensors_file import SafetensorsFile
+from adacal.sources.text_tables import (
+    GZIP_SUFFIX,
+    TEXT_FORMATS,
+    format_suffix,
+    is_integer_text,
+    json_column,
+    read_csv_with_notes,
+    read_json_predictions,
+    read_jsonl,
+    read_text_table,
+    text_stem,
+)
 
 # Spellings of other frameworks too: Hugging Face's Trainer.predict (`predictions`, `label_ids`), scikit-learn's
 # argument names (`y_prob`, `y_proba`, `y_score`, `y_true`).
@@ -70,10 +76,6 @@ CLASS_KEYS = ("classes", "class_names")
 # `np.savez(path, scores, labels)` without names stores the arrays as arr_0, arr_1: read in that order when a file
 # holds nothing else.
 UNNAMED_NPZ = ("arr_0", "arr_1")
-CSV_LABEL_NAMES = ("label", "labels", "target", "targets", "y", "class")
-# A first column with one of these headers (lower-cased) and integer values is a row index, not a class: pandas'
-# `DataFrame.to_csv()` writes its index first with an empty header ("Unnamed: 0" once read back by pandas).
-CSV_INDEX_NAMES = ("", "unnamed: 0", "index", "id")
 FORMATS = (".npz", ".pt", ".pth", ".npy", ".txt", ".safetensors", ".csv", ".tsv", ".jsonl")
 # Formats holding one array of scores, without keys: labels come from --labels FILE or a file beside them.
 KEYLESS = ("npy", "txt")
@@ -159,25 +161,6 @@ class Arrays:
         self.close()
 
 
-# Text formats may also come gzip-compressed (`preds.csv.gz`: pandas' `to_csv` compresses by the name alone).
-TEXT_FORMATS = (".csv", ".tsv", ".txt", ".json", ".jsonl")
-GZIP_SUFFIX = ".gz"
-
-
-def format_suffix(path: Path) -> str:
-    """The suffix that says how to read `path`: `.csv` for `x.csv` and for `x.csv.gz` (a compressed text format)."""
-    suffix = path.suffix.lower()
-    if suffix == GZIP_SUFFIX and Path(path.stem).suffix.lower() in TEXT_FORMATS:
-        return Path(path.stem).suffix.lower()
-    return suffix
-
-
-def _stem(path: Path) -> str:
-    """The name without its format suffix (and without .gz)."""
-    name = path.name[: -len(GZIP_SUFFIX)] if path.suffix.lower() == GZIP_SUFFIX else path.name
-    return Path(name).stem
-
-
 # Pickle-based formats: never loaded (unpickling runs code), refused with what to save instead.
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib", ".dill")
 
@@ -215,148 +198,9 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
         return Arrays(path, [WHOLE], {WHOLE: array}.__getitem__, None, suffix[1:])
     if suffix in (".jsonl", JSON_SUFFIX):
         columns = read_jsonl(path) if suffix == ".jsonl" else read_json_predictions(path)
-        return Arrays(path, list(columns), lambda key: _json_column(path, key, columns[key]), None, suffix[1:])
+        return Arrays(path, list(columns), lambda key: json_column(path, key, columns[key]), None, suffix[1:])
     table, notes = read_csv_with_notes(path, labels_key=labels_key, labels_only=labels_only)
     return Arrays(path, list(table), table.__getitem__, None, "csv", notes=tuple(notes))
-
-
-# -------------------------------------------------------------------------------------------------------- jsonl
-
-
-def _read_text(path: Path, what: str, bytes_per_byte: int = 40) -> str:
-    """The UTF-8 text of `path` (gunzipped for `.gz`), refused when parsing it would need more memory than there is:
-    `bytes_per_byte` of memory per byte of text (Python lists of numbers: about 40 at worst)."""
-    with open_regular(path, what) as handle:
-        if path.suffix.lower() != GZIP_SUFFIX:
-            check_allocation(bytes_per_byte * os.fstat(handle.fileno()).st_size, what=f"the records in {path}")
-            raw = handle.read()
-        else:
-            raw = _gunzip(handle, path, limit=memory_budget() // bytes_per_byte)
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"Expected {path} to be UTF-8 text, but byte {exc.start} is not.") from None
-
-
-def _columns_of_records(path: Path, records: Iterable[tuple[str, Any]]) -> dict[str, list[Any]]:
-    """Columns from (where, record) pairs — one JSON object per sample, every one with the keys of the first."""
-    columns: dict[str, list[Any]] = {}
-    first = ""
-    for where, record in records:
-        if not isinstance(record, dict):
-            raise InputError(f"Expected {where} of {path} to be a JSON object (one sample), got "
-                             f"{type(record).__name__}.")
-        if not columns:
-            first = where
-            columns = {str(key): [] for key in record}
-            if not columns:
-                raise InputError(f"Expected {where} of {path} to hold keys (scores, label), got {{}}.")
-        if set(record) != set(columns):
-            raise InputError(f"Expected {where} of {path} to have the keys of {first} "
-                             f"({', '.join(columns)}), got {', '.join(map(str, record)) or 'none'}.")
-        for key, value in record.items():
-            columns[key].append(value)
-    return columns
-
-
-def _gunzip(handle: Any, path: Path, *, limit: int) -> bytes:
-    """The decompressed bytes of a gzip file, read in chunks and refused past `limit` bytes (a small file can
-    decompress to any size)."""
-    import gzip
-    import zlib
-
-    chunks, total = [], 0
-    try:
-        with gzip.GzipFile(fileobj=handle, mode="rb") as stream:
-            while chunk := stream.read(1 << 20):
-                total += len(chunk)
-                if total > limit:
-                    raise InputError(f"Expected {path} to fit in memory once decompressed, but it holds more than "
-                                     f"{human_bytes(limit)} of text.")
-                chunks.append(chunk)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise InputError(f"Expected {path} to be a readable gzip file, but it is not ({exc.__class__.__name__}).") from None
-    return b"".join(chunks)
-
-
-def read_jsonl(path: str | os.PathLike) -> dict[str, list[Any]]:
-    """The columns of a JSON Lines file: one object per line (one sample: e.g. {"probs": [...], "label": 3}, as LLM
-    evaluation harnesses write them), every line with the same keys; blank lines are skipped."""
-    path = Path(path)
-    text = _read_text(path, "a predictions file (.jsonl)")
-    records = ((f"line {number}", parse_json(line, label=f"line {number} of {path}"))
-               for number, line in enumerate(text.splitlines(), start=1) if line.strip())
-    columns = _columns_of_records(path, records)
-    if not columns:
-        raise InputError(f"Expected {path} to hold one JSON object per line, but it is empty.")
-    return columns
-
-
-def read_text_table(path: str | os.PathLike) -> np.ndarray:
-    """The numbers of a text table as np.savetxt writes it: one row per line, separated by whitespace (or commas),
-    `#` comments and blank lines skipped; (N, K) float64, or (N,) for one column."""
-    path = Path(path)
-    text = _read_text(path, "a predictions file (.txt)")
-    rows: list[list[float]] = []
-    first = 0
-    for number, line in enumerate(text.splitlines(), start=1):
-        cells = line.split("#", 1)[0].replace(",", " ").split()
-        if not cells:
-            continue
-        try:
-            row = [float(cell) for cell in cells]
-        except ValueError:
-            bad = next(cell for cell in cells if not _is_number(cell))
-            raise InputError(f"Expected line {number} of {path} to hold numbers, got {bad[:30]!r}.") from None
-        if rows and len(row) != len(rows[0]):
-            raise InputError(f"Expected line {number} of {path} to have {len(rows[0])} numbers, like line {first}, "
-                             f"got {len(row)}.")
-        first = first or number
-        rows.append(row)
-    if not rows:
-        raise InputError(f"Expected {path} to hold a table of numbers, but it is empty.")
-    table = np.array(rows, dtype=np.float64)
-    return table[:, 0] if table.shape[1] == 1 else table
-
-
-def read_json_predictions(path: str | os.PathLike) -> dict[str, list[Any]]:
-    """The columns of a .json predictions file: an object of arrays ({"logits": [[...], ...], "labels": [...]},
-    keys whose values are not arrays ignored) or an array of per-sample objects ([{"probs": [...], "label": 3}, ...]).
-    An adacal report is refused: it holds metrics, not predictions."""
-    path = Path(path)
-    document = parse_json(_read_text(path, "a predictions file (.json)"), label=str(path))
-    if isinstance(document, list):
-        columns = _columns_of_records(path, ((f"item {index}", item) for index, item in enumerate(document)))
-        if not columns:
-            raise InputError(f"Expected {path} to hold predictions, but it is an empty array.")
-        return columns
-    if not isinstance(document, dict):
-        raise InputError(f"Expected {path} to hold an object of arrays or an array of samples, got "
-                         f"{type(document).__name__}.")
-    if "schema_version" in document and "kind" in document:
-        raise InputError(f"Expected {path} to hold predictions, but it is an adacal {document['kind']!r} report "
-                         "(metrics, not per-sample scores); `plot reliability` reads evaluate reports.")
-    columns = {str(key): value for key, value in document.items() if isinstance(value, list)}
-    if not columns:
-        raise InputError(f"Expected {path} to hold arrays (e.g. \"logits\" and \"labels\"), but none of its keys "
-                         f"({', '.join(map(str, document)) or 'none'}) holds one.")
-    return columns
-
-
-def _json_column(path: Path, key: str, values: list[Any]) -> np.ndarray:
-    """One key of every record as an array: numbers (N,), strings (N,), or equal-length lists of numbers (N, K)."""
-    if all(isinstance(v, str) for v in values):
-        return np.array(values)
-    scalar = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-    rows = all(isinstance(v, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
-               for v in values)
-    if rows and len({len(v) for v in values}) == 1 or scalar:
-        array = np.array(values)
-        return array if array.dtype.kind in "if" else array.astype(np.float64)
-    if all(isinstance(v, bool) for v in values):
-        return np.array(values, dtype=bool)
-    raise InputError(f"Expected '{key}' in {path} to hold a number, a string or a list of numbers (one length for "
-                     "every sample) per sample, but it does not.")
 
 
 def torch_arrays(path: Path, data: Any) -> Arrays:
@@ -440,138 +284,6 @@ def read_arrays(path: str | os.PathLike) -> dict[str, Any]:
     """Every array of a predictions file by key (all read: prefer `open_arrays`, which reads only what is used)."""
     with open_arrays(path) as arrays:
         return {key: arrays[key] for key in arrays.keys()}
-
-
-# ---------------------------------------------------------------------------------------------------------- csv
-
-
-def _parse_number(text: str, decimal_comma: bool = False) -> float:
-    return float(text.replace(",", ".") if decimal_comma else text)
-
-
-def _is_number(text: str, decimal_comma: bool = False) -> bool:
-    try:
-        _parse_number(text, decimal_comma)
-    except ValueError:
-        return False
-    return True
-
-
-def read_csv(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False
-             ) -> dict[str, np.ndarray]:
-    """{"scores": (N, K) float64, "labels": (N,) str or int, "classes": the header's class names (when there is a
-    header)} from a CSV with one column per class and a label column (see the module docstring). With
-    `labels_only` (a --labels file), a table of one column is that column of labels. A first column that is a row
-    index (header empty, `Unnamed: 0`, `index` or `id`, integer values: what pandas' `to_csv()` writes) is dropped."""
-    return read_csv_with_notes(path, labels_key=labels_key, labels_only=labels_only)[0]
-
-
-def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False
-                        ) -> tuple[dict[str, np.ndarray], list[str]]:
-    """`read_csv`, and the sentences saying what it assumed (a row-index column dropped)."""
-    path = Path(path)
-    notes: list[str] = []
-    # Parsed row by row into floats: about 16 bytes of memory per byte of text at worst.
-    text = _read_text(path, "a predictions file (.csv)", bytes_per_byte=16)
-    try:
-        sample = text[:4096]
-        dialect = csv.Sniffer().sniff(sample, delimiters=",;\t") if sample.strip() else csv.excel
-    except csv.Error:
-        dialect = csv.excel
-    if getattr(dialect, "delimiter", ",") == ",":
-        # "0,25;0,75;1": decimal commas between semicolons (or tabs), which the sniffer can take for commas.
-        dialect = next((d for d in (_Semicolons, csv.excel_tab) if _on_every_line(sample, d.delimiter)), dialect)
-    try:
-        rows = [(number, row) for number, row in enumerate(csv.reader(io.StringIO(text), dialect), start=1)
-                if row and any(cell.strip() for cell in row)]
-    except csv.Error as exc:
-        raise InputError(f"Expected {path} to be a CSV table, but it could not be parsed ({exc}).") from None
-    if not rows:
-        raise InputError(f"Expected {path} to hold a table of scores and labels, but it is empty.")
-    header: list[str] | None = None
-    first = [cell.strip() for cell in rows[0][1]]
-    width = len(first)
-    if labels_only and width == 1:
-        has_header = not _is_number(first[0]) and first[0].lower() in CSV_LABEL_NAMES + ((labels_key or "").lower(),)
-        cells = [row[0].strip() for _, row in (rows[1:] if has_header else rows)]
-        if any(len(row) != 1 for _, row in rows):
-            bad = next(number for number, row in rows if len(row) != 1)
-            raise InputError(f"Expected line {bad} of {path} to have 1 column, like the first, but it does not.")
-        return {"labels": _labels_array(cells)}, notes
-    # With ';' or tab between cells, a comma inside one is a decimal comma (what spreadsheets write in many locales).
-    decimal_comma = getattr(dialect, "delimiter", ",") != ","
-    named_label = any(cell.lower() in CSV_LABEL_NAMES for cell in first) or (labels_key is not None and labels_key in first)
-    if named_label or not all(_is_number(cell, decimal_comma) for cell in first[:-1]):
-        header, rows = first, rows[1:]
-    if (header is not None and width > 2 and header[0].lower() in CSV_INDEX_NAMES and rows
-            and all(len(row) == width and _is_integer_text(row[0].strip()) for _, row in rows)):
-        notes.append(f"{path.name}: first column {header[0]!r} read as a row index and ignored" if header[0] else
-                     f"{path.name}: first column (no name, integers: a row index as pandas writes it) ignored")
-        header, width = header[1:], width - 1
-        rows = [(number, row[1:]) for number, row in rows]
-    if width < 2:
-        raise InputError(f"Expected {path} to have a column per class and a label column, got {width} column(s).")
-    if header is not None and len(set(header)) != len(header):
-        raise InputError(f"Expected the column names in {path} to differ, but some repeat.")
-    if labels_key is not None:
-        if header is None or labels_key not in header:
-            names = ", ".join(header) if header else "no header"
-            raise InputError(f"Expected a column named '{labels_key}' (--labels-key) in {path}; it has: {names}.")
-        label_column = header.index(labels_key)
-    else:
-        named = [i for i, name in enumerate(header or []) if name.lower() in CSV_LABEL_NAMES]
-        label_column = named[0] if named else width - 1
-    if not rows:
-        raise InputError(f"Expected {path} to hold at least one row of scores, but it has only a header.")
-    scores = np.empty((len(rows), width - 1), dtype=np.float64)
-    labels: list[str] = []
-    for index, (number, row) in enumerate(rows):
-        if len(row) != width:
-            raise InputError(f"Expected line {number} of {path} to have {width} columns, got {len(row)}.")
-        cells = [cell.strip() for cell in row]
-        labels.append(cells.pop(label_column))
-        try:
-            scores[index] = [_parse_number(cell, decimal_comma) for cell in cells]
-        except ValueError:
-            bad = next(cell for cell in cells if not _is_number(cell, decimal_comma))
-            raise InputError(f"Expected the scores on line {number} of {path} to be numbers, got {bad[:30]!r}.") from None
-    if decimal_comma and any("," in cell for _, row in rows[:1000] for cell in row):
-        notes.append(f"{path.name}: commas inside cells read as decimal commas")
-    # One score column is a binary model's: 1-D scores, read as such (see `binary_columns`).
-    table: dict[str, np.ndarray] = {"scores": scores[:, 0] if width == 2 else scores}
-    table["labels"] = _labels_array(labels)
-    if header is not None:
-        table["classes"] = np.array([name for i, name in enumerate(header) if i != label_column])
-    return table, notes
-
-
-class _Semicolons(csv.excel):
-    delimiter = ";"
-
-
-def _on_every_line(sample: str, separator: str) -> bool:
-    """Every full line of `sample` holds `separator` the same non-zero number of times."""
-    lines = [line for line in sample.splitlines()[:-1] if line.strip()] or sample.splitlines()
-    counts = {line.count(separator) for line in lines if line.strip()}
-    return len(counts) == 1 and counts.pop() > 0
-
-
-def _labels_array(labels: list[str]) -> np.ndarray:
-    """Integer labels when every cell is an integer, numbers when every cell is one (refused later as non-integer),
-    else the strings (mapped through class names later)."""
-    if all(_is_integer_text(label) for label in labels):
-        return np.array([int(float(label)) for label in labels], dtype=np.int64)
-    if all(_is_number(label) for label in labels):
-        return np.array([float(label) for label in labels])
-    return np.array(labels)
-
-
-def _is_integer_text(text: str) -> bool:
-    try:
-        value = float(text)
-    except ValueError:
-        return False
-    return value.is_integer() and abs(value) < 2**62
 
 
 # -------------------------------------------------------------------------------------------------- interpretation
@@ -666,7 +378,7 @@ def interpret_labels(values: Any, *, n: int, num_classes: int, name: str, classe
         array = array[:, 0]
         notes.append(f"{name}: a column (N, 1) of class labels, read as 1-D")
     if array.dtype.kind in "US" and classes is None and array.ndim == 1 and array.size \
-            and all(_is_integer_text(str(label)) for label in array):
+            and all(is_integer_text(str(label)) for label in array):
         # Numbers written as text ("3"; JSON writers, string columns): class indices, as a CSV's cells are read.
         array = np.array([int(float(label)) for label in array], dtype=np.int64)
         notes.append(f"{name}: class indices written as text, read as integers")
@@ -727,7 +439,7 @@ def sibling_labels(path: Path) -> Path | None:
     `labels.npy` beside it (the layout of CIFAR-10-C: `<name>.npy` + `labels.npy`), with the scores' own suffix;
     None when neither exists."""
     suffix = format_suffix(path)
-    names = (f"{_stem(path)}_labels{suffix}", f"labels{suffix}")
+    names = (f"{text_stem(path)}_labels{suffix}", f"labels{suffix}")
     endings = ("", GZIP_SUFFIX) if suffix in TEXT_FORMATS else ("",)
     for candidate in (path.with_name(name + ending) for name in names for ending in endings):
         if candidate != path and os.path.lexists(candidate):
@@ -787,7 +499,7 @@ def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str],
             if sibling is None:
                 suffix = format_suffix(path)
                 raise InputError(
-                    f"Expected labels for {path}: give --labels FILE or put them in {_stem(path)}_labels{suffix} "
+                    f"Expected labels for {path}: give --labels FILE or put them in {text_stem(path)}_labels{suffix} "
                     f"(or labels{suffix}) beside it."
                 )
             found = predictions_from(arrays, options=ReadOptions(
@@ -867,5 +579,5 @@ def _prefixed(arrays: Arrays, split: str, options: ReadOptions) -> Predictions:
 __all__ = [
     "Arrays", "LABEL_KEYS", "Predictions", "ReadOptions", "SCORE_KEYS", "binary_columns", "human_bytes",
     "interpret_labels", "interpret_scores", "load_predictions", "load_scores", "load_split_predictions",
-    "open_arrays", "predictions_from", "read_arrays", "read_csv", "sibling_labels",
+    "open_arrays", "predictions_from", "read_arrays", "sibling_labels",
 ]
