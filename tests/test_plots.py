@@ -181,6 +181,24 @@ def test_bins_out_of_range_are_input_errors(bins, match):
         plots.gamma_dynamics(_history(), bins=bins)
 
 
+@pytest.mark.parametrize("draw", [plots.gamma_dynamics, plots.correspondence])
+def test_runs_with_many_bins_draw_at_most_max_panels_evenly_spaced_and_say_so(draw):
+    """A run trained with --n-bins 400 drew 400 panels (minutes, unreadable): now 30, first to last, named in the
+    title; asking for more than 30 is refused."""
+    from adacal.plots.adafocal import MAX_BIN_PANELS
+
+    history = _history(epochs=2, m=400)
+    fig = draw(history)
+    prefix = "error:" if draw is plots.gamma_dynamics else "confidence:"
+    drawn = sorted(int(ax.get_label().rsplit("-", 1)[1]) for ax in _axes(fig, prefix))
+    assert len(drawn) == MAX_BIN_PANELS and drawn[0] == 0 and drawn[-1] == 399
+    assert max(np.diff(drawn)) - min(np.diff(drawn)) <= 1  # evenly spaced
+    assert fig._suptitle.get_text().endswith(f"({MAX_BIN_PANELS} of 400 bins)")
+    assert "bins)" not in draw(_history(epochs=2))._suptitle.get_text()  # all bins drawn: nothing to say
+    with pytest.raises(InputError, match=rf"at most {MAX_BIN_PANELS} bins \(one panel each\), got 31"):
+        draw(history, bins=list(range(31)))
+
+
 def test_history_without_adafocal_is_an_input_error():
     with pytest.raises(InputError, match="AdaFocal"):
         plots.gamma_dynamics(_history(adafocal=False))

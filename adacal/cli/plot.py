@@ -62,7 +62,7 @@ LabelsOption = Annotated[
 ]
 BinsOption = Annotated[
     Optional[str],
-    typer.Option("--bins", help="Comma-separated validation-bin indices to draw, e.g. 0,7,14 (default: all bins).",
+    typer.Option("--bins", help="Comma-separated validation-bin indices to draw, e.g. 0,7,14, at most 30 (one panel each; default: all bins, or 30 evenly spaced from first to last when there are more).",
                  show_default=False),
 ]
 AdaFocalRunArgument = Annotated[

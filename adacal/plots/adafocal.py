@@ -120,10 +120,18 @@ def adafocal_series(history: Sequence[Mapping[str, Any]]) -> AdaFocalSeries:
     )
 
 
+# One panel per bin: a run trained with --n-bins 400 would draw 400 panels (minutes of matplotlib, unreadable).
+# Without --bins, runs with more bins get this many, evenly spaced and said so in the title; more on request are refused.
+MAX_BIN_PANELS = 30
+
+
 def check_bins(bins: Sequence[int] | None, n_bins: int) -> list[int]:
-    """The bins to draw: all when None; each must be an index in [0, n_bins)."""
+    """The bins to draw: all when None (at most MAX_BIN_PANELS of them, evenly spaced from the first to the last);
+    else the indices given, each in [0, n_bins), at most MAX_BIN_PANELS."""
     if bins is None:
-        return list(range(n_bins))
+        if n_bins <= MAX_BIN_PANELS:
+            return list(range(n_bins))
+        return sorted({int(round(i)) for i in np.linspace(0, n_bins - 1, MAX_BIN_PANELS)})
     chosen = []
     for b in bins:
         if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not 0 <= b < n_bins:
@@ -132,7 +140,14 @@ def check_bins(bins: Sequence[int] | None, n_bins: int) -> list[int]:
             chosen.append(int(b))
     if not chosen:
         raise InputError("Expected --bins to name at least one bin, got none.")
+    if len(chosen) > MAX_BIN_PANELS:
+        raise InputError(f"Expected --bins to name at most {MAX_BIN_PANELS} bins (one panel each), got {len(chosen)}.")
     return chosen
+
+
+def _which_bins(chosen: list[int], n_bins: int) -> str:
+    """A title's note when the panels show only some of the run's bins."""
+    return "" if len(chosen) == n_bins else f" ({len(chosen)} of {n_bins} bins)"
 
 
 def _panel_grid(fig: Figure, n: int, rows_per_panel: list[float], max_cols: int = 5) -> list[list[Any]]:
@@ -211,7 +226,8 @@ def gamma_dynamics(
         labels = [label for label in order if label in handles]
         fig.legend([handles[label] for label in labels], labels, loc="outside lower center", ncols=len(labels),
                    frameon=False)
-        _title(fig, title, default="AdaFocal: calibration error and γ per validation bin")
+        _title(fig, title, default="AdaFocal: calibration error and γ per validation bin"
+                                     + _which_bins(chosen, series.n_bins))
     return fig
 
 
@@ -262,7 +278,8 @@ def correspondence(
         order = [1, 2, 3, 0]
         fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center",
                    ncols=4, frameon=False)
-        _title(fig, title, default=r"Correspondence of $C_{train}$ and $C_{val}$ per validation bin")
+        _title(fig, title, default=r"Correspondence of $C_{train}$ and $C_{val}$ per validation bin"
+                                     + _which_bins(chosen, series.n_bins))
     return fig
 
 

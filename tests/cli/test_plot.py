@@ -275,3 +275,10 @@ def test_plot_help_lists_subcommands():
     assert result.exit_code == 0
     for name in ("reliability", "gamma", "curves", "correspondence", "roc"):
         assert name in result.stdout
+
+
+def test_bins_help_states_the_panel_limit():
+    from adacal.plots.adafocal import MAX_BIN_PANELS
+
+    text = re.sub(r"[\s│]+", " ", runner.invoke(app, ["plot", "gamma", "--help"]).output)
+    assert f"at most {MAX_BIN_PANELS} (one panel each" in text
