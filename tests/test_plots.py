@@ -199,6 +199,24 @@ def test_runs_with_many_bins_draw_at_most_max_panels_evenly_spaced_and_say_so(dr
         draw(history, bins=list(range(31)))
 
 
+def test_many_reliability_diagrams_wrap_into_rows_and_too_many_are_refused():
+    """Up to five diagrams a row; 40 inputs used to make one 20,000-pixel-wide strip."""
+    from adacal.plots.reliability_diagrams import MAX_PANEL_COLUMNS, MAX_PANELS
+
+    stats = bin_statistics(np.linspace(0.3, 1.0, 50), np.ones(50), n_bins=5)
+    fig = plots.reliability_diagram([(f"model {k}", stats) for k in range(12)])
+    fig.draw_without_rendering()
+    boxes = [_axes(fig, f"reliability:{k}")[0].get_position() for k in range(12)]
+    for k in range(12):
+        row, column = divmod(k, MAX_PANEL_COLUMNS)
+        assert np.isclose(boxes[k].x0, boxes[column].x0)  # same column as the first row's
+        if row:
+            assert boxes[k].y1 < boxes[k - MAX_PANEL_COLUMNS].y0  # below the row above
+    assert fig.get_figwidth() < 20
+    with pytest.raises(InputError, match=rf"at most {MAX_PANELS} reliability diagrams in one figure, got 61"):
+        plots.reliability_diagram([("m", stats)] * (MAX_PANELS + 1))
+
+
 def test_history_without_adafocal_is_an_input_error():
     with pytest.raises(InputError, match="AdaFocal"):
         plots.gamma_dynamics(_history(adafocal=False))

@@ -36,6 +36,11 @@ MIN_BIN_COUNT = 10
 # A diagram draws one bar (a matplotlib artist) per bin: 1,000 take seconds, 100,000 minutes, and bins narrower than
 # a pixel show nothing more. More are refused.
 MAX_DIAGRAM_BINS = 1000
+# Diagrams per row; more inputs wrap onto further rows (40 in one row made a 20,000-pixel-wide strip).
+MAX_PANEL_COLUMNS = 5
+# More diagrams than this in one figure are refused: unreadable, and past ~140 rows of pixels' worth matplotlib's
+# renderer refuses the image size anyway.
+MAX_PANELS = 60
 # Above this many bins the histogram's per-bar counts would overlap; the bars alone remain.
 _MAX_COUNT_LABELS = 30
 _BAND_COLOR = "#333333"
@@ -117,7 +122,8 @@ def reliability_diagram(
     ece_name: str | None = None,
     min_count: int = MIN_BIN_COUNT,
 ) -> Figure:
-    """Reliability diagrams side by side (shared axes), each with the gap to the mean confidence and a histogram.
+    """Reliability diagrams side by side (shared axes; up to MAX_PANEL_COLUMNS a row, then further rows, at most
+    MAX_PANELS), each with the gap to the mean confidence and a histogram.
 
     Bars are the bin accuracies (heights = `stats.accuracy` exactly), spanning each bin's edges; the hatched "Gap"
     goes from accuracy to the bin's mean confidence. A panel's `bands` are drawn as an interval at each bin's centre.
@@ -125,6 +131,9 @@ def reliability_diagram(
     title shows the ECE in %. Beneath each diagram: the share of samples per confidence bin (%), each bar labelled
     with its count (up to 30 bins), with the overall accuracy and mean confidence marked.
     """
+    if len(panels) > MAX_PANELS:
+        raise InputError(f"Expected at most {MAX_PANELS} reliability diagrams in one figure, got {len(panels)}: "
+                         "draw them in several figures.")
     panels = [_as_panel(p) for p in panels]
     if not panels:
         raise InputError("Expected at least one reliability panel, got none.")
@@ -133,16 +142,19 @@ def reliability_diagram(
 
     colors = _colors_for([p.label for p in panels])
     n = len(panels)
+    ncols = min(n, MAX_PANEL_COLUMNS)
+    nrows = -(-n // ncols)
     with _style():
-        fig = _new_figure(max(4.6, 3.3 * n + 0.4), 4.9 if n == 1 else 4.6)
-        grid = fig.add_gridspec(2, n, height_ratios=[3.2, 1.0])
+        fig = _new_figure(max(4.6, 3.3 * ncols + 0.4), 4.9 if n == 1 else 4.6 + 4.1 * (nrows - 1))
+        grid = fig.add_gridspec(2 * nrows, ncols, height_ratios=[3.2, 1.0] * nrows)
         first_main = first_hist = None
-        label_width = fig.get_figwidth() * 72.0 / n - _PANEL_MARGIN_PT  # a long label wraps instead of being cut
+        label_width = fig.get_figwidth() * 72.0 / ncols - _PANEL_MARGIN_PT  # a long label wraps instead of being cut
         extra: dict[str, Any] = {}  # legend entries that only some diagrams have (bands, sparse bins)
         top_share = 0.0
         for k, panel in enumerate(panels):
-            ax = fig.add_subplot(grid[0, k], sharex=first_main, sharey=first_main, label=f"reliability:{k}")
-            hist_ax = fig.add_subplot(grid[1, k], sharex=ax, sharey=first_hist, label=f"histogram:{k}")
+            row, column = divmod(k, ncols)
+            ax = fig.add_subplot(grid[2 * row, column], sharex=first_main, sharey=first_main, label=f"reliability:{k}")
+            hist_ax = fig.add_subplot(grid[2 * row + 1, column], sharex=ax, sharey=first_hist, label=f"histogram:{k}")
             first_main = first_main or ax
             first_hist = first_hist or hist_ax
             color = panel.color or colors[k]
@@ -155,7 +167,7 @@ def reliability_diagram(
             summary = f"{name} {100 * ece:.2f} %" + ("" if accuracy is None else f" · Acc. {100 * accuracy:.1f} %")
             label = wrap_text(panel.label, label_width, size=matplotlib.rcParams["axes.titlesize"])
             ax.set_title(f"{label}\n{summary}", parse_math=False)
-            if k == 0:
+            if column == 0:
                 ax.set_ylabel("Accuracy (%)")
                 hist_ax.set_ylabel("Samples (%)")
             else:
