@@ -42,14 +42,14 @@ def check_bootstrap(n_resamples: Any, *, name: str = "bootstrap") -> int:
 
 
 def calibrated_probs(calibrator: Any, logits: np.ndarray, *, calibrator_path: str | os.PathLike = "calibrator") -> np.ndarray:
-    """Probabilities from a fitted calibrator; it needs logits, so probability inputs are an error."""
+    """Probabilities from a fitted calibrator, applied to logits or probabilities (vector and matrix scaling only to
+    the kind they were fitted on: `Calibrator.transform` says so, naming the file here)."""
     logits = check_scores(logits)
-    if looks_like_probs(logits):
-        raise InputError(
-            f"Expected logits to apply the calibrator {calibrator_path}, but the input holds probabilities "
-            f"(rows in [0, 1] summing to 1)."
-        )
-    probs = check_scores(calibrator.transform(logits), name=f"the output of calibrator {calibrator_path}")
+    try:
+        transformed = calibrator.transform(logits)
+    except InputError as exc:
+        raise InputError(f"{str(exc).rstrip('.')} ({calibrator_path}).") from None
+    probs = check_scores(transformed, name=f"the output of calibrator {calibrator_path}")
     if probs.shape != logits.shape or not looks_like_probs(probs):
         raise InputError(
             f"Expected calibrator {calibrator_path} to return probabilities of shape {logits.shape}, "

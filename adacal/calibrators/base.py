@@ -14,7 +14,11 @@ estimator conventions (without importing scikit-learn, which takes seconds):
 
 Inputs are expected to be logits. When every row already looks like a probability vector (entries in [0, 1], rows
 summing to 1), the calibrator takes log(probs) as the logits: softmax(log p) = p, so temperature scaling then works
-on the probabilities' log (p^(1/T), renormalised) and the top-label methods see the probabilities themselves.
+on the probabilities' log (p^(1/T), renormalised) and the top-label methods see the probabilities themselves. log p
+differs from the logits by a constant per row, which changes nothing for a calibrator whose map sees the logits only
+through softmax (`shift_invariant`): it may be applied to either kind whatever it was fitted on. Vector and matrix
+scaling multiply each class by its own weights, so their map differs: each records the kind it was fitted on
+(`fitted_on_`, "logits" or "probabilities", kept by to_dict) and refuses the other kind in `transform`.
 """
 
 from __future__ import annotations
@@ -37,6 +41,14 @@ CALIBRATORS: Registry[Calibrator] = Registry("calibrator")
 
 # A top-label calibrator never gives the predicted class less than 1/K + TOP_FLOOR_MARGIN, so it stays the argmax.
 TOP_FLOOR_MARGIN = 1e-6
+
+
+INPUT_KINDS = ("logits", "probabilities")
+
+
+def input_kind(scores: np.ndarray) -> str:
+    """"probabilities" when every row looks like a probability vector, else "logits"."""
+    return "probabilities" if looks_like_probs(scores) else "logits"
 
 
 def as_logits(scores: np.ndarray) -> np.ndarray:
@@ -105,6 +117,9 @@ class Calibrator:
     # Whether the predicted class of every row is always kept (true of monotone maps of the whole row and of the
     # top-label methods; not of vector / matrix scaling and Dirichlet calibration, whose class-wise maps can reorder).
     keeps_argmax: ClassVar[bool] = True
+    # Whether the map depends on the logits only through softmax, so that logits and log-probabilities (which differ
+    # by a constant per row) give the same output. False for vector and matrix scaling.
+    shift_invariant: ClassVar[bool] = True
 
     # ----- what subclasses provide -------------------------------------------------------------------------------
     def check_options(self) -> None:
@@ -193,6 +208,7 @@ class Calibrator:
         labels = check_labels(labels, n=scores.shape[0], num_classes=scores.shape[1])
         self._fit(as_logits(scores), labels)
         self.num_classes_ = int(scores.shape[1])
+        self.fitted_on_ = input_kind(scores)
         return self
 
     def transform(self, logits: Any) -> np.ndarray:
@@ -202,6 +218,12 @@ class Calibrator:
         if scores.shape[1] != self.num_classes_:
             raise InputError(
                 f"Expected logits with {self.num_classes_} classes (as in fit), got shape {scores.shape}."
+            )
+        fitted_on = getattr(self, "fitted_on_", None) or "logits"  # calibrators saved before it was recorded: logits
+        if not self.shift_invariant and input_kind(scores) != fitted_on:
+            raise InputError(
+                f"Expected {fitted_on} for this {self.name} calibrator, which was fitted on {fitted_on}, got "
+                f"{input_kind(scores)}: its per-class weights map log-probabilities and logits differently."
             )
         probs = self._transform(as_logits(scores))
         bad = int((~np.isfinite(probs)).any(axis=1).sum())
@@ -229,6 +251,7 @@ class Calibrator:
             "options": self.get_options(),
             "params": self._get_params(),
             "num_classes": self.num_classes_,
+            "fitted_on": getattr(self, "fitted_on_", None) or "logits",
         }
 
     @classmethod
@@ -257,7 +280,12 @@ class Calibrator:
             calibrator._set_params(params)
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"Expected valid params for the '{method}' calibrator, but {exc}.") from None
+        fitted_on = data.get("fitted_on", "logits")  # absent from calibrators saved before it was recorded
+        if fitted_on not in INPUT_KINDS:
+            raise InputError(f"Expected the '{method}' calibrator's fitted_on to be logits or probabilities, got "
+                             f"{fitted_on!r}.")
         calibrator.num_classes_ = num_classes
+        calibrator.fitted_on_ = fitted_on
         return calibrator
 
     def __repr__(self) -> str:

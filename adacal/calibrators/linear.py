@@ -107,6 +107,7 @@ class _LinearCalibrator(Calibrator):
     diagonal: ClassVar[bool] = False
     uses_log_probs: ClassVar[bool] = False
     keeps_argmax = False
+    shift_invariant = False  # per-class weights on the logits themselves (Dirichlet's log-probabilities: invariant)
 
     def _inputs(self, logits: np.ndarray) -> np.ndarray:
         return _log_softmax(logits) if self.uses_log_probs else logits
@@ -236,3 +237,4 @@ class DirichletCalibration(_OdirCalibrator):
 
     name = "dirichlet"
     uses_log_probs = True
+    shift_invariant = True

@@ -167,7 +167,7 @@ def reliability(
     split: Annotated[str, typer.Option("--split", help="Split of a file holding val_/test_ arrays: test or val.")]
     = "test",
     calibrated: Annotated[Optional[Path], typer.Option("--calibrated", help="A calibrate.json: add a panel after its "
-                                                       "calibrator (needs logits).", show_default=False)] = None,
+                                                       "calibrator (vector / matrix scaling: on the kind of scores they were fitted on).", show_default=False)] = None,
     method: Annotated[str, typer.Option("--method", help="Calibrator in --calibrated to apply ('best': the one "
                                         "the report picked).")] = "best",
     bands: Annotated[str, typer.Option("--bands", help="Uncertainty drawn on each bin: consistency (where a "

@@ -177,7 +177,7 @@ def reliability_inputs(
     "bootstrap" or "none"; see `adacal.plots.bands`) and `smooth` (the smoothed reliability curve) need per-sample
     predictions, not an evaluate.json.
     """
-    from adacal.arrays import looks_like_probs, to_probs
+    from adacal.arrays import to_probs
     from adacal.metrics.binning import BINNINGS, check_n_bins
     from adacal.plots.bands import check_band_options
 
@@ -234,10 +234,11 @@ def reliability_inputs(
         panels.append(panel_from_scores(probs, predictions.labels, binning=binning, n_bins=bins, smooth=smooth,
                                         **band_options))
         if calibrator is not None:
-            if looks_like_probs(predictions.logits):
-                raise InputError(f"--calibrated needs logits, but {path} holds probabilities.")
             fitted, name = calibrator
-            calibrated_probs = np.asarray(fitted.transform(predictions.logits), dtype=np.float64)
+            try:  # vector / matrix scaling take only the kind of scores they were fitted on (Calibrator.transform)
+                calibrated_probs = np.asarray(fitted.transform(predictions.logits), dtype=np.float64)
+            except InputError as exc:
+                raise InputError(f"{str(exc).rstrip('.')} (--calibrated, applied to {path}).") from None
             panels.append(panel_from_scores(calibrated_probs, predictions.labels, binning=binning, n_bins=bins,
                                             smooth=smooth, **band_options))
             names.append(f"{names[-1]} + {name}")

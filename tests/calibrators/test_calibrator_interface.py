@@ -58,7 +58,7 @@ def test_dict_and_file_round_trips_give_identical_outputs(small, fitted, name, t
     _, _, new_logits = small
     calibrator = fitted[name]
     data = calibrator.to_dict()
-    assert set(data) == {"method", "format_version", "options", "params", "num_classes"}
+    assert set(data) == {"method", "format_version", "options", "params", "num_classes", "fitted_on"}
     assert data["method"] == name and data["format_version"] == 1
     expected = calibrator.transform(new_logits)
     through_json = Calibrator.from_dict(json.loads(json.dumps(data, allow_nan=False)))
@@ -140,3 +140,47 @@ def test_load_calibrator_rejects_other_files(fitted, tmp_path):
         load_calibrator(path)
     with pytest.raises(InputError, match="does not exist"):
         load_calibrator(tmp_path / "missing.json")
+
+
+def _kinds(seed=3):
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(300, 4)) * 2
+    labels = np.where(rng.random(300) < 0.7, logits.argmax(axis=1), rng.integers(0, 4, 300))
+    probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    return logits, probs, labels
+
+
+@pytest.mark.parametrize("method", ["temperature", "ets", "dirichlet", "histogram", "isotonic", "spline"])
+def test_softmax_only_maps_give_the_same_output_for_logits_and_probabilities(method):
+    """log p = logits − logsumexp(logits), a constant per row: maps that see logits only through softmax cannot
+    tell them apart, whichever kind they were fitted on."""
+    from adacal.calibrators import build_calibrator
+
+    logits, probs, labels = _kinds()
+    for fitted_on in (logits, probs):
+        calibrator = build_calibrator(method).fit(fitted_on, labels)
+        np.testing.assert_allclose(calibrator.transform(probs), calibrator.transform(logits), atol=1e-7)
+
+
+@pytest.mark.parametrize("method", ["vector-scaling", "matrix-scaling"])
+def test_per_class_weights_are_applied_only_to_the_kind_they_were_fitted_on(method):
+    from adacal.calibrators import Calibrator, build_calibrator
+
+    logits, probs, labels = _kinds()
+    on_logits = build_calibrator(method).fit(logits, labels)
+    assert on_logits.fitted_on_ == "logits" and on_logits.to_dict()["fitted_on"] == "logits"
+    with pytest.raises(InputError, match=rf"Expected logits for this {method} calibrator, which was fitted on "
+                                         r"logits, got probabilities"):
+        on_logits.transform(probs)
+    on_probs = build_calibrator(method).fit(probs, labels)
+    restored = Calibrator.from_dict(on_probs.to_dict())
+    assert restored.fitted_on_ == "probabilities"
+    np.testing.assert_allclose(restored.transform(probs), on_probs.transform(probs))
+    with pytest.raises(InputError, match="Expected probabilities .* fitted on probabilities, got logits"):
+        restored.transform(logits)
+    # A calibrator saved before the kind was recorded was fitted on logits (the only kind the CLI applied it to).
+    old = {key: value for key, value in on_logits.to_dict().items() if key != "fitted_on"}
+    with pytest.raises(InputError, match="fitted on logits, got probabilities"):
+        Calibrator.from_dict(old).transform(probs)
+    with pytest.raises(InputError, match="fitted_on to be logits or probabilities, got 'softmax'"):
+        Calibrator.from_dict({**on_logits.to_dict(), "fitted_on": "softmax"})

@@ -386,13 +386,27 @@ def test_run_folder_without_predictions_or_checkpoint(tmp_path):
     assert not (run / "evaluate.json").exists()
 
 
-def test_calibrator_needs_logits(tmp_path, fake_calibrators):
+def test_a_calibrator_applies_to_probabilities_when_its_map_allows(tmp_path):
+    """Temperature scaling sees logits only through softmax: fitted on logits, it gives the same result on their
+    probabilities. Vector scaling's per-class weights do not commute with softmax: probabilities are refused."""
+    from adacal.calibrators import build_calibrator, save_calibrator
+
     logits, labels = sample()
-    path = _write(tmp_path, "probs.npz", logits=softmax(logits.astype(np.float64)), labels=labels)
-    cal = tmp_path / "cal.json"
-    cal.write_text("{}")
+    logits = logits.astype(np.float64)
+    probs_path = _write(tmp_path, "probs.npz", probs=softmax(logits), labels=labels)
+    logits_path = _write(tmp_path, "logits.npz", logits=logits, labels=labels)
+    save_calibrator(build_calibrator("temperature").fit(logits, labels), tmp_path / "ts.json")
+    save_calibrator(build_calibrator("vector-scaling").fit(logits, labels), tmp_path / "vs.json")
+    reports = {}
+    for name, path in (("probs", probs_path), ("logits", logits_path)):
+        result = invoke(path, "--calibrator", tmp_path / "ts.json", "--json", tmp_path / f"{name}.json")
+        assert result.exit_code == 0, result.output
+        reports[name] = json.loads((tmp_path / f"{name}.json").read_text())["results"]["metrics"]
+    for key, value in reports["logits"].items():
+        assert reports["probs"][key] == pytest.approx(value, abs=1e-9), key
     out = tmp_path / "out.json"
-    one_line_error(invoke(path, "--calibrator", cal, "--json", out), "Expected logits")
+    one_line_error(invoke(probs_path, "--calibrator", tmp_path / "vs.json", "--json", out),
+                   "Expected logits for this vector-scaling calibrator, which was fitted on logits, got probabilities")
     assert not out.exists()
 
 

@@ -171,6 +171,28 @@ def test_reliability_with_calibrated_adds_the_calibrated_panel(runs, tmp_path, s
     np.testing.assert_allclose(heights[1], expected, atol=1e-12)
 
 
+def test_calibrated_panel_of_probabilities_follows_what_the_calibrator_allows(runs, tmp_path, saved_figures):
+    """Temperature scaling applies to probabilities as to their logits; vector scaling fitted on logits refuses them."""
+    calibrators = pytest.importorskip("adacal.calibrators")
+    with np.load(runs["ce"] / "predictions.npz") as data:
+        val_logits, val_labels = data["val_logits"], data["val_labels"]
+        test_logits, test_labels = data["test_logits"].astype(np.float64), data["test_labels"]
+    np.savez(tmp_path / "probs.npz", probs=softmax(test_logits), labels=test_labels)
+    for method in ("temperature", "vector-scaling"):
+        calibrator = calibrators.build_calibrator(method).fit(val_logits, val_labels)
+        write_json(tmp_path / f"{method}.json", make_report("calibrate", config={}, results={
+            "calibrators": {method: {"params": {}, "calibrator": calibrator.to_dict()}}, "best": method}))
+    _ok(["reliability", str(tmp_path / "probs.npz"), "--calibrated", str(tmp_path / "temperature.json"),
+         "--out", str(tmp_path / "t.png"), "--dpi", "30"])
+    probs = np.asarray(calibrators.build_calibrator("temperature").fit(val_logits, val_labels).transform(test_logits))
+    expected = bin_statistics(probs.max(axis=1), probs.argmax(axis=1) == test_labels).accuracy
+    np.testing.assert_allclose(_bar_heights(saved_figures[0])[1], expected, atol=1e-9)
+    message = _error(["reliability", str(tmp_path / "probs.npz"), "--calibrated", str(tmp_path / "vector-scaling.json"),
+                      "--out", str(tmp_path / "v.png")])
+    assert "fitted on logits, got probabilities" in message and "--calibrated, applied to" in message
+    assert not (tmp_path / "v.png").exists()
+
+
 def test_gamma_writes_one_panel_per_requested_bin(runs, tmp_path, saved_figures):
     _ok(["gamma", str(runs["adafocal"]), "--bins", "0,3", "--out", str(tmp_path / "gamma.pdf")])
     assert (tmp_path / "gamma.pdf").read_bytes().startswith(PDF)
