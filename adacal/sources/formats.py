@@ -21,9 +21,10 @@ named exactly with `logits_key` / `labels_key`. Files:
   the label column is the one named `label`, `labels`, `target`, `targets`, `y` or `class` (or `labels_key`), else
   the last column; a leading row-index column (pandas' `to_csv()`) is dropped.
 The text formats (.csv, .tsv, .txt, .json, .jsonl) may be gzipped (`preds.csv.gz`), decompressed within the memory
-budget. Binary models: 1-D scores (or one column) become two columns — positive-class probabilities p as [1 - p, p] when every
-value is in [0, 1], decision scores (logits) s as [0, s] otherwise (softmax([0, s]) = sigmoid(s)); the assumption is
-recorded in `Predictions.notes`. String labels are mapped to indices through a `classes` array (or a CSV's header).
+budget (`adacal.sources.text_tables` reads them). Binary models: 1-D scores (or one column) become two columns —
+positive-class probabilities p as [1 - p, p] when every value is in [0, 1], decision scores (logits) s as [0, s]
+otherwise (softmax([0, s]) = sigmoid(s)); the assumption is recorded in `Predictions.notes`. String labels are mapped
+to indices through a `classes` array (or a CSV's header).
 """
 
 from __future__ import annotations
