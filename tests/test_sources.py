@@ -269,6 +269,9 @@ def test_text_tables_as_np_savetxt_writes_them(tmp_path):
     np.savetxt(tmp_path / "y.txt", LABELS, fmt="%d")
     np.testing.assert_allclose(load_predictions(tmp_path / "c.txt", options=ReadOptions(labels_file=tmp_path / "y.txt")
                                                 ).logits, LOGITS, rtol=1e-8)
+    np.savetxt(tmp_path / "named.txt", LOGITS, header="cat dog bird fish", comments="")  # a header line of names
+    np.savetxt(tmp_path / "named_labels.txt", LABELS, header="label", comments="")
+    same(load_predictions(tmp_path / "named.txt"))
     np.savetxt(tmp_path / "binary.txt", np.linspace(0.1, 0.9, N))  # one column: a binary model's scores
     np.savetxt(tmp_path / "labels.txt", LABELS % 2)
     assert load_predictions(tmp_path / "binary.txt").logits.shape == (N, 2)

@@ -119,11 +119,13 @@ def read_jsonl(path: str | os.PathLike) -> dict[str, list[Any]]:
 
 def read_text_table(path: str | os.PathLike) -> np.ndarray:
     """The numbers of a text table as np.savetxt writes it: one row per line, separated by whitespace (or commas),
-    `#` comments and blank lines skipped; (N, K) float64, or (N,) for one column."""
+    `#` comments and blank lines skipped, a first line of names (np.savetxt's header without `#`, R's write.table)
+    skipped too; (N, K) float64, or (N,) for one column."""
     path = Path(path)
     text = _read_text(path, "a predictions file (.txt)")
     rows: list[list[float]] = []
     first = 0
+    header_seen = False
     for number, line in enumerate(text.splitlines(), start=1):
         cells = line.split("#", 1)[0].replace(",", " ").split()
         if not cells:
@@ -131,6 +133,9 @@ def read_text_table(path: str | os.PathLike) -> np.ndarray:
         try:
             row = [float(cell) for cell in cells]
         except ValueError:
+            if not rows and not header_seen and not any(_is_number(cell) for cell in cells):
+                header_seen = True  # column names
+                continue
             bad = next(cell for cell in cells if not _is_number(cell))
             raise InputError(f"Expected line {number} of {path} to hold numbers, got {bad[:30]!r}.") from None
         if rows and len(row) != len(rows[0]):
