@@ -21,7 +21,7 @@ PREDICTIONS is a predictions file of any framework (.npz or .pt with `logits`/`p
 `test_logits`/`test_labels` like a run's predictions.npz; a .pt (logits, labels) pair or a list of per-batch
 outputs; an .npy of scores with --labels FILE or <stem>_labels.npy (or labels.npy) beside it, or such a .txt as
 np.savetxt writes; a .csv/.tsv with one column per class and a label column; a .json of arrays or of per-sample
-objects, or a .jsonl with one object per sample; a .safetensors of named tensors; the text formats gzipped too, e.g.
+objects, or a .jsonl with one object per sample; a .safetensors of named tensors or a .mat of MATLAB variables; the text formats gzipped too, e.g.
 .csv.gz), a checkpoint, or a run folder written by 'adacal train'. Labels may be class indices (1-D or one column),
 one-hot rows or booleans. 1-D (or one-column) binary scores are taken as positive-class probabilities when all in
 [0, 1], else as decision scores (logits); string labels are mapped through a `classes` array (or a .csv header).
@@ -133,7 +133,7 @@ def evaluate(
     predictions: Annotated[
         Path,
         typer.Argument(
-            help="Predictions file (.npz, .pt, .npy, .txt, .safetensors, .csv, .tsv, .json or .jsonl), checkpoint, or run folder.",
+            help="Predictions file (.npz, .pt, .npy, .txt, .safetensors, .mat, .csv, .tsv, .json or .jsonl), checkpoint, or run folder.",
             show_default=False,
         ),
     ],

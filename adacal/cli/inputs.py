@@ -21,7 +21,7 @@ LabelsKey = Annotated[
 ]
 LabelsFile = Annotated[
     Path | None,
-    typer.Option("--labels", help="File of labels (.npy, .txt, .npz, .pt, .safetensors, .csv, .tsv, .json or .jsonl) for scores saved without them, e.g. an "
+    typer.Option("--labels", help="File of labels (.npy, .txt, .npz, .pt, .safetensors, .mat, .csv, .tsv, .json or .jsonl) for scores saved without them, e.g. an "
                                   ".npy of logits (default: <stem>_labels.npy, else labels.npy, beside an .npy).", show_default=False),
 ]
 Renormalize = Annotated[

@@ -25,7 +25,7 @@ HELP = (
     "  adacal ood --out cifar10-c --corruption fog --severity 5 --model runs/RUN --data-dir DIR\n\n"
     "CIFAR-10-C: Hendrycks' published files are read from --data-dir (DIR/CIFAR-10-C/<corruption>.npy and "
     "labels.npy; all 19 corruptions); without them gaussian_noise is generated (the report says which).\n\n"
-    "From saved outputs of any model (.npz, .pt, .npy, .txt, .safetensors, .csv, .tsv, .json or .jsonl with `logits`, `probs` or `scores`, or `test_logits` as "
+    "From saved outputs of any model (.npz, .pt, .npy, .txt, .safetensors, .mat, .csv, .tsv, .json or .jsonl with `logits`, `probs` or `scores`, or `test_logits` as "
     "in predictions.npz, or the key --logits-key names; labels optional), printing the table, and writing a report "
     "only with --json PATH:\n\n"
     "  adacal ood --in-preds cifar10_logits.npz --out-preds svhn_logits.npz --json ood.json"

@@ -9,6 +9,8 @@ named exactly with `logits_key` / `labels_key`. Files:
   pair, or one tensor of scores; or a list of per-batch ones, concatenated);
 - `.safetensors` (Hugging Face's tensor format, read without its package or pickle: `adacal.sources.safetensors_file`):
   named tensors, found by the key spellings above;
+- `.mat` (MATLAB / Octave up to v7, through scipy.io: `adacal.sources.matlab_file`): named variables, found by the key
+  spellings above;
 - `.npy`: one array of scores; its labels come from `labels_file` or, when there is none, from the file
   `<stem>_labels.npy` beside it, else `labels.npy` beside it (said in `Predictions.notes`);
 - `.txt`: one table of scores as np.savetxt writes it (whitespace or commas between numbers, `#` comments), its
@@ -55,6 +57,7 @@ from adacal.sources.files import (
     read_npy,
     safe_torch_load,
 )
+from adacal.sources.matlab_file import MatFile
 from adacal.sources.safetensors_file import SafetensorsFile
 from adacal.sources.text_tables import (
     GZIP_SUFFIX,
@@ -77,7 +80,7 @@ CLASS_KEYS = ("classes", "class_names")
 # `np.savez(path, scores, labels)` without names stores the arrays as arr_0, arr_1: read in that order when a file
 # holds nothing else.
 UNNAMED_NPZ = ("arr_0", "arr_1")
-FORMATS = (".npz", ".pt", ".pth", ".npy", ".txt", ".safetensors", ".csv", ".tsv", ".jsonl")
+FORMATS = (".npz", ".pt", ".pth", ".npy", ".txt", ".safetensors", ".mat", ".csv", ".tsv", ".jsonl")
 # Formats holding one array of scores, without keys: labels come from --labels FILE or a file beside them.
 KEYLESS = ("npy", "txt")
 # `.json` is read as predictions too, but is not in FORMATS: `plot` and `ood` take a .json INPUT for a report.
@@ -170,8 +173,8 @@ def _unsupported(path: Path) -> InputError:
     if path.suffix.lower() in PICKLE_SUFFIXES:
         return InputError(f"Refusing to read {path.name}: loading a pickle can run code. Save the arrays with "
                           "np.savez(path, logits=..., labels=...) (or torch.save of tensors, a .csv, a .json) instead.")
-    return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .txt, .safetensors, .csv, .tsv, "
-                      f".json, .jsonl; the text ones also .gz), got {path.name}.")
+    return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .txt, .safetensors, .mat, .csv, "
+                      f".tsv, .json, .jsonl; the text ones also .gz), got {path.name}.")
 
 
 def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False) -> Arrays:
@@ -194,6 +197,9 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
     if suffix == ".safetensors":
         tensors = SafetensorsFile(path, "a predictions file (.safetensors)")
         return Arrays(path, tensors.files, tensors.__getitem__, tensors.close, "safetensors")
+    if suffix == ".mat":
+        variables = MatFile(path, "a predictions file (.mat)")
+        return Arrays(path, variables.files, variables.__getitem__, variables.close, "mat")
     if suffix in (".npy", ".txt"):
         array = read_npy(path, "a predictions file (.npy)") if suffix == ".npy" else read_text_table(path)
         return Arrays(path, [WHOLE], {WHOLE: array}.__getitem__, None, suffix[1:])

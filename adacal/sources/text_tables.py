@@ -125,7 +125,7 @@ def read_text_table(path: str | os.PathLike) -> np.ndarray:
     text = _read_text(path, "a predictions file (.txt)")
     rows: list[list[float]] = []
     first = 0
-    header_seen = False
+    header_seen = ""
     for number, line in enumerate(text.splitlines(), start=1):
         cells = line.split("#", 1)[0].replace(",", " ").split()
         if not cells:
@@ -134,7 +134,7 @@ def read_text_table(path: str | os.PathLike) -> np.ndarray:
             row = [float(cell) for cell in cells]
         except ValueError:
             if not rows and not header_seen and not any(_is_number(cell) for cell in cells):
-                header_seen = True  # column names
+                header_seen = line.strip()  # column names
                 continue
             bad = next(cell for cell in cells if not _is_number(cell))
             raise InputError(f"Expected line {number} of {path} to hold numbers, got {bad[:30]!r}.") from None
@@ -144,7 +144,8 @@ def read_text_table(path: str | os.PathLike) -> np.ndarray:
         first = first or number
         rows.append(row)
     if not rows:
-        raise InputError(f"Expected {path} to hold a table of numbers, but it is empty.")
+        holds = f"holds only a line of names ({header_seen[:40]!r})" if header_seen else "is empty"
+        raise InputError(f"Expected {path} to hold a table of numbers, but it {holds}.")
     table = np.array(rows, dtype=np.float64)
     return table[:, 0] if table.shape[1] == 1 else table
 

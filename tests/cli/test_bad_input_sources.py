@@ -328,7 +328,7 @@ CASES = [
     ("evaluate: pt list of one", "evaluate {ws}/list1.pt", "which holds one tensor of scores: give --labels FILE"),
     ("evaluate: pt string", "evaluate {ws}/string.pt", "got a str"),
     ("evaluate: a pickle", "evaluate {ws}/preds.pkl", "Refusing to read preds.pkl: loading a pickle can run code"),
-    ("evaluate: unknown extension", "evaluate {ws}/preds.xlsx", "ending in .npz or .pt (or .npy, .txt, .safetensors, .csv, .tsv, .json, .jsonl; the text ones also .gz)"),
+    ("evaluate: unknown extension", "evaluate {ws}/preds.xlsx", "ending in .npz or .pt (or .npy, .txt, .safetensors, .mat, .csv, .tsv, .json, .jsonl; the text ones also .gz)"),
     ("evaluate: --labels with a run", "evaluate {run} --labels {ws}/labels_short.npy", "--labels only with a predictions file"),
     ("evaluate: --logits-key with a checkpoint", "evaluate {ckpt} --logits-key x", "--logits-key only with a predictions"),
     ("calibrate: --val with a run", "calibrate {run} --val {preds}", "--val only with a predictions file"),

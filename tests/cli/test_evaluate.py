@@ -325,7 +325,8 @@ def _write(tmp_path, name, **arrays):
 BAD_FILES = {
     "missing": (lambda t: t / "nope.npz", "does not exist"),
     "suffix": (lambda t: (t / "preds.xlsx").write_text("x") and t / "preds.xlsx", "ending in .npz or .pt"),
-    "text not numbers": (lambda t: (t / "preds.txt").write_text("x") and t / "preds.txt", "numbers, got 'x'"),
+    "text not numbers": (lambda t: (t / "preds.txt").write_text("x\n") and t / "preds.txt",
+                         "table of numbers, but it holds only a line of names ('x')"),
     "corrupt npz": (lambda t: (t / "bad.npz").write_bytes(b"not a zip") and t / "bad.npz", "readable .npz"),
     # (predictions.py reports a garbage .pt as "Refusing to load ...: holds objects other than tensors": torch raises
     # UnpicklingError for it, the same error as for a real pickle; still one clean line.)

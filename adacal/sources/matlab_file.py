@@ -1,0 +1,89 @@
+"""Reading MATLAB / Octave `.mat` files (v4 to v7, as `save` writes them) through scipy.io, without pickle.
+
+Variables are listed with `scipy.io.whosmat`, which reads their headers only; a variable is loaded (decompressed) only
+when asked for, after its declared size is checked against memory, so a small compressed file cannot expand past the
+budget. Numeric and logical arrays, and char arrays (class names), are read; cell arrays and structs are refused by
+name. v7.3 files are HDF5, which needs a library outside adacal's dependencies: they are refused with what to do.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adacal.errors import InputError
+from adacal.sources.files import check_allocation, open_regular
+
+# Bytes per element of each MATLAB class scipy reads (char: up to 4 bytes per character once decoded).
+CLASS_BYTES = {
+    "double": 8, "single": 4, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8,
+    "uint64": 8, "logical": 1, "char": 4,
+}
+_SCIPY_ERRORS = (ValueError, TypeError, OSError, EOFError, KeyError, IndexError, OverflowError, MemoryError)
+
+
+class MatFile:
+    """The variables of one .mat file by name, each read when asked for."""
+
+    def __init__(self, path: str | os.PathLike, what: str = "a .mat file") -> None:
+        from scipy.io import whosmat
+
+        self.path = Path(path)
+        self._handle = open_regular(self.path, what)
+        try:
+            listed = whosmat(self._handle)
+        except NotImplementedError:
+            self._handle.close()
+            raise InputError(
+                f"Expected {self.path} to be a MATLAB file of version 7 or earlier, but it is a v7.3 file (HDF5), "
+                "which adacal does not read: save it with save(path, ..., '-v7') in MATLAB (Octave: '-v7')."
+            ) from None
+        except _SCIPY_ERRORS as exc:
+            self._handle.close()
+            raise InputError(
+                f"Expected {self.path} to be a readable .mat file, but it is not ({exc.__class__.__name__})."
+            ) from None
+        self._variables = {name: (tuple(shape), kind) for name, shape, kind in listed}
+
+    @property
+    def files(self) -> list[str]:
+        return list(self._variables)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._variables
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        from scipy.io import loadmat
+
+        shape, kind = self._variables[key]
+        if kind not in CLASS_BYTES:
+            raise InputError(
+                f"Expected {self.path}:{key} to be a numeric, logical or char array, got a MATLAB {kind}: save the "
+                "scores and labels as plain arrays."
+            )
+        check_allocation(math.prod(shape) * CLASS_BYTES[kind], what=f"{self.path}:{key}")
+        self._handle.seek(0)
+        try:
+            value = loadmat(self._handle, variable_names=[key], chars_as_strings=True)[key]
+        except _SCIPY_ERRORS as exc:
+            raise InputError(
+                f"Expected {self.path} to be a readable .mat file, but {key!r} could not be read "
+                f"({exc.__class__.__name__})."
+            ) from None
+        if kind == "char":
+            # A char matrix reads as one string per row (MATLAB pads names with spaces to a common length).
+            return np.array([str(row).rstrip() for row in np.atleast_1d(value)])
+        return np.asarray(value)
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> MatFile:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
