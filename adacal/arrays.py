@@ -62,6 +62,25 @@ def check_score_shape(scores: Any, *, name: str = "logits", keep_dtype: bool = F
     return array
 
 
+def one_score_per_sample(scores: Any) -> bool:
+    """Whether `scores` hold one number per sample, (N,) or (N, 1): a binary model's output (a sigmoid, a decision
+    function), read as two columns by `binary_score_columns`."""
+    shape = tuple(getattr(scores, "shape", np.shape(scores)))
+    return len(shape) == 1 or (len(shape) == 2 and shape[1] == 1)
+
+
+def binary_score_columns(scores: Any) -> tuple[np.ndarray, bool]:
+    """(N, 2) float64 scores from a binary model's one score per sample, and whether they were probabilities: every
+    value in [0, 1] means positive-class probabilities p, read as [1 − p, p]; anything else decision scores (logits)
+    s, read as [0, s] (softmax([0, s]) = sigmoid(s)). NaN or Inf stay, for the finiteness check to report."""
+    flat = np.asarray(to_numpy(scores), dtype=np.float64).reshape(-1)
+    with np.errstate(invalid="ignore"):
+        probabilities = bool(flat.size) and bool(((flat >= 0.0) & (flat <= 1.0)).all())
+    if probabilities:
+        return np.stack([1.0 - flat, flat], axis=1), True
+    return np.stack([np.zeros_like(flat), flat], axis=1), False
+
+
 def check_finite_rows(array: np.ndarray, row_sums: np.ndarray | float, *, name: str = "logits") -> None:
     """Raise unless every entry of `array` is finite, given its row sums (or any one number computed from them, such
     as the largest |row sum − 1|, that is finite only when they all are).

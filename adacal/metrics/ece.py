@@ -3,7 +3,8 @@ classwise ECE, the smooth ECE and the per-bin data of a reliability diagram.
 
 Every public metric is a pure function `metric(scores, labels, *, n_bins=DEFAULT_N_BINS) -> float` that returns a
 fraction (not a percentage). `scores` are probabilities or logits (N, K), numpy or torch; rows that are all in [0, 1]
-and sum to 1 are taken as probabilities, anything else as logits (see `adacal.arrays.to_probs`). Each metric is a
+and sum to 1 are taken as probabilities, anything else as logits (see `adacal.arrays.to_probs`). A binary model's one
+score per sample, (N,) or (N, 1), is read as two columns (`adacal.arrays.binary_score_columns`). Each metric is a
 private kernel on validated `PreparedPredictions` (`adacal.metrics.prepared`) wrapped by `metric_function`, so
 `compute_metrics` (and the bootstrap) validate once and share the per-sample quantities across metrics. All binning
 goes through `adacal.metrics.binning`; ECE from binned statistics is `binning.calibration_error`.

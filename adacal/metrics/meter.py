@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import check_labels
+from adacal.arrays import check_labels, one_score_per_sample
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.binning import assign_bins, check_n_bins, equal_width_edges
@@ -89,12 +89,15 @@ class CalibrationMeter:
         return {"true_log_probs": "nll", "brier_terms": "brier"}[column] in self.names
 
     def update(self, scores: Any, labels: Any) -> None:
-        """Add a batch: scores (B, K) logits or probabilities, labels (B,), numpy or torch (any device). An empty
-        batch (B = 0: a rank's share of an uneven last batch, a filtered-out batch) adds nothing."""
+        """Add a batch: scores (B, K) logits or probabilities — or a binary model's (B,) / (B, 1), probabilities of
+        the positive class when all in [0, 1], else decision scores — labels (B,), numpy or torch (any device). An
+        empty batch (B = 0: a rank's share of an uneven last batch, a filtered-out batch) adds nothing."""
         shape = tuple(getattr(scores, "shape", ()))
-        if len(shape) == 2 and shape[0] == 0 and shape[1] >= 2:
+        # A binary model's one score per sample counts as two classes (`prepare_predictions` reads it so).
+        classes = 2 if one_score_per_sample(scores) else (int(shape[1]) if len(shape) == 2 else 0)
+        if len(shape) in (1, 2) and shape[0] == 0 and classes >= 2:
             check_labels(labels, n=0)
-            self._check_num_classes(int(shape[1]), shape)
+            self._check_num_classes(classes, (0, classes))
             return
         pred = prepare_predictions(scores, labels)
         self._check_num_classes(pred.num_classes, (pred.n_samples, pred.num_classes))

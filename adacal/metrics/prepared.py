@@ -19,11 +19,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from adacal.arrays import (
+    binary_score_columns,
     check_finite_rows,
     check_labels,
     check_score_shape,
     looks_like_probs,
     normalise_probs,
+    one_score_per_sample,
     probability_tolerance,
 )
 from adacal.conventions import DEFAULT_N_BINS
@@ -272,6 +274,9 @@ def prepare_predictions(scores: Any, labels: Any = None) -> PreparedPredictions:
     """
     if isinstance(scores, PreparedPredictions):
         return scores
+    if one_score_per_sample(scores):
+        # A binary model's one score per sample (a sigmoid output, a decision function), as the file readers take it.
+        scores = binary_score_columns(scores)[0]
     tolerance = probability_tolerance(scores)
     checked = check_score_shape(scores, name="scores", keep_dtype=True)
     scan = scan_rows(checked)

@@ -40,6 +40,7 @@ import numpy as np
 
 from adacal.arrays import (
     PROB_SUM_TOLERANCE,
+    binary_score_columns,
     check_labels,
     check_not_near_probs,
     check_scores,
@@ -331,12 +332,12 @@ def _labels_key(arrays: Arrays, options: ReadOptions, split: str | None) -> str 
 
 
 def binary_columns(scores: np.ndarray, name: str, spelled: str = "1-D scores") -> tuple[np.ndarray, str]:
-    """Two columns from 1-D binary scores, and the sentence saying what was assumed (`spelled`: how the scores came)."""
-    if scores.size and scores.min() >= 0.0 and scores.max() <= 1.0:
-        return np.stack([1.0 - scores, scores], axis=1), (
-            f"{name}: {spelled} in [0, 1] taken as positive-class probabilities p (columns 1 - p, p)")
-    return np.stack([np.zeros_like(scores), scores], axis=1), (
-        f"{name}: {spelled} outside [0, 1] taken as binary decision scores (logits) s (columns 0, s)")
+    """Two columns from 1-D binary scores (`adacal.arrays.binary_score_columns`), and the sentence saying what was
+    assumed (`spelled`: how the scores came)."""
+    columns, probabilities = binary_score_columns(scores)
+    if probabilities:
+        return columns, f"{name}: {spelled} in [0, 1] taken as positive-class probabilities p (columns 1 - p, p)"
+    return columns, f"{name}: {spelled} outside [0, 1] taken as binary decision scores (logits) s (columns 0, s)"
 
 
 def interpret_scores(values: Any, *, name: str, renormalize: bool = False) -> tuple[np.ndarray, list[str]]:

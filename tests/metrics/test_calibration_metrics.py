@@ -215,7 +215,7 @@ def test_bad_n_bins_is_an_input_error(n_bins):
 
 def test_bad_inputs_are_input_errors():
     with pytest.raises(InputError, match="2-D"):
-        ece_ew(np.ones(3), [0, 1, 0])
+        ece_ew(np.ones((3, 2, 2)), [0, 1, 0])
     with pytest.raises(InputError, match="3 entries"):
         ece_ew(np.eye(3), [0, 1])
     with pytest.raises(InputError, match=r"labels in \[0, 2\]"):
@@ -298,3 +298,28 @@ def test_nll_of_logits_near_the_float64_limit_is_their_mean_not_an_overflow():
     assert nll(logits, np.ones(100, dtype=int)) == pytest.approx(2 * a, rel=1e-12)
     assert nll(logits, np.zeros(100, dtype=int)) == 0.0
     assert nll(np.array([[1e308, -1e308]]), np.array([1])) == np.inf  # −log p itself beyond float64: infinite
+
+
+def test_a_binary_models_one_score_per_sample_is_read_as_two_columns():
+    """predict_proba(X)[:, 1], a sigmoid output (N, 1), or decision scores: the same metrics as the two columns
+    [1 − p, p] (or the logits [0, s]), as the file readers take them."""
+    from adacal.metrics import CalibrationMeter
+
+    rng = np.random.default_rng(8)
+    p = rng.random(500)
+    y = (rng.random(500) < p).astype(int)
+    columns = compute_metrics(np.stack([1 - p, p], axis=1), y)
+    for spelled in (p, p[:, None], torch.from_numpy(p).float(), torch.from_numpy(p)[:, None]):
+        got = compute_metrics(spelled, y)
+        for key, value in columns.items():
+            assert got[key] == pytest.approx(value, abs=1e-6 if isinstance(spelled, torch.Tensor) else 1e-12), key
+    s = np.log(p / (1 - p))  # decision scores outside [0, 1]: sigmoid(s) = p
+    assert ece_em(s, y) == pytest.approx(ece_em(np.stack([np.zeros_like(s), s], axis=1), y), abs=1e-12)
+    assert ece_em(s, y) == pytest.approx(columns["ece_em"], abs=1e-9)
+    meter = CalibrationMeter()
+    meter.update(torch.from_numpy(p[:200]), torch.from_numpy(y[:200]))
+    meter.update(torch.empty(0), torch.empty(0, dtype=torch.long))  # an empty binary batch adds nothing
+    meter.update(p[200:, None], y[200:])
+    assert meter.compute()["ece_em"] == pytest.approx(columns["ece_em"], abs=1e-9)
+    with pytest.raises(InputError, match=r"labels in \[0, 1\], got values from 0 to 2"):
+        ece_em(p, np.where(y == 1, 2, 0))
