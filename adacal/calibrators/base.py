@@ -6,7 +6,8 @@ estimator conventions (without importing scikit-learn, which takes seconds):
 - `__init__` only stores its keyword-only options, as given; `get_params()` / `set_params(**options)` read and
   change them, so `sklearn.base.clone` works. Options are checked (one-sentence InputError) by `check_options()`,
   which `fit`, `build_calibrator` and `from_dict` call, so a bad option fails before any data is read;
-- `fit(logits, labels)` validates its inputs, learns attributes ending in `_` (`temperature_`, `weights_`, ...) and
+- `fit(logits, labels)` (logits (N, K), or a binary model's one score per sample, read as two columns) validates its
+  inputs, learns attributes ending in `_` (`temperature_`, `weights_`, ...) and
   returns `self`;
 - `transform(logits)` and `predict_proba(logits)` (the same) give calibrated probabilities; using either before `fit`
   raises adacal's NotFittedError, which is also an instance of scikit-learn's NotFittedError when it is installed;
@@ -30,7 +31,14 @@ import inspect
 
 import numpy as np
 
-from adacal.arrays import check_labels, check_scores, looks_like_probs, softmax
+from adacal.arrays import (
+    binary_score_columns,
+    check_labels,
+    check_scores,
+    looks_like_probs,
+    one_score_per_sample,
+    softmax,
+)
 from adacal.errors import AdacalError, InputError, NotFittedError, unknown_name
 from adacal.metrics.prepared import row_top
 from adacal.registry import Registry
@@ -44,6 +52,12 @@ TOP_FLOOR_MARGIN = 1e-6
 
 
 INPUT_KINDS = ("logits", "probabilities")
+
+
+def _two_columns(scores: Any) -> Any:
+    """A binary model's one score per sample, (N,) or (N, 1), as two columns (`arrays.binary_score_columns`): what
+    the metrics and the file readers do; other scores as given."""
+    return binary_score_columns(scores)[0] if one_score_per_sample(scores) else scores
 
 
 def input_kind(scores: np.ndarray) -> str:
@@ -204,7 +218,7 @@ class Calibrator:
     def fit(self, logits: Any, labels: Any) -> Calibrator:
         """Learn the calibration map from validation logits (N, K) and labels (N,); returns self."""
         self.check_options()
-        scores = check_scores(logits, name="logits")
+        scores = check_scores(_two_columns(logits), name="logits")
         labels = check_labels(labels, n=scores.shape[0], num_classes=scores.shape[1])
         self._fit(as_logits(scores), labels)
         self.num_classes_ = int(scores.shape[1])
@@ -214,7 +228,7 @@ class Calibrator:
     def transform(self, logits: Any) -> np.ndarray:
         """Calibrated probabilities (N, K), float64, rows summing to 1."""
         self._check_fitted()
-        scores = check_scores(logits, name="logits")
+        scores = check_scores(_two_columns(logits), name="logits")
         if scores.shape[1] != self.num_classes_:
             raise InputError(
                 f"Expected logits with {self.num_classes_} classes (as in fit), got shape {scores.shape}."

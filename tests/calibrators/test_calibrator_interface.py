@@ -184,3 +184,17 @@ def test_per_class_weights_are_applied_only_to_the_kind_they_were_fitted_on(meth
         Calibrator.from_dict(old).transform(probs)
     with pytest.raises(InputError, match="fitted_on to be logits or probabilities, got 'softmax'"):
         Calibrator.from_dict({**on_logits.to_dict(), "fitted_on": "softmax"})
+
+
+@pytest.mark.parametrize("method", ["temperature", "histogram", "vector-scaling"])
+def test_a_binary_models_one_score_per_sample_calibrates_as_two_columns(method):
+    """predict_proba(X)[:, 1] in, both classes' calibrated probabilities out (as scikit-learn's calibrators)."""
+    from adacal.calibrators import build_calibrator
+
+    rng = np.random.default_rng(4)
+    p = rng.random(400) ** 2
+    y = (rng.random(400) < np.sqrt(p)).astype(int)
+    two = np.stack([1 - p, p], axis=1)
+    expected = build_calibrator(method).fit(two, y).transform(two)
+    for spelled in (p, p[:, None]):
+        np.testing.assert_allclose(build_calibrator(method).fit(spelled, y).transform(spelled), expected, atol=1e-9)

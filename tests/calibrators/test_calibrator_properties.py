@@ -47,7 +47,10 @@ def test_calibrators_fail_cleanly_or_return_probabilities(problem, name):
         except AdacalError:
             assert given_scores is new_scores, "transform refused the scores fit accepted"
             continue
-        assert isinstance(probs, np.ndarray) and probs.shape == np.shape(given_scores), (probs.shape,)
+        # A binary model's one score per sample, (N,) or (N, 1), comes back as the two classes' probabilities.
+        shape = np.shape(given_scores)
+        expected = (shape[0], 2) if len(shape) == 1 or shape[1:] == (1,) else shape
+        assert isinstance(probs, np.ndarray) and probs.shape == expected, (probs.shape,)
         assert np.isfinite(probs).all()
         assert (probs >= 0).all() and (probs <= 1 + 1e-12).all()
         np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-9)
