@@ -119,6 +119,23 @@ def test_ood_scores_matches_reference_and_accepts_torch():
     np.testing.assert_allclose(ood.ood_scores(IN_LOGITS, "entropy", temperature=3.0), _entropy(IN_LOGITS / 3.0))
 
 
+def test_a_temperature_applies_to_probabilities_for_the_softmax_scores_only():
+    """softmax(log p / T) = softmax(logits / T): entropy and max-prob of probabilities after a temperature equal those
+    of the logits; energy (−T logsumexp(x / T)) is not invariant to the per-row constant, so it is refused."""
+    from adacal.arrays import softmax
+
+    t = 2.5
+    probs_in, probs_out = softmax(IN_LOGITS.astype(np.float64)), softmax(OUT_LOGITS.astype(np.float64))
+    from_logits = ood.detect_ood(IN_LOGITS, OUT_LOGITS, scores=["entropy", "max-prob"], temperature=t)
+    from_probs = ood.detect_ood(probs_in, probs_out, scores=["entropy", "max-prob"], temperature=t)
+    for name in ("entropy", "max-prob"):
+        for key in ("auroc", "aupr_in", "aupr_out", "fpr_at_95_tpr"):
+            assert from_probs["scores"][name]["post"][key] == pytest.approx(
+                from_logits["scores"][name]["post"][key], abs=1e-9)
+    with pytest.raises(InputError, match="energy score with a temperature, but they look like probabilities"):
+        ood.detect_ood(probs_in, probs_out, scores=["entropy", "energy"], temperature=t)
+
+
 @pytest.mark.parametrize(
     ("in_logits", "out_logits", "kwargs", "match"),
     [

@@ -87,10 +87,12 @@ def detect_ood(
     if temperature is not None:
         temperature = check_temperature(temperature)
         for what, logits in (("in-distribution", in_logits), ("OOD", out_logits)):
-            if looks_like_probs(logits):
+            if looks_like_probs(logits) and "energy" in names:
                 raise InputError(
-                    f"Expected {what} logits to apply a temperature to, but they look like probabilities "
-                    f"(rows in [0, 1] summing to 1); save the logits instead."
+                    f"Expected {what} logits for the energy score with a temperature, but they look like "
+                    "probabilities (rows in [0, 1] summing to 1): log-probabilities differ from the logits by a "
+                    "constant per row, which entropy and max-prob ignore and energy does not. Save the logits, or "
+                    "score entropy and max-prob only."
                 )
     source = temperature_source or ("option" if temperature is not None else "none")
     if source not in TEMPERATURE_SOURCES:
@@ -101,7 +103,8 @@ def detect_ood(
     results: dict[str, Any] = {}
     for name in names:
         pre = _score_metrics(in_logits, out_logits, name)
-        post = None if temperature is None else _score_metrics(in_logits / temperature, out_logits / temperature, name)
+        post = None if temperature is None else _score_metrics(
+            _log_if_probs(in_logits) / temperature, _log_if_probs(out_logits) / temperature, name)
         results[name] = {"pre": pre, "post": post}
     return {
         "in": {"name": str(in_name), "n": int(in_logits.shape[0])},
@@ -110,6 +113,12 @@ def detect_ood(
         "temperature_source": source,
         "scores": results,
     }
+
+
+def _log_if_probs(scores: np.ndarray) -> np.ndarray:
+    """Probabilities as log-probabilities (logits up to a constant per row, which softmax ignores), logits as given:
+    what a temperature divides."""
+    return np.log(np.maximum(scores, np.finfo(np.float64).tiny)) if looks_like_probs(scores) else scores
 
 
 def ood_report(results: dict[str, Any], *, config: dict[str, Any]) -> dict[str, Any]:
