@@ -268,7 +268,8 @@ def calibrate(
         by_test = min(run.results["calibrators"].items(), key=lambda item: item[1]["test_rank"])[0]
         typer.echo(f"Best by test {header} (shown, not used to choose): {by_test}")
         for name, message in selection["errors"].items():
-            typer.echo(f"Not selectable: {name} could not be fitted on every fold ({message})")
+            where = "on every fold" if name in run.results["calibrators"] else "(left out of the table)"
+            typer.echo(f"Not selectable: {name} could not be fitted {where} ({message})")
     for line in _bound_warnings(run.results):
         typer.echo(line)
     typer.echo(f"Wrote {run.written}" if run.written is not None else "Not saved: use --json PATH to write the report.")

@@ -306,3 +306,19 @@ def test_bad_input_is_one_line_error_and_writes_nothing(tmp_path, arrays, case, 
     result = _invoke(*args, "--json", tmp_path / "report.json")
     one_line_error(result, message)
     assert _snapshot(tmp_path) == before
+
+
+def test_method_all_leaves_out_a_calibrator_that_cannot_be_fitted_at_all(tmp_path):
+    """Five validation samples: the spline needs six, on any fold and on all of them. It used to end the command;
+    now the others are compared and the spline is named, and left out of the table and the report."""
+    rng = np.random.default_rng(3)
+    logits = rng.normal(size=(40, 3)) * 2
+    labels = logits.argmax(axis=1)
+    np.savez(tmp_path / "p.npz", val_logits=logits[:5], val_labels=labels[:5], test_logits=logits, test_labels=labels)
+    result = _invoke(tmp_path / "p.npz", "--method", "all", "--json", tmp_path / "out.json")
+    assert result.exit_code == 0, result.output
+    assert "Not selectable: spline could not be fitted (left out of the table) (Expected at least 6 validation " \
+           "samples for a 6-knot spline" in result.output
+    results = json.loads((tmp_path / "out.json").read_text())["results"]
+    assert "spline" not in results["calibrators"] and "spline" in results["selection"]["errors"]
+    assert results["best"] in results["calibrators"]
