@@ -11,7 +11,6 @@ torch bfloat16 tensor (numpy has no bfloat16), so that its probabilities get bfl
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from adacal.errors import InputError
+from adacal.sources.documents import parse_json
 from adacal.sources.files import check_allocation, human_bytes, open_regular
 
 # The reference implementation refuses headers above 100 MB: a header is metadata, never data.
@@ -60,11 +60,8 @@ class SafetensorsFile:
         if length > MAX_HEADER_BYTES or 8 + length > self._size:
             raise self._fail(f"its header length ({length:,} bytes) runs past the file ({self._size:,} bytes) or "
                              f"above {MAX_HEADER_BYTES:,}")
-        text = self._handle.read(length)
-        try:
-            header = json.loads(text.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise self._fail("its header is not JSON") from None
+        # parse_json bounds nesting and integer sizes (a hostile header must not recurse or hang the parser).
+        header = parse_json(self._handle.read(length), label=f"the header of {self.path}")
         if not isinstance(header, dict):
             raise self._fail("its header is not a JSON object")
         metadata = header.pop("__metadata__", None) or {}
