@@ -311,7 +311,7 @@ CASES = [
     ("evaluate: binary scores with 10 labels", "evaluate {ws}/binary_k10.npz", "one score per sample is read as a binary"),
     ("ood: binary in, 10-class out", "ood --in-preds {ws}/binary_k10.npz --out-preds {preds}", "same number of classes"),
     ("evaluate: rounded probabilities", "evaluate {ws}/rounded.npz", "whose rows sum to 1, got values in [0, 1]"),
-    ("evaluate: damaged safetensors", "evaluate {ws}/bad.safetensors", "the header of bad.safetensors to be JSON"),
+    ("evaluate: damaged safetensors", "evaluate {ws}/bad.safetensors", "bad.safetensors to be JSON, but it could not be parsed"),
     ("calibrate: percentages", "calibrate {ws}/percent.npz --val {ws}/percent.npz", "percentages it seems: pass --renormalize"),
     ("evaluate: --renormalize on logits", "evaluate {preds} --renormalize", "for --renormalize"),
     ("ood: --renormalize on logits", "ood --in-preds {preds} --out-preds {preds} --renormalize", "for --renormalize"),
