@@ -50,6 +50,11 @@ def test_refusals_name_the_file_and_what_to_do(tmp_path, monkeypatch):
     (tmp_path / "v73.mat").write_bytes(b"MATLAB 7.3 MAT-file".ljust(116) + bytes(8) + b"\x00\x02IM" + bytes(512))
     with pytest.raises(InputError, match=r"v7\.3 file \(HDF5\), which adacal does not read: save it with .*'-v7'"):
         load_predictions(tmp_path / "v73.mat")
+    scipy.io.savemat(tmp_path / "whole.mat", {"logits": LOGITS, "labels": LABELS}, do_compression=True)
+    whole = (tmp_path / "whole.mat").read_bytes()
+    (tmp_path / "cut.mat").write_bytes(whole[: len(whole) // 2])  # a download cut short
+    with pytest.raises(InputError, match=r"cut\.mat to be a readable \.mat file, but"):
+        load_predictions(tmp_path / "cut.mat")
     (tmp_path / "junk.mat").write_bytes(b"not a mat file at all" * 10)
     with pytest.raises(InputError, match=r"junk\.mat to be a readable \.mat file"):
         load_predictions(tmp_path / "junk.mat")

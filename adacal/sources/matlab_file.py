@@ -23,7 +23,16 @@ CLASS_BYTES = {
     "double": 8, "single": 4, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8,
     "uint64": 8, "logical": 1, "char": 4,
 }
-_SCIPY_ERRORS = (ValueError, TypeError, OSError, EOFError, KeyError, IndexError, OverflowError, MemoryError)
+_BUILTIN_ERRORS = (ValueError, TypeError, OSError, EOFError, KeyError, IndexError, OverflowError, MemoryError,
+                   UnicodeDecodeError)
+
+
+def _scipy_errors() -> tuple[type[BaseException], ...]:
+    """What scipy.io raises for a damaged file: builtin errors and its own MatReadError (an Exception, not a
+    ValueError)."""
+    from scipy.io.matlab import MatReadError
+
+    return (*_BUILTIN_ERRORS, MatReadError)
 
 
 class MatFile:
@@ -42,7 +51,7 @@ class MatFile:
                 f"Expected {self.path} to be a MATLAB file of version 7 or earlier, but it is a v7.3 file (HDF5), "
                 "which adacal does not read: save it with save(path, ..., '-v7') in MATLAB (Octave: '-v7')."
             ) from None
-        except _SCIPY_ERRORS as exc:
+        except _scipy_errors() as exc:
             self._handle.close()
             raise InputError(
                 f"Expected {self.path} to be a readable .mat file, but it is not ({exc.__class__.__name__})."
@@ -69,7 +78,7 @@ class MatFile:
         self._handle.seek(0)
         try:
             value = loadmat(self._handle, variable_names=[key], chars_as_strings=True)[key]
-        except _SCIPY_ERRORS as exc:
+        except _scipy_errors() as exc:
             raise InputError(
                 f"Expected {self.path} to be a readable .mat file, but {key!r} could not be read "
                 f"({exc.__class__.__name__})."
