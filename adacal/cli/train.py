@@ -315,6 +315,11 @@ def _run(config: Any, *, print_config: bool, quiet: bool) -> None:
 
         typer.echo(json.dumps(resolved_config(config), indent=2))
         return
+    if not config.resume and not quiet:
+        from adacal.training.config import resolve_config, unreached_milestones
+
+        for note in unreached_milestones(resolve_config(config)):
+            typer.echo(f"Note: {note}.", err=True)
     if quiet:
         progress: Any = None
     elif sys.stdout.isatty():

@@ -558,3 +558,16 @@ __all__ = [
     "QUICK_PRESETS",
     "LOSS_OPTION_FLAGS",
 ]
+
+
+def unreached_milestones(config: TrainConfig) -> list[str]:
+    """A note when learning-rate milestones of a resolved config are at or past its last epoch (they never fire in
+    this run: `--preset paper --epochs 30` keeps the paper's 150, 250), else nothing."""
+    late = [int(m) for m in (config.milestones or ()) if int(m) >= int(config.epochs)]
+    if not late:
+        return []
+    listed = ",".join(map(str, late))
+    return [f"--milestones {listed} {'is' if len(late) == 1 else 'are'} at or past the last epoch ({config.epochs}): the "
+            f"learning rate does not drop there in this run (a later --resume to more epochs reaches "
+            f"{'it' if len(late) == 1 else 'them'})"]
+

@@ -566,3 +566,18 @@ def test_n_bins_is_the_flag_and_num_bins_a_hidden_alias(tmp_path, monkeypatch):
     assert one_line_error(_train("--print-config", "--loss", "ce", "--num-bins", "4")).startswith(
         "Error: --num-bins does not apply to --loss ce")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_milestones_at_or_past_the_last_epoch_are_noted(tmp_path):
+    """`--milestones 5,9 --epochs 2` (or --preset paper's 150, 250 with a short --epochs): the rate never drops in
+    this run, which the user should hear about before it trains."""
+    from adacal.training import TrainConfig
+    from adacal.training.config import resolve_config, unreached_milestones
+
+    result = _train("--epochs", "2", "--milestones", "1,5,9", "--out", str(tmp_path), "--test-subset", "50", *TINY)
+    assert result.exit_code == 0, result.output
+    assert ("Note: --milestones 5,9 are at or past the last epoch (2): the learning rate does not drop there in this "
+            "run (a later --resume to more epochs reaches them).") in result.stderr
+    assert unreached_milestones(resolve_config(TrainConfig(epochs=2, milestones=(1,)))) == []
+    paper = resolve_config(TrainConfig(dataset="cifar10", preset="paper", epochs=30))
+    assert unreached_milestones(paper) and "150,250 are at or past the last epoch (30)" in unreached_milestones(paper)[0]
