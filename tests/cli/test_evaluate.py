@@ -17,7 +17,7 @@ from adacal.evaluation import (
     evaluation_report,
     resolve_evaluation_input,
 )
-from adacal.metrics import METRIC_NAMES, compute_metrics, display_name, metric_key
+from adacal.metrics import METRIC_NAMES, compute_metrics, display_name, ece_ew, metric_key
 from adacal.predictions import Predictions
 from adacal.reports import make_report
 from adacal.cli import app
@@ -492,3 +492,22 @@ def test_evaluate_refuses_soft_or_multi_hot_label_rows_in_one_line(tmp_path, row
     result = invoke(tmp_path / "soft.npz")
     assert result.exit_code != 0
     assert one_line_error(result) and "soft or multi-hot labels have no class index" in result.output
+
+
+def test_reports_with_very_many_bins_leave_the_per_bin_statistics_out(tmp_path):
+    """--n-bins 10^7 wrote 1.2 GB of JSON for 50 samples: the statistics per bin stop at MAX_REPORTED_BINS; the
+    metrics still use every bin, and the note says so."""
+    from adacal.evaluation import MAX_REPORTED_BINS
+
+    logits, labels = sample()
+    path = _write(tmp_path, "p.npz", logits=logits, labels=labels)
+    kept = evaluate_predictions(logits, labels, n_bins=MAX_REPORTED_BINS)
+    assert len(kept["bins"]["equal_width"]["counts"]) == MAX_REPORTED_BINS
+    many = MAX_REPORTED_BINS + 1
+    left_out = evaluate_predictions(logits, labels, n_bins=many)
+    assert "bins" not in left_out
+    assert left_out["metrics"]["ece_ew"] == pytest.approx(ece_ew(logits, labels, n_bins=many), abs=1e-15)
+    result = invoke(path, "--n-bins", str(many), "--json", tmp_path / "r.json")
+    assert result.exit_code == 0, result.output
+    assert f"are stored only up to {MAX_REPORTED_BINS:,} bins; the metrics use all {many:,}" in result.stderr
+    assert (tmp_path / "r.json").stat().st_size < 20_000
