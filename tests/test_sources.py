@@ -338,6 +338,29 @@ def test_gzip_refusals(tmp_path, monkeypatch):
     same(load_predictions(tmp_path / "s.txt.gz"))  # labels beside it, compressed too
 
 
+def test_a_csv_of_scores_only_with_a_labels_file_keeps_every_column(tmp_path):
+    """With --labels FILE, a table with no column named as labels holds no labels: its last column is a class, not
+    labels (it used to be taken as labels, leaving K − 1 classes and a confusing range error)."""
+    np.savetxt(tmp_path / "y.txt", LABELS, fmt="%d")
+    options = ReadOptions(labels_file=tmp_path / "y.txt")
+    np.savetxt(tmp_path / "bare.csv", LOGITS, delimiter=",", fmt="%.9g")
+    np.savetxt(tmp_path / "named.csv", LOGITS, delimiter=",", fmt="%.9g", header="a,b,c,d", comments="")
+    for name in ("bare.csv", "named.csv"):
+        pred = load_predictions(tmp_path / name, options=options)
+        np.testing.assert_allclose(pred.logits, LOGITS, rtol=1e-7)
+        np.testing.assert_array_equal(pred.labels, LABELS)
+    # A column named as labels is still the labels' column, left out of the scores (the labels file wins).
+    rows = np.column_stack([LOGITS, (LABELS + 1) % K])
+    np.savetxt(tmp_path / "with_label.csv", rows, delimiter=",", fmt="%.9g", header="a,b,c,d,label", comments="")
+    pred = load_predictions(tmp_path / "with_label.csv", options=options)
+    assert pred.logits.shape == (N, K)
+    np.testing.assert_array_equal(pred.labels, LABELS)
+    np.savetxt(tmp_path / "one.csv", np.linspace(0.1, 0.9, N), fmt="%.6f")  # a binary model's one column
+    np.savetxt(tmp_path / "y2.txt", LABELS % 2, fmt="%d")
+    assert load_predictions(tmp_path / "one.csv", options=ReadOptions(labels_file=tmp_path / "y2.txt")).logits.shape \
+        == (N, 2)
+
+
 def test_json_predictions_as_an_object_of_arrays_or_an_array_of_samples(tmp_path):
     columns = {"logits": LOGITS.astype(float).tolist(), "labels": LABELS.tolist(), "model": "resnet20",
                "metrics": {"accuracy": 0.9}}  # keys that are not arrays are ignored

@@ -178,8 +178,10 @@ def _unsupported(path: Path) -> InputError:
                       f".tsv, .json, .jsonl; the text ones also .gz), got {path.name}.")
 
 
-def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False) -> Arrays:
-    """The arrays of a predictions file, by key, without reading any of them yet (for .npz)."""
+def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False,
+                scores_only: bool = False) -> Arrays:
+    """The arrays of a predictions file, by key, without reading any of them yet (for .npz). `scores_only`: the
+    labels come from another file, so a CSV without a column named as labels is all scores."""
     path = Path(path)
     suffix = format_suffix(path)
     if suffix not in FORMATS and suffix != JSON_SUFFIX:
@@ -207,7 +209,7 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
     if suffix in (".jsonl", JSON_SUFFIX):
         columns = read_jsonl(path) if suffix == ".jsonl" else read_json_predictions(path)
         return Arrays(path, list(columns), lambda key: json_column(path, key, columns[key]), None, suffix[1:])
-    table, notes = read_csv_with_notes(path, labels_key=labels_key, labels_only=labels_only)
+    table, notes = read_csv_with_notes(path, labels_key=labels_key, labels_only=labels_only, scores_only=scores_only)
     return Arrays(path, list(table), table.__getitem__, None, "csv", notes=tuple(notes))
 
 
@@ -540,7 +542,7 @@ def has_split(arrays: Arrays, split: str, options: ReadOptions = DEFAULT_OPTIONS
 
 def load_predictions(path: str | os.PathLike, *, split: str = "test", options: ReadOptions = DEFAULT_OPTIONS) -> Predictions:
     """Scores and labels of a predictions file: `logits`/`labels` (any spelling above), or `<split>_...`."""
-    with open_arrays(path, labels_key=options.labels_key) as arrays:
+    with open_arrays(path, labels_key=options.labels_key, scores_only=options.labels_file is not None) as arrays:
         return predictions_from(arrays, options=options, split=split)
 
 

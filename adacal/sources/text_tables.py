@@ -205,10 +205,11 @@ def _is_number(text: str, decimal_comma: bool = False) -> bool:
     return True
 
 
-def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False
-                        ) -> tuple[dict[str, np.ndarray], list[str]]:
+def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False,
+                        scores_only: bool = False) -> tuple[dict[str, np.ndarray], list[str]]:
     """The columns of a CSV / TSV table of scores and labels ("scores" (N, K), "labels", and "classes" from a
-    header), and the sentences saying what was assumed (a row-index column dropped, decimal commas)."""
+    header), and the sentences saying what was assumed (a row-index column dropped, decimal commas). With
+    `scores_only` (the labels come from another file), a table with no column named as labels is all scores."""
     path = Path(path)
     notes: list[str] = []
     # Parsed row by row into floats: about 16 bytes of memory per byte of text at worst.
@@ -241,7 +242,8 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
     # With ';' or tab between cells, a comma inside one is a decimal comma (what spreadsheets write in many locales).
     decimal_comma = getattr(dialect, "delimiter", ",") != ","
     named_label = any(cell.lower() in CSV_LABEL_NAMES for cell in first) or (labels_key is not None and labels_key in first)
-    if named_label or not all(_is_number(cell, decimal_comma) for cell in first[:-1]):
+    all_scores = scores_only and not named_label and labels_key is None
+    if named_label or not all(_is_number(cell, decimal_comma) for cell in (first if all_scores else first[:-1])):
         header, rows = first, rows[1:]
     if (header is not None and width > 2 and header[0].lower() in CSV_INDEX_NAMES and rows
             and all(len(row) == width and is_integer_text(row[0].strip()) for _, row in rows)):
@@ -249,11 +251,13 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
                      f"{path.name}: first column (no name, integers: a row index as pandas writes it) ignored")
         header, width = header[1:], width - 1
         rows = [(number, row[1:]) for number, row in rows]
-    if width < 2:
+    if width < 2 and not all_scores:
         raise InputError(f"Expected {path} to have a column per class and a label column, got {width} column(s).")
     if header is not None and len(set(header)) != len(header):
         raise InputError(f"Expected the column names in {path} to differ, but some repeat.")
-    if labels_key is not None:
+    if all_scores:
+        label_column = None
+    elif labels_key is not None:
         if header is None or labels_key not in header:
             names = ", ".join(header) if header else "no header"
             raise InputError(f"Expected a column named '{labels_key}' (--labels-key) in {path}; it has: {names}.")
@@ -263,13 +267,14 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
         label_column = named[0] if named else width - 1
     if not rows:
         raise InputError(f"Expected {path} to hold at least one row of scores, but it has only a header.")
-    scores = np.empty((len(rows), width - 1), dtype=np.float64)
+    scores = np.empty((len(rows), width - (label_column is not None)), dtype=np.float64)
     labels: list[str] = []
     for index, (number, row) in enumerate(rows):
         if len(row) != width:
             raise InputError(f"Expected line {number} of {path} to have {width} columns, got {len(row)}.")
         cells = [cell.strip() for cell in row]
-        labels.append(cells.pop(label_column))
+        if label_column is not None:
+            labels.append(cells.pop(label_column))
         try:
             scores[index] = [_parse_number(cell, decimal_comma) for cell in cells]
         except ValueError:
@@ -278,8 +283,9 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
     if decimal_comma and any("," in cell for _, row in rows[:1000] for cell in row):
         notes.append(f"{path.name}: commas inside cells read as decimal commas")
     # One score column is a binary model's: 1-D scores, read as such (see `binary_columns`).
-    table: dict[str, np.ndarray] = {"scores": scores[:, 0] if width == 2 else scores}
-    table["labels"] = _labels_array(labels)
+    table: dict[str, np.ndarray] = {"scores": scores[:, 0] if scores.shape[1] == 1 else scores}
+    if label_column is not None:
+        table["labels"] = _labels_array(labels)
     if header is not None:
         table["classes"] = np.array([name for i, name in enumerate(header) if i != label_column])
     return table, notes
