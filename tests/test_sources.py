@@ -361,6 +361,15 @@ def test_a_csv_of_scores_only_with_a_labels_file_keeps_every_column(tmp_path):
         == (N, 2)
 
 
+def test_ood_scores_from_a_csv_without_labels_keep_every_column(tmp_path):
+    """An OOD set's table of logits has no labels: its last column (not integers) is a class. A last column of class
+    indices is still read as the labels and left out."""
+    np.savetxt(tmp_path / "logits.csv", LOGITS, delimiter=",", fmt="%.9g")
+    np.testing.assert_allclose(load_scores(tmp_path / "logits.csv"), LOGITS, rtol=1e-7)
+    np.savetxt(tmp_path / "labelled.csv", np.column_stack([LOGITS, LABELS]), delimiter=",", fmt="%.9g")
+    np.testing.assert_allclose(load_scores(tmp_path / "labelled.csv"), LOGITS, rtol=1e-7)
+
+
 def test_json_predictions_as_an_object_of_arrays_or_an_array_of_samples(tmp_path):
     columns = {"logits": LOGITS.astype(float).tolist(), "labels": LABELS.tolist(), "model": "resnet20",
                "metrics": {"accuracy": 0.9}}  # keys that are not arrays are ignored

@@ -179,9 +179,10 @@ def _unsupported(path: Path) -> InputError:
 
 
 def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False,
-                scores_only: bool = False) -> Arrays:
+                scores_only: bool = False, labels_optional: bool = False) -> Arrays:
     """The arrays of a predictions file, by key, without reading any of them yet (for .npz). `scores_only`: the
-    labels come from another file, so a CSV without a column named as labels is all scores."""
+    labels come from another file, so a CSV without a column named as labels is all scores; `labels_optional`: the
+    same when its last column is not class indices (`text_tables.read_csv_with_notes`)."""
     path = Path(path)
     suffix = format_suffix(path)
     if suffix not in FORMATS and suffix != JSON_SUFFIX:
@@ -209,7 +210,8 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
     if suffix in (".jsonl", JSON_SUFFIX):
         columns = read_jsonl(path) if suffix == ".jsonl" else read_json_predictions(path)
         return Arrays(path, list(columns), lambda key: json_column(path, key, columns[key]), None, suffix[1:])
-    table, notes = read_csv_with_notes(path, labels_key=labels_key, labels_only=labels_only, scores_only=scores_only)
+    table, notes = read_csv_with_notes(path, labels_key=labels_key, labels_only=labels_only, scores_only=scores_only,
+                                       labels_optional=labels_optional)
     return Arrays(path, list(table), table.__getitem__, None, "csv", notes=tuple(notes))
 
 
@@ -548,7 +550,7 @@ def load_predictions(path: str | os.PathLike, *, split: str = "test", options: R
 
 def load_scores(path: str | os.PathLike, *, split: str = "test", options: ReadOptions = DEFAULT_OPTIONS) -> np.ndarray:
     """Only the scores (N, K) of a predictions file (labels not needed, e.g. OOD sets)."""
-    with open_arrays(path, labels_key=options.labels_key) as arrays:
+    with open_arrays(path, labels_key=options.labels_key, labels_optional=True) as arrays:
         return predictions_from(arrays, options=options, split=split, need_labels=False)
 
 

@@ -206,10 +206,12 @@ def _is_number(text: str, decimal_comma: bool = False) -> bool:
 
 
 def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False,
-                        scores_only: bool = False) -> tuple[dict[str, np.ndarray], list[str]]:
+                        scores_only: bool = False, labels_optional: bool = False
+                        ) -> tuple[dict[str, np.ndarray], list[str]]:
     """The columns of a CSV / TSV table of scores and labels ("scores" (N, K), "labels", and "classes" from a
     header), and the sentences saying what was assumed (a row-index column dropped, decimal commas). With
-    `scores_only` (the labels come from another file), a table with no column named as labels is all scores."""
+    `scores_only` (the labels come from another file), a table with no column named as labels is all scores; with
+    `labels_optional` (OOD sets), so is one whose last column is not class indices (not all integers)."""
     path = Path(path)
     notes: list[str] = []
     # Parsed row by row into floats: about 16 bytes of memory per byte of text at worst.
@@ -242,7 +244,9 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
     # With ';' or tab between cells, a comma inside one is a decimal comma (what spreadsheets write in many locales).
     decimal_comma = getattr(dialect, "delimiter", ",") != ","
     named_label = any(cell.lower() in CSV_LABEL_NAMES for cell in first) or (labels_key is not None and labels_key in first)
-    all_scores = scores_only and not named_label and labels_key is None
+    unnamed = not named_label and labels_key is None
+    all_scores = unnamed and (scores_only or (labels_optional and not all(
+        is_integer_text(row[-1].strip()) for _, row in rows[1:] if row)))
     if named_label or not all(_is_number(cell, decimal_comma) for cell in (first if all_scores else first[:-1])):
         header, rows = first, rows[1:]
     if (header is not None and width > 2 and header[0].lower() in CSV_INDEX_NAMES and rows
