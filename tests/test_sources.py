@@ -368,6 +368,9 @@ def test_ood_scores_from_a_csv_without_labels_keep_every_column(tmp_path):
     np.testing.assert_allclose(load_scores(tmp_path / "logits.csv"), LOGITS, rtol=1e-7)
     np.savetxt(tmp_path / "labelled.csv", np.column_stack([LOGITS, LABELS]), delimiter=",", fmt="%.9g")
     np.testing.assert_allclose(load_scores(tmp_path / "labelled.csv"), LOGITS, rtol=1e-7)
+    with pytest.raises(InputError, match=r"last column is read as its labels; give --labels FILE if it holds only "
+                                         r"scores\)\.$"):
+        load_predictions(tmp_path / "logits.csv")  # labels needed: the last column is not labels, and it says why
 
 
 def test_json_predictions_as_an_object_of_arrays_or_an_array_of_samples(tmp_path):

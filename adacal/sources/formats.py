@@ -491,6 +491,12 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
                 f"{str(exc).rstrip('.')} (one score per sample is read as a binary model's; scores of more than 2 "
                 "classes must be 2-D, samples × classes)."
             ) from None
+        if arrays.kind == "csv" and options.labels_file is None and str(exc).startswith(
+                f"Expected {arrays.label('labels')} to be integers"):
+            raise InputError(
+                f"{str(exc).rstrip('.')} (with no column named label, target or y, a table's last column is read as "
+                "its labels; give --labels FILE if it holds only scores)."
+            ) from None
         raise
 
 
