@@ -119,10 +119,17 @@ def _epoch_line(record: dict[str, Any], epochs: int, seconds: float) -> str:
 class PlainProgress:
     """One line per epoch (stdout is not a terminal, e.g. a log file or CI)."""
 
+    # Notes on stderr once training starts (every check passed): printed earlier, they would precede an error line.
+    notes: tuple[str, ...] = ()
+
+    def _print_notes(self) -> None:
+        for note in self.notes:
+            typer.echo(f"Note: {note}.", err=True)
 
     def on_train_start(self, *, run_dir: Path, start_epoch: int, epochs: int, resumed: bool, device: str, **_: Any) -> None:
         what = f"Resuming at epoch {start_epoch + 1}" if resumed else "Training"
         typer.echo(f"{what} to epoch {epochs} on {device}; run folder: {run_dir}")
+        self._print_notes()
 
     def on_epoch_end(self, *, record: dict[str, Any], epochs: int, seconds: float, **_: Any) -> None:
         typer.echo(_epoch_line(record, epochs, seconds))
@@ -155,6 +162,7 @@ class RichProgress(PlainProgress):
     def on_train_start(self, *, run_dir: Path, start_epoch: int, epochs: int, resumed: bool, device: str, **_: Any) -> None:
         what = f"Resuming at epoch {start_epoch + 1}" if resumed else "Training"
         self.console.print(f"{what} to epoch {epochs} on {device}; run folder: [bold]{run_dir}[/]", soft_wrap=True)
+        self._print_notes()
         self.epoch_task = self.bars.add_task("epoch", total=epochs, completed=start_epoch, info="")
         self.batch_task = self.bars.add_task("batch", total=1, completed=0, info="")
 
@@ -315,17 +323,16 @@ def _run(config: Any, *, print_config: bool, quiet: bool) -> None:
 
         typer.echo(json.dumps(resolved_config(config), indent=2))
         return
-    if not config.resume and not quiet:
-        from adacal.training.config import resolve_config, unreached_milestones
-
-        for note in unreached_milestones(resolve_config(config)):
-            typer.echo(f"Note: {note}.", err=True)
     if quiet:
         progress: Any = None
     elif sys.stdout.isatty():
         progress = RichProgress()
     else:
         progress = PlainProgress()
+    if progress is not None and not config.resume:
+        from adacal.training.config import resolve_config, unreached_milestones
+
+        progress.notes = tuple(unreached_milestones(resolve_config(config)))
     try:
         if isinstance(progress, RichProgress):
             with progress:
