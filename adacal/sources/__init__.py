@@ -3,8 +3,9 @@ folders, reports, calibrator files, config.json and history.jsonl.
 
 - `files`: only regular files are opened (never a FIFO or device), declared sizes are checked against memory first;
 - `documents`: JSON parsed with limits and validated against its schema; `read_history`;
-- `formats`: predictions of any framework (.npz/.pt/.npy/.safetensors/.mat and the text formats), key spellings, binary
-  scores, class names, renormalising; `text_tables` reads the text formats, `safetensors_file` .safetensors, `matlab_file` .mat;
+- `formats`: predictions of any framework (.npz/.pt/.npy/.safetensors/.mat and the text formats), key spellings,
+  binary scores, class names, renormalising; `text_tables` reads the text formats, `safetensors_file` .safetensors,
+  `matlab_file` .mat;
 - `resolve`: a predictions file, checkpoint or run folder → what evaluate, calibrate and ood need.
 """
 
