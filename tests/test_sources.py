@@ -70,6 +70,21 @@ def test_the_first_spelling_wins_over_later_ones(tmp_path):
     same(load_predictions(tmp_path / "p.npz"))
 
 
+@pytest.mark.parametrize("scores_key, labels_key", [("pred_probs", "labels"), ("preds", "target"),
+                                                    ("y_pred", "y_true"), ("logits", "true_labels")])
+def test_cleanlab_torchmetrics_and_keras_key_names(tmp_path, scores_key, labels_key):
+    np.savez(tmp_path / "p.npz", **{scores_key: LOGITS, labels_key: LABELS})
+    same(load_predictions(tmp_path / "p.npz"))
+
+
+@pytest.mark.parametrize("key", ["y_pred", "preds", "test_predictions"])
+def test_hard_predictions_under_any_of_their_names_are_refused(tmp_path, key):
+    np.savez(tmp_path / "p.npz", **{key: LOGITS.argmax(axis=1), "y_true" if key != "test_predictions" else
+                                    "test_labels": LABELS})
+    with pytest.raises(InputError, match="hard class predictions carry no confidence"):
+        load_predictions(tmp_path / "p.npz")
+
+
 @pytest.mark.parametrize("suffix, column", [(".npz", False), (".pt", False), (".npz", True)])
 def test_hard_class_predictions_are_refused_as_scores(tmp_path, suffix, column):
     hard = LOGITS.argmax(axis=1)[:, None] if column else LOGITS.argmax(axis=1)

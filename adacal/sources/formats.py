@@ -2,8 +2,9 @@
 key spellings.
 
 Keys, first match wins: scores `logits`, `probs`, `probabilities`, `scores`, `outputs`, `y_prob`, `y_proba`,
-`y_score`, `predictions` (Hugging Face); labels `labels`, `targets`, `y`, `label`, `target`, `label_ids` (Hugging
-Face), `y_true`; each also as `<split>_<key>` (a run's predictions.npz holds `val_logits`, `test_labels`, ...), or
+`y_score`, `pred_probs` (cleanlab), `preds` (torchmetrics), `y_pred` (Keras), `predictions` (Hugging Face) — one
+integer per sample under the last three is refused as hard predictions; labels `labels`, `targets`, `y`, `label`,
+`target`, `label_ids` (Hugging Face), `y_true`, `true_labels`; each also as `<split>_<key>` (a run's predictions.npz holds `val_logits`, `test_labels`, ...), or
 named exactly with `logits_key` / `labels_key`. Files:
 - `.npz` (only the members used are decompressed) and `.pt` (weights_only: a dict of tensors, a `(logits, labels)`
   pair, or one tensor of scores; or a list of per-batch ones, concatenated);
@@ -74,9 +75,14 @@ from adacal.sources.text_tables import (
 )
 
 # Spellings of other frameworks too: Hugging Face's Trainer.predict (`predictions`, `label_ids`), scikit-learn's
-# argument names (`y_prob`, `y_proba`, `y_score`, `y_true`).
-SCORE_KEYS = ("logits", "probs", "probabilities", "scores", "outputs", "y_prob", "y_proba", "y_score", "predictions")
-LABEL_KEYS = ("labels", "targets", "y", "label", "target", "label_ids", "y_true")
+# argument names (`y_prob`, `y_proba`, `y_score`, `y_true`), cleanlab's `pred_probs`, torchmetrics' `preds`, Keras'
+# `y_pred`.
+SCORE_KEYS = ("logits", "probs", "probabilities", "scores", "outputs", "y_prob", "y_proba", "y_score", "pred_probs",
+              "preds", "y_pred", "predictions")
+LABEL_KEYS = ("labels", "targets", "y", "label", "target", "label_ids", "y_true", "true_labels")
+# Keys that some frameworks use for hard class predictions (scikit-learn's y_pred): one integer per sample under them
+# is refused rather than read as a binary model's scores.
+HARD_PREDICTION_KEYS = ("predictions", "preds", "y_pred")
 CLASS_KEYS = ("classes", "class_names")
 # `np.savez(path, scores, labels)` without names stores the arrays as arr_0, arr_1: read in that order when a file
 # holds nothing else.
@@ -474,7 +480,7 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
         raise InputError(f"Expected {path} to contain {wanted}; it has: {arrays.listing()}.")
     raw = arrays[key]
     one_per_sample = np.ndim(raw) == 1 or tuple(np.shape(raw)[1:]) == (1,)  # a binary model's single score
-    if one_per_sample and key.rsplit("_", 1)[-1] == "predictions" and np.issubdtype(to_numpy(raw, keep_float=True).dtype, np.integer):
+    if one_per_sample and _unprefixed(key) in HARD_PREDICTION_KEYS and np.issubdtype(to_numpy(raw, keep_float=True).dtype, np.integer):
         raise InputError(
             f"Expected {arrays.label(key)} to hold scores (logits or probabilities per class), but it holds one "
             "integer per sample: hard class predictions carry no confidence to calibrate. Save the model's logits or "
@@ -498,6 +504,14 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
                 "its labels; give --labels FILE if it holds only scores)."
             ) from None
         raise
+
+
+def _unprefixed(key: str) -> str:
+    """`key` without a `val_` / `test_` split prefix."""
+    for split in ("val_", "test_"):
+        if key.startswith(split):
+            return key[len(split):]
+    return key
 
 
 def _label_key_list() -> str:
