@@ -99,6 +99,16 @@ def _run_label(info: RunInfo) -> str:
     return display_name(info.loss) if info.loss != "?" else info.root.name
 
 
+def _holds_a_report(path: Path) -> bool:
+    """Whether a .json INPUT is an adacal report (which opens with its schema_version) rather than predictions (an
+    object of arrays or an array of samples, read by `load_predictions`)."""
+    from adacal.sources import open_regular
+
+    with open_regular(path, "a report or predictions file (.json)") as handle:
+        head = handle.read(256).decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    return head.startswith("{") and '"schema_version"' in head
+
+
 def _evaluate_bins(path: Path, binning: str, n_bins: int | None) -> tuple[BinStatistics, Any]:
     report = read_report(path, kind="evaluate")
     results = report["results"]
@@ -217,7 +227,7 @@ def reliability_inputs(
             path = require_run_folder(path).predictions
             if not path.is_file():
                 raise InputError(f"Expected the run folder {path.parent} to hold {PREDICTIONS_FILE}, but it does not.")
-        if path.suffix.lower() == ".json":
+        if path.suffix.lower() == ".json" and _holds_a_report(path):
             if calibrator is not None:
                 raise InputError(f"--calibrated needs logits, but {path} holds only bin statistics; give predictions.")
             if kind != "none":

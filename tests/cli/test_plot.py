@@ -262,7 +262,8 @@ def test_an_evaluate_report_with_more_bins_than_a_diagram_draws_is_refused(runs,
     from adacal.plots.reliability_diagrams import MAX_DIAGRAM_BINS
 
     report = tmp_path / "many.json"
-    result = runner.invoke(app, ["evaluate", str(runs["ce"]), "--n-bins", str(MAX_DIAGRAM_BINS + 1), "--json",
+    shutil.copy(runs["ce"] / "predictions.npz", tmp_path / "p.npz")  # a file: evaluate writes only --json
+    result = runner.invoke(app, ["evaluate", str(tmp_path / "p.npz"), "--n-bins", str(MAX_DIAGRAM_BINS + 1), "--json",
                                  str(report)])
     assert result.exit_code == 0, result.output
     message = _error(["reliability", str(report), "--out", str(tmp_path / "x.png")])
@@ -304,3 +305,16 @@ def test_bins_help_states_the_panel_limit():
 
     text = re.sub(r"[\s│]+", " ", runner.invoke(app, ["plot", "gamma", "--help"]).output)
     assert f"at most {MAX_BIN_PANELS} (one panel each" in text
+
+
+def test_reliability_reads_a_json_of_predictions_as_predictions_and_a_report_as_a_report(runs, tmp_path, saved_figures):
+    with np.load(runs["ce"] / "predictions.npz") as data:
+        logits, labels = data["test_logits"].astype(float), data["test_labels"]
+    (tmp_path / "preds.json").write_text(json.dumps({"logits": logits.tolist(), "labels": labels.tolist()}))
+    np.savez(tmp_path / "preds.npz", logits=logits, labels=labels)
+    for name in ("preds.json", "preds.npz"):
+        _ok(["reliability", str(tmp_path / name), "--out", str(tmp_path / f"{name}.png"), "--dpi", "30"])
+    np.testing.assert_allclose(_bar_heights(saved_figures[0])[0], _bar_heights(saved_figures[1])[0], atol=1e-12)
+    assert runner.invoke(app, ["evaluate", str(tmp_path / "preds.npz"), "--json", str(tmp_path / "r.json")]).exit_code == 0
+    _ok(["reliability", str(tmp_path / "r.json"), "--out", str(tmp_path / "report.png"), "--dpi", "30"])
+    np.testing.assert_allclose(_bar_heights(saved_figures[2])[0], _bar_heights(saved_figures[1])[0], atol=1e-12)
