@@ -81,6 +81,20 @@ def binary_score_columns(scores: Any) -> tuple[np.ndarray, bool]:
     return np.stack([np.zeros_like(flat), flat], axis=1), False
 
 
+def as_score_matrix(scores: Any) -> Any:
+    """A binary model's one score per sample, (N,) or (N, 1), as two columns (`binary_score_columns`); any other
+    scores as given. What the metrics, the calibrators and the file readers take."""
+    return binary_score_columns(scores)[0] if one_score_per_sample(scores) else scores
+
+
+def as_logits(scores: np.ndarray, probabilities: bool | None = None) -> np.ndarray:
+    """Logits from validated scores: probabilities (rows in [0, 1] summing to 1; `probabilities` when the caller has
+    decided already) become their log, which differs from the logits by a constant per row; logits stay."""
+    if probabilities is None:
+        probabilities = looks_like_probs(scores)
+    return np.log(np.maximum(scores, np.finfo(np.float64).tiny)) if probabilities else scores
+
+
 def check_finite_rows(array: np.ndarray, row_sums: np.ndarray | float, *, name: str = "logits") -> None:
     """Raise unless every entry of `array` is finite, given its row sums (or any one number computed from them, such
     as the largest |row sum − 1|, that is finite only when they all are).

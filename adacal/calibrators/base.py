@@ -31,14 +31,7 @@ import inspect
 
 import numpy as np
 
-from adacal.arrays import (
-    binary_score_columns,
-    check_labels,
-    check_scores,
-    looks_like_probs,
-    one_score_per_sample,
-    softmax,
-)
+from adacal.arrays import as_logits, as_score_matrix, check_labels, check_scores, looks_like_probs, softmax
 from adacal.errors import AdacalError, InputError, NotFittedError, unknown_name
 from adacal.metrics.prepared import row_top
 from adacal.registry import Registry
@@ -50,26 +43,12 @@ CALIBRATORS: Registry[Calibrator] = Registry("calibrator")
 # A top-label calibrator never gives the predicted class less than 1/K + TOP_FLOOR_MARGIN, so it stays the argmax.
 TOP_FLOOR_MARGIN = 1e-6
 
-
 INPUT_KINDS = ("logits", "probabilities")
-
-
-def _two_columns(scores: Any) -> Any:
-    """A binary model's one score per sample, (N,) or (N, 1), as two columns (`arrays.binary_score_columns`): what
-    the metrics and the file readers do; other scores as given."""
-    return binary_score_columns(scores)[0] if one_score_per_sample(scores) else scores
 
 
 def input_kind(scores: np.ndarray) -> str:
     """"probabilities" when every row looks like a probability vector, else "logits"."""
     return "probabilities" if looks_like_probs(scores) else "logits"
-
-
-def as_logits(scores: np.ndarray) -> np.ndarray:
-    """Logits from validated scores: probabilities (rows in [0, 1] summing to 1) become their log, logits stay."""
-    if looks_like_probs(scores):
-        return np.log(np.maximum(scores, np.finfo(np.float64).tiny))
-    return scores
 
 
 def check_choice(option: str, value: Any, choices: tuple[str, ...]) -> str:
@@ -218,28 +197,30 @@ class Calibrator:
     def fit(self, logits: Any, labels: Any) -> Calibrator:
         """Learn the calibration map from validation logits (N, K) and labels (N,); returns self."""
         self.check_options()
-        scores = check_scores(_two_columns(logits), name="logits")
+        scores = check_scores(as_score_matrix(logits), name="logits")
         labels = check_labels(labels, n=scores.shape[0], num_classes=scores.shape[1])
-        self._fit(as_logits(scores), labels)
+        kind = input_kind(scores)
+        self._fit(as_logits(scores, kind == "probabilities"), labels)
         self.num_classes_ = int(scores.shape[1])
-        self.fitted_on_ = input_kind(scores)
+        self.fitted_on_ = kind
         return self
 
     def transform(self, logits: Any) -> np.ndarray:
         """Calibrated probabilities (N, K), float64, rows summing to 1."""
         self._check_fitted()
-        scores = check_scores(_two_columns(logits), name="logits")
+        scores = check_scores(as_score_matrix(logits), name="logits")
         if scores.shape[1] != self.num_classes_:
             raise InputError(
                 f"Expected logits with {self.num_classes_} classes (as in fit), got shape {scores.shape}."
             )
         fitted_on = getattr(self, "fitted_on_", None) or "logits"  # calibrators saved before it was recorded: logits
-        if not self.shift_invariant and input_kind(scores) != fitted_on:
+        kind = input_kind(scores)
+        if not self.shift_invariant and kind != fitted_on:
             raise InputError(
                 f"Expected {fitted_on} for this {self.name} calibrator, which was fitted on {fitted_on}, got "
-                f"{input_kind(scores)}: its per-class weights map log-probabilities and logits differently."
+                f"{kind}: its per-class weights map log-probabilities and logits differently."
             )
-        probs = self._transform(as_logits(scores))
+        probs = self._transform(as_logits(scores, kind == "probabilities"))
         bad = int((~np.isfinite(probs)).any(axis=1).sum())
         if bad:
             # The map overflowed on extreme (finite) logits: the calibrator failed, not the input.

@@ -19,13 +19,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from adacal.arrays import (
-    binary_score_columns,
+    as_score_matrix,
     check_finite_rows,
     check_labels,
     check_score_shape,
     looks_like_probs,
     normalise_probs,
-    one_score_per_sample,
     probability_tolerance,
 )
 from adacal.conventions import DEFAULT_N_BINS
@@ -274,9 +273,7 @@ def prepare_predictions(scores: Any, labels: Any = None) -> PreparedPredictions:
     """
     if isinstance(scores, PreparedPredictions):
         return scores
-    if one_score_per_sample(scores):
-        # A binary model's one score per sample (a sigmoid output, a decision function), as the file readers take it.
-        scores = binary_score_columns(scores)[0]
+    scores = as_score_matrix(scores)  # a binary model's one score per sample, as the file readers take it
     tolerance = probability_tolerance(scores)
     checked = check_score_shape(scores, name="scores", keep_dtype=True)
     scan = scan_rows(checked)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import check_labels, check_scores, looks_like_probs
+from adacal.arrays import as_logits, check_labels, check_scores, looks_like_probs
 from adacal.errors import InputError, unknown_name
 from adacal.metrics.ood import OOD_SCORES as SCORE_REGISTRY
 from adacal.reports import make_report, read_report
@@ -104,7 +104,7 @@ def detect_ood(
     for name in names:
         pre = _score_metrics(in_logits, out_logits, name)
         post = None if temperature is None else _score_metrics(
-            _log_if_probs(in_logits) / temperature, _log_if_probs(out_logits) / temperature, name)
+            as_logits(in_logits) / temperature, as_logits(out_logits) / temperature, name)
         results[name] = {"pre": pre, "post": post}
     return {
         "in": {"name": str(in_name), "n": int(in_logits.shape[0])},
@@ -113,12 +113,6 @@ def detect_ood(
         "temperature_source": source,
         "scores": results,
     }
-
-
-def _log_if_probs(scores: np.ndarray) -> np.ndarray:
-    """Probabilities as log-probabilities (logits up to a constant per row, which softmax ignores), logits as given:
-    what a temperature divides."""
-    return np.log(np.maximum(scores, np.finfo(np.float64).tiny)) if looks_like_probs(scores) else scores
 
 
 def ood_report(results: dict[str, Any], *, config: dict[str, Any]) -> dict[str, Any]:
