@@ -69,11 +69,14 @@ def one_score_per_sample(scores: Any) -> bool:
     return len(shape) == 1 or (len(shape) == 2 and shape[1] == 1)
 
 
-def binary_score_columns(scores: Any) -> tuple[np.ndarray, bool]:
+def binary_score_columns(scores: Any, name: str = "scores") -> tuple[np.ndarray, bool]:
     """(N, 2) float64 scores from a binary model's one score per sample, and whether they were probabilities: every
     value in [0, 1] means positive-class probabilities p, read as [1 − p, p]; anything else decision scores (logits)
     s, read as [0, s] (softmax([0, s]) = sigmoid(s)). NaN or Inf stay, for the finiteness check to report."""
-    flat = np.asarray(to_numpy(scores), dtype=np.float64).reshape(-1)
+    array = to_numpy(scores)
+    if array.dtype.kind not in "iuf":  # complex would lose its imaginary part to the cast below, silently
+        raise InputError(f"Expected {name} to be real numbers, got dtype {array.dtype}.")
+    flat = np.asarray(array, dtype=np.float64).reshape(-1)
     with np.errstate(invalid="ignore"):
         probabilities = bool(flat.size) and bool(((flat >= 0.0) & (flat <= 1.0)).all())
     if probabilities:

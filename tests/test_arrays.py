@@ -241,3 +241,18 @@ def test_softmax_of_logits_further_apart_than_the_float_range_gives_the_limit_qu
         warnings.simplefilter("error")
         assert softmax(logits).tolist() == [[1.0, 0.0, 0.0]]
         assert log_softmax(logits)[0, 0] == 0.0 and log_softmax(logits)[0, 1] == -np.inf
+
+
+def test_complex_one_score_per_sample_is_refused_not_cast():
+    """The binary expansion casts to float64: complex scores would lose their imaginary part, silently."""
+    import warnings
+
+    from adacal.metrics import ece_em
+    from adacal.sources.formats import interpret_scores
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InputError, match=r"Expected scores to be real numbers, got dtype complex128\."):
+            ece_em(np.array([0.5 + 1j, 0.2]), [0, 1])
+        with pytest.raises(InputError, match=r"Expected p\.npz:probs to be real numbers, got dtype complex128\."):
+            interpret_scores(np.array([[0.5 + 1j], [0.2]]), name="p.npz:probs")

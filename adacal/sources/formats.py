@@ -344,7 +344,7 @@ def _labels_key(arrays: Arrays, options: ReadOptions, split: str | None) -> str 
 def binary_columns(scores: np.ndarray, name: str, spelled: str = "1-D scores") -> tuple[np.ndarray, str]:
     """Two columns from 1-D binary scores (`adacal.arrays.binary_score_columns`), and the sentence saying what was
     assumed (`spelled`: how the scores came)."""
-    columns, probabilities = binary_score_columns(scores)
+    columns, probabilities = binary_score_columns(scores, name)
     if probabilities:
         return columns, f"{name}: {spelled} in [0, 1] taken as positive-class probabilities p (columns 1 - p, p)"
     return columns, f"{name}: {spelled} outside [0, 1] taken as binary decision scores (logits) s (columns 0, s)"
@@ -360,10 +360,10 @@ def interpret_scores(values: Any, *, name: str, renormalize: bool = False) -> tu
     # One column (N, 1) is a binary model's single output too (Keras' sigmoid layer, a logistic head).
     column = array.ndim == 2 and array.shape[1] == 1
     if array.ndim == 1 or column:
-        flat = np.asarray(array, dtype=np.float64).reshape(-1)
+        array, note = binary_columns(array, name, "one score column (N, 1)" if column else "1-D scores")
+        flat = array[:, 1]
         if flat.size and not np.isfinite(flat).all():
             raise InputError(f"Expected {name} to be finite, found NaN or Inf in {int((~np.isfinite(flat)).sum())} row(s).")
-        array, note = binary_columns(flat, name, "one score column (N, 1)" if column else "1-D scores")
         notes.append(note)
     scores = check_scores(array, name=name)
     if renormalize:
