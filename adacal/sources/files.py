@@ -15,7 +15,7 @@ import warnings
 import zipfile
 import zlib
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import numpy as np
 
@@ -177,7 +177,40 @@ def read_npy(path: str | os.PathLike, what: str = "an .npy array") -> np.ndarray
         return _read_npy_body(handle, shape, dtype, nbytes, str(path))
 
 
-class NpzArchive:
+_File = TypeVar("_File", bound="NamedArrayFile")
+
+
+class NamedArrayFile:
+    """A file of named arrays, each read when asked for: the protocol `.npz`, `.mat` and `.safetensors` readers share.
+
+    A subclass opens `_handle` (through `open_regular`), fills `_index` (name -> what its `__getitem__` needs to read
+    that array) and defines `__getitem__`; listing names reads no array data. Use it as a context manager.
+    """
+
+    _handle: IO[bytes]
+    _index: dict[str, Any]
+
+    @property
+    def files(self) -> list[str]:
+        return list(self._index)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._index
+
+    def __getitem__(self, key: str) -> Any:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self: _File) -> _File:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class NpzArchive(NamedArrayFile):
     """The arrays of an .npz file, read one key at a time: listing keys decompresses nothing, and each member's
     declared size (its npy header and its zip entry) is checked against the memory before it is decompressed."""
 
@@ -189,31 +222,18 @@ class NpzArchive:
         except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
             self._handle.close()
             raise InputError(f"Expected {self.path} to be a readable .npz file, but it is not ({exc.__class__.__name__}).") from None
-        self._members = {}
+        self._index = {}
         for info in self._zip.infolist():
             name = info.filename
             key = name[:-4] if name.endswith(".npy") else name
-            self._members.setdefault(key, info)
-
-    def __enter__(self) -> NpzArchive:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+            self._index.setdefault(key, info)
 
     def close(self) -> None:
         self._zip.close()
-        self._handle.close()
-
-    @property
-    def files(self) -> list[str]:
-        return list(self._members)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._members
+        super().close()
 
     def __getitem__(self, key: str) -> np.ndarray:
-        info = self._members[key]
+        info = self._index[key]
         label = f"{self.path}:{key}"
         if info.file_size > memory_budget():
             raise InputError(

@@ -11,12 +11,11 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from adacal.errors import InputError
-from adacal.sources.files import check_allocation, open_regular
+from adacal.sources.files import NamedArrayFile, check_allocation, open_regular
 
 # Bytes per element of each MATLAB class scipy reads (char: up to 4 bytes per character once decoded).
 CLASS_BYTES = {
@@ -35,7 +34,7 @@ def _scipy_errors() -> tuple[type[BaseException], ...]:
     return (*_BUILTIN_ERRORS, MatReadError)
 
 
-class MatFile:
+class MatFile(NamedArrayFile):
     """The variables of one .mat file by name, each read when asked for."""
 
     def __init__(self, path: str | os.PathLike, what: str = "a .mat file") -> None:
@@ -56,19 +55,12 @@ class MatFile:
             raise InputError(
                 f"Expected {self.path} to be a readable .mat file, but it is not ({exc.__class__.__name__})."
             ) from None
-        self._variables = {name: (tuple(shape), kind) for name, shape, kind in listed}
-
-    @property
-    def files(self) -> list[str]:
-        return list(self._variables)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._variables
+        self._index = {name: (tuple(shape), kind) for name, shape, kind in listed}
 
     def __getitem__(self, key: str) -> np.ndarray:
         from scipy.io import loadmat
 
-        shape, kind = self._variables[key]
+        shape, kind = self._index[key]
         if kind not in CLASS_BYTES:
             raise InputError(
                 f"Expected {self.path}:{key} to be a numeric, logical or char array, got a MATLAB {kind}: save the "
@@ -87,12 +79,3 @@ class MatFile:
             # A char matrix reads as one string per row (MATLAB pads names with spaces to a common length).
             return np.array([str(row).rstrip() for row in np.atleast_1d(value)])
         return np.asarray(value)
-
-    def close(self) -> None:
-        self._handle.close()
-
-    def __enter__(self) -> MatFile:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()

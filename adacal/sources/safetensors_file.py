@@ -20,7 +20,7 @@ import numpy as np
 
 from adacal.errors import InputError
 from adacal.sources.documents import parse_json
-from adacal.sources.files import check_allocation, human_bytes, open_regular
+from adacal.sources.files import NamedArrayFile, check_allocation, human_bytes, open_regular
 
 # The reference implementation refuses headers above 100 MB: a header is metadata, never data.
 MAX_HEADER_BYTES = 100_000_000
@@ -36,7 +36,7 @@ DTYPES = {
 }
 
 
-class SafetensorsFile:
+class SafetensorsFile(NamedArrayFile):
     """The tensors of one .safetensors file by name, as numpy arrays, each read when asked for."""
 
     def __init__(self, path: str | os.PathLike, what: str = "a .safetensors file") -> None:
@@ -44,7 +44,7 @@ class SafetensorsFile:
         self._handle = open_regular(self.path, what)
         try:
             self._size = os.fstat(self._handle.fileno()).st_size
-            self.metadata, self._entries, self._start = self._read_header()
+            self.metadata, self._index, self._start = self._read_header()
         except BaseException:
             self._handle.close()
             raise
@@ -104,16 +104,9 @@ class SafetensorsFile:
                              f"data_offsets span {offsets[1] - offsets[0]:,}")
         return dtype, dtype_name, tuple(shape), offsets[0], offsets[1]
 
-    @property
-    def files(self) -> list[str]:
-        return list(self._entries)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._entries
-
     def __getitem__(self, key: str) -> Any:
         """The tensor `key`: a numpy array in native byte order, or a torch bfloat16 tensor for BF16."""
-        dtype, dtype_name, shape, begin, end = self._entries[key]
+        dtype, dtype_name, shape, begin, end = self._index[key]
         nbytes = end - begin
         check_allocation(nbytes, what=f"{self.path}:{key}")
         self._handle.seek(self._start + begin)
@@ -126,12 +119,3 @@ class SafetensorsFile:
 
             return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
         return array
-
-    def close(self) -> None:
-        self._handle.close()
-
-    def __enter__(self) -> SafetensorsFile:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
