@@ -136,6 +136,22 @@ def test_a_temperature_applies_to_probabilities_for_the_softmax_scores_only():
         ood.detect_ood(probs_in, probs_out, scores=["entropy", "energy"], temperature=t)
 
 
+def test_a_binary_models_one_score_per_sample_is_read_as_the_metrics_read_it():
+    """Sigmoid outputs p (N,) or (N, 1) are the columns [1 − p, p], decision scores s the columns [0, s]; the CLI's
+    file readers expand them the same way."""
+    rng = np.random.default_rng(3)
+    s_in, s_out = 3.0 * rng.standard_normal(40) + 2.0, 0.5 * rng.standard_normal(30)
+    as_columns = ood.detect_ood(np.stack([np.zeros(40), s_in], 1), np.stack([np.zeros(30), s_out], 1),
+                                scores=["entropy", "max-prob"], temperature=2.0)
+    assert ood.detect_ood(s_in, s_out[:, None], scores=["entropy", "max-prob"], temperature=2.0) == as_columns
+    p_in, p_out = 1 / (1 + np.exp(-s_in)), 1 / (1 + np.exp(-s_out))
+    from_probs = ood.detect_ood(p_in, p_out, scores=["entropy", "max-prob"])
+    for name in ("entropy", "max-prob"):
+        assert from_probs["scores"][name]["pre"]["auroc"] == pytest.approx(
+            as_columns["scores"][name]["pre"]["auroc"], abs=1e-12)
+    np.testing.assert_allclose(ood.ood_scores(p_in, "max-prob"), 1 - np.maximum(p_in, 1 - p_in), atol=1e-12)
+
+
 @pytest.mark.parametrize(
     ("in_logits", "out_logits", "kwargs", "match"),
     [

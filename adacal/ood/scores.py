@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import as_logits, check_labels, check_scores, looks_like_probs
+from adacal.arrays import as_logits, as_score_matrix, check_labels, check_scores, looks_like_probs
 from adacal.errors import InputError, unknown_name
 from adacal.metrics.ood import OOD_SCORES as SCORE_REGISTRY
 from adacal.reports import make_report, read_report
@@ -51,11 +51,12 @@ def check_score_names(scores: str | Iterable[str]) -> tuple[str, ...]:
 
 
 def ood_scores(logits: Any, score: str = "entropy", *, temperature: float | None = None) -> np.ndarray:
-    """Per-sample OOD scores (N,) from logits (N, K), higher = more OOD; with `temperature`, of logits / T."""
+    """Per-sample OOD scores (N,) from logits (N, K), higher = more OOD; with `temperature`, of logits / T. A binary
+    model's one score per sample, (N,) or (N, 1), is read as the metrics read it (`adacal.arrays.as_score_matrix`)."""
     from adacal.metrics.ood import ood_scores as compute
 
     (name,) = check_score_names([score])
-    logits = check_scores(logits)
+    logits = check_scores(as_score_matrix(logits))
     if temperature is not None:
         temperature = check_temperature(temperature)
     return compute(logits, name, temperature=temperature)
@@ -74,11 +75,12 @@ def detect_ood(
     """The `results` block of ood.json: per score, AUROC / AUPR-in / AUPR-out / FPR@95 and the ROC curve.
 
     OOD is the positive class. `pre` uses the logits as given; `post` (only when `temperature` is given) uses
-    logits / T. Metric values are fractions in [0, 1].
+    logits / T. Metric values are fractions in [0, 1]. A binary model's one score per sample, (N,) or (N, 1), is read
+    as the metrics read it (`adacal.arrays.as_score_matrix`: all in [0, 1] → probabilities, else decision scores).
     """
     names = check_score_names(scores)
-    in_logits = check_scores(in_logits, name="in-distribution logits")
-    out_logits = check_scores(out_logits, name="OOD logits")
+    in_logits = check_scores(as_score_matrix(in_logits), name="in-distribution logits")
+    out_logits = check_scores(as_score_matrix(out_logits), name="OOD logits")
     if in_logits.shape[1] != out_logits.shape[1]:
         raise InputError(
             f"Expected the in-distribution and OOD logits to have the same number of classes, "
