@@ -176,12 +176,26 @@ class Arrays:
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib", ".dill")
 
 
+# Formats adacal does not read (their readers are not among its dependencies), with how to write what it reads.
+_CONVERSIONS = {
+    **dict.fromkeys((".parquet", ".feather", ".arrow", ".orc", ".xlsx", ".xls"),
+                    "convert it with pandas: df.to_csv('preds.csv', index=False) (a column per class, then the label)"),
+    **dict.fromkeys((".h5", ".hdf5", ".hdf"),
+                    "convert it with h5py: np.savez('preds.npz', **{k: f[k][()] for k in f}) (the scores and labels)"),
+    **dict.fromkeys((".ckpt", ".bin", ".onnx", ".keras", ".pb"),
+                    "a model file of another framework, which adacal cannot run: save the model's outputs, "
+                    "np.savez('preds.npz', logits=..., labels=...)"),
+}
+
+
 def _unsupported(path: Path) -> InputError:
-    if path.suffix.lower() in PICKLE_SUFFIXES:
+    suffix = path.suffix.lower()
+    if suffix in PICKLE_SUFFIXES:
         return InputError(f"Refusing to read {path.name}: loading a pickle can run code. Save the arrays with "
                           "np.savez(path, logits=..., labels=...) (or torch.save of tensors, a .csv, a .json) instead.")
+    hint = f"; {_CONVERSIONS[suffix]}" if suffix in _CONVERSIONS else ""
     return InputError(f"Expected a predictions file ending in .npz or .pt (or .npy, .txt, .safetensors, .mat, .csv, "
-                      f".tsv, .json, .jsonl; the text ones also .gz), got {path.name}.")
+                      f".tsv, .json, .jsonl; the text ones also .gz), got {path.name}{hint}.")
 
 
 def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False,

@@ -108,6 +108,8 @@ def _bad_files(ws: Path, base: dict, a: dict) -> None:
     torch.save([torch.tensor(logits)], ws / "list1.pt")
     torch.save("just a string", ws / "string.pt")
     (ws / "preds.xlsx").write_text("0.1 0.9 1\n")
+    (ws / "preds.h5").write_bytes(b"\x89HDF\r\n\x1a\n")
+    (ws / "model.ckpt").write_bytes(b"PK\x03\x04")
     (ws / "preds.pkl").write_bytes(b"\x80\x04K\x01.")  # a real pickle (the int 1): never loaded
     np.savez(ws / "val_k3.npz", logits=logits[:, :3], labels=labels % 3)
     # --- JSON documents (as calibrators, reports)
@@ -329,6 +331,10 @@ CASES = [
     ("evaluate: pt string", "evaluate {ws}/string.pt", "got a str"),
     ("evaluate: a pickle", "evaluate {ws}/preds.pkl", "Refusing to read preds.pkl: loading a pickle can run code"),
     ("evaluate: unknown extension", "evaluate {ws}/preds.xlsx", "ending in .npz or .pt (or .npy, .txt, .safetensors, .mat, .csv, .tsv, .json, .jsonl; the text ones also .gz)"),
+    ("evaluate: a data frame format", "evaluate {ws}/preds.xlsx", "got preds.xlsx; convert it with pandas: df.to_csv"),
+    ("calibrate: HDF5", "calibrate {preds} --val {ws}/preds.h5", "got preds.h5; convert it with h5py: np.savez"),
+    ("ood: a model file", "ood --in-preds {ws}/model.ckpt --out-preds {preds}",
+     "a model file of another framework, which adacal cannot run: save the model's outputs"),
     ("evaluate: --labels with a run", "evaluate {run} --labels {ws}/labels_short.npy", "--labels only with a predictions file"),
     ("evaluate: --logits-key with a checkpoint", "evaluate {ckpt} --logits-key x", "--logits-key only with a predictions"),
     ("calibrate: --val with a run", "calibrate {run} --val {preds}", "--val only with a predictions file"),
