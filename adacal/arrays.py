@@ -18,6 +18,9 @@ def to_numpy(values: Any, *, keep_float: bool = False) -> np.ndarray:
     """A numpy view or copy of `values`; torch floats become float64, or with `keep_float` keep float16/32/64
     (numpy has no bfloat16, which always becomes float64)."""
     if hasattr(values, "detach"):
+        if getattr(getattr(values, "device", None), "type", None) == "meta":
+            raise InputError(f"Expected a tensor holding values, got one on torch's meta device (shape "
+                             f"{tuple(values.shape)}, no data).")
         values = values.detach().cpu()
         if values.dtype.is_floating_point:
             import torch
@@ -25,7 +28,10 @@ def to_numpy(values: Any, *, keep_float: bool = False) -> np.ndarray:
             if not keep_float or values.dtype not in (torch.float16, torch.float32, torch.float64):
                 values = values.double()
         return values.numpy()
-    return np.asarray(values)
+    try:
+        return np.asarray(values)
+    except ValueError:  # ragged nested lists: numpy refuses to build an object array from them
+        raise InputError("Expected an array (rows of equal length), got nested sequences of different lengths.") from None
 
 
 def check_scores(scores: Any, *, name: str = "logits") -> np.ndarray:
@@ -65,7 +71,7 @@ def check_score_shape(scores: Any, *, name: str = "logits", keep_dtype: bool = F
 def one_score_per_sample(scores: Any) -> bool:
     """Whether `scores` hold one number per sample, (N,) or (N, 1): a binary model's output (a sigmoid, a decision
     function), read as two columns by `binary_score_columns`."""
-    shape = tuple(getattr(scores, "shape", np.shape(scores)))
+    shape = tuple(scores.shape) if hasattr(scores, "shape") else to_numpy(scores).shape
     return len(shape) == 1 or (len(shape) == 2 and shape[1] == 1)
 
 
@@ -110,6 +116,10 @@ def check_finite_rows(array: np.ndarray, row_sums: np.ndarray | float, *, name: 
         raise InputError(f"Expected {name} to be finite, found NaN or Inf in {bad} row(s).")
 
 
+# Labels above this do not fit int64 (float labels may also hold values numpy cannot cast).
+_INT64_MAX = np.iinfo(np.int64).max
+
+
 def check_labels(
     labels: Any, *, n: int | None = None, num_classes: int | None = None, name: str = "labels", copy: bool = True
 ) -> np.ndarray:
@@ -133,10 +143,13 @@ def check_labels(
     if n is not None and array.shape[0] != n:
         raise InputError(f"Expected {name} to have {n} entries (one per sample), got {array.shape[0]}.")
     if array.size and not np.issubdtype(array.dtype, np.integer):
-        if array.dtype == object or not np.issubdtype(array.dtype, np.number):
+        if array.dtype.kind not in "fb":  # objects, strings, complex numbers
             raise InputError(f"Expected {name} to be integers, got dtype {array.dtype}.")
         if not np.isfinite(array).all() or not np.equal(np.mod(array, 1), 0).all():
             raise InputError(f"Expected {name} to be integers, got non-integer values.")
+    if array.size and array.dtype.kind in "uf" and max(-array.min(), array.max()) > _INT64_MAX:  # would wrap
+        upper = f"{num_classes - 1}" if num_classes is not None else "..."
+        raise InputError(f"Expected {name} in [0, {upper}], got values from {array.min():.6g} to {array.max():.6g}.")
     array = array.astype(np.int64, copy=copy)
     if array.size and (array.min() < 0 or (num_classes is not None and array.max() >= num_classes)):
         upper = f"{num_classes - 1}" if num_classes is not None else "..."

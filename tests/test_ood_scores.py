@@ -134,6 +134,15 @@ def test_a_temperature_applies_to_probabilities_for_the_softmax_scores_only():
                 from_logits["scores"][name]["post"][key], abs=1e-9)
     with pytest.raises(InputError, match="energy score with a temperature, but they look like probabilities"):
         ood.detect_ood(probs_in, probs_out, scores=["entropy", "energy"], temperature=t)
+    # the per-sample scores too (they divided p itself by T), in both modules
+    from adacal.metrics.ood import ood_scores as metric_scores
+
+    for name in ("entropy", "max-prob"):
+        for scores_of in (ood.ood_scores, metric_scores):
+            np.testing.assert_allclose(scores_of(probs_in, name, temperature=t), scores_of(IN_LOGITS, name, temperature=t),
+                                       rtol=1e-9, atol=1e-12)
+    with pytest.raises(InputError, match="energy score with a temperature"):
+        metric_scores(probs_in, "energy", temperature=t)
 
 
 def test_a_binary_models_one_score_per_sample_is_read_as_the_metrics_read_it():

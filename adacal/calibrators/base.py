@@ -88,16 +88,35 @@ def _not_fitted_error_class() -> type[NotFittedError]:
     return CalibratorNotFittedError
 
 
+def _all_numbers(value: Any) -> bool:
+    """Whether a JSON value is a number or (nested) lists of numbers: no strings, booleans or nulls, which numpy
+    would otherwise turn into numbers ("2" → 2.0, true → 1.0)."""
+    if isinstance(value, list):
+        return all(_all_numbers(item) for item in value)
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
 def float_array(params: dict[str, Any], key: str, *, ndim: int = 1) -> np.ndarray:
     """A finite float array stored under `key` in saved params (KeyError/ValueError when missing or malformed)."""
-    array = np.asarray(params[key], dtype=np.float64)
+    value = params[key]
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if not _all_numbers(value):
+        raise ValueError(f"'{key}' must be an array of numbers")
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except ValueError:  # ragged nested lists
+        raise ValueError(f"'{key}' must be a non-empty finite {ndim}-D array") from None
     if array.ndim != ndim or array.size == 0 or not np.isfinite(array).all():
         raise ValueError(f"'{key}' must be a non-empty finite {ndim}-D array")
     return array
 
 
 def positive_float(params: dict[str, Any], key: str) -> float:
-    value = float(params[key])
+    value = params[key]
+    if not _all_numbers(value) or isinstance(value, list):
+        raise ValueError(f"'{key}' must be a positive finite number, got {value!r}")
+    value = float(value)
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"'{key}' must be a positive finite number")
     return value
@@ -134,6 +153,10 @@ class Calibrator:
 
     def _set_params(self, params: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def _params_num_classes(self) -> int | None:
+        """The number of classes the learned parameters are shaped for; None for maps that work for any K."""
+        return None
 
     def summary(self) -> dict[str, Any]:
         """A few learned values for reports and tables (the full state is in `to_dict()`)."""
@@ -273,8 +296,12 @@ class Calibrator:
         calibrator.check_options()
         try:
             calibrator._set_params(params)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise InputError(f"Expected valid params for the '{method}' calibrator, but {exc}.") from None
+        shaped_for = calibrator._params_num_classes()
+        if shaped_for is not None and shaped_for != num_classes:
+            raise InputError(f"Expected the '{method}' calibrator's params to be shaped for its num_classes "
+                             f"({num_classes}), but they are for {shaped_for} classes.")
         fitted_on = data.get("fitted_on", "logits")  # absent from calibrators saved before it was recorded
         if fitted_on not in INPUT_KINDS:
             raise InputError(f"Expected the '{method}' calibrator's fitted_on to be logits or probabilities, got "

@@ -53,7 +53,11 @@ class HistogramBinning(TopLabelCalibrator):
 
     def _set_params(self, params: dict[str, Any]) -> None:
         edges, values = float_array(params, "edges"), float_array(params, "bin_values")
-        counts = np.asarray(params.get("bin_counts", np.zeros(values.size)), dtype=np.int64)
+        counts = params.get("bin_counts", [0] * values.size)
+        if not isinstance(counts, list) or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0
+                                                   for c in counts):
+            raise ValueError("'bin_counts' must be a list of non-negative integers")
+        counts = np.asarray(counts, dtype=np.int64)
         if edges.size != self.n_bins + 1 or values.size != self.n_bins or counts.size != self.n_bins:
             raise ValueError(f"'edges' must hold {self.n_bins + 1} values and 'bin_values' {self.n_bins}")
         if (np.diff(edges) < 0).any() or (values < 0).any() or (values > 1).any():

@@ -47,4 +47,6 @@ class IsotonicCalibration(TopLabelCalibrator):
         thresholds, values = float_array(params, "thresholds"), float_array(params, "values")
         if thresholds.size != values.size or (np.diff(thresholds) < 0).any() or (np.diff(values) < 0).any():
             raise ValueError("'thresholds' and 'values' must be non-decreasing and of equal length")
+        if (values < 0).any() or (values > 1).any():
+            raise ValueError("'values' must be probabilities, in [0, 1]")
         self.thresholds_, self.values_ = thresholds, values

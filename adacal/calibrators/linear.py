@@ -183,8 +183,15 @@ class _LinearCalibrator(Calibrator):
             shape = "K" if self.diagonal else "K × K"
             raise ValueError(f"'weights' must be {shape} for the K = {k} entries of 'bias'")
         self.weights_, self.bias_ = weights, bias
-        self.converged_ = bool(params.get("converged", True))
-        self.n_iter_ = int(params.get("n_iter", 0))
+        converged, n_iter = params.get("converged", True), params.get("n_iter", 0)
+        if not isinstance(converged, bool):
+            raise ValueError(f"'converged' must be true or false, got {converged!r}")
+        if isinstance(n_iter, bool) or not isinstance(n_iter, int) or n_iter < 0:
+            raise ValueError(f"'n_iter' must be a non-negative integer, got {n_iter!r}")
+        self.converged_, self.n_iter_ = converged, n_iter
+
+    def _params_num_classes(self) -> int:
+        return int(self.bias_.size)
 
 
 @CALIBRATORS.register("vector-scaling")

@@ -60,7 +60,8 @@ def adafocal_gamma_update(
     γ_i < 0: γ_i ← γ_i · exp(−λ E_i); if |γ_i| < S_th, γ_i ← +S_th (switch back to focal).
     Then γ_i is clipped to [γ_min, γ_max] (switch-then-clip, as in the reference code). With γ_max ≥ S_th and
     γ_min ≤ −S_th (which AdaFocalLoss requires) this equals Algorithm 1's clip-then-switch exactly. A bin with no
-    validation samples keeps its γ.
+    validation samples keeps its γ. A γ of 0 (gamma_init=0) stays 0 under the product, so its first update switches
+    it to −S_th whatever E_i; a bin still over-confident then flips to +S_th at the next update.
     """
     gammas = np.asarray(gammas, dtype=np.float64)
     gaps = np.asarray(gaps, dtype=np.float64)

@@ -49,7 +49,9 @@ def upcast(logits: torch.Tensor) -> torch.Tensor:
 
 
 def check_batch(logits: Any, labels: Any, *, logits_name: str = "logits", labels_name: str = "labels") -> torch.Tensor:
-    """Check a (N, K) logits / (N,) labels pair without touching the data (no device sync); returns int64 labels."""
+    """Check a (N, K) logits / (N,) labels pair; returns int64 labels. On the CPU the labels' range is checked too
+    (every loss refuses labels outside [0, K), -100 included, which `F.cross_entropy` alone would skip); on an
+    accelerator the data is not touched, as that would cost a device sync per batch (torch's kernels assert there)."""
     if not isinstance(logits, torch.Tensor) or not isinstance(labels, torch.Tensor):
         raise InputError(
             f"Expected {logits_name} and {labels_name} to be torch tensors, "
@@ -72,6 +74,12 @@ def check_batch(logits: Any, labels: Any, *, logits_name: str = "logits", labels
         raise InputError(
             f"Expected {labels_name} on the same device as {logits_name}, got {labels.device} and {logits.device}."
         )
+    if labels.device.type == "cpu" and labels.numel():
+        lowest, highest = int(labels.min()), int(labels.max())
+        if lowest < 0 or highest >= logits.shape[1]:
+            from adacal.arrays import check_labels
+
+            check_labels(labels, num_classes=int(logits.shape[1]), name=labels_name)  # raises, with a hint
     return labels if labels.dtype == torch.int64 else labels.long()
 
 

@@ -71,17 +71,17 @@ class ValidationBinnedLoss(CalibrationLoss):
     ) -> tuple[BinStatistics, np.ndarray]:
         """Equal-mass bin statistics of the validation top-1 confidences, plus `carry` (e.g. the current γ) brought
         to the host in the same single device-to-host copy."""
+        # numpy views with negative strides (a reversed array) are copied: torch cannot view them.
         if not isinstance(val_logits, torch.Tensor):
-            val_logits = torch.as_tensor(np.asarray(val_logits))
+            val_logits = torch.as_tensor(np.ascontiguousarray(val_logits))
         if not isinstance(val_labels, torch.Tensor):
-            val_labels = torch.as_tensor(np.asarray(val_labels))
+            val_labels = torch.as_tensor(np.ascontiguousarray(val_labels))
         val_labels = val_labels.to(val_logits.device)
         labels = check_batch(val_logits, val_labels, logits_name="val_logits", labels_name="val_labels")
         n, k = val_logits.shape
         if val_logits.device.type == "cpu":
             # numpy is several times faster than torch for this small, latency-bound work on a busy CPU
             labels_host = labels.numpy()
-            _check_label_range(labels_host.min(), labels_host.max(), k)
             host = _top1_host(upcast(val_logits.detach()).numpy(), labels_host)
             if carry is not None:
                 host = np.concatenate([host, carry.detach().reshape(-1).cpu().numpy().astype(np.float64, copy=False)])
@@ -145,10 +145,7 @@ class ValidationBinnedLoss(CalibrationLoss):
 
 def _check_label_range(lowest: float, highest: float, num_classes: int) -> None:
     if lowest < 0 or highest >= num_classes:
-        raise InputError(
-            f"Expected val_labels to be class indices in [0, {num_classes - 1}], "
-            f"got values from {int(lowest)} to {int(highest)}."
-        )
+        raise InputError(f"Expected val_labels in [0, {num_classes - 1}], got values from {int(lowest)} to {int(highest)}.")
 
 
 def _top1_host(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:

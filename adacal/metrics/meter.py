@@ -93,9 +93,12 @@ class CalibrationMeter:
         the positive class when all in [0, 1], else decision scores — labels (B,), numpy or torch (any device). An
         empty batch (B = 0: a rank's share of an uneven last batch, a filtered-out batch) adds nothing."""
         shape = tuple(getattr(scores, "shape", ()))
+        if shape == (0,):  # no samples, and no class count: any later batch may set it
+            check_labels(labels, n=0)
+            return
         # A binary model's one score per sample counts as two classes (`prepare_predictions` reads it so).
         classes = 2 if one_score_per_sample(scores) else (int(shape[1]) if len(shape) == 2 else 0)
-        if len(shape) in (1, 2) and shape[0] == 0 and classes >= 2:
+        if len(shape) == 2 and shape[0] == 0 and classes >= 2:
             check_labels(labels, n=0)
             self._check_num_classes(classes, (0, classes))
             return

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from adacal.arrays import check_scores, looks_like_probs, to_numpy, to_probs
+from adacal.arrays import as_logits, check_scores, looks_like_probs, to_numpy, to_probs
 from adacal.errors import InputError
 from adacal.metrics.prepared import row_top
 from adacal.registry import Registry
@@ -70,12 +70,21 @@ OOD_SCORES.register("energy")(energy_score)
 
 
 def ood_scores(scores: Any, method: str = "entropy", *, temperature: float | None = None) -> np.ndarray:
-    """Per-sample OOD scores (N,) by name ("entropy", "max-prob", "energy"); with `temperature`, of logits / T."""
+    """Per-sample OOD scores (N,) by name ("entropy", "max-prob", "energy"); with `temperature`, of logits / T.
+
+    Probabilities with a temperature are read as log-probabilities (softmax(log p / T) = softmax(logits / T), so
+    entropy and max-prob are those of the logits); energy, which the per-row constant changes, then needs logits."""
     score = OOD_SCORES.get(method)
     if temperature is not None:
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 < temperature < np.inf:
             raise InputError(f"Expected temperature to be a positive number, got {temperature!r}.")
-        scores = check_scores(scores, name="logits") / float(temperature)
+        scores = check_scores(scores, name="logits")
+        probabilities = looks_like_probs(scores)
+        if probabilities and method == "energy":
+            raise InputError("Expected logits for the energy score with a temperature, but the scores look like "
+                             "probabilities (rows in [0, 1] summing to 1): log p differs from the logits by a "
+                             "constant per row, which energy does not ignore.")
+        scores = as_logits(scores, probabilities) / float(temperature)
     return np.asarray(score(scores), dtype=np.float64)
 
 

@@ -28,6 +28,7 @@ from adacal.arrays import (
     probability_tolerance,
 )
 from adacal.conventions import DEFAULT_N_BINS
+from adacal.errors import InputError
 from adacal.metrics.binning import (
     BinStatistics,
     bin_edges,
@@ -257,7 +258,7 @@ def top_label(scores: Any, labels: Any = None) -> TopLabel:
     Probabilities are detected and normalised as `prepare_predictions` does (rows within rounding of 1 as given, so
     tied rows stay tied); logits go through a block-wise softmax. Tied maxima predict the lowest class index.
     """
-    pred = prepare_predictions(scores, labels)
+    pred = _prepare(scores, labels)
     correct = pred.correct if labels is not None else None
     return TopLabel(pred.confidences, pred.predicted_labels, correct, pred.assumed)
 
@@ -273,6 +274,13 @@ def prepare_predictions(scores: Any, labels: Any = None) -> PreparedPredictions:
     """
     if isinstance(scores, PreparedPredictions):
         return scores
+    if labels is None:
+        raise InputError("Expected labels (one class index per sample) with the scores, got None.")
+    return _prepare(scores, labels)
+
+
+def _prepare(scores: Any, labels: Any) -> PreparedPredictions:
+    """`prepare_predictions`, with labels optional (None: top-1 quantities only, for `top_label`)."""
     scores = as_score_matrix(scores)  # a binary model's one score per sample, as the file readers take it
     tolerance = probability_tolerance(scores)
     checked = check_score_shape(scores, name="scores", keep_dtype=True)

@@ -127,6 +127,39 @@ def test_from_dict_rejects_wrong_method_version_and_params(fitted):
         Calibrator.from_dict({**data, "num_classes": 1})
 
 
+
+@pytest.mark.parametrize("bad", ["2", True, None, [1.0]])
+def test_from_dict_refuses_params_that_are_not_numbers(fitted, bad):
+    """A hand-edited file: numpy would read "2" as 2.0 and true as 1.0; every numeric param must be a JSON number."""
+    import json
+
+    for name, calibrator in fitted.items():
+        data = json.loads(json.dumps(calibrator.to_dict()))
+        for key, value in data["params"].items():
+            if key == "converged":
+                continue
+            edited = json.loads(json.dumps(data))
+            if isinstance(value, list):
+                row = edited["params"][key][0] if isinstance(value[0], list) else edited["params"][key]
+                row[0] = bad
+            else:
+                edited["params"][key] = bad
+            with pytest.raises(InputError, match=f"valid params for the '{name}' calibrator"):
+                Calibrator.from_dict(edited)
+
+
+def test_from_dict_refuses_params_shaped_for_other_classes_and_values_out_of_range(fitted):
+    for name in ("vector-scaling", "matrix-scaling", "dirichlet"):
+        data = fitted[name].to_dict()
+        k = data["num_classes"]
+        with pytest.raises(InputError, match=rf"shaped for its num_classes \({k + 2}\), but they are for {k} classes"):
+            Calibrator.from_dict({**data, "num_classes": k + 2})
+    data = fitted["isotonic"].to_dict()
+    values = data["params"]["values"]
+    with pytest.raises(InputError, match="'values' must be probabilities"):
+        Calibrator.from_dict({**data, "params": {**data["params"], "values": [v - 3.0 for v in values]}})
+
+
 def test_load_calibrator_rejects_other_files(fitted, tmp_path):
     report = tmp_path / "calibrate.json"
     write_json(report, make_report("calibrate", config={}, results={"calibrators": {}, "best": None}))

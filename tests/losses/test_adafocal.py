@@ -108,6 +108,16 @@ def test_gamma_update_function_follows_algorithm_1():
     assert adafocal_gamma_update([0.0, 1.0], [1.0, 1.0], [1, 1], lam=1e6).tolist() == [-0.2, 20.0]
 
 
+def test_gamma_init_zero_switches_to_inverse_focal_first_then_back_where_over_confident():
+    """0 · exp(λE) = 0 < S_th: the first update sends every bin with samples to −S_th, over- or under-confident
+    alike; an over-confident bin (E > 0) shrinks −0.2 · exp(−λE) below S_th and flips to +S_th at the next."""
+    first = adafocal_gamma_update([0.0, 0.0], [0.3, -0.3], [5, 5])
+    assert first.tolist() == [-0.2, -0.2]
+    second = adafocal_gamma_update(first, [0.3, -0.3], [5, 5])
+    assert second[0] == 0.2 and second[1] == pytest.approx(-0.2 * math.exp(0.3))
+    assert adafocal_gamma_update([0.0], [0.3], [0]).tolist() == [0.0]  # no samples: no switch
+
+
 def test_training_samples_are_binned_like_assign_bins_including_edges_and_ends():
     loss = AdaFocalLoss(n_bins=4)  # equal-width: edges 0, 0.25, 0.5, 0.75, 1
     p = torch.tensor([0.0, 1e-30, 0.25, np.nextafter(0.25, 1), 0.5, 0.75, 0.7500001, 0.99, 1.0], dtype=torch.float64)
@@ -206,13 +216,16 @@ def test_update_accepts_numpy_and_checks_its_inputs():
     logits, labels = _validation_set([0.3, 0.5, 0.9], [1, 0, 1])
     record = loss.update(logits.numpy(), labels.numpy())
     assert record["counts"] == [1, 1, 1]
-    with pytest.raises(InputError, match=r"val_labels to be class indices in \[0, 9\], got values from 0 to 10"):
+    with pytest.raises(InputError, match=r"val_labels in \[0, 9\], got values from 0 to 10"):
         loss.update(logits, torch.tensor([0, 10, 1]))
     with pytest.raises(InputError, match="val_logits to be finite"):
         loss.update(torch.full((3, K), float("nan")), labels)
     with pytest.raises(InputError, match=r"val_labels of shape \(3,\)"):
         loss.update(logits, labels[:2])
     assert len(loss.history) == 1
+    # numpy views with negative strides (reversed arrays), which torch cannot wrap, are read like any array
+    reversed_record = AdaFocalLoss(n_bins=3).update(logits.numpy()[::-1], labels.numpy()[::-1])
+    assert reversed_record["counts"] == [1, 1, 1]
 
 
 @pytest.mark.parametrize(

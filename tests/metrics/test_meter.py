@@ -68,6 +68,13 @@ def test_an_empty_batch_adds_nothing_but_is_still_checked():
         meter.update(np.empty((0, 4)), np.empty(0, dtype=int))
     with pytest.raises(InputError, match="0 entries"):
         meter.update(np.empty((0, 5)), np.zeros(2, dtype=int))
+    # A 1-D empty batch has no class count: it must not fix one (a binary model's would be 2) for the batches after
+    any_k = CalibrationMeter(names="ece-em")
+    any_k.update(np.zeros(0), np.zeros(0, dtype=int))
+    any_k.update(logits, labels)
+    assert any_k.compute()["ece_em"] == pytest.approx(expected["ece_em"], abs=1e-12)
+    with pytest.raises(InputError, match="labels"):
+        CalibrationMeter().update(logits, None)
     only_empty = CalibrationMeter()
     only_empty.update(np.empty((0, 3)), np.empty(0, dtype=int))
     with pytest.raises(InputError, match="at least one sample"):

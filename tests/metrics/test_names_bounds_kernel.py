@@ -175,3 +175,41 @@ def test_one_kernel_serves_temperature_scaling_meter_and_ood_scores():
     meter.update(logits[150:], labels[150:])
     assert meter.compute()["classwise_ece"] == pytest.approx(classwise_ece(logits, labels, n_bins=10), abs=1e-12)
     np.testing.assert_array_equal(max_prob_score(logits), 1.0 - softmax(logits).max(axis=1))
+
+
+@pytest.mark.parametrize(
+    ("scores", "labels", "match"),
+    [
+        # None labels used to score every sample against class 0 (top_label's placeholder): a silent wrong number
+        (np.eye(3) * 2.0, None, "Expected labels .* got None"),
+        ("meta", [0, 1, 2], "meta device"),
+        ([[1.0, 2.0], [1.0]], [0, 1], "nested sequences of different lengths"),
+        (np.eye(3), np.array([0, 1, 2], dtype=complex), "labels to be integers, got dtype complex128"),
+        (np.eye(3), np.array([0.0, 1.0, 1e20]), r"labels in \[0, 2\], got values from 0 to 1e\+20"),
+        (np.eye(3), np.array([0.0, 1.0, -1e20]), r"labels in \[0, 2\], got values from -1e\+20 to 1"),
+        (np.eye(3), np.array([0, 1, 2**63 + 5], dtype=np.uint64), r"labels in \[0, 2\], got values from 0 to 9.22"),
+    ],
+)
+def test_inputs_that_used_to_crash_or_mislead_are_one_sentence_errors(scores, labels, match):
+    import warnings
+
+    import torch
+
+    from adacal.metrics import CalibrationMeter, smooth_ece
+
+    if isinstance(scores, str):
+        scores = torch.empty(3, 3, device="meta")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy cast warning on the way to the error either
+        for metric in (ece_em, smooth_ece, compute_metrics, CalibrationMeter().update):
+            with pytest.raises(InputError, match=match):
+                metric(scores, labels)
+
+
+def test_a_tiny_smoothing_bandwidth_is_refused_before_allocating_its_grid():
+    from adacal.metrics import smooth_ece
+
+    scores, labels = np.eye(3) * 2.0, [0, 1, 2]
+    with pytest.raises(InputError, match="bandwidth to fit in memory, got 1e-09: the smoothing grid"):
+        smooth_ece(scores, labels, bandwidth=1e-9)
+    assert 0.0 < smooth_ece(scores, labels, bandwidth=1e-4) < 1.0

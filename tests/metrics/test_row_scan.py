@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from adacal.arrays import row_sums, within_rounding
-from adacal.metrics import ece_em, ece_ew, prepare_predictions
+from adacal.metrics import ece_em, ece_ew, top_label
 from adacal.metrics import rows as rows_module
 from adacal.metrics.rows import scan_rows, scan_threads
 
@@ -65,7 +65,7 @@ def test_threaded_scan_sees_a_negative_entry_or_nan_in_any_thread_range(monkeypa
     array = _probs(1001, 7, np.float32)
     array[where, 3] = -1e-3
     assert scan_rows(array).minimum == pytest.approx(-1e-3)
-    assert prepare_predictions(array).assumed == "logits"
+    assert top_label(array).assumed == "logits"
     array[where, 3] = np.nan
     assert np.isnan(scan_rows(array).sum_deviation)
     with pytest.raises(Exception, match="finite"):
