@@ -10,7 +10,9 @@ beyond solver tolerance:
   the reference's `ets_calibrate` uses an MSE-fitted T and notes that CE works too;
 - the squared error is the Brier score mean_n Σ_k (p_nk - y_nk)² (the reference averages over N·K entries, a
   constant factor K), evaluated from a 3 × 3 Gram matrix so each SLSQP step costs O(1) and memory stays O(N·K).
-Every component keeps the class order, so ETS never changes the predicted class.
+Every component keeps the class order, so ETS never changes the predicted class (up to ties): the fit leaves at
+least MIN_MODEL_WEIGHT on the model's components, where on a degenerate validation set it would give the uniform
+distribution all the weight and rows that tie up to rounding.
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ from adacal.arrays import softmax
 from adacal.calibrators.base import CALIBRATORS, Calibrator, float_array, positive_float
 from adacal.calibrators.temperature import fit_temperature_nll, temperature_at_bound
 from adacal.errors import AdacalError
+
+
+# The least weight fit_ets_weights leaves on the model's two components together, so that the mixture's argmax is
+# the model's even when the fit would put everything on the uniform distribution.
+MIN_MODEL_WEIGHT = 1e-6
 
 
 def ets_components(logits: np.ndarray, temperature: float) -> tuple[np.ndarray, np.ndarray]:
@@ -61,7 +68,15 @@ def fit_ets_weights(gram: np.ndarray, linear: np.ndarray) -> np.ndarray:
     if not result.success:
         raise AdacalError(f"Ensemble temperature scaling did not converge: {str(result.message).rstrip('.')}.")
     weights = np.clip(result.x, 0.0, None)
-    return weights / weights.sum()
+    weights /= weights.sum()
+    informative = weights[0] + weights[1]
+    if informative < MIN_MODEL_WEIGHT:
+        # (Nearly) all weight on the uniform distribution, the optimum on a degenerate validation set (one class, a
+        # few samples): its rows would tie up to rounding and lose the predicted class. Keep a trace of the model's
+        # ranking (the Brier score moves by at most MIN_MODEL_WEIGHT).
+        share = weights[:2] / informative if informative > 0 else np.array([1.0, 0.0])
+        weights = np.array([*(share * MIN_MODEL_WEIGHT), 1.0 - MIN_MODEL_WEIGHT])
+    return weights
 
 
 @CALIBRATORS.register("ets")

@@ -84,3 +84,20 @@ def test_keeps_the_argmax_and_sums_to_one(label_noise):
     probs = EnsembleTemperatureScaling().fit(logits, labels).transform(logits)
     np.testing.assert_array_equal(probs.argmax(axis=1), logits.argmax(axis=1))
     np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["one class", "two samples", "random labels"])
+def test_a_degenerate_validation_set_keeps_the_argmax(case):
+    """Where the Brier optimum puts all weight on the uniform distribution, the rows would tie up to rounding and
+    lose the predicted class; the fit keeps MIN_MODEL_WEIGHT on the model's components instead."""
+    from adacal.calibrators.ets import MIN_MODEL_WEIGHT
+
+    rng = np.random.default_rng(1)
+    n = 2 if case == "two samples" else 40
+    labels = {"one class": np.zeros(n, int), "two samples": np.array([0, 1]),
+              "random labels": rng.integers(0, 3, n)}[case]
+    ets = EnsembleTemperatureScaling().fit(rng.normal(size=(n, 3)), labels)
+    assert ets.weights_[0] + ets.weights_[1] >= MIN_MODEL_WEIGHT * (1 - 1e-12)
+    assert ets.weights_.sum() == pytest.approx(1.0, abs=1e-15)
+    new = rng.normal(size=(200, 3))
+    np.testing.assert_array_equal(ets.transform(new).argmax(axis=1), new.argmax(axis=1))
