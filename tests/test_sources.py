@@ -586,6 +586,34 @@ def test_percentages_are_refused_as_logits_and_read_with_renormalize(tmp_path, d
     assert load_predictions(tmp_path / "counts.npz").logits.max() == 3.0
 
 
+@pytest.mark.parametrize("key", ["probs", "probabilities", "y_proba", "pred_probs", "test_probs"])
+def test_a_probability_key_whose_rows_do_not_sum_to_1_is_refused_not_read_as_logits(tmp_path, key):
+    """The probabilities of a few answer choices out of an LLM's vocabulary, or half of each row: softmax of them is
+    nearly uniform, so read as logits every metric described another model (ECE 40 % instead of 19 %)."""
+    probs = softmax(LOGITS.astype(np.float64))
+    mass = np.random.default_rng(5).uniform(0.6, 0.95, (N, 1))
+    labels_key = "test_labels" if key.startswith("test_") else "labels"
+    np.savez(tmp_path / "part.npz", **{key: probs * mass, labels_key: LABELS})
+    with pytest.raises(InputError, match=rf"part\.npz:{key} to be probabilities whose rows sum to 1, as its name "
+                                         r"says, got values in \[0, 1\] whose rows sum to 0\.6\d* to 0\.9\d*: pass "
+                                         r"--renormalize"):
+        load_predictions(tmp_path / "part.npz")
+    pred = load_predictions(tmp_path / "part.npz", options=ReadOptions(renormalize=True))
+    np.testing.assert_allclose(pred.logits, probs, atol=1e-12)
+    # JSON Lines as evaluation harnesses write them
+    lines = [json.dumps({"probs": row.tolist(), "label": int(y)}) for row, y in zip(probs * mass, LABELS)]
+    (tmp_path / "llm.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match="as its name says"):
+        load_predictions(tmp_path / "llm.jsonl")
+    # Log-probabilities under a probability key are read as the logits they are, with a note
+    np.savez(tmp_path / "logp.npz", **{key: np.log(probs), labels_key: LABELS})
+    pred = load_predictions(tmp_path / "logp.npz")
+    assert f"logp.npz:{key}: named as probabilities but holds values outside [0, 1]; read as logits" in pred.notes
+    # Under a neutral key, such values stay logits (a model's raw outputs may lie in [0, 1])
+    np.savez(tmp_path / "neutral.npz", logits=probs * 0.5, labels=LABELS)
+    np.testing.assert_allclose(load_predictions(tmp_path / "neutral.npz").logits, probs * 0.5)
+
+
 def test_split_files_and_val_file(tmp_path):
     np.savez(tmp_path / "s.npz", val_probs=softmax(LOGITS[:20]), val_y=LABELS[:20], test_logits=LOGITS[20:],
              test_labels=LABELS[20:])

@@ -83,6 +83,10 @@ LABEL_KEYS = ("labels", "targets", "y", "label", "target", "label_ids", "y_true"
 # Keys that some frameworks use for hard class predictions (scikit-learn's y_pred): one integer per sample under them
 # is refused rather than read as a binary model's scores.
 HARD_PREDICTION_KEYS = ("predictions", "preds", "y_pred")
+# Keys whose name says the scores are probabilities: values in [0, 1] under them whose rows do not sum to 1 (the
+# probabilities of a few answer choices out of a language model's vocabulary, sigmoid outputs) are refused rather than
+# read as logits, whose softmax would be nearly uniform.
+PROBABILITY_KEYS = ("probs", "probabilities", "y_prob", "y_proba", "pred_probs")
 CLASS_KEYS = ("classes", "class_names")
 # `np.savez(path, scores, labels)` without names stores the arrays as arr_0, arr_1: read in that order when a file
 # holds nothing else.
@@ -364,8 +368,11 @@ def binary_columns(scores: np.ndarray, name: str, spelled: str = "1-D scores") -
     return columns, f"{name}: {spelled} outside [0, 1] taken as binary decision scores (logits) s (columns 0, s)"
 
 
-def interpret_scores(values: Any, *, name: str, renormalize: bool = False) -> tuple[np.ndarray, list[str]]:
-    """(N, K) float64 scores from an array of logits or probabilities, and notes on what was converted."""
+def interpret_scores(values: Any, *, name: str, renormalize: bool = False,
+                     named_probabilities: bool = False) -> tuple[np.ndarray, list[str]]:
+    """(N, K) float64 scores from an array of logits or probabilities, and notes on what was converted.
+    `named_probabilities`: the key says probabilities (`PROBABILITY_KEYS`), so values in [0, 1] whose rows do not sum
+    to 1 are refused, and other values read as logits with a note."""
     notes: list[str] = []
     tolerance = probability_tolerance(values)
     array = to_numpy(values)
@@ -397,7 +404,15 @@ def interpret_scores(values: Any, *, name: str, renormalize: bool = False) -> tu
         scores = scores / scores.sum(axis=1, keepdims=True)
     elif not looks_like_probs(scores):
         # Read as logits: refuse what are surely probabilities off by more than rounding, or percentages.
-        check_not_near_probs(scores, name=name, fix="pass --renormalize to divide each row by its sum, or pass logits")
+        fix = "pass --renormalize to divide each row by its sum, or pass logits"
+        check_not_near_probs(scores, name=name, fix=fix)
+        if named_probabilities and not notes:  # (binary expansions are probabilities or logits by their range)
+            if scores.min() >= 0.0 and scores.max() <= 1.0:
+                raise InputError(
+                    f"Expected {name} to be probabilities whose rows sum to 1, as its name says, got values in [0, 1] "
+                    f"whose rows sum to {value_range(scores.sum(axis=1))}: {fix}."
+                )
+            notes.append(f"{name}: named as probabilities but holds values outside [0, 1]; read as logits")
     return scores, notes
 
 
@@ -500,7 +515,8 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
             "integer per sample: hard class predictions carry no confidence to calibrate. Save the model's logits or "
             "probabilities instead."
         )
-    scores, notes = interpret_scores(raw, name=arrays.label(key), renormalize=options.renormalize)
+    scores, notes = interpret_scores(raw, name=arrays.label(key), renormalize=options.renormalize,
+                                     named_probabilities=_unprefixed(key) in PROBABILITY_KEYS)
     if not need_labels:
         return scores
     try:
