@@ -29,6 +29,26 @@ def test_mat_files_read_like_the_same_arrays(tmp_path, layout):
     assert "p.mat:labels: a column (N, 1) of class labels, read as 1-D" in pred.notes
 
 
+@pytest.mark.parametrize("layout", ["v5", "v5 compressed", "v4"])
+def test_row_vectors_are_read_as_1d_beside_what_they_describe(tmp_path, layout):
+    """scipy's savemat stores every 1-D array as a row (1, N), MATLAB's vectors are often rows: labels beside
+    (N, K) scores and binary scores beside their labels are 1-D; a lone (1, K) row stays one sample's scores."""
+    save = (lambda path, v: scipy.io.savemat(path, v, format="4")) if layout == "v4" else (
+        lambda path, v: scipy.io.savemat(path, v, do_compression=layout == "v5 compressed"))
+    save(tmp_path / "rows.mat", {"logits": LOGITS, "labels": LABELS.astype(float)})
+    pred = load_predictions(tmp_path / "rows.mat")
+    np.testing.assert_array_equal(pred.logits, LOGITS)
+    np.testing.assert_array_equal(pred.labels, LABELS)
+    binary = (LABELS > 0).astype(float)
+    save(tmp_path / "binary.mat", {"scores": LOGITS[:, 0], "labels": binary})
+    pred = load_predictions(tmp_path / "binary.mat")
+    assert pred.logits.shape == (30, 2)
+    np.testing.assert_array_equal(pred.logits[:, 1], LOGITS[:, 0])
+    save(tmp_path / "one.mat", {"logits": LOGITS[:1], "labels": LABELS[:1].astype(float)})
+    pred = load_predictions(tmp_path / "one.mat")
+    np.testing.assert_array_equal(pred.logits, LOGITS[:1])
+
+
 def test_class_names_as_a_char_matrix_map_string_labels(tmp_path):
     names = np.array(["cat ", "dog ", "bird"])  # a char matrix pads names to one length
     scipy.io.savemat(tmp_path / "p.mat", {"scores": LOGITS, "y": np.array(["cat", "dog", "bird"])[LABELS],

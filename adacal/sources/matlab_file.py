@@ -22,6 +22,7 @@ CLASS_BYTES = {
     "double": 8, "single": 4, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8,
     "uint64": 8, "logical": 1, "char": 4,
 }
+NUMERIC_CLASSES = frozenset(CLASS_BYTES) - {"char"}
 _BUILTIN_ERRORS = (ValueError, TypeError, OSError, EOFError, KeyError, IndexError, OverflowError, MemoryError,
                    UnicodeDecodeError)
 
@@ -78,4 +79,18 @@ class MatFile(NamedArrayFile):
         if kind == "char":
             # A char matrix reads as one string per row (MATLAB pads names with spaces to a common length).
             return np.array([str(row).rstrip() for row in np.atleast_1d(value)])
-        return np.asarray(value)
+        value = np.asarray(value)
+        if self._row_vector(key):
+            return value.reshape(-1)
+        return value
+
+    def _row_vector(self, key: str) -> bool:
+        """Whether `key` is a vector MATLAB stored as a row (1, n): scipy's savemat writes every 1-D array so, and
+        MATLAB's own vectors are often rows. Read as 1-D when another variable has n rows or is a row of n too (labels
+        beside (n, K) scores, binary scores beside labels); a lone (1, K) is one sample's scores."""
+        shape, _ = self._index[key]
+        if len(shape) != 2 or shape[0] != 1 or shape[1] < 2:
+            return False
+        n = shape[1]
+        return any(other != key and kind in NUMERIC_CLASSES and len(dims) == 2 and (dims[0] == n or dims == (1, n))
+                   for other, (dims, kind) in self._index.items())
