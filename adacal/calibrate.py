@@ -126,6 +126,12 @@ def run_calibrate(
         raise InputError("Expected at most one of --json and --save to be '-' (standard output), got both.")
 
     inputs = resolve_calibration_input(source, val=val, options=options)
+    report_path = json_path if json_path is not None else (
+        inputs.run.report(CALIBRATE_FILE) if inputs.run is not None else None)
+    if _same_file(report_path, save):
+        where = "--json" if json_path is not None else f"the report ({report_path})"
+        raise InputError(f"Expected --save and {where} to be different files, got {save} for both: one would "
+                         "overwrite the other.")
     comparison = compare_calibrators(
         inputs.val.logits, inputs.val.labels, inputs.test.logits, inputs.test.labels, methods=methods,
         objective=used_objective, n_bins=n_bins, folds=folds, metric=select_metric, seed=seed, progress=progress,
@@ -137,8 +143,7 @@ def run_calibrate(
         config.update({"folds": folds, "select_metric": selection["metric"], "seed": seed})
     report = make_report("calibrate", config=config, results=comparison.results, input_path=inputs.input_path)
 
-    run = inputs.run
-    written = json_path if json_path is not None else (run.report(CALIBRATE_FILE) if run is not None else None)
+    written = report_path
     if written is not None:
         write_json(written, report)
     if save is not None:
@@ -147,3 +152,12 @@ def run_calibrate(
         report=report, results=comparison.results, best=comparison.best, n_val=len(inputs.val),
         n_test=len(inputs.test), methods=methods, written=written, saved=save, notes=list(inputs.notes),
     )
+
+
+def _same_file(first: Path | None, second: Path | None) -> bool:
+    """Whether two output paths name one file (never for standard output, "-")."""
+    from adacal.writing import is_stdout
+
+    if first is None or second is None or is_stdout(first) or is_stdout(second):
+        return False
+    return os.path.realpath(first) == os.path.realpath(second)
