@@ -614,6 +614,34 @@ def test_a_probability_key_whose_rows_do_not_sum_to_1_is_refused_not_read_as_log
     np.testing.assert_allclose(load_predictions(tmp_path / "neutral.npz").logits, probs * 0.5)
 
 
+def test_a_validation_file_with_its_classes_in_another_order_is_put_in_the_test_files_order(tmp_path):
+    """Both files name their columns (CSV headers, `classes` arrays) with the same names in another order: the
+    validation columns and labels are permuted by name (vector scaling fitted on the other order scrambled classes)."""
+    names = ["cat", "dog", "eel", "fox"]
+    probs = softmax(LOGITS.astype(np.float64))
+
+    def write(path, rows, labels, columns):
+        lines = [",".join(columns + ["label"])]
+        lines += [",".join(f"{v:.17g}" for v in row) + f",{columns[y]}" for row, y in zip(rows, labels)]
+        path.write_text("\n".join(lines) + "\n")
+
+    order = [3, 1, 0, 2]
+    write(tmp_path / "test.csv", probs[20:], LABELS[20:], names)
+    write(tmp_path / "val.csv", probs[:20][:, order], np.argsort(order)[LABELS[:20]], [names[i] for i in order])
+    inputs = resolve_calibration_input(tmp_path / "test.csv", val=tmp_path / "val.csv")
+    np.testing.assert_allclose(inputs.val.logits, probs[:20], rtol=1e-15)
+    np.testing.assert_array_equal(inputs.val.labels, LABELS[:20])
+    assert any("val.csv: columns and labels put in test.csv's class order (cat, dog, eel, fox)" in note
+               for note in inputs.notes)
+    # The same order, or names that differ (another naming), are read by position; the latter with a note
+    np.savez(tmp_path / "val.npz", probs=probs[:20], labels=LABELS[:20], classes=np.array(names))
+    same(resolve_calibration_input(tmp_path / "test.csv", val=tmp_path / "val.npz").val, probs[:20], LABELS[:20])
+    np.savez(tmp_path / "other.npz", probs=probs[:20], labels=LABELS[:20], classes=np.array(["a", "b", "c", "d"]))
+    inputs = resolve_calibration_input(tmp_path / "test.csv", val=tmp_path / "other.npz")
+    same(inputs.val, probs[:20], LABELS[:20])
+    assert any("columns matched by position" in note for note in inputs.notes)
+
+
 def test_split_files_and_val_file(tmp_path):
     np.savez(tmp_path / "s.npz", val_probs=softmax(LOGITS[:20]), val_y=LABELS[:20], test_logits=LOGITS[20:],
              test_labels=LABELS[20:])

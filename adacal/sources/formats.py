@@ -107,6 +107,8 @@ class Predictions:
     logits: np.ndarray
     labels: np.ndarray
     notes: tuple[str, ...] = field(default=(), compare=False)
+    # The names of the score columns, in order, when the file gives them (a `classes` array, a CSV header).
+    classes: tuple[str, ...] | None = field(default=None, compare=False)
 
     @property
     def num_classes(self) -> int:
@@ -552,6 +554,8 @@ def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str],
                  split: str | None) -> Predictions:
     path = arrays.path
     n, k = scores.shape
+    classes_key = _first(arrays, CLASS_KEYS, None)
+    classes = _class_names(arrays[classes_key], k) if classes_key else None
     if options.labels_file is not None:
         labels, label_notes = _labels_from_file(options, n, k)
     else:
@@ -567,7 +571,7 @@ def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str],
             found = predictions_from(arrays, options=ReadOptions(
                 options.logits_key, options.labels_key, sibling, options.renormalize), split=split)
             note = f"{arrays.label(key)}: labels read from {sibling.name} beside it"
-            return Predictions(found.logits, found.labels, found.notes + (note,))
+            return Predictions(found.logits, found.labels, found.notes + (note,), found.classes)
         if label_key is None and key == WHOLE:
             raise InputError(f"Expected labels for {path}, which holds one tensor of scores: give --labels FILE.")
         if label_key is None and _unnamed(arrays):
@@ -578,13 +582,21 @@ def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str],
         if label_key is None:
             wanted = f"'{options.labels_key}' (--labels-key)" if options.labels_key else _label_key_list()
             raise InputError(f"Expected {path} to contain {wanted} beside {arrays.label(key)}; it has: {arrays.listing()}.")
-        classes_key = _first(arrays, CLASS_KEYS, None)
         labels, label_notes = interpret_labels(
             arrays[label_key], n=n, num_classes=k, name=arrays.label(label_key),
             classes=arrays[classes_key] if classes_key else None,
             classes_name=arrays.label(classes_key) if classes_key else "classes",
         )
-    return Predictions(logits=scores, labels=labels, notes=tuple(list(arrays.notes) + notes + label_notes))
+    return Predictions(logits=scores, labels=labels, notes=tuple(list(arrays.notes) + notes + label_notes),
+                       classes=classes)
+
+
+def _class_names(values: Any, num_classes: int) -> tuple[str, ...] | None:
+    """The class names of a `classes` array or CSV header, as strings, when there is one per score column."""
+    names = np.asarray(to_numpy(values)).reshape(-1)
+    if names.size != num_classes or names.dtype.kind not in "USiuf":
+        return None
+    return tuple(str(name).strip() for name in names.tolist())
 
 
 def has_split(arrays: Arrays, split: str, options: ReadOptions = DEFAULT_OPTIONS) -> bool:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from adacal.errors import CheckpointError, InputError
 from adacal.runs import RunFolder, find_run_folder, predictions_are_from, require_run_folder, selected_checkpoint
 from adacal.sources.files import check_regular_file
@@ -161,6 +163,28 @@ class CalibrationInput:
         return tuple(dict.fromkeys(self.val.notes + self.test.notes))
 
 
+def check_same_classes(first: Predictions, second: Predictions, first_name: str, second_name: str) -> Predictions:
+    """`first` with its classes in `second`'s order, when both files name their columns (a `classes` array, a CSV
+    header) with the same names in another order: its score columns and labels are permuted by name, with a note (a
+    calibrator fitted on one order and applied to the other would scramble the classes). Different names are read by
+    position, with a note; so are files that do not both name their columns."""
+    if first.classes is None or second.classes is None or first.classes == second.classes:
+        return first
+    shown = lambda names: ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")  # noqa: E731
+    k = len(second.classes)
+    if sorted(first.classes) != sorted(second.classes) or len(set(second.classes)) != k:
+        note = (f"{first_name} names its classes {shown(first.classes)} and {second_name} {shown(second.classes)}: "
+                "columns matched by position")
+        return replace(first, notes=first.notes + (note,))
+    order = np.array([first.classes.index(name) for name in second.classes])  # first's column of each class
+    position = np.empty(k, dtype=np.int64)
+    position[order] = np.arange(k)  # first's class index -> second's
+    note = (f"{first_name}: columns and labels put in {second_name}'s class order ({shown(second.classes)}), "
+            f"matched by name from {shown(first.classes)}")
+    return replace(first, logits=first.logits[:, order], labels=position[first.labels],
+                   notes=first.notes + (note,), classes=second.classes)
+
+
 def resolve_calibration_input(
     source: str | os.PathLike, *, val: str | os.PathLike | None = None, options: ReadOptions = DEFAULT_OPTIONS,
     data_dir: str | os.PathLike | None = None, device: str = "auto",
@@ -189,6 +213,7 @@ def resolve_calibration_input(
                 f"Expected the validation ({val.name}) and test ({source.name}) predictions to have the same number "
                 f"of classes, got {val_predictions.num_classes} and {test_predictions.num_classes}."
             )
+        val_predictions = check_same_classes(val_predictions, test_predictions, val.name, source.name)
         return CalibrationInput(val_predictions, test_predictions, source, None, options)
     run, checkpoint = None, None
     if source.is_dir():
