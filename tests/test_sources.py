@@ -134,6 +134,27 @@ def test_pt_lists_of_per_batch_outputs_are_concatenated(tmp_path, layout):
     assert any("3 batches" in note and "concatenated" in note for note in pred.notes), pred.notes
 
 
+@pytest.mark.parametrize("layout", ["pairs, index labels", "pairs, one-hot labels", "dict of lists",
+                                    "dict of lists, one-hot", "dicts", "list beside a labels tensor"])
+def test_pt_lists_of_per_sample_outputs_are_stacked(tmp_path, layout):
+    """One (K,) row per item (a per-sample loop's outputs) was concatenated into N·K binary scores."""
+    logits, labels = torch.from_numpy(LOGITS), torch.from_numpy(LABELS)
+    one_hot = torch.nn.functional.one_hot(labels, K)
+    rows = [logits[i] for i in range(N)]
+    data = {
+        "pairs, index labels": [(logits[i], labels[i]) for i in range(N)],
+        "pairs, one-hot labels": [(logits[i], one_hot[i]) for i in range(N)],
+        "dict of lists": {"logits": rows, "labels": [labels[i] for i in range(N)]},
+        "dict of lists, one-hot": {"logits": rows, "labels": [one_hot[i] for i in range(N)]},
+        "dicts": [{"logits": logits[i], "label": labels[i]} for i in range(N)],
+        "list beside a labels tensor": {"logits": rows, "labels": labels},
+    }[layout]
+    torch.save(data, tmp_path / "samples.pt")
+    pred = load_predictions(tmp_path / "samples.pt")
+    same(pred)
+    assert any(f"{N} " in note and "one sample" in note for note in pred.notes), pred.notes
+
+
 def test_pt_pairs_stay_pairs_and_two_score_batches_are_told_apart(tmp_path):
     logits, labels = torch.from_numpy(LOGITS), torch.from_numpy(LABELS)
     torch.save((logits, labels), tmp_path / "pair.pt")
@@ -433,6 +454,35 @@ def test_jsonl_refusals(tmp_path, text, match):
     (tmp_path / "p.jsonl").write_text(text)
     with pytest.raises(InputError, match=match):
         load_predictions(tmp_path / "p.jsonl")
+
+
+def test_csv_files_as_pandas_writes_them_without_column_names(tmp_path):
+    """`pd.DataFrame(array).to_csv(index=False)` writes 0, 1, 2, ... as a header and `pd.Series(y).to_csv(index=False)`
+    a first line 0: they were read as a sample (501 samples, or a label K out of range)."""
+    columns = ",".join(str(i) for i in range(K))
+    (tmp_path / "scores.csv").write_text(columns + "\n" + "\n".join(",".join(f"{v:.9g}" for v in row) for row in LOGITS) + "\n")
+    (tmp_path / "labels.csv").write_text("0\n" + "\n".join(map(str, LABELS)) + "\n")
+    pred = load_predictions(tmp_path / "scores.csv", options=ReadOptions(labels_file=tmp_path / "labels.csv"))
+    same(pred)
+    assert any("scores.csv: first line 0,1,2,3 read as pandas' column numbers" in note for note in pred.notes)
+    assert any("labels.csv: first line '0' read as pandas' column name" in note for note in pred.notes)
+    stacked = np.column_stack([LOGITS, LABELS.astype(float)])
+    (tmp_path / "stack.csv").write_text(",".join(str(i) for i in range(K + 1)) + "\n"
+                                        + "\n".join(",".join(f"{v:.9g}" for v in row) for row in stacked) + "\n")
+    same(load_predictions(tmp_path / "stack.csv"))
+    # A labels file as long as the scores keeps its first 0: it is a label
+    (tmp_path / "plain.csv").write_text("\n".join(map(str, np.r_[0, LABELS[1:]])) + "\n")
+    labelled = load_predictions(tmp_path / "scores.csv", options=ReadOptions(labels_file=tmp_path / "plain.csv"))
+    np.testing.assert_array_equal(labelled.labels, np.r_[0, LABELS[1:]])
+
+
+def test_csv_boolean_labels_and_an_empty_label_cell(tmp_path):
+    rows = "\n".join(f"{1 - p:.3f},{p:.3f},{label}" for p, label in [(0.8, "True"), (0.1, "False"), (0.6, "True")])
+    (tmp_path / "b.csv").write_text("s0,s1,label\n" + rows + "\n")
+    np.testing.assert_array_equal(load_predictions(tmp_path / "b.csv").labels, [1, 0, 1])
+    (tmp_path / "e.csv").write_text("p0,p1,label\n0.2,0.8,1\n0.9,0.1,\n0.4,0.6,1\n")
+    with pytest.raises(InputError, match=r"Expected a label on line 3 of .*e\.csv, got an empty cell"):
+        load_predictions(tmp_path / "e.csv")
 
 
 def test_tsv_is_read_like_csv(tmp_path):

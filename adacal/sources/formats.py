@@ -291,28 +291,79 @@ def _batches(count: int) -> str:
     return f"{count} batch" if count == 1 else f"{count} batches"
 
 
+def _per_sample(parts: list[Any], partner: Any) -> bool:
+    """Whether a list of tensors holds one sample per item rather than one batch per item, given what is stored
+    beside it (`partner`: the other list of a (logits, labels) pairing, or a whole tensor, or None): items that are
+    scalars (0-d) are samples; 1-D items of one length K >= 2 are samples' score or one-hot rows when the partner is a
+    list of scalars or of one-hot rows of that length, or a tensor with one row per item (whose length the
+    concatenated items would miss)."""
+    if all(part.ndim == 0 for part in parts):
+        return True
+    lengths = {tuple(part.shape) for part in parts}
+    if len(lengths) != 1 or len(next(iter(lengths))) != 1 or next(iter(lengths))[0] < 2:
+        return False
+    width = next(iter(lengths))[0]
+    if isinstance(partner, list):
+        if all(part.ndim == 0 for part in partner):
+            return True
+        return all(tuple(part.shape) == (width,) for part in partner) and all(
+            is_one_hot(part.detach().cpu().reshape(1, -1).float().numpy()) for part in partner)
+    if _is_tensor(partner) and partner.ndim >= 1:
+        return partner.shape[0] == len(parts) != len(parts) * width
+    return False
+
+
+def _joined(path: Path, what: str, parts: list[Any], per_sample: bool) -> Any:
+    """Items stacked (one sample each) or concatenated (one batch each)."""
+    import torch
+
+    if not per_sample:
+        return _concatenated(path, what, parts)
+    return torch.stack([part.detach().cpu() for part in parts])
+
+
+def _merged_lists(path: Path, data: dict[Any, Any], lists: dict[Any, list[Any]], whole: Any) -> tuple[Any, list[str]]:
+    """`data` updated with each list of tensors joined: stacked when it holds one sample per item (`_per_sample`,
+    judged beside the other list, else beside `whole`, a tensor stored next to it), else concatenated."""
+
+    def partner(key: Any) -> Any:
+        others = [value for other, value in lists.items() if other != key]
+        return others[0] if others else whole
+
+    per_sample = {key: _per_sample(value, partner(key)) for key, value in lists.items()}
+    if any(per_sample.values()) and len({len(value) for value in lists.values()}) == 1:
+        per_sample = dict.fromkeys(lists, True)  # items paired across the lists: one sample each in all of them
+    merged = {**data, **{key: _joined(path, str(key), value, per_sample[key]) for key, value in lists.items()}}
+    count, names = len(next(iter(lists.values()))), ", ".join(map(str, lists))
+    if all(per_sample.values()):
+        return merged, [f"{path.name}: {count} samples of {names} stacked (one sample per item)"]
+    return merged, [f"{path.name}: {_batches(count)} of {names} concatenated"]
+
+
 def _merged_batches(path: Path, data: Any) -> tuple[Any, list[str]]:
-    """`data` with per-batch lists concatenated along the first dimension, and a note saying so."""
+    """`data` with per-batch lists concatenated along the first dimension (per-sample lists stacked), and a note
+    saying so."""
     if isinstance(data, dict):
-        batched = {key: value for key, value in data.items()
+        batched = {key: list(value) for key, value in data.items()
                    if isinstance(value, (tuple, list)) and value and all(_is_tensor(v) for v in value)}
         if not batched:
             return data, []
-        merged = {**data, **{key: _concatenated(path, str(key), list(value)) for key, value in batched.items()}}
-        count = len(next(iter(batched.values())))
-        return merged, [f"{path.name}: {_batches(count)} of {', '.join(map(str, batched))} concatenated"]
+        whole = [value for key, value in data.items() if key not in batched and _is_tensor(value)]
+        return _merged_lists(path, data, batched, whole[0] if whole else None)
     if not isinstance(data, (tuple, list)) or not data or _is_pair(data):
         return data, []
     if all(_is_pair(item) for item in data):
-        merged = {"logits": _concatenated(path, "logits", [item[0] for item in data]),
-                  "labels": _concatenated(path, "labels", [item[1] for item in data])}
+        scores, labels = [item[0] for item in data], [item[1] for item in data]
+        one_each = _per_sample(scores, labels)  # the labels follow the scores
+        merged = {"logits": _joined(path, "logits", scores, one_each), "labels": _joined(path, "labels", labels, one_each)}
+        if one_each:
+            return merged, [f"{path.name}: {len(data)} (logits, label) pairs read as one sample each"]
         return merged, [f"{path.name}: {_batches(len(data))} of (logits, labels) concatenated"]
     if all(isinstance(item, dict) for item in data):
         keys = [key for key in data[0] if all(key in item and _is_tensor(item[key]) for item in data)]
         if not keys:
             return data, []
-        merged = {key: _concatenated(path, str(key), [item[key] for item in data]) for key in keys}
-        return merged, [f"{path.name}: {_batches(len(data))} of {', '.join(map(str, keys))} concatenated"]
+        return _merged_lists(path, {}, {key: [item[key] for item in data] for key in keys}, None)
     if all(_is_tensor(item) for item in data):
         return _concatenated(path, "scores", list(data)), [f"{path.name}: {_batches(len(data))} of scores concatenated"]
     return data, []
@@ -477,10 +528,20 @@ def _labels_from_file(options: ReadOptions, n: int, num_classes: int) -> tuple[n
         values = arrays[key]
         if key == "scores" and np.ndim(values) == 2 and np.shape(values)[1] == 1:
             values = np.asarray(values).reshape(-1)
+        notes = []
+        if (arrays.kind == "csv" and np.ndim(values) == 1 and len(values) == n + 1 and values.dtype.kind in "iu"
+                and values[0] == 0):
+            # `pd.Series(y).to_csv(path, index=False)` writes the column's name, 0, as a first line: one line more
+            # than the scores have samples, starting with it, is that header.
+            values = values[1:]
+            notes.append(f"{path.name}: first line '0' read as pandas' column name (a header), not as a label: the "
+                         f"file has one line more than the {n} samples")
         classes_key = _first(arrays, CLASS_KEYS, None)
         classes = arrays[classes_key] if classes_key else None
-        return interpret_labels(values, n=n, num_classes=num_classes, name=arrays.label(key), classes=classes,
-                                classes_name=arrays.label(classes_key) if classes_key else "classes")
+        labels, label_notes = interpret_labels(values, n=n, num_classes=num_classes, name=arrays.label(key),
+                                               classes=classes,
+                                               classes_name=arrays.label(classes_key) if classes_key else "classes")
+        return labels, notes + label_notes
 
 
 def sibling_labels(path: Path) -> Path | None:

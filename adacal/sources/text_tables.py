@@ -249,6 +249,12 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
         is_integer_text(row[-1].strip()) for _, row in rows[1:] if row)))
     if named_label or not all(_is_number(cell, decimal_comma) for cell in (first if all_scores else first[:-1])):
         header, rows = first, rows[1:]
+    elif width >= 2 and len(rows) > 1 and first == [str(i) for i in range(width)]:
+        # pandas names unnamed columns 0, 1, 2, ... and writes them as a header (`pd.DataFrame(array).to_csv()`);
+        # no sample holds exactly those scores with that label (the label would be K, out of range).
+        header, rows = first, rows[1:]
+        notes.append(f"{path.name}: first line {','.join(first[:4])}{',...' if width > 4 else ''} read as pandas' "
+                     "column numbers (a header), not as a sample")
     if (header is not None and width > 2 and header[0].lower() in CSV_INDEX_NAMES and rows
             and all(len(row) == width and is_integer_text(row[0].strip()) for _, row in rows)):
         notes.append(f"{path.name}: first column {header[0]!r} read as a row index and ignored" if header[0] else
@@ -279,6 +285,8 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
         cells = [cell.strip() for cell in row]
         if label_column is not None:
             labels.append(cells.pop(label_column))
+            if not labels[-1]:
+                raise InputError(f"Expected a label on line {number} of {path}, got an empty cell.")
         try:
             scores[index] = [_parse_number(cell, decimal_comma) for cell in cells]
         except ValueError:
@@ -308,7 +316,9 @@ def _on_every_line(sample: str, separator: str) -> bool:
 
 def _labels_array(labels: list[str]) -> np.ndarray:
     """Integer labels when every cell is an integer, numbers when every cell is one (refused later as non-integer),
-    else the strings (mapped through class names later)."""
+    booleans as pandas writes them (True/False: classes 1/0), else the strings (mapped through class names later)."""
+    if labels and all(label.lower() in ("true", "false") for label in labels):
+        return np.array([label.lower() == "true" for label in labels])
     if all(is_integer_text(label) for label in labels):
         return np.array([int(float(label)) for label in labels], dtype=np.int64)
     if all(_is_number(label) for label in labels):
