@@ -150,7 +150,8 @@ def run_calibrate(
         save_calibrator(comparison.fitted[comparison.best], save)
     return CalibrationRun(
         report=report, results=comparison.results, best=comparison.best, n_val=len(inputs.val),
-        n_test=len(inputs.test), methods=methods, written=written, saved=save, notes=list(inputs.notes),
+        n_test=len(inputs.test), methods=methods, written=written, saved=save,
+        notes=list(inputs.notes) + _missing_classes_note(inputs.val.labels, inputs.val.num_classes),
     )
 
 
@@ -161,3 +162,17 @@ def _same_file(first: Path | None, second: Path | None) -> bool:
     if first is None or second is None or is_stdout(first) or is_stdout(second):
         return False
     return os.path.realpath(first) == os.path.realpath(second)
+
+
+def _missing_classes_note(labels: Any, num_classes: int) -> list[str]:
+    """A warning when the validation labels leave out classes: every calibrator is fitted without seeing them, and
+    the class-specific ones (vector and matrix scaling, Dirichlet) learn nothing of them."""
+    import numpy as np
+
+    present = np.unique(labels)
+    if present.size == num_classes:
+        return []
+    missing = sorted(set(range(num_classes)) - set(present.tolist()))
+    shown = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
+    return [f"the validation labels hold {present.size} of the {num_classes} classes (none of class {shown}): "
+            "calibrators fitted on them have not seen those classes, and cross-validated selection is unreliable"]

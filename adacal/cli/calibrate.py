@@ -117,6 +117,15 @@ def _metric_header(key: str) -> str:
     return headers.get(key, key.replace("_", "-").upper())
 
 
+def _selection_warnings(run: Any) -> list[str]:
+    """A line per calibrator that `--method all` could not choose: fitted or applied in no fold, or not at all."""
+    lines = []
+    for name, message in run.results["selection"]["errors"].items():
+        where = "in any fold" if name in run.results["calibrators"] else "(left out of the table)"
+        lines.append(f"Not selectable: {name} could not be fitted or applied {where} ({message})")
+    return lines
+
+
 def _bound_warnings(results: dict[str, Any]) -> list[str]:
     """One line per fitted temperature at the edge of its search range (the optimum may lie beyond it)."""
     lines = []
@@ -255,7 +264,10 @@ def calibrate(
         )
     print_notes(run.notes, quiet)
     if is_stdout(json_path) or is_stdout(save):
-        return  # the JSON is the whole of stdout
+        # The JSON is the whole of stdout; what the table would have warned about goes to stderr.
+        for line in _selection_warnings(run) + _bound_warnings(run.results):
+            typer.echo(line, err=True)
+        return
     if quiet:
         best = run.results["calibrators"][run.best]
         typer.echo(f"{run.best}: test {metrics_line(best['test_post'])} (uncalibrated: {metrics_line(best['test_pre'])})")
@@ -267,9 +279,8 @@ def calibrate(
         typer.echo(f"Selected on validation ({selection['folds']}-fold cross-validation, {header}): {run.best}")
         by_test = min(run.results["calibrators"].items(), key=lambda item: item[1]["test_rank"])[0]
         typer.echo(f"Best by test {header} (shown, not used to choose): {by_test}")
-        for name, message in selection["errors"].items():
-            where = "on every fold" if name in run.results["calibrators"] else "(left out of the table)"
-            typer.echo(f"Not selectable: {name} could not be fitted {where} ({message})")
+        for line in _selection_warnings(run):
+            typer.echo(line)
     for line in _bound_warnings(run.results):
         typer.echo(line)
     typer.echo(f"Wrote {run.written}" if run.written is not None else "Not saved: use --json PATH to write the report.")

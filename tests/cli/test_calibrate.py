@@ -317,8 +317,28 @@ def test_method_all_leaves_out_a_calibrator_that_cannot_be_fitted_at_all(tmp_pat
     np.savez(tmp_path / "p.npz", val_logits=logits[:5], val_labels=labels[:5], test_logits=logits, test_labels=labels)
     result = _invoke(tmp_path / "p.npz", "--method", "all", "--json", tmp_path / "out.json")
     assert result.exit_code == 0, result.output
-    assert "Not selectable: spline could not be fitted (left out of the table) (Expected at least 6 validation " \
-           "samples for a 6-knot spline" in result.output
+    warning = ("Not selectable: spline could not be fitted or applied (left out of the table) (Expected at least 6 "
+               "validation samples for a 6-knot spline")
+    assert warning in result.output
     results = json.loads((tmp_path / "out.json").read_text())["results"]
     assert "spline" not in results["calibrators"] and "spline" in results["selection"]["errors"]
     assert results["best"] in results["calibrators"]
+    # With the report on stdout, the warning still reaches the user, on stderr, and stdout stays pure JSON
+    piped = _invoke(tmp_path / "p.npz", "--method", "all", "--json", "-")
+    assert piped.exit_code == 0
+    assert warning in piped.stderr and warning not in piped.stdout
+    assert json.loads(piped.stdout)["results"]["best"] == results["best"]
+
+
+def test_validation_labels_missing_classes_are_warned_about(tmp_path):
+    rng = np.random.default_rng(4)
+    logits = rng.normal(size=(80, 4))
+    labels = rng.integers(0, 4, 80)
+    np.savez(tmp_path / "p.npz", val_logits=logits[:40], val_labels=np.where(labels[:40] == 3, 0, labels[:40]),
+             test_logits=logits[40:], test_labels=labels[40:])
+    result = _invoke(tmp_path / "p.npz", "--method", "temperature")
+    assert result.exit_code == 0, result.output
+    assert "the validation labels hold 3 of the 4 classes (none of class 3)" in result.stderr
+    np.savez(tmp_path / "all.npz", val_logits=logits[:40], val_labels=np.arange(40) % 4, test_logits=logits[40:],
+             test_labels=labels[40:])
+    assert "validation labels hold" not in _invoke(tmp_path / "all.npz", "--method", "temperature").stderr
