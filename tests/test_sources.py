@@ -476,6 +476,17 @@ def test_csv_files_as_pandas_writes_them_without_column_names(tmp_path):
     np.testing.assert_array_equal(labelled.labels, np.r_[0, LABELS[1:]])
 
 
+def test_csv_column_of_predicted_classes_beside_the_scores_is_dropped(tmp_path):
+    probs = softmax(LOGITS.astype(np.float64))
+    lines = ["p0,p1,p2,p3,pred,label"] + [",".join(f"{v:.17g}" for v in row) + f",{row.argmax()},{y}"
+                                         for row, y in zip(probs, LABELS)]
+    (tmp_path / "p.csv").write_text("\n".join(lines) + "\n")
+    pred = load_predictions(tmp_path / "p.csv")
+    same(pred, probs)
+    assert "p.csv: column 'pred' (predicted classes, integers) ignored: the class scores give the prediction" \
+        in pred.notes
+
+
 def test_csv_boolean_labels_and_an_empty_label_cell(tmp_path):
     rows = "\n".join(f"{1 - p:.3f},{p:.3f},{label}" for p, label in [(0.8, "True"), (0.1, "False"), (0.6, "True")])
     (tmp_path / "b.csv").write_text("s0,s1,label\n" + rows + "\n")

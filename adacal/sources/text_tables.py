@@ -25,6 +25,10 @@ CSV_LABEL_NAMES = ("label", "labels", "target", "targets", "y", "class")
 # A first column with one of these headers (lower-cased) and integer values is a row index, not a class: pandas'
 # `DataFrame.to_csv()` writes its index first with an empty header ("Unnamed: 0" once read back by pandas).
 CSV_INDEX_NAMES = ("", "unnamed: 0", "index", "id")
+# A column with one of these headers and integer values holds the predicted class, beside the per-class scores: it
+# is no class of its own (the scores give the prediction) and is dropped.
+CSV_PREDICTION_NAMES = ("pred", "preds", "prediction", "predictions", "predicted", "y_pred", "pred_label",
+                        "predicted_label", "predicted_class", "argmax")
 
 # Text formats may also come gzip-compressed (`preds.csv.gz`: pandas' `to_csv` compresses by the name alone).
 TEXT_FORMATS = (".csv", ".tsv", ".txt", ".json", ".jsonl")
@@ -261,6 +265,14 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
                      f"{path.name}: first column (no name, integers: a row index as pandas writes it) ignored")
         header, width = header[1:], width - 1
         rows = [(number, row[1:]) for number, row in rows]
+    predicted = [i for i, name in enumerate(header or []) if name.lower() in CSV_PREDICTION_NAMES]
+    if (predicted and width > 3 and rows
+            and all(len(row) == width and is_integer_text(row[predicted[0]].strip()) for _, row in rows)):
+        column = predicted[0]
+        notes.append(f"{path.name}: column {header[column]!r} (predicted classes, integers) ignored: the class scores "
+                     "give the prediction")
+        header, width = header[:column] + header[column + 1:], width - 1
+        rows = [(number, row[:column] + row[column + 1:]) for number, row in rows]
     if width < 2 and not all_scores:
         raise InputError(f"Expected {path} to have a column per class and a label column, got {width} column(s).")
     if header is not None and len(set(header)) != len(header):
