@@ -85,9 +85,12 @@ def test_hard_predictions_under_any_of_their_names_are_refused(tmp_path, key):
         load_predictions(tmp_path / "p.npz")
 
 
-@pytest.mark.parametrize("suffix, column", [(".npz", False), (".pt", False), (".npz", True)])
+@pytest.mark.parametrize("suffix, column", [(".npz", False), (".pt", False), (".npz", True), (".npz", "one-hot"),
+                                            (".pt", "one-hot")])
 def test_hard_class_predictions_are_refused_as_scores(tmp_path, suffix, column):
-    hard = LOGITS.argmax(axis=1)[:, None] if column else LOGITS.argmax(axis=1)
+    hard = LOGITS.argmax(axis=1)[:, None] if column is True else LOGITS.argmax(axis=1)
+    if column == "one-hot":
+        hard = np.eye(K, dtype=np.int64)[hard]  # read as probabilities of 0 and 1 before
     path = tmp_path / f"hard{suffix}"
     if suffix == ".npz":
         np.savez(path, predictions=hard, label_ids=LABELS)

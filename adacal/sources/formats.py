@@ -572,12 +572,16 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
         raise InputError(f"Expected {path} to contain {wanted}; it has: {arrays.listing()}.")
     raw = arrays[key]
     one_per_sample = np.ndim(raw) == 1 or tuple(np.shape(raw)[1:]) == (1,)  # a binary model's single score
-    if one_per_sample and _unprefixed(key) in HARD_PREDICTION_KEYS and np.issubdtype(to_numpy(raw, keep_float=True).dtype, np.integer):
-        raise InputError(
-            f"Expected {arrays.label(key)} to hold scores (logits or probabilities per class), but it holds one "
-            "integer per sample: hard class predictions carry no confidence to calibrate. Save the model's logits or "
-            "probabilities instead."
-        )
+    if _unprefixed(key) in HARD_PREDICTION_KEYS:
+        values = to_numpy(raw, keep_float=True)
+        integers = np.issubdtype(values.dtype, np.integer) or values.dtype == np.bool_
+        if integers and (one_per_sample or is_one_hot(values)):
+            holds = "one integer per sample" if one_per_sample else "one-hot rows of integers"
+            raise InputError(
+                f"Expected {arrays.label(key)} to hold scores (logits or probabilities per class), but it holds {holds}: "
+                "hard class predictions carry no confidence to calibrate. Save the model's logits or probabilities "
+                "instead."
+            )
     scores, notes = interpret_scores(raw, name=arrays.label(key), renormalize=options.renormalize,
                                      named_probabilities=_unprefixed(key) in PROBABILITY_KEYS)
     if not need_labels:
