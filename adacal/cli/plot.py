@@ -241,8 +241,13 @@ def correspondence(run: AdaFocalRunArgument, bins: BinsOption = None, out: OutOp
 
 @plot_app.command(
     "curves",
-    help="Error and ECE-EM (%) against epoch for several runs; runs of the same dataset, model and loss (different "
-    "seeds) are drawn as mean ± std.\n\nExample: adacal plot curves runs/ce-* runs/adafocal-* --out curves.pdf",
+    help="Error and ECE-EM (%) against epoch for several runs. Runs whose config.json options are equal except the "
+    "seed (and where or how they ran: output folder, name, device, workers, data folder, channels-last, --select, "
+    "--eval-test-every) are seeds of one setting, drawn as one line, mean ± std; every other difference makes a line "
+    "of its own, named by the options that differ (Focal γ=0, Focal γ=1000) or by its run folder when more differ. "
+    "A run given twice, or two runs with the same options and seed, count once (a note says so). Seeds that "
+    "recorded different numbers of epochs are drawn over the epochs they all have, as the legend (epochs 1–4 of "
+    "4/1/20) and a note say.\n\nExample: adacal plot curves runs/ce-* runs/adafocal-* --out curves.pdf",
 )
 @guarded
 def curves(
@@ -255,12 +260,18 @@ def curves(
     title: TitleOption = None,
 ) -> None:
     from adacal import plots
+    from adacal.cli.inputs import print_notes
+
+    notes: list[str] = []
 
     def build() -> Any:
-        histories, losses = plots.curve_inputs(runs)
-        return plots.training_curves(histories, split=split, losses=losses, title=title)
+        inputs = plots.curve_inputs(runs)
+        figure = plots.training_curves(inputs.runs, split=split, losses=inputs.losses, title=title)
+        notes.extend(inputs.notes + plots.curve_notes(inputs.runs, split=split, folders=inputs.folders))
+        return figure
 
     _draw("curves", runs, out, dpi, force, build)
+    print_notes(notes, quiet=False)
 
 
 @plot_app.command(

@@ -24,7 +24,7 @@ from adacal.plots.bands import (
     consistency_bands,
     reliability_bands,
 )
-from adacal.plots.curves import CurveSummary, summarize_curve, training_curves
+from adacal.plots.curves import CurveSummary, curve_notes, summarize_curve, training_curves
 from adacal.plots.outputs import (
     check_replace,
     clean_stale_temp_files,
@@ -33,6 +33,7 @@ from adacal.plots.outputs import (
     figure_kind,
 )
 from adacal.plots.readers import (
+    CurveInputs,
     RunInfo,
     curve_inputs,
     load_history,
@@ -73,6 +74,7 @@ __all__ = [
     "FORMATS",
     "LOSS_COLORS",
     "AdaFocalSeries",
+    "CurveInputs",
     "CurveSummary",
     "ReliabilityPanel",
     "RocInput",
@@ -84,6 +86,7 @@ __all__ = [
     "comparison_output",
     "correspondence",
     "curve_inputs",
+    "curve_notes",
     "default_output",
     "display_name",
     "figure_format",

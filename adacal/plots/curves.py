@@ -1,6 +1,9 @@
 """Training curves: error and ECE-EM (%) against epoch for several runs, seeds of one setting as mean ± std.
 
-Axes carry the labels "curves:error" and "curves:ece_em".
+Seeds that recorded different numbers of epochs (a run stopped early or still training) are drawn over the epochs
+they all have, never a mean of fewer runs than the legend says: the legend then says which epochs ("epochs 1–4 of
+4/1/20") and `curve_notes` gives the sentence `adacal plot curves` prints. Axes carry the labels "curves:error" and
+"curves:ece_em".
 """
 
 from __future__ import annotations
@@ -24,12 +27,24 @@ _CURVE_METRICS = (("error", "error (%)"), ("ece_em", "ECE-EM (%)"))
 
 @dataclass(frozen=True)
 class CurveSummary:
-    """A metric over epochs for one group of runs: the mean and (population, ddof=0) std across seeds."""
+    """A metric over epochs for one group of runs: the mean and (population, ddof=0) std across seeds, over the
+    epochs every run has; `run_epochs` counts the epochs each run records (more than `epochs` when they differ)."""
 
     epochs: np.ndarray
     mean: np.ndarray
     std: np.ndarray
     n_runs: int
+    run_epochs: tuple[int, ...] = ()
+
+    @property
+    def cut(self) -> bool:
+        """Whether some run records epochs that are not drawn (the runs have different lengths)."""
+        return any(n > self.epochs.size for n in self.run_epochs)
+
+    def drawn(self) -> str:
+        """The epochs drawn: "epochs 1–4" or "epoch 1"."""
+        first, last = int(self.epochs[0]), int(self.epochs[-1])
+        return f"epoch {first}" if first == last else f"epochs {first}–{last}"
 
 
 def _choose_split(runs: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]], split: str) -> str:
@@ -43,7 +58,8 @@ def _choose_split(runs: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]], spl
 
 
 def summarize_curve(histories: Sequence[Sequence[Mapping[str, Any]]], split: str, metric: str) -> CurveSummary:
-    """Mean and std (numpy, ddof=0) of `split.metric` across runs, over the epochs every run has."""
+    """Mean and std (numpy, ddof=0) of `split.metric` across runs, over the epochs every run has (so each point is
+    the mean of all the runs); `run_epochs` keeps how many epochs each run records."""
     per_run = []
     for history in histories:
         values = {}
@@ -61,7 +77,44 @@ def summarize_curve(histories: Sequence[Sequence[Mapping[str, Any]]], split: str
         mean=matrix.mean(axis=0),
         std=matrix.std(axis=0),
         n_runs=len(per_run),
+        run_epochs=tuple(len(values) for values in per_run),
     )
+
+
+def _legend(label: str, curve: CurveSummary) -> str:
+    if curve.n_runs == 1:
+        return label
+    cut = f", {curve.drawn()} of {'/'.join(map(str, curve.run_epochs))}" if curve.cut else ""
+    return f"{label} (mean ± std, {curve.n_runs} seeds{cut})"
+
+
+def curve_notes(
+    runs: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
+    *,
+    split: str = "auto",
+    folders: Mapping[str, Sequence[Any]] | None = None,
+) -> list[str]:
+    """One sentence (no final period) per line of `training_curves(runs, split=split)` whose runs recorded different
+    numbers of epochs: which epochs its mean ± std covers; `folders` (label → its runs) names the runs."""
+    split = _choose_split(runs, split)
+    split_name = {"val": "validation", "test": "test"}[split]
+    notes = []
+    for label, histories in runs.items():
+        if len(histories) < 2:
+            continue
+        curves = {unit.replace(" (%)", ""): summarize_curve(histories, split, metric)
+                  for metric, unit in _CURVE_METRICS}
+        cut: dict[tuple[str, tuple[int, ...]], list[str]] = {}  # the metrics cut alike
+        for name, curve in curves.items():
+            if curve.cut:
+                cut.setdefault((curve.drawn(), curve.run_epochs), []).append(name)
+        where = f" ({', '.join(map(str, folders[label]))})" if folders and label in folders else ""
+        for (drawn, counts), names in cut.items():
+            what = "metrics" if len(names) == len(curves) else names[0]
+            listed = ", ".join(map(str, counts[:-1])) + f" and {counts[-1]}"
+            notes.append(f"{label}: its {len(histories)} runs{where} record {split_name} {what} for {listed} epochs; "
+                         f"mean ± std is drawn over {drawn}, the epochs all of them have")
+    return notes
 
 
 def _repeat_styles(colors: Sequence[str]) -> list[str]:
@@ -82,7 +135,9 @@ def training_curves(
     title: str | None = None,
 ) -> Figure:
     """Error and ECE-EM (%) against epoch for several runs overlaid; each label maps to the histories of its seeds,
-    drawn as the mean with a ± std band when there are several. `losses` maps labels to loss names for colours."""
+    drawn as the mean with a ± std band when there are several, over the epochs they all have (the legend says
+    "epochs 1–4 of 4/1/20" when their lengths differ; `curve_notes` says it in a sentence). `losses` maps labels to
+    loss names for colours."""
     if not runs:
         raise InputError("Expected at least one run to draw training curves for, got none.")
     split = _choose_split(runs, split)
@@ -97,8 +152,7 @@ def training_curves(
         for ax, (metric, unit) in zip(axes, _CURVE_METRICS):
             for label, color, style in zip(labels, colors, styles):
                 curve = summarize_curve(runs[label], split, metric)
-                legend = label if curve.n_runs == 1 else f"{label} (mean ± std, {curve.n_runs} seeds)"
-                ax.plot(curve.epochs, 100.0 * curve.mean, color=color, linestyle=style, label=legend,
+                ax.plot(curve.epochs, 100.0 * curve.mean, color=color, linestyle=style, label=_legend(label, curve),
                         **_marker(curve.epochs.size))
                 if curve.n_runs > 1:
                     band = ax.fill_between(curve.epochs, 100.0 * (curve.mean - curve.std),

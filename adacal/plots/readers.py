@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from adacal.checks import check_non_negative_int, check_positive_int
-from adacal.conventions import DEFAULT_N_BINS
+from adacal.checks import check_non_negative_int, check_positive_int, renamed_options
+from adacal.conventions import DEFAULT_N_BINS, LOSS_OPTION_ALIASES, LOSS_OPTION_FLAGS
 from adacal.errors import InputError
 from adacal.metrics.binning import BinStatistics
 from adacal.plots.reliability_diagrams import ReliabilityPanel, check_diagram_bins, panel_from_scores
@@ -265,25 +265,152 @@ def reliability_inputs(
     ]
 
 
-def curve_inputs(paths: Sequence[str | os.PathLike]) -> tuple[dict[str, list[list[dict[str, Any]]]], dict[str, str]]:
-    """Histories grouped by (dataset, model, loss) — seeds of one setting form one group — and each group's loss."""
+# config.json options that cannot change a run's per-epoch history, so runs that differ only in them (and the seed)
+# are seeds of one setting: where the run was written, its name, what it was resumed from, where and how it ran
+# (device, data-loading workers, memory layout, data folder: `train --resume` may change device, workers and data_dir
+# and still continue the run exactly), which checkpoint was kept at the end (not the history) and how often the test
+# split was measured (never trained on; epochs without test metrics are handled like those of a shorter run).
+CURVE_BOOKKEEPING = ("out", "name", "resume", "device", "workers", "data_dir", "channels_last", "select",
+                     "eval_test_every")
+# How a label names an option: loss options as their train flag (γ, λ for the paper's symbols), others by their key.
+_OPTION_SYMBOLS = {"gamma": "γ", "lam": "λ", "gamma_max": "γ_max", "gamma_min": "γ_min", "gamma_init": "γ_init"}
+_MAX_LABEL_OPTIONS = 2  # more differing options than this: the line is named by its run folder
+
+
+@dataclass(frozen=True)
+class CurveInputs:
+    """What `plot curves` draws: each line's label → the histories of its runs (one per seed), its loss (colour), its
+    run folders, and notes on runs counted once (one sentence each, no final period)."""
+
+    runs: dict[str, list[list[dict[str, Any]]]]
+    losses: dict[str, str]
+    folders: dict[str, list[Path]]
+    notes: list[str]
+
+
+def _setting(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The options of a run that shape its curve, keyed by path: config.json without the seed and
+    `CURVE_BOOKKEEPING`, loss and model options one key each (`("loss_options", "gamma")`; a deprecated spelling
+    such as num_bins reads as today's), so runs compare equal exactly when they are seeds of one setting."""
+    setting: dict[str, Any] = {}
+    for key, value in config.items():
+        if key == "seed" or key in CURVE_BOOKKEEPING:
+            continue
+        if key in ("loss_options", "model_options") and isinstance(value, Mapping):
+            options = renamed_options(value, LOSS_OPTION_ALIASES) if key == "loss_options" else value
+            setting.update({(key, name): option for name, option in options.items()})
+        else:
+            setting[(key,)] = value
+    return setting
+
+
+def _option_text(key: tuple[str, ...], value: Any) -> str | None:
+    """`γ=0`, `lr=0.01`, `milestones=15,25`: how a label shows one option; None when it is not one simple value."""
+    name = key[-1]
+    if key[0] == "loss_options":
+        name = _OPTION_SYMBOLS.get(name) or LOSS_OPTION_FLAGS.get(name, name).lstrip("-")
+    elif key[0] != "model_options":
+        name = name.replace("_", "-")
+
+    def scalar(item: Any) -> str | None:
+        if item is None or isinstance(item, bool):
+            return str(item).lower()
+        if isinstance(item, float):
+            return str(int(item)) if item.is_integer() else repr(item)
+        if isinstance(item, (int, str)):
+            return str(item)
+        return None
+
+    if isinstance(value, list):  # milestones
+        parts = [part for part in map(scalar, value) if part is not None]
+        text = (",".join(parts) or "none") if len(parts) == len(value) else None
+    else:
+        text = scalar(value)
+    return None if text is None or len(text) > 24 else f"{name}={text}"
+
+
+def _setting_labels(settings: list[dict[str, Any]], folders: list[Path]) -> list[str]:
+    """What tells apart lines that share a loss (and model, dataset): the options whose values differ between them
+    when there are at most two and each is one simple value (" γ=0"), else each line's first run folder
+    (" · ce-2")."""
+    keys = list(dict.fromkeys(key for setting in settings for key in setting))
+    differing = [key for key in keys if any(s.get(key) != settings[0].get(key) for s in settings[1:])]
+    if 0 < len(differing) <= _MAX_LABEL_OPTIONS:
+        texts = [[text for key in differing if (text := _option_text(key, setting.get(key)))] for setting in settings]
+        labels = [" " + ", ".join(parts) for parts in texts if len(parts) == len(differing)]
+        if len(set(labels)) == len(settings):
+            return labels
+    names = [folder.name for folder in folders]
+    return [f" · {name}" for name in (names if len(set(names)) == len(names) else map(str, folders))]
+
+
+def curve_inputs(paths: Sequence[str | os.PathLike]) -> CurveInputs:
+    """Run folders grouped into the lines of `plot curves`: runs whose config.json options are equal except the seed
+    (and `CURVE_BOOKKEEPING`: output folder, name, device, ...) form one line, their seeds drawn as mean ± std.
+
+    A line is labelled by its loss (with the model and dataset when the runs have several); lines that share that
+    label add the options that differ between them ("Focal γ=0", "Focal γ=1000"), or their first run folder's name
+    ("CE · ce-lr") when more than two differ or one is not a simple value. A run folder given twice, or a run with
+    the same options and seed as one before it (a copy or a rerun, not another seed), is drawn once, from the first
+    given: `notes` say so.
+    """
     if not paths:
         raise InputError("Expected at least one RUN folder, got none.")
     infos = [read_run(p) for p in paths]
-    keys = [(i.option("dataset"), i.option("model"), i.loss) for i in infos]
-    several_models = len({k[1] for k in keys}) > 1
-    several_datasets = len({k[0] for k in keys}) > 1
-    groups: dict[tuple[str, str, str], list[list[dict[str, Any]]]] = {}
-    for info, key in zip(infos, keys):
-        groups.setdefault(key, []).append(info.history)
+    notes: list[str] = []
+    seen: dict[Path, RunInfo] = {}
+    unique: list[RunInfo] = []
+    for info in infos:
+        where = info.root.resolve()
+        if where in seen:
+            note = f"{info.root} is given more than once; it is drawn once"
+            if note not in notes:
+                notes.append(note)
+            continue
+        seen[where] = info
+        unique.append(info)
+    histories = {info.root: info.history for info in unique}  # every run's, so a damaged one fails even if left out
+
+    groups: list[tuple[dict[str, Any], list[RunInfo]]] = []
+    for info in unique:
+        setting = _setting(info.config)
+        members = next((members for other, members in groups if other == setting), None)
+        if members is None:
+            groups.append((setting, [info]))
+            continue
+        seed = info.config.get("seed")
+        twin = next((member for member in members if member.config.get("seed") == seed), None)
+        if twin is not None:
+            notes.append(f"{info.root} has the same options and seed ({seed}) as {twin.root}, so it is not another "
+                         f"seed; only {twin.root} is drawn")
+            continue
+        members.append(info)
+
+    several_models = len({members[0].option("model") for _, members in groups}) > 1
+    several_datasets = len({members[0].option("dataset") for _, members in groups}) > 1
+    names, extras = [], []
+    for _, members in groups:
+        first = members[0]
+        names.append(display_name(first.loss))
+        extras.append([first.option("model")] * several_models + [first.option("dataset")] * several_datasets)
+    details = [""] * len(groups)
+    for name, extra in dict.fromkeys((name, tuple(extra)) for name, extra in zip(names, extras)):
+        shared = [i for i in range(len(groups)) if (names[i], tuple(extras[i])) == (name, extra)]
+        if len(shared) > 1:
+            told = _setting_labels([groups[i][0] for i in shared], [groups[i][1][0].root for i in shared])
+            for i, text in zip(shared, told):
+                details[i] = text
     runs: dict[str, list[list[dict[str, Any]]]] = {}
     losses: dict[str, str] = {}
-    for (dataset, model, loss), histories in groups.items():
-        parts = [display_name(loss)] + ([model] if several_models else []) + ([dataset] if several_datasets else [])
-        label = " · ".join(parts)
-        runs[label] = histories
-        losses[label] = loss
-    return runs, losses
+    folders: dict[str, list[Path]] = {}
+    for name, extra, detail, (_, members) in zip(names, extras, details, groups):
+        label = " · ".join([name + detail, *extra])
+        if label in runs:  # two losses shown alike: never merge lines, name this one by its folder
+            label = f"{label} ({members[0].root})"
+        runs[label] = [histories[member.root] for member in members]
+        losses[label] = members[0].loss
+        folders[label] = [member.root for member in members]
+    return CurveInputs(runs=runs, losses=losses, folders=folders, notes=notes)
 
 
 def _ood_reports(path: Path) -> list[Path]:
