@@ -147,7 +147,8 @@ def check_labels(
             raise InputError(f"Expected {name} to be integers, got dtype {array.dtype}.")
         if not np.isfinite(array).all() or not np.equal(np.mod(array, 1), 0).all():
             raise InputError(f"Expected {name} to be integers, got non-integer values.")
-    if array.size and array.dtype.kind in "uf" and max(-array.min(), array.max()) > _INT64_MAX:  # would wrap
+    if array.size and array.dtype.kind in "uf" and (array.max() > _INT64_MAX or (  # would wrap around when cast
+            array.dtype.kind == "f" and array.min() < -_INT64_MAX)):
         upper = f"{num_classes - 1}" if num_classes is not None else "..."
         raise InputError(f"Expected {name} in [0, {upper}], got values from {array.min():.6g} to {array.max():.6g}.")
     array = array.astype(np.int64, copy=copy)

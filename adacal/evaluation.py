@@ -177,14 +177,36 @@ class EvaluationRun:
     report: dict[str, Any]
     source: EvaluationInput
     written: list[Path] = field(default_factory=list)  # --json, and a run's evaluate.json when it had none
-    kept: Path | None = None  # the run's evaluate.json that train wrote: never replaced
+    kept: Path | None = None  # the run's evaluate.json that was there already: never replaced
     calibrated: bool = False  # the report describes the scores after --calibrator
+    # Who wrote `kept`: "train" (the run's own report), "evaluate" (an earlier `adacal evaluate` of a run that had
+    # none) or "unreadable" (not a readable evaluate report); `kept_detail` says more (the epoch scored, the problem).
+    kept_by: str | None = None
+    kept_detail: str | None = None
 
     @property
     def notes(self) -> list[str]:
-        """What was assumed reading the input (binary scores, class names, renormalised rows), and per-bin statistics
-        left out of a report with very many bins."""
-        return list(self.source.predictions.notes) + bins_note(int(self.report["config"]["n_bins"]))
+        """What was assumed reading the input (binary scores, class names, renormalised rows), which epoch's
+        checkpoint was scored when training had not finished, and per-bin statistics left out of a report with very
+        many bins."""
+        checkpoint = (self.report["config"].get("source") or {}).get("checkpoint") or {}
+        unfinished = [checkpoint["note"]] if checkpoint.get("note") else []
+        return list(self.source.predictions.notes) + unfinished + bins_note(int(self.report["config"]["n_bins"]))
+
+    @property
+    def kept_message(self) -> str | None:
+        """The line saying why the run's evaluate.json was left as it is (None when nothing was kept)."""
+        if self.kept is None:
+            return None
+        if self.kept_by == "train":
+            return f"Kept {self.kept} as train wrote it; give --json PATH to save this report."
+        if self.kept_by == "evaluate":
+            detail = f" ({self.kept_detail})" if self.kept_detail else ""
+            return (f"Kept {self.kept}, which an earlier 'adacal evaluate' wrote{detail}; give --json PATH to save "
+                    "this report.")
+        detail = f" ({self.kept_detail})" if self.kept_detail else ""
+        return (f"Kept {self.kept} unchanged, though it is not a readable evaluate report{detail}; give --json PATH to "
+                "save this report.")
 
 
 def check_evaluate_options(
@@ -253,19 +275,101 @@ def run_evaluate(
     scores = source.predictions.logits
     if fitted is not None:
         scores = calibrated_probs(fitted, scores, calibrator_path=calibrator)
+    described = source.describe()
+    if source.source == "checkpoint":
+        described["checkpoint"] = checkpoint_progress(source.data_path, source.run)
     report = evaluation_report(
         scores, source.predictions.labels, n_bins=n_bins, metric_names=names, bootstrap=bootstrap, seed=seed,
-        input_path=source.data_path, source=source.describe(), calibrator=calibrator, progress=progress,
+        input_path=source.data_path, source=described, calibrator=calibrator, progress=progress,
     )
 
     targets = [json_path] if json_path is not None else []
-    kept = None
+    kept = kept_by = kept_detail = None
     if source.run is not None and fitted is None:
         run_report = source.run.report(EVALUATE_FILE)
         if run_report.exists():
-            kept = run_report  # train wrote it: evaluate never modifies what train wrote
+            kept = run_report  # evaluate never replaces it: train wrote it, or an earlier evaluate of this run
+            kept_by, kept_detail = _written_by(run_report)
         elif json_path is None or run_report.resolve() != json_path.resolve():
             targets.append(run_report)  # an interrupted run has none yet
     for target in targets:
         write_json(target, report)
-    return EvaluationRun(report=report, source=source, written=targets, kept=kept, calibrated=fitted is not None)
+    return EvaluationRun(report=report, source=source, written=targets, kept=kept, calibrated=fitted is not None,
+                         kept_by=kept_by, kept_detail=kept_detail)
+
+
+def checkpoint_progress(path: str | os.PathLike, run: Any = None) -> dict[str, Any]:
+    """Which point of training the scored checkpoint holds: {"path", "epoch", "epochs" (the run's target),
+    "finished" (whether training had reached it)}, plus "batch" for a mid-epoch checkpoint (interrupted.pt) and a
+    "note" when training had not finished (an epoch-0 checkpoint holds the untrained initial weights)."""
+    from adacal.sources.documents import read_report
+    from adacal.sources.files import safe_torch_load
+
+    try:  # read again for these few fields only (the model was built and checked where it was run)
+        checkpoint = safe_torch_load(path, what="torch checkpoint")
+    except InputError:
+        return {"path": str(path)}
+    epoch = checkpoint.get("epoch") if isinstance(checkpoint, dict) else None
+    if not isinstance(epoch, int) or isinstance(epoch, bool):
+        return {"path": str(path)}
+    config = checkpoint.get("config") if isinstance(checkpoint.get("config"), dict) else {}
+    epochs = config.get("epochs")
+    if run is not None:  # the run's own target, which a later --resume may have raised
+        try:
+            epochs = read_report(run.config, kind="train-config")["config"].get("epochs", epochs)
+        except (InputError, KeyError, TypeError, AttributeError):
+            pass
+    epochs = int(epochs) if isinstance(epochs, int) and not isinstance(epochs, bool) else None
+    partial = checkpoint.get("partial_epoch")
+    batch = int(partial["batch"]) if isinstance(partial, dict) else None
+    if batch is not None:
+        finished: bool | None = False
+    else:  # None: the checkpoint records no target (not written by adacal train)
+        finished = None if epochs is None else max(epoch, _epochs_trained(run)) >= epochs
+    progress: dict[str, Any] = {"path": str(path), "epoch": epoch, "epochs": epochs, "finished": finished}
+    if batch is not None:
+        progress["batch"] = batch
+    if finished is False:
+        target = f" of {epochs}" if epochs is not None else ""
+        if batch is not None:
+            held = f"epoch {epoch}{target} and {batch} batch(es) of epoch {epoch + 1}"
+        elif epoch == 0:
+            held = f"epoch 0{target} (the untrained initial weights)"
+        else:
+            held = f"epoch {epoch}{target}"
+        progress["note"] = f"training has not finished; scored {path}, the model of {held}"
+    return progress
+
+
+def _epochs_trained(run: Any) -> int:
+    """The last epoch a run's history.jsonl records (a best.pt of an earlier epoch is scored after training ended)."""
+    if run is None or not run.history.is_file():
+        return 0
+    from adacal.sources.documents import read_history
+
+    try:
+        records = read_history(run.history, torn_tail=True)
+    except InputError:
+        return 0
+    return max((int(r["epoch"]) for r in records), default=0)
+
+
+def _written_by(path: Path) -> tuple[str, str | None]:
+    """Who wrote a run's evaluate.json: ("train", None) — train's report names the epoch it selected —,
+    ("evaluate", what it scored) or ("unreadable", why)."""
+    from adacal.sources.documents import read_report
+
+    try:
+        report = read_report(path, kind="evaluate")
+    except InputError as exc:
+        return "unreadable", str(exc).rstrip(".")
+    config = report.get("config") if isinstance(report.get("config"), dict) else {}
+    model = config.get("model")
+    if isinstance(model, dict) and isinstance(model.get("selected_epoch"), int):
+        return "train", None
+    source = config.get("source") if isinstance(config.get("source"), dict) else {}
+    checkpoint = source.get("checkpoint") if isinstance(source.get("checkpoint"), dict) else {}
+    epoch = checkpoint.get("epoch")
+    if isinstance(epoch, int) and not isinstance(epoch, bool):
+        return "evaluate", f"from the checkpoint of epoch {epoch}"
+    return "evaluate", None

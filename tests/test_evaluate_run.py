@@ -75,3 +75,88 @@ def test_the_report_may_not_replace_its_input(data):
     with pytest.raises(InputError, match="--json"):
         run_evaluate(path, json_path=path)
     assert path.read_bytes() == before
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# a run whose training did not finish: which checkpoint was scored, and who wrote the evaluate.json that is kept
+
+
+@pytest.fixture(scope="module")
+def unfinished_run(tmp_path_factory, one_torch_thread):
+    """A run folder that never finished epoch 1 (its weights diverged): config.json and checkpoints/last.pt of
+    epoch 0 only."""
+    from adacal.training import TrainConfig, train
+    from adacal.training.loop import NonFiniteLossError
+
+    out = tmp_path_factory.mktemp("unfinished")
+    with one_torch_thread(), pytest.raises(NonFiniteLossError):
+        train(TrainConfig(dataset="digits", device="cpu", train_subset=64, batch_size=32, lr=1e10, epochs=3,
+                          out=str(out), name="run"))
+    return out / "run"
+
+
+def _copy_run(run, tmp_path):
+    import shutil
+
+    return shutil.copytree(run, tmp_path / "run")
+
+
+def test_an_unfinished_run_says_which_epoch_was_scored(unfinished_run, tmp_path, one_torch_thread):
+    run = _copy_run(unfinished_run, tmp_path)
+    last = run / "checkpoints" / "last.pt"
+    with one_torch_thread():
+        first = run_evaluate(run, device="cpu")
+    note = f"training has not finished; scored {last}, the model of epoch 0 of 3 (the untrained initial weights)"
+    assert first.report["config"]["source"]["checkpoint"] == {
+        "path": str(last), "epoch": 0, "epochs": 3, "finished": False, "note": note}
+    assert note in first.notes
+    assert first.written == [run / "evaluate.json"] and first.kept is None
+    assert json.loads((run / "evaluate.json").read_text())["config"]["source"]["checkpoint"]["epoch"] == 0
+
+    # A second evaluate keeps the file and says that evaluate, not train, wrote it.
+    with one_torch_thread():
+        second = run_evaluate(run, device="cpu")
+    assert second.kept == run / "evaluate.json" and second.written == [] and second.kept_by == "evaluate"
+    assert second.kept_message == (
+        f"Kept {run / 'evaluate.json'}, which an earlier 'adacal evaluate' wrote (from the checkpoint of epoch 0); "
+        "give --json PATH to save this report.")
+
+    # A damaged evaluate.json is kept as it is, and said to be unreadable.
+    (run / "evaluate.json").write_text("{not json")
+    with one_torch_thread():
+        damaged = run_evaluate(run, device="cpu")
+    assert damaged.kept_by == "unreadable" and (run / "evaluate.json").read_text() == "{not json"
+    assert damaged.kept_message.startswith(f"Kept {run / 'evaluate.json'} unchanged, though it is not a readable "
+                                           "evaluate report (")
+    assert "train wrote" not in damaged.kept_message
+
+
+def test_the_command_notes_the_epoch_on_stderr_and_says_who_wrote_the_kept_report(unfinished_run, tmp_path,
+                                                                                  one_torch_thread):
+    from adacal.cli import app
+    from cli_helpers import runner
+
+    run = _copy_run(unfinished_run, tmp_path)
+    with one_torch_thread():
+        first = runner.invoke(app, ["evaluate", str(run), "--device", "cpu"])
+        second = runner.invoke(app, ["evaluate", str(run), "--device", "cpu"])
+    assert first.exit_code == 0 and second.exit_code == 0, first.output + second.output
+    assert "Note: training has not finished; scored" in first.stderr and "epoch 0 of 3" in first.stderr
+    assert f"Wrote {run / 'evaluate.json'}" in first.stdout
+    assert "as train wrote it" not in second.stdout
+    assert "which an earlier 'adacal evaluate' wrote" in " ".join(second.stdout.split())
+
+
+def test_a_finished_run_keeps_the_report_train_wrote(tmp_path, one_torch_thread):
+    from adacal.training import TrainConfig, train
+
+    with one_torch_thread():
+        train(TrainConfig(dataset="digits", device="cpu", train_subset=64, batch_size=32, epochs=1, out=str(tmp_path),
+                          name="run"))
+        run = tmp_path / "run"
+        before = (run / "evaluate.json").read_bytes()
+        evaluated = run_evaluate(run, device="cpu")
+    assert evaluated.kept_by == "train" and (run / "evaluate.json").read_bytes() == before
+    assert evaluated.kept_message == (
+        f"Kept {run / 'evaluate.json'} as train wrote it; give --json PATH to save this report.")
+    assert "checkpoint" not in evaluated.report["config"]["source"]  # predictions.npz was read, no model was run

@@ -189,6 +189,6 @@ def evaluate(
     for target in run.written:
         typer.echo(f"Wrote {target}")
     if run.kept is not None and json_path is None:
-        typer.echo(f"Kept {run.kept} as train wrote it; give --json PATH to save this report.")
+        typer.echo(run.kept_message)
     if run.source.run is not None and run.calibrated:
         typer.echo(f"Not writing {EVALUATE_FILE} into {run.source.run.root}: it describes the uncalibrated model.")

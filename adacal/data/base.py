@@ -83,21 +83,38 @@ class Dataset:
             raise InputError(f"Expected a split name train, val or test, got '{name}'.")
         return getattr(self, name)
 
-    def limit_test(self, n: int | None) -> Dataset:
-        """Keep `n` test samples (quick experiments); None keeps them all. Recorded in split_info.
+    def limit_test(self, n: int | None, *, method: str = "every-class") -> Dataset:
+        """Keep `n` test samples (quick experiments); None, or an `n` of at least the test split's size, keeps them
+        all. Recorded in split_info (`test_subset`, `test_subset_seed`, `test_subset_method`).
 
         A seeded random sample kept in the original order, not the first n: test sets are often sorted by class (the
         prepared CIFAR-10 arrays are), and their first n would hold a single class. The seed is fixed, so runs with
-        different training seeds are scored on the same test images.
+        different training seeds are scored on the same test images. See `subset_test_rows` for `method`: with the
+        default, every class of the test split is in the sample whenever n is at least the number of classes
+        (`check_test_subset` refuses a smaller or larger n, as `adacal train --test-subset` does).
         """
         if n is None or n >= len(self.test):
             return self
-        keep = np.sort(np.random.default_rng(TEST_SUBSET_SEED).choice(len(self.test), size=n, replace=False))
+        keep = subset_test_rows(self.test.labels.numpy(), n, method=method)
         self.test = self.test.subset(keep)
         sizes = {**self.split_info.get("sizes", {}), "test": int(n)}
         self.split_info = {**self.split_info, "test_subset": int(n), "test_subset_seed": TEST_SUBSET_SEED,
-                           "sizes": sizes}
+                           "test_subset_method": method, "sizes": sizes}
         return self
+
+    def check_test_subset(self, n: int | None) -> None:
+        """Refuse a test subset that cannot be what `--test-subset` promises: more samples than the test split holds,
+        or fewer than its classes (one sample of each class)."""
+        if n is None:
+            return
+        if n > len(self.test):
+            raise InputError(f"Expected test_subset at most {len(self.test)} (the test split of {self.name}), got {n}.")
+        classes = len(np.unique(self.test.labels.numpy()))
+        if n < classes:
+            raise InputError(
+                f"Expected test_subset at least {classes} (one sample of each class in the test split of "
+                f"{self.name}), got {n}."
+            )
 
     @property
     def mean(self) -> tuple[float, ...] | None:
@@ -124,6 +141,39 @@ def split_record(
         "method": method,
         **details,
     }
+
+
+# How `Dataset.limit_test` draws its sample: "every-class" (the default) is "random" with every class of the test split
+# in it; "random" is kept so that runs recorded with it (split_info without test_subset_method) keep their test images.
+TEST_SUBSET_METHODS = ("every-class", "random")
+
+
+def subset_test_rows(labels: np.ndarray, n: int, *, method: str = "every-class") -> np.ndarray:
+    """The sorted positions of the `n` test samples `Dataset.limit_test` keeps, from the test split's labels.
+
+    "random": a seeded sample (numpy default_rng(TEST_SUBSET_SEED).choice without replacement).
+    "every-class": the same sample, then, while n is at least the number of classes, each class it misses (in class
+    order) takes the place of a seeded-random sample of the class the sample holds most of (the lowest class id on a
+    tie): every class is represented, the size stays n, and a sample that already held every class is unchanged.
+    """
+    if method not in TEST_SUBSET_METHODS:
+        raise InputError(f"Expected a test subset method {' or '.join(TEST_SUBSET_METHODS)}, got {method!r}.")
+    labels = np.asarray(labels)
+    total = len(labels)
+    if not 0 < n <= total:
+        raise InputError(f"Expected a test subset of 1 to {total} samples, got {n}.")
+    rng = np.random.default_rng(TEST_SUBSET_SEED)
+    rows = np.sort(rng.choice(total, size=n, replace=False))
+    classes = np.unique(labels)
+    if method == "random" or n < len(classes):
+        return rows
+    for missing in np.setdiff1d(classes, labels[rows]):
+        sampled, counts = np.unique(labels[rows], return_counts=True)
+        largest = sampled[int(np.argmax(counts))]
+        held = np.flatnonzero(labels[rows] == largest)
+        members = np.flatnonzero(labels == missing)
+        rows[held[rng.integers(len(held))]] = members[rng.integers(len(members))]
+    return np.sort(rows)
 
 
 def default_data_dir() -> Path:

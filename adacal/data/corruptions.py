@@ -162,12 +162,12 @@ def load_cifar_c(
     corruption: str,
     *,
     severity: int,
-    select: Callable[[int], np.ndarray | None] | None = None,
+    select: Callable[[int, np.ndarray], np.ndarray | None] | None = None,
 ) -> tuple[Split, int]:
     """Images of one corruption and severity from Hendrycks' layout: (Split uint8 NCHW, images per severity).
 
     `<folder>/<corruption>.npy` holds 5 x n images (severity s = rows (s-1)n ... sn-1) and `<folder>/labels.npy` their
-    n x 5 labels. `select(n)` may return the indices (into the n images of a severity) to keep; only those rows are
+    n x 5 labels. `select(n, labels)` (the severity's n labels) may return the indices (into its n images) to keep; only those rows are
     read from disk, so memory follows the selection, not the file.
     """
     folder = Path(folder)
@@ -194,9 +194,9 @@ def load_cifar_c(
             f"got {len(images)} images."
         )
     n = len(images) // CIFAR_C_SEVERITIES
-    rows = np.arange(n) if select is None else select(n)
-    rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
     start = (severity - 1) * n
+    rows = np.arange(n) if select is None else select(n, np.asarray(labels[start:start + n]))
+    rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
     picked = np.ascontiguousarray(images[start + rows])
     picked_labels = np.asarray(labels[start + rows], dtype=np.int64)
     if picked_labels.size and (picked_labels.min() < 0):
@@ -227,7 +227,7 @@ def load_ood_set(
     severity: int | None = None,
     seed: int = 0,
     download: bool = True,
-    select: Callable[[int], np.ndarray | None] | None = None,
+    select: Callable[[int, np.ndarray], np.ndarray | None] | None = None,
 ) -> OODSet:
     """An out-of-distribution set.
 
@@ -237,7 +237,7 @@ def load_ood_set(
     - any registered dataset name: its test split (corrupted by a generator when `corruption` or `severity` is given).
     - a path to an .npz: images under key `x` or `test_x` (uint8 HWC), labels under `y` / `test_y` when present
       (else -1: OOD scoring needs none), corrupted when asked.
-    `select(n)` may return indices into the n samples of the set to keep (None: all); they are taken before any
+    `select(n, labels)` (the set's n labels) may return indices into its n samples to keep (None: all); they are taken before any
     corruption is generated. Images come back uint8 NCHW; feed them through `BatchLoader(split, ...,
     dataset=<training dataset>)` so they get the in-distribution normalisation.
     """
@@ -282,7 +282,7 @@ def load_ood_set(
         if corruption is not None and kind != "image":
             raise InputError(f"Expected an image dataset for corruption '{corruption}', got the {kind} dataset {base}.")
     size = len(split)
-    rows = select(size) if select is not None else None
+    rows = select(size, split.labels.numpy()) if select is not None else None
     if rows is not None:
         split = split.subset(np.asarray(rows, dtype=np.int64))
     if corruption is not None:

@@ -143,8 +143,8 @@ def ood_from_model(
     it was subsampled to the in-distribution size, or None), and val when asked.
     """
     from adacal.data import BatchLoader, load_dataset, load_ood_set
-    from adacal.data.base import TEST_SUBSET_SEED
-    from adacal.training.checkpoints import load_checkpoint
+    from adacal.data.base import subset_test_rows
+    from adacal.training.checkpoints import checkpoint_test_subset_method, load_checkpoint
     from adacal.training.inference import build_model_from_checkpoint, checkpoint_data_options, predict, resolve_device
 
     in_name, out_name, corruption, severity = check_ood_options(
@@ -170,13 +170,15 @@ def ood_from_model(
     # the corrupted copy of the training dataset), then --limit.
     subsample: dict[str, Any] = {}
 
-    def select(n: int) -> np.ndarray | None:
+    subset_method = checkpoint_test_subset_method(checkpoint)
+
+    def select(n: int, labels: np.ndarray) -> np.ndarray | None:
         rows = np.arange(n)
         if test_subset is not None and int(test_subset) < n:
             m = int(test_subset)
             if out_name.endswith("-c") and out_name[:-2] == in_name:
                 # As Dataset.limit_test picks the test subset: the corrupted versions of the very same images.
-                rows = np.sort(np.random.default_rng(TEST_SUBSET_SEED).choice(n, size=m, replace=False))
+                rows = subset_test_rows(labels, m, method=subset_method)
                 why = f"the corrupted copies of the model's {m} {in_name} test-subset images"
             else:
                 rows = np.sort(np.random.default_rng(seed).permutation(n)[:m])
@@ -203,7 +205,7 @@ def ood_from_model(
             in_name, data_dir=data_dir, download=download,
             seed=options["seed"] if same else 0,
             val_size=options["val_size"] if same else None,
-        ).limit_test(test_subset)
+        ).limit_test(test_subset, method=subset_method)
         if tuple(dataset.input_shape) != input_shape:
             raise InputError(
                 f"Expected {in_name} inputs of shape {input_shape} like the model's input, got {tuple(dataset.input_shape)}."

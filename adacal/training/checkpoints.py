@@ -292,6 +292,17 @@ def _check_partial_epoch(partial: Any, epoch: int, path: Path) -> None:
         raise CheckpointError(f"Expected 'partial_epoch.correct' in {path} to be at most its 'seen', but it is not.")
 
 
+def checkpoint_test_subset_method(checkpoint: dict[str, Any]) -> str:
+    """How the run of `checkpoint` drew its --test-subset sample (`adacal.data.base.test_subset_rows`), so that a
+    resumed run and `adacal evaluate` score the same test images: the method its `split` records; "random" for a
+    checkpoint written before checkpoints recorded it (no `split`) or when its split records none."""
+    from adacal.data.base import TEST_SUBSET_METHODS
+
+    split = checkpoint.get("split")
+    method = split.get("test_subset_method", "random") if isinstance(split, dict) else "random"
+    return method if method in TEST_SUBSET_METHODS else "random"
+
+
 def resolve_checkpoint_path(path: str | os.PathLike, which: str = "last") -> Path:
     """A checkpoint file given directly, or `<run>/checkpoints/<which>.pt` for a run folder."""
     from adacal.sources.files import check_regular_file

@@ -531,6 +531,66 @@ def merge_resume_config(saved: dict[str, Any], given: TrainConfig) -> TrainConfi
     return base
 
 
+# Options that do not define what a run trains: where its folder is and what it is called (a checkpoint of a run
+# trained identically under another name continues this one exactly), and those a resume may change.
+NOT_DEFINING = frozenset({*RESUME_MAY_CHANGE, "name", "out"})
+
+
+def defining_differences(saved: dict[str, Any], recorded: dict[str, Any]) -> list[str]:
+    """'--loss ce (config.json: adafocal)' for each option that defines a run (all but NOT_DEFINING) on which a
+    checkpoint's config (`saved`) and its run's config.json (`recorded`) disagree; an option only one of them records
+    (written by another adacal version) is not compared, and loss options are compared with every default filled in."""
+
+    def canonical(key: str, config: dict[str, Any]) -> Any:
+        value = config.get(key)
+        if key == "loss_reduction" and value is None:  # a config without loss_reduction trained with the mean
+            return "mean"
+        if key == "update_every" and value is not None:
+            try:
+                return parse_update_every(value).spec
+            except InputError:
+                return value
+        if key == "milestones" and value is not None and isinstance(value, (list, tuple)):
+            return [int(m) for m in value] if all(isinstance(m, int) for m in value) else value
+        return value
+
+    differences = []
+    for key in (f.name for f in dataclasses.fields(TrainConfig) if f.name not in NOT_DEFINING):
+        if key not in saved or key not in recorded:
+            continue
+        if key == "loss_options":
+            if saved.get("loss") == recorded.get("loss"):  # otherwise the loss itself is named
+                differences += _loss_option_differences(str(saved.get("loss")), saved.get(key), recorded.get(key))
+            continue
+        mine, theirs = canonical(key, saved), canonical(key, recorded)
+        if _normalise(mine) != _normalise(theirs):
+            differences.append(f"--{key.replace('_', '-')} {_shown(mine)} (config.json: {_shown(theirs)})")
+    return differences
+
+
+def _loss_option_differences(loss: str, saved: Any, recorded: Any) -> list[str]:
+    if not isinstance(saved, dict) or not isinstance(recorded, dict):
+        return [] if saved == recorded else [f"loss options {_shown(saved)} (config.json: {_shown(recorded)})"]
+    try:  # every default filled in: a config that lists only the options typed matches one that lists them all
+        saved, recorded = resolved_loss_options(loss, saved), resolved_loss_options(loss, recorded)
+    except InputError:
+        pass
+    differences = []
+    for option in sorted(set(saved) | set(recorded)):
+        if _normalise(saved.get(option)) != _normalise(recorded.get(option)):
+            flag = LOSS_OPTION_FLAGS.get(option, "--" + option.replace("_", "-"))
+            differences.append(f"{flag} {_shown(saved.get(option))} (config.json: {_shown(recorded.get(option))})")
+    return differences
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value)) or "none"
+    return str(value)
+
+
 def _normalise(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_normalise(v) for v in value]
@@ -551,6 +611,7 @@ __all__ = [
     "check_loss_options",
     "check_model_options",
     "merge_resume_config",
+    "defining_differences",
     "resolved_loss_options",
     "max_n_bins",
     "preset_values",

@@ -23,11 +23,17 @@ import torch
 from adacal.errors import InputError
 from adacal.reports import make_report, new_run_dir, read_report
 from adacal.runs import RunFolder, require_run_folder
-from adacal.training.checkpoints import checkpoint_safe, load_checkpoint, resolve_checkpoint_path
+from adacal.training.checkpoints import (
+    checkpoint_safe,
+    load_checkpoint,
+    resolve_checkpoint_path,
+    checkpoint_test_subset_method,
+)
 from adacal.training.config import (
     TrainConfig,
     check_model_options,
     check_names,
+    defining_differences,
     merge_resume_config,
     resolve_config,
     resolved_loss_options,
@@ -97,8 +103,13 @@ def resolved_config(config: TrainConfig) -> dict[str, Any]:
     from adacal.models import default_model
 
     if config.resume:
+        from adacal.runs import find_run_folder
+
         checkpoint_path = resolve_checkpoint_path(config.resume)
         checkpoint = load_checkpoint(checkpoint_path)
+        run = find_run_folder(checkpoint_path)
+        if run is not None:
+            check_checkpoint_of_run(run, checkpoint_path, checkpoint, _check_run_documents(run))
         resolved = merge_resume_config(checkpoint["config"], config)
         check_names(resolved)
     else:
@@ -130,14 +141,17 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
         checkpoint_path = resolve_checkpoint_path(config.resume)
         checkpoint = load_checkpoint(checkpoint_path)  # safe (weights_only) and checked before anything else
         run = require_run_folder(checkpoint_path)
-        _check_run_documents(run)  # config.json and every history line, before anything is written
+        run_config = _check_run_documents(run)  # config.json and every history line, before anything is written
+        check_checkpoint_of_run(run, checkpoint_path, checkpoint, run_config)
         resolved = merge_resume_config(checkpoint["config"], config)
         if resolved.epochs < int(checkpoint["epoch"]):
             raise InputError(
                 f"Expected --epochs to be at least the {checkpoint['epoch']} epoch(s) {checkpoint_path} has completed, "
                 f"got {resolved.epochs}."
             )
-        checkpoint = _continue_interrupted_epoch(checkpoint_path, checkpoint, resolved.epochs)
+        chosen_path, checkpoint = _continue_interrupted_epoch(checkpoint_path, checkpoint, resolved.epochs)
+        if chosen_path != checkpoint_path:
+            check_checkpoint_of_run(run, chosen_path, checkpoint, run_config)
     else:
         resolved = resolve_config(config)
     check_names(resolved)
@@ -158,7 +172,12 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
         dataset = load_dataset(
             resolved.dataset, data_dir=data_dir, seed=resolved.seed, train_subset=resolved.train_subset,
             val_size=resolved.val_size, download=download, **_loader_options(resolved),
-        ).limit_test(resolved.test_subset)
+        )
+        if checkpoint is None:
+            dataset.check_test_subset(resolved.test_subset)
+        # A resumed run keeps the test images it was scored on (runs from before every class was kept: "random").
+        method = checkpoint_test_subset_method(checkpoint) if checkpoint is not None else "every-class"
+        dataset = dataset.limit_test(resolved.test_subset, method=method)
         if resolved.channels_last and dataset.kind != "image":
             raise InputError(f"--channels-last applies to image datasets only; {dataset.name} is a {dataset.kind} dataset.")
         model_name = resolved.model or default_model(dataset.name)
@@ -202,10 +221,12 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
         dist.teardown()
 
 
-def _continue_interrupted_epoch(path: Path, checkpoint: dict[str, Any], epochs: int) -> dict[str, Any]:
-    """The checkpoint to resume from: checkpoints/interrupted.pt instead of the run's last.pt when it continues
-    last.pt's epoch (same `epoch`) and that epoch is within --epochs; a stale or unreadable one is ignored (last.pt
-    is always a correct resume point: the interrupted epoch is then repeated from its start)."""
+def _continue_interrupted_epoch(
+    path: Path, checkpoint: dict[str, Any], epochs: int
+) -> tuple[Path, dict[str, Any]]:
+    """The checkpoint to resume from, and its path: checkpoints/interrupted.pt instead of the run's last.pt when it
+    continues last.pt's epoch (same `epoch`) and that epoch is within --epochs; a stale or unreadable one is ignored
+    (last.pt is always a correct resume point: the interrupted epoch is then repeated from its start)."""
     partial = checkpoint.get("partial_epoch")
     if partial is not None:  # a mid-epoch checkpoint given directly
         if epochs < partial["epoch"]:
@@ -213,16 +234,16 @@ def _continue_interrupted_epoch(path: Path, checkpoint: dict[str, Any], epochs: 
                 f"Expected --epochs to be at least {partial['epoch']} to finish the interrupted epoch {path} holds, "
                 f"got {epochs}."
             )
-        return checkpoint
+        return path, checkpoint
     candidate = path.with_name(f"{INTERRUPTED}.pt")
     if path.name != "last.pt" or not candidate.is_file():
-        return checkpoint
+        return path, checkpoint
     from adacal.errors import CheckpointError
 
     try:
         interrupted = load_checkpoint(candidate)
     except CheckpointError:
-        return checkpoint
+        return path, checkpoint
     partial = interrupted.get("partial_epoch")
     if (
         partial is None
@@ -230,8 +251,32 @@ def _continue_interrupted_epoch(path: Path, checkpoint: dict[str, Any], epochs: 
         or interrupted["model_name"] != checkpoint["model_name"]
         or epochs < partial["epoch"]
     ):
-        return checkpoint
-    return interrupted
+        return path, checkpoint
+    return candidate, interrupted
+
+
+def check_checkpoint_of_run(
+    run: RunFolder, path: Path, checkpoint: dict[str, Any], run_report: dict[str, Any] | None
+) -> None:
+    """Refuse a checkpoint that is not this run's: the options it recorded must agree with the run folder's
+    config.json on everything that defines the run (dataset, model, loss and its options, seed, subsets, schedule,
+    ...); the options a resume may change (--epochs, --device, --workers, --data-dir) and the run's name and --out
+    folder are not compared. An option only one side records (written by another adacal version) is not compared.
+    A CheckpointError names every differing option, before anything is written."""
+    from adacal.errors import CheckpointError
+
+    recorded = (run_report or {}).get("config")
+    saved = checkpoint.get("config")
+    if not isinstance(recorded, dict) or not isinstance(saved, dict):
+        return
+    differences = defining_differences(saved, recorded)
+    if not differences:
+        return
+    shown = ", ".join(differences[:6]) + (f" and {len(differences) - 6} more" if len(differences) > 6 else "")
+    raise CheckpointError(
+        f"Expected {path} to be a checkpoint of the run in {run.root}, got one trained with other options than its "
+        f"{run.config.name}: {shown}; nothing was written."
+    )
 
 
 def _data_source(given: TrainConfig, resolved: TrainConfig, *, resumed: bool) -> tuple[str | None, bool]:
@@ -254,14 +299,15 @@ def _loader_options(config: TrainConfig) -> dict[str, Any]:
     return {}
 
 
-def _check_run_documents(run: RunFolder) -> None:
-    """What resume reads back from a run folder besides the checkpoint, checked before anything is written."""
+def _check_run_documents(run: RunFolder) -> dict[str, Any] | None:
+    """What resume reads back from a run folder besides the checkpoint, checked before anything is written; returns
+    config.json's report (None when the folder has none)."""
     from adacal.sources import read_history
 
-    if run.config.exists():
-        read_report(run.config, kind="train-config")
+    report = read_report(run.config, kind="train-config") if run.config.exists() else None
     if run.history.exists():
         read_history(run.history, torn_tail=True)
+    return report
 
 
 def _write_config(

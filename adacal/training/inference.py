@@ -14,7 +14,7 @@ from adacal.checks import check_integer
 from adacal.errors import CheckpointError, InputError
 from adacal.data.loader import resolve_device  # noqa: F401  (the one --device reading, importable here too)
 from adacal.predictions import Predictions
-from adacal.training.checkpoints import load_checkpoint, resolve_checkpoint_path
+from adacal.training.checkpoints import checkpoint_test_subset_method, load_checkpoint, resolve_checkpoint_path
 
 SPLITS = ("train", "val", "test")
 EVAL_BATCH_SIZE = 512
@@ -167,7 +167,7 @@ def predict_checkpoint(
         seed=options["seed"],
         train_subset=options["train_subset"],
         val_size=options["val_size"],
-    ).limit_test(options["test_subset"])
+    ).limit_test(options["test_subset"], method=checkpoint_test_subset_method(checkpoint))
     data_split = getattr(dataset, split)
     channels_last = options["channels_last"] and dataset.kind == "image"
     model = model.to(torch_device)

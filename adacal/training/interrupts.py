@@ -51,12 +51,25 @@ class TrainingInterrupted(Exception):
 
     @property
     def message(self) -> str:
-        where = (
-            f"during the final evaluation after epoch {self.checkpoint_epoch}" if self.phase == "evaluation"
-            else f"at epoch {self.epoch} batch {self.batch}"
-        )
-        saved = f"; saved {self.saved}" if self.saved is not None else ""
-        return f"Interrupted {where}{saved}; resume with: {self.resume_command}"
+        """One line: where training stopped, which checkpoint holds what the resume starts from, the command.
+
+        Mid-epoch with interrupted.pt saved: "Interrupted at epoch E batch B; saved RUN/checkpoints/interrupted.pt;
+        ...". Between epochs (during a checkpoint write, before an epoch's first batch): "Interrupted after epoch C;
+        RUN/checkpoints/last.pt holds it; ...". Within an epoch without a mid-epoch checkpoint (a second signal, its
+        validation pass, torchrun): last.pt's epoch C, so that epoch E is trained again."""
+        last = self.run_dir / "checkpoints" / "last.pt"
+        if self.phase == "evaluation":
+            where = f"during the final evaluation after epoch {self.checkpoint_epoch}"
+        elif self.saved is not None:
+            where = f"at epoch {self.epoch} batch {self.batch}; saved {self.saved}"
+        elif self.checkpoint_epoch >= self.epoch or (self.phase == "training" and self.batch == 0):
+            where = (f"after epoch {self.checkpoint_epoch}; {last} holds it" if self.checkpoint_epoch
+                     else f"before epoch 1; {last} holds the initial weights")
+        else:
+            at = (f"at the end of epoch {self.epoch}, before its checkpoint was written" if self.phase == "validation"
+                  else f"at epoch {self.epoch} batch {self.batch}")
+            where = f"{at}; {last} holds epoch {self.checkpoint_epoch}, so epoch {self.epoch} is trained again"
+        return f"Interrupted {where}; resume with: {self.resume_command}"
 
 
 class InterruptGuard:

@@ -48,7 +48,8 @@ CUDA_SYNC_EVERY = 25  # batches between reads of the loss on a GPU (each read wa
 
 
 class NonFiniteLossError(AdacalError):
-    """The training loss became NaN or Inf."""
+    """Training diverged: the training loss, or the model's outputs on the validation or test split, became NaN or
+    Inf. The run folder keeps its last good checkpoint and stays resumable."""
 
 
 @dataclass
@@ -165,6 +166,7 @@ class Trainer:
         self._partial: dict[str, Any] | None = None  # partial_epoch of the checkpoint resumed from, until used
         self.resumed_batch: int | None = None
         self._saved_interrupted: Path | None = None
+        self._epoch_lr: float | None = None
 
     def _autocast(self) -> Any:
         if self.amp_dtype is None:
@@ -207,7 +209,32 @@ class Trainer:
                 )
             finally:
                 self.emit("predict_end", split=split)
-        return self.dist.gather_arrays(logits, labels)
+        logits, labels = self.dist.gather_arrays(logits, labels)
+        self._check_outputs(split, logits)
+        return logits, labels
+
+    def _check_outputs(self, split: str, logits: np.ndarray) -> None:
+        """Weights can diverge while the training loss stays finite (a huge --lr): NaN or Inf logits are then refused
+        here, like a NaN loss, before any metric, γ-update or file sees them; last.pt keeps the last good epoch."""
+        finite = np.isfinite(logits)
+        if bool(finite.all()):
+            return
+        kind = "NaN" if bool(np.isnan(logits).any()) else "Inf"
+        rows = int((~finite).any(axis=1).sum())
+        lr = self._epoch_lr if self._epoch_lr is not None else self.optimizer.param_groups[0]["lr"]
+        last = self.folder.checkpoint("last")
+        name = "validation" if split == "val" else split
+        if self._phase == "evaluation":
+            raise NonFiniteLossError(
+                f"The outputs of the model selected for the final evaluation on the {name} split are {kind} in {rows} "
+                f"of {len(logits)} rows: its weights diverged; training stopped before writing predictions.npz and "
+                f"evaluate.json, with every checkpoint kept — try a lower --lr or --grad-clip."
+            )
+        raise NonFiniteLossError(
+            f"The model's outputs on the {name} split became {kind} at epoch {self._epoch} ({rows} of {len(logits)} "
+            f"rows; lr {lr:g}): its weights diverged although the training loss stayed finite; training stopped and "
+            f"the last good checkpoint {last} (epoch {self._completed}) was kept — try a lower --lr or --grad-clip."
+        )
 
     def _update_loss(self, logits: np.ndarray, labels: np.ndarray) -> BinUpdate:
         """Update the loss from the validation logits, handed on the device the loss computes on."""
@@ -248,6 +275,7 @@ class Trainer:
             loss_state=self.loss.state_dict(),
             rng_state=capture_rng_state(),
             best_metric=self.best_metric,
+            split=checkpoint_safe(self.dataset.split_info),  # how the data was split (the test subset's method)
             **extra,
         )
 
@@ -451,7 +479,9 @@ class Trainer:
         returns the history.jsonl line. Writes no files."""
         started = time.perf_counter()
         lr = float(self.optimizer.param_groups[0]["lr"])
+        self._epoch_lr = lr  # the epoch's rate, which a diverged validation pass reports (the schedule steps first)
         trained = self.train_epoch(epoch)
+        self._phase = "validation"  # the epoch's batches are done; its validation pass and checkpoint come next
         self.scheduler.step()
         self._batch = 0
         if trained["cached_val"] is not None:
@@ -487,6 +517,7 @@ class Trainer:
                 self._save("best", checkpoint)
             self._save("last", checkpoint)
             self._completed = epoch
+            self._phase = "training"
             self._discard_interrupted()
             self.dist.barrier()
         return history

@@ -174,7 +174,7 @@ def test_sigterm_stops_with_a_resume_hint_and_a_loadable_checkpoint(tmp_path):
     finally:
         process.kill()
     assert process.returncode == 130, stderr
-    assert "Interrupted at epoch" in stderr and "resume with: adacal train --resume" in stderr and "--epochs 1000" in stderr
+    assert "Interrupted " in stderr and "resume with: adacal train --resume" in stderr and "--epochs 1000" in stderr
     run = _only_run(tmp_path)
     checkpoint = torch.load(run / "checkpoints" / "last.pt", weights_only=True)
     assert checkpoint["epoch"] >= 1
@@ -250,11 +250,13 @@ def test_interrupt_writes_a_checkpoint_and_the_printed_command_resumes_exactly(
     assert process.exitcode == 130, stderr.read_text()
     (line,) = stderr.read_text().strip().splitlines()
     run = _only_run(tmp_path / "runs")
-    assert line.startswith("Interrupted at epoch ") and line.endswith(f"resume with: adacal train --resume {run} --epochs 5")
+    assert line.startswith("Interrupted ") and line.endswith(f"resume with: adacal train --resume {run} --epochs 5")
     checkpoint = torch.load(run / "checkpoints" / "last.pt", weights_only=True)
     assert len(_history(run)) == checkpoint["epoch"]
-    # Batch 5 is the first of epoch 3; checkpoint write 4 is epoch 2's first (after epoch 0's, epoch 1's best and last).
-    assert line.startswith("Interrupted at epoch 3 batch 1;" if where == "mid-batch" else "Interrupted at epoch 2 ")
+    # Batch 5 is the first of epoch 3; checkpoint write 4 is epoch 2's first (after epoch 0's, epoch 1's best and last):
+    # the write finishes, so epoch 2 is complete and last.pt holds it (no interrupted.pt: nothing of epoch 3 to save).
+    assert line.startswith("Interrupted at epoch 3 batch 1;" if where == "mid-batch" else
+                           f"Interrupted after epoch 2; {run / 'checkpoints' / 'last.pt'} holds it; resume with:")
     assert checkpoint["epoch"] == 2
     assert not list(run.rglob("*.tmp"))
     # Mid-batch: the batch is finished and checkpoints/interrupted.pt saved, so the resumed run starts at batch 2.

@@ -186,8 +186,9 @@ def test_hendrycks_selection_reads_only_the_selected_rows(tmp_path):
     images, labels = write_hendrycks(tmp_path, names=("zoom_blur",), n=20)
     seen = []
 
-    def select(n):
+    def select(n, severity_labels):
         seen.append(n)
+        np.testing.assert_array_equal(severity_labels, labels[20:40])  # the labels of that severity's images
         return np.array([3, 0, 19])
 
     split, per_severity = load_cifar_c(tmp_path, "zoom_blur", severity=2, select=select)
@@ -219,7 +220,7 @@ def test_generated_corruption_applies_to_the_selected_images_only(cifar_dir):
 
     clean = load_dataset("cifar10", data_dir=cifar_dir, download=False).test
     ood = load_ood_set("cifar10-c", data_dir=cifar_dir, severity=3, seed=4, download=False,
-                       select=lambda n: np.array([5, 1, 2]))
+                       select=lambda n, labels: np.array([5, 1, 2]))
     assert ood.size == 30 and len(ood.split) == 3
     expected = gaussian_noise(clean.inputs[[5, 1, 2]], severity=3, seed=4, layout="nchw")
     assert torch.equal(ood.split.inputs, expected) and torch.equal(ood.split.labels, clean.labels[[5, 1, 2]])

@@ -561,3 +561,99 @@ def test_a_stale_interrupted_checkpoint_is_ignored(mid_epoch_reference, tmp_path
     last_resume = json.loads((run / "config.json").read_text())["results"]["resumes"][-1]
     assert last_resume["from_epoch"] == 4 and "from_batch" not in last_resume
     _assert_same(_outcome(run), mid_epoch_reference)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# an interrupt outside an epoch's batches: no interrupted.pt, and the message says what last.pt holds
+
+
+def _signal_in_validation(monkeypatch, epoch: int, signum: int) -> None:
+    """Send `signum` during the end-of-epoch validation pass of `epoch` (OPTIONS: one γ-update per epoch)."""
+    from adacal.training.loop import Trainer
+
+    predict_split, calls = Trainer.predict_split, itertools.count(1)
+
+    def patched(self, split):
+        if split == "val" and next(calls) == epoch:
+            os.kill(os.getpid(), signum)
+        return predict_split(self, split)
+
+    monkeypatch.setattr(Trainer, "predict_split", patched)
+
+
+def _signal_in_last_write(monkeypatch, epoch: int, signum: int) -> None:
+    """Send `signum` while checkpoints/last.pt of `epoch` is being written (the write goes on to its end)."""
+    from adacal.training import run_writer
+
+    save = run_writer.RunWriter.save_checkpoint
+
+    def patched(self, which, checkpoint):
+        if which == "last" and checkpoint["epoch"] == epoch:
+            os.kill(os.getpid(), signum)
+        return save(self, which, checkpoint)
+
+    monkeypatch.setattr(run_writer.RunWriter, "save_checkpoint", patched)
+
+
+def _interrupt_options(monkeypatch, out: Path, install, options: dict) -> tuple[Path, "TrainingInterrupted"]:
+    from adacal.training import TrainingInterrupted
+
+    install()
+    with pytest.raises(TrainingInterrupted) as raised:
+        train(TrainConfig(**options, epochs=EPOCHS, out=str(out)))
+    monkeypatch.undo()
+    return _only_run(out), raised.value
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_an_interrupt_between_epochs_says_last_pt_holds_the_epoch_and_resume_is_exact(
+    reference, tmp_path, monkeypatch, signum
+):
+    """A signal while last.pt of epoch 3 is written: the write finishes, epoch 3 is complete, nothing of epoch 4 was
+    trained, so there is no interrupted.pt and the line says so instead of naming a batch."""
+    run, interrupted = _interrupt_options(
+        monkeypatch, tmp_path, lambda: _signal_in_last_write(monkeypatch, 3, signum), OPTIONS)
+    last = run / "checkpoints" / "last.pt"
+    assert interrupted.saved is None
+    assert interrupted.message == (
+        f"Interrupted after epoch 3; {last} holds it; resume with: adacal train --resume {run} --epochs {EPOCHS}")
+    assert not (run / "checkpoints" / "interrupted.pt").exists()
+    assert load_checkpoint(last)["epoch"] == 3 and len(_history(run)) == 3
+    _resume(run)
+    _assert_same(_outcome(run), reference)
+
+
+def test_an_interrupt_in_the_validation_pass_says_the_epoch_is_trained_again(reference, tmp_path, monkeypatch):
+    run, interrupted = _interrupt_options(
+        monkeypatch, tmp_path, lambda: _signal_in_validation(monkeypatch, 3, signal.SIGINT), OPTIONS)
+    last = run / "checkpoints" / "last.pt"
+    assert interrupted.message == (
+        f"Interrupted at the end of epoch 3, before its checkpoint was written; {last} holds epoch 2, so epoch 3 is "
+        f"trained again; resume with: adacal train --resume {run} --epochs {EPOCHS}")
+    assert not (run / "checkpoints" / "interrupted.pt").exists()
+    assert load_checkpoint(last)["epoch"] == 2 and len(_history(run)) == 2
+    _resume(run)
+    _assert_same(_outcome(run), reference)
+
+
+def test_interrupt_messages_say_what_each_checkpoint_holds(tmp_path):
+    from adacal.training import TrainingInterrupted
+
+    last = tmp_path / "checkpoints" / "last.pt"
+    resume = f"resume with: adacal train --resume {tmp_path} --epochs 30"
+
+    def message(**fields) -> str:
+        values = {"run_dir": tmp_path, "epochs": 30, "phase": "training", "saved": None, **fields}
+        return TrainingInterrupted(**values).message
+
+    saved = tmp_path / "checkpoints" / "interrupted.pt"
+    assert message(epoch=16, batch=4, checkpoint_epoch=15, saved=saved) == (
+        f"Interrupted at epoch 16 batch 4; saved {saved}; {resume}")
+    assert message(epoch=15, batch=0, checkpoint_epoch=15) == f"Interrupted after epoch 15; {last} holds it; {resume}"
+    assert message(epoch=16, batch=0, checkpoint_epoch=15) == f"Interrupted after epoch 15; {last} holds it; {resume}"
+    assert message(epoch=0, batch=0, checkpoint_epoch=0) == (
+        f"Interrupted before epoch 1; {last} holds the initial weights; {resume}")
+    assert message(epoch=16, batch=4, checkpoint_epoch=15) == (  # a second signal, or under torchrun
+        f"Interrupted at epoch 16 batch 4; {last} holds epoch 15, so epoch 16 is trained again; {resume}")
+    assert message(epoch=30, batch=0, checkpoint_epoch=30, phase="evaluation") == (
+        f"Interrupted during the final evaluation after epoch 30; {resume}")
