@@ -2,7 +2,7 @@
 
     import adacal
     adacal.metrics.ece_ew(probs, labels)                     # ECE and friends
-    adacal.losses.build_loss("adafocal", num_classes=10)       # training losses by name
+    adacal.losses.build_loss("adafocal")                       # training losses by name
     adacal.calibrators.build_calibrator("temperature")         # post-hoc calibrators by name
     adacal.plots                                               # figures (matplotlib is imported only here)
 
@@ -17,12 +17,15 @@ from typing import TYPE_CHECKING, Any
 from adacal.version import __version__
 
 # Public subpackages and modules, imported on first attribute access (PEP 562).
-_SUBMODULES = ("calibrators", "data", "losses", "metrics", "models", "ood", "plots", "training")
+_SUBMODULES = ("calibrate", "calibrators", "data", "evaluation", "losses", "metrics", "models", "ood", "plots",
+               "sources", "training")
 
 __all__ = ["__version__", *_SUBMODULES]
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real modules
-    from adacal import calibrators, data, losses, metrics, models, ood, plots, training  # noqa: F401
+    from adacal import (  # noqa: F401
+        calibrate, calibrators, data, evaluation, losses, metrics, models, ood, plots, sources, training,
+    )
 
 
 def __getattr__(name: str) -> Any:

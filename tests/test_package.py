@@ -7,7 +7,7 @@ import pytest
 
 import adacal
 
-PUBLIC = ("metrics", "losses", "calibrators", "plots")
+PUBLIC = ("metrics", "losses", "calibrators", "plots", "calibrate", "evaluation", "sources")
 
 
 def _fresh(code: str) -> str:

@@ -50,7 +50,9 @@ def _format(name: str, value: float) -> str:
     return f"{100 * value:.2f}" if name in FRACTION_METRICS else f"{value:.4f}"
 
 
-def _print_table(report: dict[str, Any], label: str, calibrated: bool) -> None:
+def _print_table(report: dict[str, Any], label: str, calibrated_from: str | None) -> None:
+    """The metrics table; `calibrated_from` is the kind of the scores a --calibrator was applied to (the report
+    describes its output, always probabilities)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -60,8 +62,8 @@ def _print_table(report: dict[str, Any], label: str, calibrated: bool) -> None:
     config = report["config"]
     assumed = results["assumed_input"]
     kind = "probabilities" if assumed == "probs" else "logits"
-    if calibrated:
-        kind = f"logits, calibrated by {config['calibrator']}"
+    if calibrated_from is not None:
+        kind = f"{calibrated_from}, calibrated by {config['calibrator']}"
     console = Console()
     console.print(
         f"{label}: {results['n_samples']} samples, {results['num_classes']} classes; "
@@ -185,7 +187,12 @@ def evaluate(
     if quiet:
         typer.echo(metrics_line(run.report["results"]["metrics"], metrics))
         return
-    _print_table(run.report, str(predictions), calibrated=run.calibrated)
+    calibrated_from = None
+    if run.calibrated:
+        from adacal.arrays import looks_like_probs
+
+        calibrated_from = "probabilities" if looks_like_probs(run.source.predictions.logits) else "logits"
+    _print_table(run.report, str(predictions), calibrated_from)
     for target in run.written:
         typer.echo(f"Wrote {target}")
     if run.kept is not None and json_path is None:

@@ -277,12 +277,12 @@ def curves(
 @plot_app.command(
     "roc",
     help="ROC curves of out-of-distribution detection before and after temperature scaling, AUROC in the legend, "
-    "from ood.json reports (or run folders holding one).\n\nExample: adacal plot roc runs/ce/ood.json "
-    "runs/adafocal/ood.json",
+    "from the reports `adacal ood` writes (RUN/ood-<set>.json, or its --json file) or run folders holding them.\n\n"
+    "Example: adacal plot roc runs/ce runs/adafocal (or runs/ce/ood-svhn.json runs/adafocal/ood-svhn.json)",
 )
 @guarded
 def roc(
-    reports: Annotated[list[Path], typer.Argument(metavar="OOD_JSON", help="ood.json reports or run folders.",
+    reports: Annotated[list[Path], typer.Argument(metavar="OOD_JSON", help="ood-<set>.json reports or run folders.",
                                                   show_default=False)],
     score: Annotated[str, typer.Option("--score", help="OOD score whose ROC to draw: entropy, max-prob or energy.")]
     = "entropy",

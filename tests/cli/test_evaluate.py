@@ -405,6 +405,8 @@ def test_a_calibrator_applies_to_probabilities_when_its_map_allows(tmp_path):
         reports[name] = json.loads((tmp_path / f"{name}.json").read_text())["results"]["metrics"]
     for key, value in reports["logits"].items():
         assert reports["probs"][key] == pytest.approx(value, abs=1e-9), key
+    for name, path in (("probabilities", probs_path), ("logits", logits_path)):  # the input's kind, not the output's
+        assert f"input assumed: {name}, calibrated by" in " ".join(invoke(path, "--calibrator", tmp_path / "ts.json").stdout.split())
     out = tmp_path / "out.json"
     one_line_error(invoke(probs_path, "--calibrator", tmp_path / "vs.json", "--json", out),
                    "Expected logits for this vector-scaling calibrator, which was fitted on logits, got probabilities")
