@@ -122,14 +122,15 @@ class PlainProgress:
     # Notes on stderr once training starts (every check passed): printed earlier, they would precede an error line.
     notes: tuple[str, ...] = ()
 
-    def _print_notes(self) -> None:
-        for note in self.notes:
+    def _print_notes(self, more: Any = ()) -> None:
+        for note in (*self.notes, *more):
             typer.echo(f"Note: {note}.", err=True)
 
-    def on_train_start(self, *, run_dir: Path, start_epoch: int, epochs: int, resumed: bool, device: str, **_: Any) -> None:
+    def on_train_start(self, *, run_dir: Path, start_epoch: int, epochs: int, resumed: bool, device: str,
+                       notes: Any = (), **_: Any) -> None:
         what = f"Resuming at epoch {start_epoch + 1}" if resumed else "Training"
         typer.echo(f"{what} to epoch {epochs} on {device}; run folder: {run_dir}")
-        self._print_notes()
+        self._print_notes(notes)
 
     def on_epoch_end(self, *, record: dict[str, Any], epochs: int, seconds: float, **_: Any) -> None:
         typer.echo(_epoch_line(record, epochs, seconds))
@@ -159,10 +160,11 @@ class RichProgress(PlainProgress):
     def __exit__(self, *exc: Any) -> None:
         self.bars.stop()
 
-    def on_train_start(self, *, run_dir: Path, start_epoch: int, epochs: int, resumed: bool, device: str, **_: Any) -> None:
+    def on_train_start(self, *, run_dir: Path, start_epoch: int, epochs: int, resumed: bool, device: str,
+                       notes: Any = (), **_: Any) -> None:
         what = f"Resuming at epoch {start_epoch + 1}" if resumed else "Training"
         self.console.print(f"{what} to epoch {epochs} on {device}; run folder: [bold]{run_dir}[/]", soft_wrap=True)
-        self._print_notes()
+        self._print_notes(notes)
         self.epoch_task = self.bars.add_task("epoch", total=epochs, completed=start_epoch, info="")
         self.batch_task = self.bars.add_task("batch", total=1, completed=0, info="")
 

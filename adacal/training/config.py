@@ -613,6 +613,7 @@ __all__ = [
     "merge_resume_config",
     "defining_differences",
     "resolved_loss_options",
+    "idle_update_epochs",
     "max_n_bins",
     "preset_values",
     "PAPER_PRESETS",
@@ -632,3 +633,21 @@ def unreached_milestones(config: TrainConfig) -> list[str]:
             f"learning rate does not drop there in this run (a later --resume to more epochs reaches "
             f"{'it' if len(late) == 1 else 'them'})"]
 
+
+def idle_update_epochs(update_every: Any, *, epochs: int, batches_per_epoch: int) -> list[str]:
+    """A note when --update-every asks for a γ-update every N batches in epochs whose N exceeds the batches an epoch
+    has: the counter restarts each epoch, so those epochs update γ never (not even at their end), else nothing."""
+    schedule = parse_update_every(update_every)
+    idle = [epoch for epoch in range(1, int(epochs) + 1)
+            if (every := schedule.batches_for_epoch(epoch)) is not None and every > batches_per_epoch]
+    if not idle:
+        return []
+    spans, start = [], idle[0]
+    for previous, current in zip(idle, idle[1:] + [None]):
+        if current != previous + 1:
+            spans.append(str(start) if start == previous else f"{start}-{previous}")
+            start = current
+    shown = ", ".join(spans[:4]) + (", ..." if len(spans) > 4 else "")
+    return [f"--update-every {schedule.spec} asks for more batches than an epoch has ({batches_per_epoch}) in "
+            f"epoch{'s' if len(idle) > 1 else ''} {shown}: γ is not updated there (the count restarts every epoch); "
+            f"use at most {batches_per_epoch}, or 'epoch'"]

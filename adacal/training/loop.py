@@ -353,6 +353,15 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------------------ the loop
 
+    def _schedule_notes(self) -> list[str]:
+        """What the user should know before the first epoch: a γ-update schedule some epochs never reach."""
+        if not self.needs_validation:
+            return []
+        from adacal.training.config import idle_update_epochs
+
+        return idle_update_epochs(self.config.update_every, epochs=self.config.epochs,
+                                  batches_per_epoch=len(self.train_loader))
+
     def train_epoch(self, epoch: int) -> dict[str, Any]:
         """One pass over the training split (with any per-n-batch γ-updates); no validation, no files."""
         model, loss_fn, optimizer, device = self.model, self.loss, self.optimizer, self.device
@@ -539,7 +548,7 @@ class Trainer:
                 self.emit(
                     "train_start", run_dir=self.folder.root, start_epoch=self.start_epoch, epochs=config.epochs,
                     batches_per_epoch=len(self.train_loader), resumed=self.resumed_from is not None,
-                    device=str(self.device),
+                    device=str(self.device), notes=self._schedule_notes(),
                 )
                 for epoch in range(self.start_epoch + 1, config.epochs + 1):
                     self._epoch = epoch

@@ -583,3 +583,22 @@ def test_milestones_at_or_past_the_last_epoch_are_noted(tmp_path):
     assert unreached_milestones(resolve_config(TrainConfig(epochs=2, milestones=(1,)))) == []
     paper = resolve_config(TrainConfig(dataset="cifar10", preset="paper", epochs=30))
     assert unreached_milestones(paper) and "150,250 are at or past the last epoch (30)" in unreached_milestones(paper)[0]
+
+
+def test_an_update_schedule_longer_than_an_epoch_is_noted_before_training(tmp_path):
+    """`--update-every N` counts batches within each epoch: with N above an epoch's batches γ never moves in those
+    epochs (AdaFocal silently becomes focal loss with γ = 1 there)."""
+    from adacal.training.config import idle_update_epochs
+
+    assert idle_update_epochs("epoch:1,100:3,5", epochs=6, batches_per_epoch=7) == [
+        "--update-every epoch:1,100:3,5 asks for more batches than an epoch has (7) in epochs 2-3: γ is not updated "
+        "there (the count restarts every epoch); use at most 7, or 'epoch'"]
+    assert idle_update_epochs("epoch", epochs=6, batches_per_epoch=7) == []
+    assert idle_update_epochs(7, epochs=6, batches_per_epoch=7) == []
+    assert "epochs 1-6:" in idle_update_epochs(8, epochs=6, batches_per_epoch=7)[0]
+    result = _train("--epochs", "1", "--update-every", "1000", "--out", str(tmp_path), "--test-subset", "50", *TINY)
+    assert result.exit_code == 0, result.output
+    assert "Note: --update-every 1000 asks for more batches than an epoch has" in result.stderr
+    ce = _train("--epochs", "1", "--loss", "ce", "--update-every", "1000", "--out", str(tmp_path), "--test-subset",
+                "50", *TINY)
+    assert ce.exit_code == 0 and "--update-every" not in ce.stderr  # CE learns nothing from validation
