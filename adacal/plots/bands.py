@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from adacal.checks import check_in_range, check_non_negative_int
-from adacal.errors import InputError
+from adacal.errors import InputError, unknown_name
 from adacal.metrics.binning import assign_bins
 
 BAND_KINDS = ("consistency", "bootstrap")
@@ -58,7 +58,7 @@ class ReliabilityBands:
 def check_band_options(kind: Any, n_samples: Any, level: Any) -> tuple[str, int, float]:
     """The band kind ("none" allowed), number of resamples and level, checked (one-sentence InputError)."""
     if kind not in (*BAND_KINDS, "none"):
-        raise InputError(f"Expected bands (--bands) to be one of {', '.join(BAND_KINDS)}, none, got {kind!r}.")
+        raise unknown_name("band kind (--bands)", str(kind), (*BAND_KINDS, "none"))
     if (isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer))
             or not MIN_BAND_SAMPLES <= n_samples <= MAX_BAND_SAMPLES):
         raise InputError(f"Expected band_samples (--band-samples) to be an integer between {MIN_BAND_SAMPLES} and "

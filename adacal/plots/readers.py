@@ -17,7 +17,7 @@ import numpy as np
 
 from adacal.checks import check_non_negative_int, check_positive_int, renamed_options
 from adacal.conventions import DEFAULT_N_BINS, LOSS_OPTION_ALIASES, LOSS_OPTION_FLAGS
-from adacal.errors import InputError
+from adacal.errors import InputError, unknown_name
 from adacal.metrics.binning import BinStatistics
 from adacal.plots.reliability_diagrams import ReliabilityPanel, check_diagram_bins, panel_from_scores
 from adacal.plots.roc import RocInput
@@ -196,7 +196,7 @@ def reliability_inputs(
     band_options = {"bands": kind, "band_samples": band_samples, "band_level": band_level, "seed": seed}
 
     if binning not in BINNINGS:
-        raise InputError(f"Expected --binning to be one of {', '.join(BINNINGS)}, got {binning!r}.")
+        raise unknown_name("binning (--binning)", str(binning), BINNINGS)
     if n_bins is not None:
         check_positive_int(n_bins, "--n-bins")
         check_diagram_bins(n_bins, "--n-bins")

@@ -198,6 +198,9 @@ def parse_update_every(value: Any) -> UpdateSchedule:
             segments.append((every, None))
         else:
             last_epoch = int(last)
+            if last_epoch < 1:
+                raise InputError(f"Expected the epochs in --update-every to be positive (epochs count from 1), got "
+                                 f"{last_epoch} in {part.strip()!r}.")
             if last_epoch <= previous_last:
                 raise InputError(
                     f"Expected the epochs in --update-every to increase, got {last_epoch} after {previous_last}."
