@@ -25,9 +25,9 @@ from adacal.reports import make_report, new_run_dir, read_report
 from adacal.runs import RunFolder, require_run_folder
 from adacal.training.checkpoints import (
     checkpoint_safe,
+    checkpoint_test_subset_method,
     load_checkpoint,
     resolve_checkpoint_path,
-    checkpoint_test_subset_method,
 )
 from adacal.training.config import (
     TrainConfig,
