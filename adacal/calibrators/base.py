@@ -31,7 +31,16 @@ import inspect
 
 import numpy as np
 
-from adacal.arrays import as_logits, as_score_matrix, check_labels, check_scores, looks_like_probs, softmax
+from adacal.arrays import (
+    PROB_SUM_TOLERANCE,
+    as_logits,
+    as_score_matrix,
+    check_labels,
+    check_scores,
+    looks_like_probs,
+    probability_tolerance,
+    softmax,
+)
 from adacal.errors import AdacalError, InputError, NotFittedError, unknown_name
 from adacal.metrics.prepared import row_top
 from adacal.registry import Registry
@@ -46,9 +55,22 @@ TOP_FLOOR_MARGIN = 1e-6
 INPUT_KINDS = ("logits", "probabilities")
 
 
-def input_kind(scores: np.ndarray) -> str:
-    """"probabilities" when every row looks like a probability vector, else "logits"."""
-    return "probabilities" if looks_like_probs(scores) else "logits"
+def input_kind(scores: np.ndarray, tolerance: float = PROB_SUM_TOLERANCE) -> str:
+    """"probabilities" when every row looks like a probability vector (rows summing to 1 within `tolerance`: see
+    `adacal.arrays.probability_tolerance` for narrow dtypes), else "logits"."""
+    return "probabilities" if looks_like_probs(scores, tolerance=tolerance) else "logits"
+
+
+def checked_scores(values: Any) -> tuple[np.ndarray, str]:
+    """float64 scores (N, K) and their kind, decided as the metrics decide it: with the tolerance of the input's
+    dtype, so float16 probabilities (rows summing to 1 only within ~1e-3) are probabilities, renormalised here as
+    `adacal.metrics.prepare_predictions` does, not logits whose softmax would be nearly uniform."""
+    tolerance = probability_tolerance(values)
+    scores = check_scores(as_score_matrix(values), name="logits")
+    kind = input_kind(scores, tolerance)
+    if kind == "probabilities" and tolerance > PROB_SUM_TOLERANCE:
+        scores = scores / scores.sum(axis=1, keepdims=True)
+    return scores, kind
 
 
 def check_choice(option: str, value: Any, choices: tuple[str, ...]) -> str:
@@ -220,9 +242,8 @@ class Calibrator:
     def fit(self, logits: Any, labels: Any) -> Calibrator:
         """Learn the calibration map from validation logits (N, K) and labels (N,); returns self."""
         self.check_options()
-        scores = check_scores(as_score_matrix(logits), name="logits")
+        scores, kind = checked_scores(logits)
         labels = check_labels(labels, n=scores.shape[0], num_classes=scores.shape[1])
-        kind = input_kind(scores)
         self._fit(as_logits(scores, kind == "probabilities"), labels)
         self.num_classes_ = int(scores.shape[1])
         self.fitted_on_ = kind
@@ -231,13 +252,12 @@ class Calibrator:
     def transform(self, logits: Any) -> np.ndarray:
         """Calibrated probabilities (N, K), float64, rows summing to 1."""
         self._check_fitted()
-        scores = check_scores(as_score_matrix(logits), name="logits")
+        scores, kind = checked_scores(logits)
         if scores.shape[1] != self.num_classes_:
             raise InputError(
                 f"Expected logits with {self.num_classes_} classes (as in fit), got shape {scores.shape}."
             )
         fitted_on = getattr(self, "fitted_on_", None) or "logits"  # calibrators saved before it was recorded: logits
-        kind = input_kind(scores)
         if not self.shift_invariant and kind != fitted_on:
             raise InputError(
                 f"Expected {fitted_on} for this {self.name} calibrator, which was fitted on {fitted_on}, got "

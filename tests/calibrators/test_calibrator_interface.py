@@ -231,3 +231,21 @@ def test_a_binary_models_one_score_per_sample_calibrates_as_two_columns(method):
     expected = build_calibrator(method).fit(two, y).transform(two)
     for spelled in (p, p[:, None]):
         np.testing.assert_allclose(build_calibrator(method).fit(spelled, y).transform(spelled), expected, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["temperature", "ets", "dirichlet", "spline"])
+def test_float16_probabilities_are_probabilities_as_the_metrics_read_them(name):
+    """float16 softmax rows sum to 1 only within ~3e-4: judged with float64's tolerance they were logits, and the
+    calibrator fitted the softmax of the probabilities (T = 0.31 where their float64 copy gives T = 2.0)."""
+    import torch
+
+    rng = np.random.default_rng(4)
+    z = rng.normal(size=(600, 6)) * 3
+    labels = rng.integers(0, 6, 600)
+    half = torch.softmax(torch.tensor(z), 1).half()
+    wide = half.double() / half.double().sum(1, keepdim=True)
+    for scores in (half, half.numpy()):
+        calibrator = build_calibrator(name).fit(scores, labels)
+        reference = build_calibrator(name).fit(wide, labels)
+        assert calibrator.fitted_on_ == "probabilities"
+        np.testing.assert_allclose(calibrator.transform(scores), reference.transform(wide), atol=1e-6)
