@@ -137,23 +137,33 @@ def test_pt_lists_of_per_batch_outputs_are_concatenated(tmp_path, layout):
     assert any("3 batches" in note and "concatenated" in note for note in pred.notes), pred.notes
 
 
-@pytest.mark.parametrize("layout", ["pairs, index labels", "pairs, one-hot labels", "dict of lists",
-                                    "dict of lists, one-hot", "dicts", "list beside a labels tensor"])
+@pytest.mark.parametrize("layout", ["pairs, index labels", "pairs, one-hot labels", "pairs, int labels",
+                                    "dict of lists", "dict of lists, one-hot", "dicts", "dicts, int labels",
+                                    "list beside a labels tensor", "rows alone, --labels"])
 def test_pt_lists_of_per_sample_outputs_are_stacked(tmp_path, layout):
-    """One (K,) row per item (a per-sample loop's outputs) was concatenated into N·K binary scores."""
+    """One (K,) row per item (a per-sample loop's outputs) was concatenated into N·K binary scores; a plain int
+    label per item was dropped."""
     logits, labels = torch.from_numpy(LOGITS), torch.from_numpy(LABELS)
     one_hot = torch.nn.functional.one_hot(labels, K)
     rows = [logits[i] for i in range(N)]
     data = {
         "pairs, index labels": [(logits[i], labels[i]) for i in range(N)],
         "pairs, one-hot labels": [(logits[i], one_hot[i]) for i in range(N)],
+        "pairs, int labels": [(logits[i], int(labels[i])) for i in range(N)],
         "dict of lists": {"logits": rows, "labels": [labels[i] for i in range(N)]},
         "dict of lists, one-hot": {"logits": rows, "labels": [one_hot[i] for i in range(N)]},
         "dicts": [{"logits": logits[i], "label": labels[i]} for i in range(N)],
+        "dicts, int labels": [{"logits": logits[i], "label": int(labels[i])} for i in range(N)],
         "list beside a labels tensor": {"logits": rows, "labels": labels},
+        "rows alone, --labels": rows,
     }[layout]
     torch.save(data, tmp_path / "samples.pt")
-    pred = load_predictions(tmp_path / "samples.pt")
+    options = ReadOptions()
+    if layout == "rows alone, --labels":
+        np.save(tmp_path / "y.npy", LABELS)
+        options = ReadOptions(labels_file=tmp_path / "y.npy")
+        np.testing.assert_allclose(load_scores(tmp_path / "samples.pt"), LOGITS, rtol=1e-6)  # an OOD set: no labels
+    pred = load_predictions(tmp_path / "samples.pt", options=options)
     same(pred)
     assert any(f"{N} " in note and "one sample" in note for note in pred.notes), pred.notes
 

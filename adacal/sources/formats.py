@@ -295,8 +295,8 @@ def _per_sample(parts: list[Any], partner: Any) -> bool:
     """Whether a list of tensors holds one sample per item rather than one batch per item, given what is stored
     beside it (`partner`: the other list of a (logits, labels) pairing, or a whole tensor, or None): items that are
     scalars (0-d) are samples; 1-D items of one length K >= 2 are samples' score or one-hot rows when the partner is a
-    list of scalars or of one-hot rows of that length, or a tensor with one row per item (whose length the
-    concatenated items would miss)."""
+    list of scalars or of one-hot rows of that length, a tensor with one row per item (whose length the concatenated
+    items would miss), or nothing (a note says how they were read)."""
     if all(part.ndim == 0 for part in parts):
         return True
     lengths = {tuple(part.shape) for part in parts}
@@ -310,7 +310,9 @@ def _per_sample(parts: list[Any], partner: Any) -> bool:
             is_one_hot(part.detach().cpu().reshape(1, -1).float().numpy()) for part in partner)
     if _is_tensor(partner) and partner.ndim >= 1:
         return partner.shape[0] == len(parts) != len(parts) * width
-    return False
+    # Nothing beside it (an OOD set, labels in another file): rows of one length are samples' scores, as a loop over
+    # samples saves them; a binary model's batches would rarely all have one length (the last is usually short).
+    return partner is None and len(parts) > 1
 
 
 def _joined(path: Path, what: str, parts: list[Any], per_sample: bool) -> Any:
@@ -340,9 +342,33 @@ def _merged_lists(path: Path, data: dict[Any, Any], lists: dict[Any, list[Any]],
     return merged, [f"{path.name}: {_batches(count)} of {names} concatenated"]
 
 
+def _scalars_as_tensors(data: Any) -> Any:
+    """Python numbers inside a list's items (`[(logits_i, int(y_i)), ...]`, `[{"logits": t, "label": 3}, ...]`) and
+    inside a dict's lists, as 0-d tensors, so that per-sample labels saved as plain ints are read like tensors."""
+    import torch
+
+    def tensor(value: Any) -> Any:
+        return torch.tensor(value) if isinstance(value, (int, float)) else value  # bool is an int
+
+    def item(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: tensor(v) for key, v in value.items()}
+        if isinstance(value, tuple) and len(value) == 2:
+            return tuple(tensor(v) for v in value)
+        return value
+
+    if isinstance(data, list) and data and all(isinstance(v, (dict, tuple)) for v in data):
+        return [item(value) for value in data]
+    if isinstance(data, dict):
+        return {key: [tensor(v) for v in value] if isinstance(value, list) and value and any(_is_tensor(v) for v in value)
+                else value for key, value in data.items()}
+    return data
+
+
 def _merged_batches(path: Path, data: Any) -> tuple[Any, list[str]]:
     """`data` with per-batch lists concatenated along the first dimension (per-sample lists stacked), and a note
     saying so."""
+    data = _scalars_as_tensors(data)
     if isinstance(data, dict):
         batched = {key: list(value) for key, value in data.items()
                    if isinstance(value, (tuple, list)) and value and all(_is_tensor(v) for v in value)}
@@ -365,6 +391,10 @@ def _merged_batches(path: Path, data: Any) -> tuple[Any, list[str]]:
             return data, []
         return _merged_lists(path, {}, {key: [item[key] for item in data] for key in keys}, None)
     if all(_is_tensor(item) for item in data):
+        if _per_sample(list(data), None):
+            return _joined(path, "scores", list(data), True), [
+                f"{path.name}: {len(data)} score rows of one length read as one sample each (save torch.cat(list) "
+                "if they are batches of a binary model's scores)"]
         return _concatenated(path, "scores", list(data)), [f"{path.name}: {_batches(len(data))} of scores concatenated"]
     return data, []
 
