@@ -110,7 +110,9 @@ def ood(
         options=read_options(logits_key, labels_key, None, renormalize), status=_status(quiet),
     )
     if is_stdout(json_path):
-        return  # the report is the whole of stdout
+        for note in run.notes:  # the report is the whole of stdout; what it assumed still reaches the user
+            typer.echo(f"Note: {note}", err=True)
+        return
     if quiet:
         typer.echo(_summary_line(run.results))
     else:

@@ -190,17 +190,21 @@ def reliability(
     title: TitleOption = None,
 ) -> None:
     from adacal import plots
+    from adacal.cli.inputs import print_notes
+
+    notes: list[str] = []
 
     def build() -> Any:
         panels = plots.reliability_inputs(
             inputs, binning=binning, n_bins=n_bins, split=split, labels=parse_labels(labels, len(inputs)),
             calibrated=calibrated, method=method, bands=bands, band_samples=band_samples, band_level=band_level,
-            seed=seed, smooth=smooth,
+            seed=seed, smooth=smooth, notes_out=notes,
         )
         return plots.reliability_diagram(panels, title=title, min_count=min_bin_count)
 
     _draw("reliability", inputs, out, dpi, force, build,
           name="reliability-calibrated" if calibrated is not None else None, extra_inputs=(calibrated,))
+    print_notes(notes, quiet=False)
 
 
 def _draw_adafocal_run(kind: str, run: Path, bins: str | None, out: Path | None, dpi: int, title: str | None,

@@ -90,6 +90,7 @@ def run_ood(
     check_output(json_path, flag="--json", force=force, inputs=(
         model, in_preds, out_preds, model_run.report("calibrate.json") if model_run is not None else None))
     score_names = check_score_names(scores)
+    read_notes: list[str] = []  # what reading --in-preds / --out-preds assumed
     if json_path is not None and json_path.is_dir():
         raise InputError(f"Expected --json to be a file path, but {json_path} is a folder.")
     if model is not None and (in_preds is not None or out_preds is not None):
@@ -139,7 +140,8 @@ def run_ood(
                 raise InputError(f"Expected {flag} only with --model, not with --in-preds/--out-preds.")
         from adacal.sources import resolve_ood_inputs
 
-        in_logits, out_logits, val = resolve_ood_inputs(in_preds, out_preds, options=options, with_val=fit_temperature)
+        in_logits, out_logits, val = resolve_ood_inputs(in_preds, out_preds, options=options, with_val=fit_temperature,
+                                                        notes_out=read_notes)
         value, source = resolve_temperature(temperature=temperature, fit=fit_temperature, val=val)
         in_name = in_name or in_preds.stem
         out_name = out_name or out_preds.stem
@@ -157,9 +159,12 @@ def run_ood(
     config = {"in": in_name, "out": out_name, "corruption": corruption, "severity": severity,
               "scores": list(score_names), **sources, "temperature": value, "temperature_source": source,
               "temperature_edge": edge}
+    if read_notes:
+        config["assumed"] = list(dict.fromkeys(read_notes))  # as evaluate's config.source.assumed
     report = ood_report(results, config=config)
     written = write_json(target, report) if target is not None else None
-    return OodRun(report=report, written=written, notes=ood_notes(results, config))
+    return OodRun(report=report, written=written,
+                  notes=[f"{note}." for note in dict.fromkeys(read_notes)] + ood_notes(results, config))
 
 
 def _runs_trained_on(root: str | os.PathLike, dataset: str | None = None) -> list[Path]:

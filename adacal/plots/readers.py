@@ -178,6 +178,7 @@ def reliability_inputs(
     band_samples: int = 1000,
     band_level: float = 0.9,
     seed: int = 0,
+    notes_out: list[str] | None = None,
     smooth: bool = False,
 ) -> list[ReliabilityPanel]:
     """Reliability panels from run folders, predictions files (.npz/.pt) or evaluate.json reports.
@@ -185,7 +186,8 @@ def reliability_inputs(
     With `calibrated` (a calibrate.json) the one input must hold logits: its panel is followed by a panel of the
     same predictions after the stored calibrator (`method`, default the report's best). `bands` ("consistency",
     "bootstrap" or "none"; see `adacal.plots.bands`) and `smooth` (the smoothed reliability curve) need per-sample
-    predictions, not an evaluate.json.
+    predictions, not an evaluate.json. What reading the predictions files assumed (binary scores, a dropped index
+    column, ...; the notes `adacal evaluate` prints) is added to `notes_out`, when given.
     """
     from adacal.arrays import to_probs
     from adacal.metrics.binning import BINNINGS, check_n_bins
@@ -240,6 +242,8 @@ def reliability_inputs(
             panels.append(ReliabilityPanel(label="", stats=stats, histogram=histogram))
             continue
         predictions = load_predictions(path, split=split)
+        if notes_out is not None:  # what reading the file assumed (binary scores, a dropped index column, ...)
+            notes_out.extend(note for note in predictions.notes if note not in notes_out)
         probs, _ = to_probs(predictions.logits)
         panels.append(panel_from_scores(probs, predictions.labels, binning=binning, n_bins=bins, smooth=smooth,
                                         **band_options))

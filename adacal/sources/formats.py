@@ -588,8 +588,9 @@ def sibling_labels(path: Path) -> Path | None:
 
 
 def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, split: str | None = "test",
-                     need_labels: bool = True) -> Predictions | np.ndarray:
-    """The (scores, labels) of one split of an opened file, or only the scores when `need_labels` is False."""
+                     need_labels: bool = True, notes_out: list[str] | None = None) -> Predictions | np.ndarray:
+    """The (scores, labels) of one split of an opened file, or only the scores when `need_labels` is False (what
+    reading them assumed is then added to `notes_out`, when given)."""
     path = arrays.path
     if options.logits_key is not None and arrays.kind in (*KEYLESS, "csv"):
         raise InputError(
@@ -615,6 +616,8 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
     scores, notes = interpret_scores(raw, name=arrays.label(key), renormalize=options.renormalize,
                                      named_probabilities=_unprefixed(key) in PROBABILITY_KEYS)
     if not need_labels:
+        if notes_out is not None:
+            notes_out.extend([*arrays.notes, *notes])
         return scores
     try:
         return _with_labels(arrays, key, scores, notes, options, split)
@@ -705,10 +708,12 @@ def load_predictions(path: str | os.PathLike, *, split: str = "test", options: R
         return predictions_from(arrays, options=options, split=split)
 
 
-def load_scores(path: str | os.PathLike, *, split: str = "test", options: ReadOptions = DEFAULT_OPTIONS) -> np.ndarray:
-    """Only the scores (N, K) of a predictions file (labels not needed, e.g. OOD sets)."""
+def load_scores(path: str | os.PathLike, *, split: str = "test", options: ReadOptions = DEFAULT_OPTIONS,
+                notes_out: list[str] | None = None) -> np.ndarray:
+    """Only the scores (N, K) of a predictions file (labels not needed, e.g. OOD sets); what reading them assumed
+    (binary scores, a dropped index column, ...) is added to `notes_out`, when given."""
     with open_arrays(path, labels_key=options.labels_key, labels_optional=True) as arrays:
-        return predictions_from(arrays, options=options, split=split, need_labels=False)
+        return predictions_from(arrays, options=options, split=split, need_labels=False, notes_out=notes_out)
 
 
 def load_split_predictions(path: str | os.PathLike, *, options: ReadOptions = DEFAULT_OPTIONS

@@ -248,22 +248,25 @@ def resolve_calibration_input(
     return CalibrationInput(splits["val"], splits["test"], input_path, run, options)
 
 
-def load_ood_scores(path: str | os.PathLike, *, split: str = "test", options: ReadOptions = DEFAULT_OPTIONS):
-    """Scores (N, K) of a saved set of model outputs (labels optional), for `ood --in-preds/--out-preds`."""
+def load_ood_scores(path: str | os.PathLike, *, split: str = "test", options: ReadOptions = DEFAULT_OPTIONS,
+                    notes_out: list[str] | None = None):
+    """Scores (N, K) of a saved set of model outputs (labels optional), for `ood --in-preds/--out-preds`; what
+    reading them assumed goes to `notes_out`, when given."""
     from adacal.sources.formats import load_scores
 
-    return load_scores(path, split=split, options=options)
+    return load_scores(path, split=split, options=options, notes_out=notes_out)
 
 
 def resolve_ood_inputs(
     in_preds: str | os.PathLike, out_preds: str | os.PathLike, *, options: ReadOptions = DEFAULT_OPTIONS,
-    with_val: bool = False,
+    with_val: bool = False, notes_out: list[str] | None = None,
 ) -> tuple[Any, Any, Predictions | None]:
     """(in-distribution scores, OOD scores, validation predictions or None) for `ood --in-preds/--out-preds`: both
-    sets of the same number of classes; with `with_val`, the validation split of `in_preds` (needed, not optional)."""
+    sets of the same number of classes; with `with_val`, the validation split of `in_preds` (needed, not optional).
+    What reading the two files assumed goes to `notes_out`, when given."""
     in_preds, out_preds = Path(in_preds), Path(out_preds)
-    in_scores = load_ood_scores(in_preds, options=options)
-    out_scores = load_ood_scores(out_preds, options=options)
+    in_scores = load_ood_scores(in_preds, options=options, notes_out=notes_out)
+    out_scores = load_ood_scores(out_preds, options=options, notes_out=notes_out)
     if in_scores.shape[1] != out_scores.shape[1]:
         raise InputError(
             f"Expected {in_preds.name} and {out_preds.name} to have the same number of classes, "

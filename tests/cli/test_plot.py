@@ -235,7 +235,8 @@ def test_gamma_on_a_run_without_adafocal_is_a_one_line_error(runs):
         (["gamma", "{adafocal}", "--bins", "zero"], "comma-separated"),
         (["reliability", "{adafocal}", "--out", "{tmp}/x.jpg"], r"\.png, \.svg or \.pdf"),
         (["reliability", "{tmp}/missing.npz", "--out", "{tmp}/x.png"], "does not exist"),
-        (["reliability", "{adafocal}", "--binning", "quantile", "--out", "{tmp}/x.png"], "equal-width, equal-mass"),
+        (["reliability", "{adafocal}", "--binning", "quantile", "--out", "{tmp}/x.png"],
+         r"Unknown binning \(--binning\) 'quantile'. Choices: equal-mass, equal-width"),
         (["reliability", "{adafocal}", "--n-bins", "0", "--out", "{tmp}/x.png"], "--n-bins"),
         (["reliability", "{adafocal}", "--n-bins", "1001", "--out", "{tmp}/x.png"],
          r"at most 1,000 bins in a reliability diagram .* got 1,001 from --n-bins"),
@@ -318,3 +319,12 @@ def test_reliability_reads_a_json_of_predictions_as_predictions_and_a_report_as_
     assert runner.invoke(app, ["evaluate", str(tmp_path / "preds.npz"), "--json", str(tmp_path / "r.json")]).exit_code == 0
     _ok(["reliability", str(tmp_path / "r.json"), "--out", str(tmp_path / "report.png"), "--dpi", "30"])
     np.testing.assert_allclose(_bar_heights(saved_figures[2])[0], _bar_heights(saved_figures[1])[0], atol=1e-12)
+
+
+def test_reliability_says_what_reading_a_predictions_file_assumed(tmp_path, monkeypatch):
+    """The notes evaluate prints (binary decision scores here) are printed by plot reliability too."""
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(1)
+    np.savez(tmp_path / "binary.npz", scores=3.0 * rng.normal(size=200), labels=rng.integers(0, 2, 200))
+    result = _ok(["reliability", str(tmp_path / "binary.npz"), "--dpi", "30"])
+    assert "Note: binary.npz:scores: 1-D scores outside [0, 1] taken as binary decision scores" in result.stderr
