@@ -20,6 +20,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from adacal.cli.common import OneLineErrorGroup, guarded
+from adacal.cli.inputs import LabelsKey, LogitsKey, Renormalize
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 
@@ -166,7 +167,8 @@ def reliability(
                                                   "evaluate.json keeps its own).", show_default=False)] = None,
     split: Annotated[str, typer.Option("--split", help="Split of a file holding val_/test_ arrays: test or val.")]
     = "test",
-    calibrated: Annotated[Optional[Path], typer.Option("--calibrated", help="A calibrate.json: add a panel after its "
+    calibrated: Annotated[Optional[Path], typer.Option("--calibrated", help="A calibrate.json, or a calibrator "
+                                                       "`adacal calibrate --save` wrote: add a panel after its "
                                                        "calibrator (vector / matrix scaling: on the kind of scores they were fitted on).", show_default=False)] = None,
     method: Annotated[str, typer.Option("--method", help="Calibrator in --calibrated to apply ('best': the one "
                                         "the report picked).")] = "best",
@@ -184,21 +186,28 @@ def reliability(
     min_bin_count: Annotated[int, typer.Option("--min-bin-count", help="Bins with fewer samples are faded and "
                                                "labelled with their count.")] = 10,
     labels: LabelsOption = None,
+    labels_file: Annotated[Optional[Path], typer.Option("--labels-file", help="File of labels for predictions files "
+                                                        "saved without them (as evaluate's --labels; here --labels "
+                                                        "names the panels).", show_default=False)] = None,
+    logits_key: LogitsKey = None,
+    labels_key: LabelsKey = None,
+    renormalize: Renormalize = False,
     out: OutOption = None,
     force: ForceOption = False,
     dpi: DpiOption = 150,
     title: TitleOption = None,
 ) -> None:
     from adacal import plots
-    from adacal.cli.inputs import print_notes
+    from adacal.cli.inputs import print_notes, read_options
 
     notes: list[str] = []
+    options = read_options(logits_key, labels_key, labels_file, renormalize)
 
     def build() -> Any:
         panels = plots.reliability_inputs(
             inputs, binning=binning, n_bins=n_bins, split=split, labels=parse_labels(labels, len(inputs)),
             calibrated=calibrated, method=method, bands=bands, band_samples=band_samples, band_level=band_level,
-            seed=seed, smooth=smooth, notes_out=notes,
+            seed=seed, smooth=smooth, notes_out=notes, options=options,
         )
         return plots.reliability_diagram(panels, title=title, min_count=min_bin_count)
 

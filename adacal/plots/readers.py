@@ -30,7 +30,7 @@ from adacal.runs import (
     load_history,
     require_run_folder,
 )
-from adacal.sources import load_predictions, read_report
+from adacal.sources import ReadOptions, load_predictions, read_report
 
 
 @dataclass(frozen=True)
@@ -142,9 +142,19 @@ def _evaluate_bins(path: Path, binning: str, n_bins: int | None) -> tuple[BinSta
 
 
 def _load_calibrator(path: Path, method: str) -> tuple[Any, str]:
-    """The calibrator `method` ("best": the report's pick) stored in a calibrate.json, rebuilt from its dict."""
+    """The calibrator `method` ("best": the report's pick) stored in a calibrate.json, rebuilt from its dict; or the
+    one calibrator of a file `adacal calibrate --save` wrote (what `evaluate --calibrator` takes)."""
     if path.is_dir():
         path = require_run_folder(path).report(CALIBRATE_FILE)
+    report = read_report(path)
+    if report.get("kind") == "calibrator":
+        from adacal.calibrators import load_calibrator
+
+        fitted = load_calibrator(path)
+        if method not in ("best", fitted.name):
+            raise InputError(f"Expected --method best or {fitted.name} with {path}, which holds one {fitted.name} "
+                             f"calibrator, got {method!r}.")
+        return fitted, fitted.name
     report = read_report(path, kind="calibrate")
     results = report["results"]
     stored = results.get("calibrators") if isinstance(results, Mapping) else None
@@ -179,6 +189,7 @@ def reliability_inputs(
     band_level: float = 0.9,
     seed: int = 0,
     notes_out: list[str] | None = None,
+    options: Any = None,
     smooth: bool = False,
 ) -> list[ReliabilityPanel]:
     """Reliability panels from run folders, predictions files (.npz/.pt) or evaluate.json reports.
@@ -187,7 +198,9 @@ def reliability_inputs(
     same predictions after the stored calibrator (`method`, default the report's best). `bands` ("consistency",
     "bootstrap" or "none"; see `adacal.plots.bands`) and `smooth` (the smoothed reliability curve) need per-sample
     predictions, not an evaluate.json. What reading the predictions files assumed (binary scores, a dropped index
-    column, ...; the notes `adacal evaluate` prints) is added to `notes_out`, when given.
+    column, ...; the notes `adacal evaluate` prints) is added to `notes_out`, when given. `options` (an
+    `adacal.sources.ReadOptions`: keys, a labels file, renormalising) says how to read predictions files, as for
+    `adacal evaluate`.
     """
     from adacal.arrays import to_probs
     from adacal.metrics.binning import BINNINGS, check_n_bins
@@ -241,7 +254,10 @@ def reliability_inputs(
             stats, histogram = _evaluate_bins(path, binning, n_bins)
             panels.append(ReliabilityPanel(label="", stats=stats, histogram=histogram))
             continue
-        predictions = load_predictions(path, split=split)
+        try:
+            predictions = load_predictions(path, split=split, options=options or ReadOptions())
+        except InputError as exc:  # the readers' advice names evaluate's flag; plot's --labels is legend text
+            raise InputError(str(exc).replace("--labels FILE", "--labels-file FILE")) from None
         if notes_out is not None:  # what reading the file assumed (binary scores, a dropped index column, ...)
             notes_out.extend(note for note in predictions.notes if note not in notes_out)
         probs, _ = to_probs(predictions.logits)

@@ -328,3 +328,30 @@ def test_reliability_says_what_reading_a_predictions_file_assumed(tmp_path, monk
     np.savez(tmp_path / "binary.npz", scores=3.0 * rng.normal(size=200), labels=rng.integers(0, 2, 200))
     result = _ok(["reliability", str(tmp_path / "binary.npz"), "--dpi", "30"])
     assert "Note: binary.npz:scores: 1-D scores outside [0, 1] taken as binary decision scores" in result.stderr
+
+
+def test_reliability_reads_files_with_evaluates_options_and_a_saved_calibrator(runs, tmp_path, monkeypatch):
+    """Files `evaluate` reads with --labels, --logits-key/--labels-key or --renormalize can be plotted (the errors
+    used to name options plot did not have), and --calibrated takes what `calibrate --save` writes."""
+    from adacal.calibrators import build_calibrator, save_calibrator
+
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(3)
+    logits, labels = 2.0 * rng.normal(size=(300, 4)), rng.integers(0, 4, 300)
+    np.save(tmp_path / "scores.npy", logits)
+    np.save(tmp_path / "y.npy", labels)
+    assert "give --labels-file FILE" in _error(["reliability", str(tmp_path / "scores.npy"), "--out",
+                                                str(tmp_path / "a.png")])
+    _ok(["reliability", str(tmp_path / "scores.npy"), "--labels-file", str(tmp_path / "y.npy"), "--out",
+         str(tmp_path / "a.png"), "--dpi", "30"])
+    np.savez(tmp_path / "keys.npz", out=logits, gt=labels)
+    _ok(["reliability", str(tmp_path / "keys.npz"), "--logits-key", "out", "--labels-key", "gt", "--out",
+         str(tmp_path / "b.png"), "--dpi", "30"])
+    rounded = np.round(np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True), 2)
+    np.savez(tmp_path / "rounded.npz", probs=rounded, labels=labels)
+    _ok(["reliability", str(tmp_path / "rounded.npz"), "--renormalize", "--out", str(tmp_path / "c.png"), "--dpi", "30"])
+    save_calibrator(build_calibrator("temperature").fit(logits, labels), tmp_path / "ts.json")
+    np.savez(tmp_path / "p.npz", logits=logits, labels=labels)
+    _ok(["reliability", str(tmp_path / "p.npz"), "--calibrated", str(tmp_path / "ts.json"), "--out",
+         str(tmp_path / "d.png"), "--dpi", "30"])
+    assert (tmp_path / "d.png").read_bytes().startswith(PNG)
