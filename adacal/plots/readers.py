@@ -175,6 +175,20 @@ def _load_calibrator(path: Path, method: str) -> tuple[Any, str]:
     return Calibrator.from_dict(dict(state)), described
 
 
+def _split_predictions(path: Path, split: str, options: ReadOptions) -> Any:
+    """The `split` of a predictions file: "val" only from its `val_` arrays (a file without them holds no validation
+    split, and plotting its other arrays under that name would mislead); "test" from `test_` or plain arrays."""
+    if split != "val":
+        return load_predictions(path, split=split, options=options)
+    from adacal.sources import load_validation_split
+
+    predictions = load_validation_split(path, options=options)
+    if predictions is None:
+        raise InputError(f"Expected val_ arrays (val_logits, val_labels) in {path} for --split val, found none: its "
+                         "arrays are one set, plotted without --split.")
+    return predictions
+
+
 def reliability_inputs(
     paths: Sequence[str | os.PathLike],
     *,
@@ -252,10 +266,10 @@ def reliability_inputs(
                 raise InputError(f"--smooth needs per-sample predictions, but {path} holds only bin statistics; "
                                  "give a run folder or predictions file.")
             stats, histogram = _evaluate_bins(path, binning, n_bins)
-            panels.append(ReliabilityPanel(label="", stats=stats, histogram=histogram))
+            panels.append(ReliabilityPanel(label="", stats=stats, histogram=histogram, binning=binning))
             continue
         try:
-            predictions = load_predictions(path, split=split, options=options or ReadOptions())
+            predictions = _split_predictions(path, split, options or ReadOptions())
         except InputError as exc:  # the readers' advice names evaluate's flag; plot's --labels is legend text
             raise InputError(str(exc).replace("--labels FILE", "--labels-file FILE")) from None
         if notes_out is not None:  # what reading the file assumed (binary scores, a dropped index column, ...)
@@ -280,7 +294,7 @@ def reliability_inputs(
     colors = _colors_for([(panel_name.split(" + ")[0]) for panel_name in names])
     return [
         ReliabilityPanel(label=label, stats=panel.stats, histogram=panel.histogram, color=color, bands=panel.bands,
-                         smooth=panel.smooth)
+                         smooth=panel.smooth, binning=panel.binning)
         for label, panel, color in zip(final, panels, colors)
     ]
 

@@ -69,9 +69,13 @@ class ReliabilityPanel:
     color: str | None = None
     bands: ReliabilityBands | None = None
     smooth: Any = None
+    binning: str | None = None  # "equal-width" or "equal-mass" when known (else read from the edges)
 
 
-def _binning_name(stats: BinStatistics) -> str:
+def _binning_name(stats: BinStatistics, binning: str | None = None) -> str:
+    """ECE-EW or ECE-EM: from the binning when known (one bin's edges, 0 and 1, are both), else from the edges."""
+    if binning is not None:
+        return "ECE-EW" if binning == "equal-width" else "ECE-EM"
     edges = np.asarray(stats.edges, dtype=np.float64)
     uniform = edges.size >= 2 and np.allclose(edges, equal_width_edges(edges.size - 1), atol=1e-12)
     return "ECE-EW" if uniform else "ECE-EM"
@@ -161,7 +165,7 @@ def reliability_diagram(
             extra.update(_draw_reliability(ax, panel.stats, color, bands=panel.bands, min_count=min_count,
                                            smooth=panel.smooth))
             ece = calibration_error(panel.stats) if panel.ece is None else float(panel.ece)
-            name = ece_name or _binning_name(panel.stats)
+            name = ece_name or _binning_name(panel.stats, panel.binning)
             accuracy, share = _draw_histogram(hist_ax, panel, color)
             top_share = max(top_share, share)
             summary = f"{name} {100 * ece:.2f} %" + ("" if accuracy is None else f" · Acc. {100 * accuracy:.1f} %")
@@ -332,7 +336,7 @@ def panel_from_scores(
     band = reliability_bands(bands, confidences, correct, stats.edges, level=band_level, n_samples=band_samples,
                              seed=seed)
     curve = smooth_reliability_of(confidences, correct) if smooth else None
-    return ReliabilityPanel(label, stats, histogram=histogram, color=color, bands=band, smooth=curve)
+    return ReliabilityPanel(label, stats, histogram=histogram, color=color, bands=band, smooth=curve, binning=binning)
 
 
 def reliability(
@@ -393,7 +397,7 @@ def reliability(
         return ReliabilityDisplay(figure, main, hist, stats, band, ece)
     _draw_reliability(ax, stats, color, bands=band, min_count=min_count, label_counts="all", smooth=curve)
     _percent_axes(ax, "Confidence (%)", "Accuracy (%)")
-    summary = f"{_binning_name(stats)} {100 * ece:.2f} %"
+    summary = f"{_binning_name(stats, binning)} {100 * ece:.2f} %"
     heading = title if title is not None else (summary if label is None else f"{name}\n{summary}")
     ax.set_title(heading, parse_math=False)
     legend = ax.legend(loc="upper left", fontsize=7)

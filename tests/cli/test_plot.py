@@ -355,3 +355,21 @@ def test_reliability_reads_files_with_evaluates_options_and_a_saved_calibrator(r
     _ok(["reliability", str(tmp_path / "p.npz"), "--calibrated", str(tmp_path / "ts.json"), "--out",
          str(tmp_path / "d.png"), "--dpi", "30"])
     assert (tmp_path / "d.png").read_bytes().startswith(PNG)
+
+
+def test_split_val_needs_val_arrays_and_one_equal_mass_bin_is_titled_ece_em(tmp_path, saved_figures, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(5)
+    logits, labels = 2.0 * rng.normal(size=(200, 3)), rng.integers(0, 3, 200)
+    np.savez(tmp_path / "one.npz", logits=logits, labels=labels)
+    # A file of one set has no validation split: plotting its arrays as "val" misled
+    assert "Expected val_ arrays (val_logits, val_labels) in" in _error(
+        ["reliability", str(tmp_path / "one.npz"), "--split", "val", "--out", str(tmp_path / "v.png")])
+    np.savez(tmp_path / "two.npz", val_logits=logits[:100], val_labels=labels[:100], test_logits=logits[100:],
+             test_labels=labels[100:])
+    _ok(["reliability", str(tmp_path / "two.npz"), "--split", "val", "--out", str(tmp_path / "v.png"), "--dpi", "30"])
+    # One bin's edges are 0 and 1 under either binning: the title follows --binning, not the edges
+    _ok(["reliability", str(tmp_path / "one.npz"), "--binning", "equal-mass", "--n-bins", "1", "--out",
+         str(tmp_path / "m.png"), "--dpi", "30"])
+    titles = [ax.get_title() for ax in saved_figures[-1].axes if ax.get_label().startswith("reliability:")]
+    assert "ECE-EM" in titles[0] and "ECE-EW" not in titles[0]
