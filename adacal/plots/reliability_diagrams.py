@@ -72,6 +72,10 @@ class ReliabilityPanel:
     binning: str | None = None  # "equal-width" or "equal-mass" when known (else read from the edges)
 
 
+# The legend entry of the smoothed reliability curve in a figure of several panels (each title gives its smECE).
+SMOOTH_LEGEND = "Smoothed accuracy (kernel regression)"
+
+
 def _binning_name(stats: BinStatistics, binning: str | None = None) -> str:
     """ECE-EW or ECE-EM: from the binning when known (one bin's edges, 0 and 1, are both), else from the edges."""
     if binning is not None:
@@ -169,6 +173,8 @@ def reliability_diagram(
             accuracy, share = _draw_histogram(hist_ax, panel, color)
             top_share = max(top_share, share)
             summary = f"{name} {100 * ece:.2f} %" + ("" if accuracy is None else f" · Acc. {100 * accuracy:.1f} %")
+            if panel.smooth is not None:
+                summary += f"\nsmECE {100 * panel.smooth.ece:.2f} % (σ = {panel.smooth.bandwidth:.3f})"
             label = wrap_text(panel.label, label_width, size=matplotlib.rcParams["axes.titlesize"])
             ax.set_title(f"{label}\n{summary}", parse_math=False)
             if column == 0:
@@ -190,11 +196,22 @@ def reliability_diagram(
         handles, labels = first_main.get_legend_handles_labels()
         hist_handles, hist_labels = first_hist.get_legend_handles_labels()
         order = [labels.index(name) for name in ("Accuracy", "Gap", "Mean confidence per bin", "Perfect calibration")]
-        fig.legend([handles[i] for i in order] + hist_handles + list(extra.values()),
-                   [labels[i] for i in order] + hist_labels + list(extra), loc="outside lower center",
-                   ncols={1: 2, 2: 3}.get(n, 6), frameon=False)
+        entries = [labels[i] for i in order] + hist_labels + list(extra)
+        fig.legend([handles[i] for i in order] + hist_handles + list(extra.values()), entries,
+                   loc="outside lower center", ncols=_legend_columns(entries, fig.get_figwidth()), frameon=False)
         _title(fig, title)
     return fig
+
+
+def _legend_columns(entries: list[str], width_in: float) -> int:
+    """As many legend columns as fit the figure's width for its longest entry (a legend wider than the figure is cut
+    at both edges), at most 6."""
+    import matplotlib
+
+    size = matplotlib.rcParams["legend.fontsize"]
+    size = matplotlib.font_manager.FontProperties(size=size).get_size_in_points()
+    column_pt = 0.6 * size * max(len(entry) for entry in entries) + 4.0 * size  # text, handle and spacing
+    return max(1, min(6, int(width_in * 72.0 // column_pt)))
 
 
 def check_min_count(min_count: Any) -> int:
@@ -247,7 +264,8 @@ def _draw_reliability(
         label = f"Smoothed (smECE {100 * smooth.ece:.2f} %, σ = {smooth.bandwidth:.3f})"
         (line,) = ax.plot(smooth.grid, smooth.curve, color=_SMOOTH_COLOR, linewidth=1.6, zorder=6, label=label)
         line.set_gid("smooth")
-        extra[label] = line
+        # One entry for every panel's curve in a figure's shared legend; each panel's title gives its smECE.
+        extra[SMOOTH_LEGEND] = line
     sparse = counts < min_count
     # "all": every bin's count at its foot, except bins too narrow to hold the text (sparse ones are always labelled).
     labelled = sparse if label_counts == "sparse" else sparse | (widths >= _MIN_LABEL_WIDTH)

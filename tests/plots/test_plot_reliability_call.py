@@ -166,3 +166,27 @@ def test_more_bins_than_a_diagram_draws_are_refused_before_any_work():
     many = bin_statistics(np.linspace(0, 1, 50), np.ones(50), n_bins=MAX_DIAGRAM_BINS + 1)
     with pytest.raises(InputError, match="from panel 'wide'"):
         plots.reliability_diagram([("wide", many)])
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_the_shared_legend_fits_the_figure_with_bands_and_smoothed_curves(n):
+    """With bands and smoothed curves the legend ran past both edges of the figure (and had one unattributable
+    'Smoothed (smECE …)' entry per panel); it now has one smoothed entry, each title gives its panel's smECE."""
+    from adacal.plots.reliability_diagrams import SMOOTH_LEGEND, panel_from_scores, reliability_diagram
+
+    logits, probs, labels = _calibrated(n=300)
+    panels = [panel_from_scores(probs, labels, label=f"model {i}", bands="consistency", smooth=True)
+              for i in range(n)]
+    figure = reliability_diagram(panels)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    (legend,) = figure.legends
+    box, frame = legend.get_window_extent(renderer), figure.bbox
+    assert box.x0 >= frame.x0 - 1 and box.x1 <= frame.x1 + 1
+    texts = [text.get_text() for text in legend.get_texts()]
+    assert texts.count(SMOOTH_LEGEND) == 1 and not any(text.startswith("Smoothed (smECE") for text in texts)
+    titles = [ax.get_title() for ax in figure.axes if ax.get_label().startswith("reliability:")]
+    assert all("smECE" in title for title in titles)
