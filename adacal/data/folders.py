@@ -147,7 +147,12 @@ def _read_tiny_folder(root: Path, workers: int | None) -> dict[str, np.ndarray]:
     if not annotations.is_file():
         raise InputError(f"Expected {annotations} (file name and wnid per line) in the Tiny-ImageNet folder {root}.")
     val_paths, val_labels = [], []
-    for number, line in enumerate(annotations.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        annotation_text = annotations.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"Expected {annotations} to be UTF-8 text, but byte {exc.start} is not "
+                         f"({exc.object[exc.start:exc.start + 1]!r}): save it as UTF-8.") from None
+    for number, line in enumerate(annotation_text.splitlines(), start=1):
         if not line.strip():
             continue
         fields = line.split("\t")

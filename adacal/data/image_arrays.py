@@ -8,6 +8,7 @@ hardly compress). This is the format of /work/shared/data/cifar10.npz and of the
 from __future__ import annotations
 
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -31,18 +32,16 @@ def read_npz(path: Path) -> dict[str, np.ndarray]:
         raise InputError(f"Cannot read {path} ({exc.strerror or exc}).") from None
     if magic[:2] != b"PK":
         raise InputError(f"Cannot read {path} as an .npz file (it is not a zip archive of .npy arrays).")
+    # The predictions files' reader: each member's declared shape is checked against its zip entry and the memory
+    # before anything is allocated (a header declaring 10^7 images is refused, not a MemoryError), never a pickle.
+    from adacal.sources.files import NpzArchive
+
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            if not hasattr(archive, "files"):
-                raise InputError(f"Expected {path} to be an .npz archive, but it holds a single array.")
+        with NpzArchive(path, "a dataset file (.npz)") as archive:
             return {key: archive[key] for key in archive.files}
     except InputError:
         raise
-    except ValueError as exc:
-        if "allow_pickle" in str(exc):
-            raise InputError(f"Expected {path} to hold plain arrays, but it holds pickled objects.") from None
-        raise InputError(f"Cannot read {path} as an .npz file ({exc}).") from None
-    except (OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile, KeyError, zlib.error) as exc:
         raise InputError(f"Cannot read {path} as an .npz file ({exc.__class__.__name__}: {exc}).") from None
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -69,6 +70,10 @@ def encode(token_lists: Sequence[Sequence[str]], vocab: Sequence[str], *, max_le
     return torch.from_numpy(ids)
 
 
+# The newsgroups of the corpus: labels of the prepared file are their indices (docs/data.md).
+NEWSGROUPS_CLASSES = 20
+
+
 def read_newsgroups_jsonl(path: Path) -> list[dict[str, Any]]:
     """Records {split, label, group, text} from the shared JSON-lines file; a malformed line is an InputError."""
     records = []
@@ -86,13 +91,15 @@ def read_newsgroups_jsonl(path: Path) -> list[dict[str, Any]]:
                 if record["split"] not in ("train", "test"):
                     raise InputError(f"Expected 'split' on line {number} of {path} to be train or test, got {record['split']!r}.")
                 label = record["label"]
-                if isinstance(label, bool) or not isinstance(label, int) or label < 0:
-                    raise InputError(f"Expected 'label' on line {number} of {path} to be a non-negative integer, got {label!r}.")
+                if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < NEWSGROUPS_CLASSES:
+                    raise InputError(f"Expected 'label' on line {number} of {path} to be a class index in [0, "
+                                     f"{NEWSGROUPS_CLASSES - 1}] (one of the 20 newsgroups), got {label!r}.")
                 if not isinstance(record["text"], str):
                     raise InputError(f"Expected 'text' on line {number} of {path} to be a string.")
                 records.append(record)
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise InputError(f"Cannot read {path} as gzip-compressed JSON lines ({exc.__class__.__name__}).") from None
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
+        problem = "damaged compressed data" if isinstance(exc, zlib.error) else exc.__class__.__name__
+        raise InputError(f"Cannot read {path} as gzip-compressed JSON lines ({problem}).") from None
     if not records:
         raise InputError(f"Expected {path} to hold at least one record, found none.")
     return records

@@ -155,6 +155,9 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
     else:
         resolved = resolve_config(config)
     check_names(resolved)
+    if config.data_dir is not None:
+        # Recorded as an absolute path: `ood --model RUN` / `evaluate RUN` may run from another folder.
+        resolved.data_dir = os.path.abspath(os.path.expanduser(str(config.data_dir)))
     if checkpoint is None:
         resolved.loss_options = resolved_loss_options(resolved.loss, resolved.loss_options)  # config.json says all
         check_model_options(resolved)
@@ -166,6 +169,7 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
     writer = _locked_writer(run, dist, writers) if run is not None else None
 
     dist.setup(device)
+    created: Path | None = None  # the run folder this call made (a new run), removed again if it fails too early
     try:
         seed_everything(resolved.seed)
         data_dir, download = _data_source(config, resolved, resumed=checkpoint is not None)
@@ -202,6 +206,7 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
             if dist.is_main:
                 name = resolved.name or run_folder_name(dataset.name, model_name, resolved.loss)
                 root = str(new_run_dir(resolved.out, name, unique=resolved.name is None))
+                created = Path(root)
             run = RunFolder(Path(dist.broadcast(root)))
             writer = _locked_writer(run, dist, writers)
         trainer = Trainer(
@@ -217,8 +222,24 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
             )
         dist.barrier()
         return trainer.run()
+    except BaseException:
+        if created is not None:
+            _remove_if_never_checkpointed(created)
+        raise
     finally:
         dist.teardown()
+
+
+def _remove_if_never_checkpointed(root: Path) -> None:
+    """Remove a new run's folder when training failed before its first checkpoint (data that fails only once the
+    model sees it, a corrupt image found by the first batch): it holds nothing to resume, and leaving it would take
+    the --name of the retry. A folder with any checkpoint is kept (resumable, and the error says so)."""
+    import shutil
+
+    checkpoints = root / "checkpoints"
+    if checkpoints.is_dir() and any(checkpoints.glob("*.pt")):
+        return
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def _continue_interrupted_epoch(

@@ -602,3 +602,29 @@ def test_an_update_schedule_longer_than_an_epoch_is_noted_before_training(tmp_pa
     ce = _train("--epochs", "1", "--loss", "ce", "--update-every", "1000", "--out", str(tmp_path), "--test-subset",
                 "50", *TINY)
     assert ce.exit_code == 0 and "--update-every" not in ce.stderr  # CE learns nothing from validation
+
+
+def test_a_run_that_fails_before_its_first_checkpoint_leaves_no_folder(tmp_path):
+    """Grayscale CIFAR arrays load, then fail at the model's normalisation: the new run folder held only .lock (and
+    with --name, the retry after fixing the data was refused as 'already exists')."""
+    rng = np.random.default_rng(0)
+    data = tmp_path / "data"
+    data.mkdir()
+    np.savez(data / "cifar10.npz", train_x=rng.integers(0, 255, (100, 32, 32), dtype=np.uint8),
+             train_y=np.arange(100) % 10, test_x=rng.integers(0, 255, (30, 32, 32), dtype=np.uint8),
+             test_y=np.arange(30) % 10, classes=np.array([f"c{i}" for i in range(10)]))
+    args = ("--dataset", "cifar10", "--data-dir", str(data), "--epochs", "1", "--train-subset", "64",
+            "--test-subset", "20", "--batch-size", "32", "--out", str(tmp_path / "runs"), "--name", "gray")
+    one_line_error(_train(*args), "3 channels")
+    assert not (tmp_path / "runs" / "gray").exists()
+
+
+def test_a_relative_data_dir_is_recorded_absolute(tmp_path, monkeypatch):
+    """`ood --model RUN` and `evaluate RUN` read the recorded data folder from wherever they run."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    result = _train("--epochs", "1", "--data-dir", "data", "--out", "runs", "--name", "rel", "--test-subset", "50",
+                    *TINY)
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "runs" / "rel" / "config.json").read_text())["config"]
+    assert config["data_dir"] == str(tmp_path / "data")

@@ -132,6 +132,22 @@ def test_unreadable_and_pickled_npz(tmp_path):
     np.savez(tmp_path / "cifar10.npz", **arrays)
     with pytest.raises(InputError, match="pickled"):
         load_dataset("cifar10", data_dir=tmp_path, download=False)
+    # A header declaring 10^7 images over 1,000 bytes: refused from the header, not a MemoryError traceback
+    import io
+    import zipfile
+
+    header = "{'descr': '|u1', 'fortran_order': False, 'shape': (10000000, 32, 32, 3), }"
+    header += " " * (64 - (11 + len(header)) % 64) + "\n"
+    declared = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + b"\0" * 1000
+    arrays = make_arrays()
+    with zipfile.ZipFile(tmp_path / "cifar10.npz", "w") as archive:
+        archive.writestr("train_x.npy", declared)
+        for key in ("train_y", "test_x", "test_y", "classes"):
+            buffer = io.BytesIO()
+            np.save(buffer, np.asarray(arrays[key]))
+            archive.writestr(f"{key}.npy", buffer.getvalue())
+    with pytest.raises(InputError, match=r"train_x to hold the 28\.6 GiB its header declares"):
+        load_dataset("cifar10", data_dir=tmp_path, download=False)
 
 
 class _FakeCIFAR10:

@@ -64,6 +64,9 @@ def test_tiny_imagenet_missing_and_bad_annotations(tmp_path):
     (tmp_path / "tiny-imagenet-200" / "val" / "val_annotations.txt").write_text("val_0.JPEG\tn99999999\n")
     with pytest.raises(InputError, match="line 1 of .*val_annotations.txt"):
         load_dataset("tiny-imagenet", data_dir=tmp_path, download=False)
+    (tmp_path / "tiny-imagenet-200" / "val" / "val_annotations.txt").write_bytes(b"caf\xe9.JPEG\tn00000000\n")
+    with pytest.raises(InputError, match="val_annotations.txt to be UTF-8 text"):
+        load_dataset("tiny-imagenet", data_dir=tmp_path, download=False)
 
 
 def make_imagenet(root: Path, per_class=4) -> Path:

@@ -95,6 +95,19 @@ def test_newsgroups_missing_and_bad_files(tmp_path):
     (tmp_path / "20newsgroups.jsonl.gz").write_bytes(b"plain text, not gzip")
     with pytest.raises(InputError, match="gzip"):
         load_dataset("20newsgroups", data_dir=tmp_path, download=False)
+    # Labels beyond the 20 groups (1-based, or another corpus) made phantom classes: refused
+    write_jsonl(tmp_path / "20newsgroups.jsonl.gz", [{"split": "train", "label": 57, "text": "x"}])
+    with pytest.raises(InputError, match=r"'label' on line 1 .* class index in \[0, 19\] .* got 57"):
+        load_dataset("20newsgroups", data_dir=tmp_path, download=False)
+    # A damaged deflate stream (zlib.error, not an OSError) raised a traceback
+    records = [{"split": "train", "label": i % 20, "text": f"w{i} common words here"} for i in range(200)]
+    write_jsonl(tmp_path / "20newsgroups.jsonl.gz", records)
+    damaged = bytearray((tmp_path / "20newsgroups.jsonl.gz").read_bytes())
+    for i in range(100, 140):
+        damaged[i] ^= 0x5A
+    (tmp_path / "20newsgroups.jsonl.gz").write_bytes(bytes(damaged))
+    with pytest.raises(InputError, match="gzip-compressed JSON lines"):
+        load_dataset("20newsgroups", data_dir=tmp_path, download=False)
 
 
 @pytest.mark.slow  # tokenising the full corpus takes ~5 s of CPU
