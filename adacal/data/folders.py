@@ -5,7 +5,8 @@ val/images/*.JPEG with val/val_annotations.txt. Paper split: 50 images per class
 (seeded, class-stratified; `val_size` total, default a tenth) are the validation split, the official val set
 (10,000) is the test split; 90,000 / 10,000 / 10,000. Images are decoded once (on `workers` threads) into uint8 64x64 arrays (resized when a
 file is another size) and cached as `<data-dir>/tiny-imagenet.npz` (the prepared-array format) when the folder is
-writable, so later runs load in seconds; that .npz, when present, is used instead of the folder.
+writable, so later runs load in seconds; that .npz, when present, is used instead of the folder unless the folder
+changed after it was written (images, classes or annotations added, removed or rewritten: decoded again).
 
 ImageNet (`<data-dir>/imagenet/` or `<data-dir>`): train/<wnid>/*.JPEG and val/<wnid>/*.JPEG (the val images sorted
 into class folders, as torchvision's ImageFolder and the usual `valprep.sh` expect). Paper split: the official train
@@ -139,6 +140,18 @@ def _image_folder(path: Path):
         raise InputError(f"Cannot read {path} as class folders of images ({' '.join(str(exc).split())}).") from None
 
 
+def _changed_since(root: Path, moment: float) -> bool:
+    """Whether the Tiny-ImageNet folder changed after `moment` (the cache's mtime): images or classes added or
+    removed (their folders' mtimes) or the val annotations rewritten. Then the cached arrays are stale: decode again."""
+    paths = [root / "train", root / "val", root / "val" / "images", root / "val" / "val_annotations.txt"]
+    train = root / "train"
+    if train.is_dir():
+        for entry in os.scandir(train):
+            if entry.is_dir():
+                paths += [Path(entry.path), Path(entry.path) / "images"]
+    return any(path.exists() and path.stat().st_mtime > moment for path in paths)
+
+
 def _read_tiny_folder(root: Path, workers: int | None) -> dict[str, np.ndarray]:
     train = _image_folder(root / "train")
     wnids = list(train.classes)
@@ -196,10 +209,10 @@ def load_tiny_imagenet(
 ) -> Dataset:
     """Tiny-ImageNet (200 classes, 64x64) from tiny-imagenet.npz or the tiny-imagenet-200 folder (see module doc)."""
     cache = data_dir / "tiny-imagenet.npz"
-    if cache.is_file():
+    root = _find_root(data_dir, "tiny-imagenet-200", ("train", "val"))
+    if cache.is_file() and not (root is not None and _changed_since(root, cache.stat().st_mtime)):
         arrays, source = read_image_npz(cache, image_size=(TINY_SIZE, TINY_SIZE)), str(cache)
     else:
-        root = _find_root(data_dir, "tiny-imagenet-200", ("train", "val"))
         if root is None:
             raise DataUnavailableError(
                 f"Tiny-ImageNet is not in {data_dir} (it has no downloader). Put the tiny-imagenet-200 folder "

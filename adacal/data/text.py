@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from adacal.data.base import DATASETS, Dataset, Split, check_int, shuffled_split, split_record
+from adacal.data.base import DATASETS, Dataset, Split, check_int, folders_removed_on_failure, shuffled_split, split_record
 from adacal.errors import DataUnavailableError, InputError
 
 PAD_ID = 0
@@ -127,7 +127,9 @@ def load_newsgroup_records(data_dir: Path, *, download: bool) -> tuple[list[dict
         "or run with network access to download it."
     )
     try:
-        return _fetch_sklearn(data_dir, download=download), "sklearn.datasets.fetch_20newsgroups"
+        # scikit-learn makes <data_dir>/scikit_learn_data/20news_home before it downloads: gone again on failure.
+        with folders_removed_on_failure(data_dir / "scikit_learn_data" / "20news_home"):
+            return _fetch_sklearn(data_dir, download=download), "sklearn.datasets.fetch_20newsgroups"
     except (OSError, RuntimeError) as exc:  # URLError is an OSError; sklearn offline without a cache is an OSError
         if not download:
             raise DataUnavailableError(f"20 Newsgroups is not in {data_dir} and download is off. {hint}") from None

@@ -55,6 +55,16 @@ def test_tiny_imagenet_folder_splits_and_cache(tmp_path):
     again = load_dataset("tiny-imagenet", data_dir=tmp_path, seed=0, download=False)
     assert again.split_info["source"].endswith("tiny-imagenet.npz")
     assert torch.equal(again.train.inputs, data.train.inputs) and torch.equal(again.test.labels, data.test.labels)
+    # The folder changed after the cache was written (more val images, annotations rewritten): decoded again, not
+    # the stale arrays (which kept failing a --test-subset the fixed folder satisfies)
+    import os
+
+    cache_time = (tmp_path / "tiny-imagenet.npz").stat().st_mtime
+    make_tiny(tmp_path, val_per_class=3)
+    for path in (tmp_path / "tiny-imagenet-200" / "val" / "images", tmp_path / "tiny-imagenet-200" / "val" / "val_annotations.txt"):
+        os.utime(path, (cache_time + 10, cache_time + 10))
+    fresh = load_dataset("tiny-imagenet", data_dir=tmp_path, seed=0, download=False)
+    assert len(fresh.test) == 9 and not fresh.split_info["source"].endswith(".npz")
 
 
 def test_tiny_imagenet_missing_and_bad_annotations(tmp_path):
