@@ -45,6 +45,12 @@ def read_npz(path: Path) -> dict[str, np.ndarray]:
         raise InputError(f"Cannot read {path} as an .npz file ({exc.__class__.__name__}: {exc}).") from None
 
 
+# Other libraries' names for the prepared arrays (Keras' `load_data()` returns x_train, y_train, ...).
+_OTHER_KEY_NAMES = {"x_train": "train_x", "y_train": "train_y", "x_test": "test_x", "y_test": "test_y",
+                    "train_images": "train_x", "train_labels": "train_y", "test_images": "test_x",
+                    "test_labels": "test_y", "class_names": "classes"}
+
+
 def read_image_npz(
     path: Path,
     *,
@@ -55,8 +61,11 @@ def read_image_npz(
     arrays = read_npz(path)
     missing = [key for key in IMAGE_NPZ_KEYS if key not in arrays]
     if missing:
+        renames = [f"{theirs} → {ours}" for theirs, ours in _OTHER_KEY_NAMES.items() if theirs in arrays and ours in missing]
+        hint = f"; rename {', '.join(renames)}" if renames else ""
         raise InputError(
-            f"Expected {path} to hold the keys {', '.join(IMAGE_NPZ_KEYS)}; missing {', '.join(missing)}."
+            f"Expected {path} to hold the keys {', '.join(IMAGE_NPZ_KEYS)}; missing {', '.join(missing)} (it has "
+            f"{', '.join(sorted(arrays)) or 'nothing'}){hint}."
         )
     classes = arrays["classes"]
     if classes.ndim != 1 or classes.dtype.kind not in "US":
@@ -82,11 +91,15 @@ def read_image_npz(
 def check_images(images: np.ndarray, *, name: str, image_size: tuple[int, int] | None = None) -> np.ndarray:
     """uint8 (N, H, W, C) with C in {1, 3}; a grayscale (N, H, W) array gets a channel axis."""
     if images.dtype != np.uint8:
-        raise InputError(f"Expected {name} to be uint8 images (N, H, W, C), got dtype {images.dtype}.")
+        hint = (": scale to 0-255 and convert, e.g. (x * 255).round().astype(np.uint8) for values in [0, 1]"
+                if images.dtype.kind == "f" else "")
+        raise InputError(f"Expected {name} to be uint8 images (N, H, W, C), got dtype {images.dtype}{hint}.")
     if images.ndim == 3:
         images = images[..., None]
     if images.ndim != 4 or images.shape[-1] not in (1, 3):
-        raise InputError(f"Expected {name} to be images of shape (N, H, W, C) with C = 1 or 3, got {images.shape}.")
+        hint = (": channels first (N, C, H, W), it seems; store x.transpose(0, 2, 3, 1)"
+                if images.ndim == 4 and images.shape[1] in (1, 3) else "")
+        raise InputError(f"Expected {name} to be images of shape (N, H, W, C) with C = 1 or 3, got {images.shape}{hint}.")
     if len(images) == 0:
         raise InputError(f"Expected {name} to hold at least one image, got shape {images.shape}.")
     if image_size is not None and tuple(images.shape[1:3]) != tuple(image_size):

@@ -108,6 +108,10 @@ def test_offline_without_file_names_the_path(tmp_path):
     [
         (lambda a: a.pop("test_y"), "missing test_y"),
         (lambda a: a.__setitem__("train_x", a["train_x"].astype(np.float32)), "uint8"),
+        (lambda a: a.__setitem__("train_x", a["train_x"] / 255.0), r"\(x \* 255\)\.round\(\)\.astype\(np\.uint8\)"),
+        (lambda a: a.__setitem__("train_x", a["train_x"].transpose(0, 3, 1, 2)), r"transpose\(0, 2, 3, 1\)"),
+        (lambda a: a.update(x_train=a.pop("train_x"), y_train=a.pop("train_y")),
+         "rename x_train → train_x, y_train → train_y"),
         (lambda a: a.__setitem__("train_y", a["train_y"] + 5), r"in \[0, 9\], got values from 5 to 14"),
         (lambda a: a.__setitem__("test_x", a["test_x"][:, :16]), r"shape \(32, 32, 3\)"),
         (lambda a: a.__setitem__("test_y", a["test_y"][:10]), "50 labels"),
