@@ -92,6 +92,10 @@ def evaluation_report(logits: np.ndarray, labels: np.ndarray, *, run: RunFolder)
 # the trainer
 
 
+# Below this many validation samples per bin, a bin's C_val - A_val is mostly sampling noise (train notes it).
+MIN_VAL_PER_BIN = 10
+
+
 class Trainer:
     """Owns one training run: model, optimiser, schedule, loss, loaders and the run folder."""
 
@@ -354,13 +358,19 @@ class Trainer:
     # ------------------------------------------------------------------------------------------------ the loop
 
     def _schedule_notes(self) -> list[str]:
-        """What the user should know before the first epoch: a γ-update schedule some epochs never reach."""
+        """What the user should know before the first epoch: a γ-update schedule some epochs never reach, or
+        validation bins too small to measure their calibration."""
         if not self.needs_validation:
             return []
         from adacal.training.config import idle_update_epochs
 
-        return idle_update_epochs(self.config.update_every, epochs=self.config.epochs,
-                                  batches_per_epoch=len(self.train_loader))
+        notes = idle_update_epochs(self.config.update_every, epochs=self.config.epochs,
+                                   batches_per_epoch=len(self.train_loader))
+        n_bins, n_val = int(getattr(self.loss, "n_bins", 0) or 0), len(self.dataset.split("val"))
+        if n_bins and n_val < MIN_VAL_PER_BIN * n_bins:
+            notes.append(f"{n_val} validation samples in {n_bins} bins leave fewer than {MIN_VAL_PER_BIN} in each: every "
+                         f"γ follows the calibration of a handful of samples (use fewer --n-bins or a larger --val-size)")
+        return notes
 
     def train_epoch(self, epoch: int) -> dict[str, Any]:
         """One pass over the training split (with any per-n-batch γ-updates); no validation, no files."""

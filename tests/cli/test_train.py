@@ -628,3 +628,11 @@ def test_a_relative_data_dir_is_recorded_absolute(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     config = json.loads((tmp_path / "runs" / "rel" / "config.json").read_text())["config"]
     assert config["data_dir"] == str(tmp_path / "data")
+
+
+def test_validation_bins_too_small_to_measure_are_noted(tmp_path):
+    result = _train("--epochs", "1", "--n-bins", "100", "--out", str(tmp_path), "--test-subset", "50", *TINY)
+    assert result.exit_code == 0, result.output
+    assert "validation samples in 100 bins leave fewer than 10 in each" in result.stderr
+    default = _train("--epochs", "1", "--out", str(tmp_path), "--test-subset", "50", *TINY)
+    assert "leave fewer than" not in default.stderr
