@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import math
 import os
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -59,6 +61,9 @@ class TextCNN(nn.Module):
         return self.fc(self.dropout(torch.cat(pooled, dim=1)))
 
 
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
 def read_glove(
     path: str | os.PathLike, vocab: Sequence[str], *, embedding_dim: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -95,12 +100,18 @@ def read_glove(
                 if vectors is None:
                     vectors = torch.zeros(len(vocab), dim)
                 try:
-                    vectors[row] = torch.tensor([float(v) for v in values])
+                    numbers = [float(v) for v in values]
                 except ValueError:
                     raise InputError(f"Expected numbers after the word on line {number} of {path}.") from None
+                if not all(math.isfinite(v) and abs(v) <= _FLOAT32_MAX for v in numbers):
+                    # NaN, Inf or beyond float32 would only surface later as a NaN loss blamed on the learning rate.
+                    raise InputError(f"Expected finite numbers (within float32's range) after the word on line "
+                                     f"{number} of {path}, got NaN, Inf or an overflowing value.")
+                vectors[row] = torch.tensor(numbers)
                 found[row] = True
-    except (OSError, EOFError) as exc:
-        raise InputError(f"Cannot read the embeddings file {path} ({exc.__class__.__name__}).") from None
+    except (OSError, EOFError, zlib.error) as exc:  # zlib.error: a damaged .gz stream
+        problem = "damaged compressed data" if isinstance(exc, zlib.error) else exc.__class__.__name__
+        raise InputError(f"Cannot read the embeddings file {path} ({problem}).") from None
     if dim is None:
         raise InputError(f"Expected word vectors in {path}, found none.")
     if vectors is None:

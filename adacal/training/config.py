@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from adacal.checks import check_integer, integer_kind, is_integer, renamed_options
 from adacal.conventions import DEFAULT_RUNS_DIR, LOSS_OPTION_ALIASES, LOSS_OPTION_FLAGS
@@ -228,8 +231,39 @@ def preset_values(dataset: str, preset: str) -> dict[str, Any]:
     return dict(QUICK_PRESETS.get(dataset, GENERIC_QUICK))
 
 
+_NAME_FIELDS = ("dataset", "model", "loss", "optimizer", "device", "select", "preset", "loss_reduction", "name")
+_PATH_FIELDS = ("out", "resume", "data_dir")
+
+
+def check_structure(config: Any) -> None:
+    """The container and type checks a TrainConfig built in Python needs before any of its values is read (the CLI
+    builds it right): a TrainConfig, names as strings, paths as strings or path-likes, option dicts as dicts, and
+    milestones as a sequence of epoch numbers (int() of "15" would give the epochs 1 and 5, of 1.5 epoch 1)."""
+    if not isinstance(config, TrainConfig):
+        raise InputError(f"Expected a TrainConfig (TrainConfig(**options) or TrainConfig.from_dict(...)), got "
+                         f"{type(config).__name__}.")
+    for key in _NAME_FIELDS:
+        value = getattr(config, key)
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"Expected {key} to be a name (a string), got {value!r}.")
+    for key in _PATH_FIELDS:
+        value = getattr(config, key)
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise InputError(f"Expected {key} to be a path (a string), got {value!r}.")
+    for key in ("model_options", "loss_options"):
+        value = getattr(config, key)
+        if value is not None and not isinstance(value, dict):
+            raise InputError(f"Expected {key} to be a dict of option names and values, got {value!r}.")
+    milestones = config.milestones
+    if milestones is not None and (
+            isinstance(milestones, (str, bytes, dict)) or not isinstance(milestones, (list, tuple))
+            or not all(isinstance(m, (int, np.integer)) and not isinstance(m, bool) for m in milestones)):
+        raise InputError(f"Expected milestones to be a sequence of epoch numbers such as (15, 25), got {milestones!r}.")
+
+
 def resolve_config(config: TrainConfig) -> TrainConfig:
     """A copy of `config` with every None filled from the preset and common defaults, then validated."""
+    check_structure(config)
     dataset = config.dataset or DEFAULT_DATASET
     preset = config.preset or "quick"
     defaults = {**COMMON_DEFAULTS, **preset_values(dataset, preset)}

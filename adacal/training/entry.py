@@ -88,6 +88,9 @@ def train(config: TrainConfig, progress: Any = None) -> TrainResult:
     diverges, TrainingInterrupted on Ctrl-C/SIGTERM. The run folder is locked for the whole run (RunWriter.lock): a
     second `train --resume` of the same run fails at once with RunLockedError.
     """
+    from adacal.training.config import check_structure
+
+    check_structure(config)
     writers: list[RunWriter] = []
     try:
         return _train(config, progress, writers)
@@ -101,7 +104,9 @@ def resolved_config(config: TrainConfig) -> dict[str, Any]:
     the dataset and every loss hyper-parameter filled in, all checks passed; with `resume`, the run's own config with
     what may change. A dry run: no folder is created, no data is loaded, nothing is written."""
     from adacal.models import default_model
+    from adacal.training.config import check_structure
 
+    check_structure(config)
     if config.resume:
         from adacal.runs import find_run_folder
 
@@ -199,6 +204,7 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
         model = build_model(
             model_name, num_classes=dataset.num_classes, input_shape=tuple(dataset.input_shape), **model_options
         )
+        _check_forward(model, model_name, dataset)
         loss = build_loss(resolved.loss, **(resolved.loss_options or {}))
 
         if run is None:
@@ -228,6 +234,25 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
         raise
     finally:
         dist.teardown()
+
+
+def _check_forward(model: Any, name: str, dataset: Any) -> None:
+    """One forward pass of two blank inputs in eval mode, before any folder exists: a model that cannot take the
+    dataset's input size (torchvision's AlexNet or ViT at 32x32) fails here in one line, not as a traceback in the
+    first batch with a run folder left behind. Eval mode and no_grad: no statistics, weights or random state move."""
+    shape = tuple(int(d) for d in dataset.input_shape)
+    blank = torch.zeros((2, *shape), dtype=torch.long if dataset.kind == "text" else torch.float32)
+    training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            model(blank)
+    except (RuntimeError, AssertionError, ValueError, IndexError, TypeError) as exc:
+        reason = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise InputError(f"Expected model {name} to take {dataset.name}'s inputs of shape {shape}, but its forward pass "
+                         f"fails ({reason[:160]}): pick a model for this input size.") from None
+    finally:
+        model.train(training)
 
 
 def _remove_if_never_checkpointed(root: Path) -> None:

@@ -636,3 +636,19 @@ def test_validation_bins_too_small_to_measure_are_noted(tmp_path):
     assert "validation samples in 100 bins leave fewer than 10 in each" in result.stderr
     default = _train("--epochs", "1", "--out", str(tmp_path), "--test-subset", "50", *TINY)
     assert "leave fewer than" not in default.stderr
+
+
+def test_a_model_that_cannot_take_the_input_size_is_refused_before_any_folder(tmp_path):
+    """torchvision's AlexNet pools 32x32 images to nothing: a traceback in the first batch, and a run folder with an
+    epoch-0 checkpoint that then crashed evaluate, calibrate, ood and --resume alike."""
+    rng = np.random.default_rng(0)
+    data = tmp_path / "data"
+    data.mkdir()
+    np.savez(data / "cifar10.npz", train_x=rng.integers(0, 255, (100, 32, 32, 3), dtype=np.uint8),
+             train_y=np.arange(100) % 10, test_x=rng.integers(0, 255, (30, 32, 32, 3), dtype=np.uint8),
+             test_y=np.arange(30) % 10, classes=np.array([f"c{i}" for i in range(10)]))
+    result = _train("--dataset", "cifar10", "--data-dir", str(data), "--model", "torchvision:alexnet", "--epochs", "1",
+                    "--train-subset", "64", "--test-subset", "20", "--out", str(tmp_path / "runs"), "--name", "ax")
+    one_line_error(result, "Expected model torchvision:alexnet to take cifar10's inputs of shape (3, 32, 32), but its "
+                           "forward pass fails")
+    assert not (tmp_path / "runs" / "ax").exists()

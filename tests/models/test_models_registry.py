@@ -185,6 +185,22 @@ def test_textcnn_glove_initialisation(tmp_path):
         build_model("textcnn", num_classes=3, input_shape=(10,), vocab_size=5, embeddings=str(glove))
     with pytest.raises(InputError, match="does not exist"):
         build_model("textcnn", num_classes=3, input_shape=(10,), vocab_size=5, embeddings=str(tmp_path / "no.txt"), vocab=vocab)
+    # NaN / Inf / float32-overflowing vectors would only show up as a NaN loss blamed on the learning rate
+    for bad in ("hello nan 0.2 0.3 0.4\n", "hello 0.1 inf 0.3 0.4\n", "hello 1e400 0.2 0.3 0.4\n", "hello 1e39 0 0 0\n"):
+        glove.write_text(bad)
+        with pytest.raises(InputError, match="finite numbers .* on line 1"):
+            build_model("textcnn", num_classes=3, input_shape=(10,), vocab_size=5, embeddings=str(glove), vocab=vocab)
+    # A damaged .gz stream (zlib.error) raised a traceback
+    import gzip
+
+    packed = tmp_path / "glove.txt.gz"
+    packed.write_bytes(gzip.compress(("".join(f"w{i} 0.1 0.2 0.3 0.4\n" for i in range(300)) + "hello 1 2 3 4\n").encode()))
+    damaged = bytearray(packed.read_bytes())
+    for i in range(30, 60):
+        damaged[i] ^= 0x5A
+    packed.write_bytes(bytes(damaged))
+    with pytest.raises(InputError, match="Cannot read the embeddings file"):
+        build_model("textcnn", num_classes=3, input_shape=(10,), vocab_size=5, embeddings=str(packed), vocab=vocab)
 
 
 def test_textcnn_ignores_padding_position_of_pad_tokens():

@@ -123,3 +123,24 @@ def test_resuming_a_run_saved_before_loss_reduction_existed_uses_the_mean():
     del saved["loss_reduction"], saved["name"]
     merged = merge_resume_config(saved, TrainConfig(epochs=40))
     assert merged.loss_reduction == "mean" and merged.epochs == 40
+
+
+@pytest.mark.parametrize(("options", "match"), [
+    ({"loss": ["ce"]}, "loss to be a name"),
+    ({"loss_options": "gamma=2"}, "loss_options to be a dict"),
+    ({"model_options": [1, 2]}, "model_options to be a dict"),
+    ({"out": 5}, "out to be a path"),
+    ({"milestones": 5}, "milestones to be a sequence of epoch numbers"),
+    ({"milestones": "15"}, "milestones to be a sequence"),  # int() of each character gave epochs 1 and 5
+    ({"milestones": (1.5,)}, "milestones to be a sequence"),  # silently epoch 1
+    ({"milestones": (True,)}, "milestones to be a sequence"),
+])
+def test_a_train_config_built_in_python_with_wrong_containers_is_one_sentence(options, match):
+    from adacal.training import train
+    from adacal.training.entry import resolved_config
+
+    for call in (resolve_config, train, resolved_config):
+        with pytest.raises(InputError, match=match):
+            call(TrainConfig(**options))
+    with pytest.raises(InputError, match="Expected a TrainConfig .* got dict"):
+        train({"dataset": "digits"})
