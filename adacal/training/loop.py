@@ -358,10 +358,22 @@ class Trainer:
     # ------------------------------------------------------------------------------------------------ the loop
 
     def _schedule_notes(self) -> list[str]:
-        """What the user should know before the first epoch: a γ-update schedule some epochs never reach, or
-        validation bins too small to measure their calibration."""
+        """What the user should know before the first epoch: pretrained word vectors that cover little of the
+        vocabulary, a γ-update schedule some epochs never reach, validation bins too small to measure."""
+        notes = self._embedding_notes()
         if not self.needs_validation:
+            return notes
+        return notes + self._update_notes()
+
+    def _embedding_notes(self) -> list[str]:
+        coverage = getattr(self.net, "embedding_coverage", None)
+        embeddings = (self.config.model_options or {}).get("embeddings")
+        if coverage is None or not embeddings or self.resumed_from is not None or coverage >= 0.5:
             return []
+        return [f"--embeddings {embeddings} holds {100 * coverage:.0f} % of the vocabulary's words: the others start "
+                "random" + (" (no word matched: is it the right file?)" if coverage == 0 else "")]
+
+    def _update_notes(self) -> list[str]:
         from adacal.training.config import idle_update_epochs
 
         notes = idle_update_epochs(self.config.update_every, epochs=self.config.epochs,

@@ -420,3 +420,13 @@ def test_what_reading_the_files_assumed_is_said_and_recorded(tmp_path):
     assert "in.npy: 1-D scores in [0, 1]" in piped.stderr
     assumed = json.loads(piped.stdout)["config"]["assumed"]
     assert len(assumed) == 2 and assumed[0].startswith("in.npy: 1-D scores") and assumed[1].startswith("out.npy")
+
+
+def test_the_models_own_dataset_as_the_ood_set_is_noted(tmp_path):
+    from adacal.ood.command import ood_notes
+
+    results = {"in": {"n": 10}, "out": {"n": 10}}
+    config = {"model": "runs/r", "in": "digits", "out": "digits", "corruption": None}
+    assert any("the model's own dataset (digits" in note for note in ood_notes(results, config))
+    assert not any("own dataset" in note for note in ood_notes(results, {**config, "out": "svhn"}))
+    assert not any("own dataset" in note for note in ood_notes(results, {**config, "model": None}))

@@ -652,3 +652,13 @@ def test_a_model_that_cannot_take_the_input_size_is_refused_before_any_folder(tm
     one_line_error(result, "Expected model torchvision:alexnet to take cifar10's inputs of shape (3, 32, 32), but its "
                            "forward pass fails")
     assert not (tmp_path / "runs" / "ax").exists()
+
+
+def test_word_vectors_that_cover_little_of_the_vocabulary_are_noted(tmp_path):
+    _tiny_newsgroups(tmp_path)
+    elsewhere = tmp_path / "other.txt"
+    elsewhere.write_text("zzz 0.1 0.2 0.3\nyyy 1 2 3\n")  # another language's file, say: no word matches
+    data = ["--dataset", "20newsgroups", "--data-dir", str(tmp_path), "--val-size", "20", "--device", "cpu"]
+    result = _train(*data, "--embeddings", str(elsewhere), "--epochs", "1", "--out", str(tmp_path / "runs"))
+    assert result.exit_code == 0, result.output
+    assert "holds 0 % of the vocabulary's words: the others start random (no word matched" in result.stderr
