@@ -201,10 +201,18 @@ def build_model(name: str, *, num_classes: int, input_shape: Sequence[int], **op
     if not key.startswith(TORCHVISION_PREFIX) and key not in MODELS:
         raise _unknown_model(key)
     shape = check_input_shape(key, input_shape)
-    if key.startswith(TORCHVISION_PREFIX):
-        model = _build_torchvision(key[len(TORCHVISION_PREFIX) :], num_classes=num_classes, **options)
-    else:
-        model = MODELS.build(key, num_classes=num_classes, input_shape=shape, **options)
+    try:
+        if key.startswith(TORCHVISION_PREFIX):
+            model = _build_torchvision(key[len(TORCHVISION_PREFIX) :], num_classes=num_classes, **options)
+        else:
+            model = MODELS.build(key, num_classes=num_classes, input_shape=shape, **options)
+    except (TypeError, ValueError, OverflowError, RuntimeError, MemoryError) as exc:
+        # Option values of the wrong type or range reach layer constructors ("abc" hidden sizes, negative filter
+        # counts, a size no memory holds): one sentence naming the model and what it was given.
+        reason = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        given = ", ".join(f"{k}={v!r}" for k, v in options.items() if k not in INIT_ONLY_OPTIONS) or "no options"
+        raise InputError(f"Expected options that build model {key} for {num_classes} classes and inputs of shape "
+                         f"{shape}, got {given}, which fail ({reason[:160]}).") from None
     model.adacal_model_name = key
     model.adacal_input_shape = shape
     return model

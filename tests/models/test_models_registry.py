@@ -218,3 +218,16 @@ def test_dataset_options_helpers():
     assert with_glove["vocab"] == FakeText.extra["vocab"]
     assert model_options_for_dataset("mlp", FakeText(), {"hidden": (8,)}) == {"hidden": (8,)}
     assert rebuild_options(with_glove) == {"vocab_size": 123}
+
+
+@pytest.mark.parametrize(("name", "shape", "options"), [
+    ("mlp", (64,), {"hidden": "abc"}),
+    ("mlp", (64,), {"hidden": 64}),
+    ("mlp", (64,), {"dropout": "x"}),
+    ("textcnn", (10,), {"vocab_size": 50, "kernel_sizes": 3}),
+    ("textcnn", (10,), {"vocab_size": 50, "num_filters": -1}),
+])
+def test_option_values_that_break_a_constructor_are_one_sentence(name, shape, options):
+    """They raised raw TypeError / ValueError / torch RuntimeError from inside the layers."""
+    with pytest.raises(InputError, match=f"Expected options that build model {name} .* which fail"):
+        build_model(name, num_classes=10, input_shape=shape, **options)
