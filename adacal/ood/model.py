@@ -194,7 +194,7 @@ def ood_from_model(
         select=select,
     )
     if tuple(ood.shape) != input_shape:
-        raise InputError(f"Expected OOD images of shape {input_shape} like the model's input, got {tuple(ood.shape)}.")
+        raise InputError(f"Expected OOD inputs of shape {input_shape} like the model's input, got {tuple(ood.shape)}.")
     if len(ood.split) == 0:
         raise InputError(f"Expected the OOD set {out_name} to hold at least one sample, got none.")
 

@@ -131,6 +131,10 @@ class TrainConfig:
     name: str | None = None
 
     def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):  # numpy scalars (np.int64(30) epochs) as the Python numbers they are
+            value = getattr(self, field.name)
+            if isinstance(value, np.generic):
+                setattr(self, field.name, value.item())
         if isinstance(self.loss_options, dict):  # num_bins (deprecated; config.json files may say it) reads as n_bins
             self.loss_options = renamed_options(self.loss_options, LOSS_OPTION_ALIASES)
 
@@ -525,8 +529,10 @@ def check_model_options(config: TrainConfig) -> None:
     from adacal.writing import check_name_lengths
 
     check_name_lengths(str(embeddings), "--embeddings")
-    if not Path(str(embeddings)).expanduser().is_file():
-        raise InputError(f"Expected --embeddings to be a GloVe text file, but {embeddings} does not exist.")
+    path = Path(str(embeddings)).expanduser()
+    if not path.is_file():
+        what = "is a folder" if path.is_dir() else ("is not a regular file" if path.exists() else "does not exist")
+        raise InputError(f"Expected --embeddings to be a GloVe text file, but {embeddings} {what}.")
 
 
 def merge_resume_config(saved: dict[str, Any], given: TrainConfig) -> TrainConfig:

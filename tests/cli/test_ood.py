@@ -157,7 +157,7 @@ def _bad_inputs(tmp_path, pred_files, fake_checkpoint):
         "missing model": (["--model", str(tmp_path / "nothing"), "--in", "cifar10", "--out", "svhn"], "does not exist"),
         "not a checkpoint": (["--model", outs, "--in", "cifar10", "--out", "svhn"], "readable torch checkpoint"),
         "shape": ([*model, "--in", "cifar10", "--out", str(tmp_path / "small28.npz")],
-                  r"Expected OOD images of shape \(3, 32, 32\) like the model's input, got \(3, 28, 28\)\."),
+                  r"Expected OOD inputs of shape \(3, 32, 32\) like the model's input, got \(3, 28, 28\)\."),
         "offline": ([*model, "--in", "cifar10", "--out", "svhn", "--no-download", "--data-dir",
                      str(tmp_path / "empty_data")], "SVHN is not in .* download is off"),
         "corruption without files": ([*model, "--out", "cifar10-c", "--corruption", "snow", "--data-dir",

@@ -442,6 +442,8 @@ def test_embeddings_initialise_textcnn_from_a_glove_file(tmp_path):
 
     missing = one_line_error(_train(*data, "--embeddings", str(glove), "--out", str(tmp_path / "more")))
     assert f"Expected --embeddings to be a GloVe text file, but {glove} does not exist." in missing
+    folder = one_line_error(_train(*data, "--embeddings", str(tmp_path), "--out", str(tmp_path / "more")))
+    assert f"Expected --embeddings to be a GloVe text file, but {tmp_path} is a folder." in folder
     some_file = str(tmp_path / "20newsgroups.jsonl.gz")
     wrong = one_line_error(_train("--embeddings", some_file, "--out", str(tmp_path / "more")))
     assert "--embeddings applies to --model textcnn only, got --model mlp." in wrong

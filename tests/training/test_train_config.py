@@ -144,3 +144,11 @@ def test_a_train_config_built_in_python_with_wrong_containers_is_one_sentence(op
             call(TrainConfig(**options))
     with pytest.raises(InputError, match="Expected a TrainConfig .* got dict"):
         train({"dataset": "digits"})
+
+
+def test_numpy_scalars_are_read_as_the_numbers_they_are():
+    """np.int64(3) epochs (from a numpy grid of settings) was refused as "not a positive integer, got np.int64(3)"."""
+    import numpy as np
+
+    resolved = resolve_config(TrainConfig(epochs=np.int64(3), lr=np.float32(0.5), milestones=(np.int64(2),)))
+    assert (resolved.epochs, resolved.lr, resolved.milestones) == (3, 0.5, (2,)) and type(resolved.epochs) is int
