@@ -67,7 +67,8 @@ _FLOAT32_MAX = 3.4028234663852886e38
 def read_glove(
     path: str | os.PathLike, vocab: Sequence[str], *, embedding_dim: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Vectors for `vocab` from a GloVe text file ('word v1 v2 ...' per line, optionally .gz).
+    """Vectors for `vocab` from a GloVe text file ('word v1 v2 ...' per line, optionally .gz; word2vec's text format,
+    whose first line is '<words> <dimension>', too).
 
     Returns (vectors float32 (len(vocab), dim), found bool (len(vocab),)); rows of words not in the file are zero.
     The dimension is the file's; when `embedding_dim` is given it must match.
@@ -86,6 +87,8 @@ def read_glove(
                 word, _, rest = line.rstrip("\n").partition(" ")
                 if not rest:
                     continue
+                if number == 1 and word.isdigit() and rest.strip().isdigit():
+                    continue  # word2vec's text format starts with "<words> <dimension>": a header, not a word
                 if dim is None:
                     dim = len(rest.split())
                 row = index.get(word)

@@ -185,6 +185,10 @@ def test_textcnn_glove_initialisation(tmp_path):
         build_model("textcnn", num_classes=3, input_shape=(10,), vocab_size=5, embeddings=str(glove))
     with pytest.raises(InputError, match="does not exist"):
         build_model("textcnn", num_classes=3, input_shape=(10,), vocab_size=5, embeddings=str(tmp_path / "no.txt"), vocab=vocab)
+    # word2vec's text format: a first line "<words> <dimension>" is a header (it was read as a 1-dimensional word)
+    glove.write_text("2 4\nhello 0.1 0.2 0.3 0.4\nworld 1 2 3 4\n")
+    model = build_model("textcnn", num_classes=3, input_shape=(10,), vocab_size=5, embeddings=str(glove), vocab=vocab)
+    assert model.embedding.weight.shape == (5, 4) and model.embedding_coverage == pytest.approx(2 / 3)
     # NaN / Inf / float32-overflowing vectors would only show up as a NaN loss blamed on the learning rate
     for bad in ("hello nan 0.2 0.3 0.4\n", "hello 0.1 inf 0.3 0.4\n", "hello 1e400 0.2 0.3 0.4\n", "hello 1e39 0 0 0\n"):
         glove.write_text(bad)
