@@ -38,6 +38,7 @@ from adacal.arrays import (
     check_labels,
     check_scores,
     looks_like_probs,
+    normalise_probs,
     probability_tolerance,
     softmax,
 )
@@ -69,7 +70,7 @@ def checked_scores(values: Any) -> tuple[np.ndarray, str]:
     scores = check_scores(as_score_matrix(values), name="logits")
     kind = input_kind(scores, tolerance)
     if kind == "probabilities" and tolerance > PROB_SUM_TOLERANCE:
-        scores = scores / scores.sum(axis=1, keepdims=True)
+        scores = normalise_probs(scores)
     return scores, kind
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from adacal.calibrators.base import Calibrator
 from adacal.errors import InputError
@@ -25,7 +26,11 @@ def save_calibrator(calibrator: Calibrator, path: str | os.PathLike) -> Path:
 
 def load_calibrator(path: str | os.PathLike) -> Calibrator:
     """A fitted calibrator from a file written by `save_calibrator` (wrong kind, method or version → InputError)."""
-    report = read_report(path, kind=CALIBRATOR_KIND)
+    return calibrator_from_report(read_report(path, kind=CALIBRATOR_KIND), path)
+
+
+def calibrator_from_report(report: dict[str, Any], path: str | os.PathLike) -> Calibrator:
+    """The calibrator of a report of kind 'calibrator' already read from `path` (named in errors)."""
     data = report["results"].get("calibrator") if isinstance(report["results"], dict) else None
     if data is None:
         raise InputError(f"Expected {path} to hold a calibrator under results.calibrator, but it has none.")

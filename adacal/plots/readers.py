@@ -30,7 +30,7 @@ from adacal.runs import (
     load_history,
     require_run_folder,
 )
-from adacal.sources import ReadOptions, load_predictions, read_report
+from adacal.sources import ReadOptions, check_report, load_predictions, read_report
 
 
 @dataclass(frozen=True)
@@ -146,16 +146,16 @@ def _load_calibrator(path: Path, method: str) -> tuple[Any, str]:
     one calibrator of a file `adacal calibrate --save` wrote (what `evaluate --calibrator` takes)."""
     if path.is_dir():
         path = require_run_folder(path).report(CALIBRATE_FILE)
-    report = read_report(path)
+    report = read_report(path)  # read once; its kind says which of the two files it is
     if report.get("kind") == "calibrator":
-        from adacal.calibrators import load_calibrator
+        from adacal.calibrators.saving import calibrator_from_report
 
-        fitted = load_calibrator(path)
+        fitted = calibrator_from_report(report, path)
         if method not in ("best", fitted.name):
             raise InputError(f"Expected --method best or {fitted.name} with {path}, which holds one {fitted.name} "
                              f"calibrator, got {method!r}.")
         return fitted, fitted.name
-    report = read_report(path, kind="calibrate")
+    report = check_report(report, path, "calibrate")  # the kind check (and message) of read_report(kind=...)
     results = report["results"]
     stored = results.get("calibrators") if isinstance(results, Mapping) else None
     if not isinstance(stored, Mapping) or not stored:

@@ -653,7 +653,7 @@ def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str],
     path = arrays.path
     n, k = scores.shape
     classes_key = _first(arrays, CLASS_KEYS, None)
-    classes = _class_names(arrays[classes_key], k) if classes_key else None
+    classes = _class_names(arrays, classes_key, k)
     if options.labels_file is not None:
         labels, label_notes = _labels_from_file(options, n, k)
     else:
@@ -689,9 +689,15 @@ def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str],
                        classes=classes)
 
 
-def _class_names(values: Any, num_classes: int) -> tuple[str, ...] | None:
-    """The class names of a `classes` array or CSV header, as strings, when there is one per score column."""
-    names = np.asarray(to_numpy(values)).reshape(-1)
+def _class_names(arrays: Arrays, key: str | None, num_classes: int) -> tuple[str, ...] | None:
+    """The class names of a `classes` array or CSV header, as strings, when there is one per score column; None when
+    there is none or it cannot be read (it matters then only where labels are names, which reads it with its errors)."""
+    if key is None:
+        return None
+    try:
+        names = np.asarray(to_numpy(arrays[key])).reshape(-1)
+    except InputError:
+        return None
     if names.size != num_classes or names.dtype.kind not in "USiuf":
         return None
     return tuple(str(name).strip() for name in names.tolist())

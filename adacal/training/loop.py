@@ -357,7 +357,7 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------------------ the loop
 
-    def _schedule_notes(self) -> list[str]:
+    def _start_notes(self) -> list[str]:
         """What the user should know before the first epoch: pretrained word vectors that cover little of the
         vocabulary, a γ-update schedule some epochs never reach, validation bins too small to measure."""
         notes = self._embedding_notes()
@@ -570,7 +570,7 @@ class Trainer:
                 self.emit(
                     "train_start", run_dir=self.folder.root, start_epoch=self.start_epoch, epochs=config.epochs,
                     batches_per_epoch=len(self.train_loader), resumed=self.resumed_from is not None,
-                    device=str(self.device), notes=self._schedule_notes(),
+                    device=str(self.device), notes=self._start_notes(),
                 )
                 for epoch in range(self.start_epoch + 1, config.epochs + 1):
                     self._epoch = epoch
