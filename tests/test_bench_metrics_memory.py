@@ -1,0 +1,73 @@
+"""benchmarks/bench_metrics_memory.py: the peak-memory measurement counts what a call allocates, and only that."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load_script(name: str):
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # the script imports its sibling bench_metrics
+    try:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return module
+
+
+memory_bench = _load_script("bench_metrics_memory")
+needs_peak_counter = pytest.mark.skipif(not memory_bench.peak_counter_available(),
+                                        reason="needs Linux's resettable peak RSS (/proc/self/clear_refs)")
+
+
+@needs_peak_counter
+def test_extra_peak_sees_a_temporary_of_known_size_and_not_the_memory_held_before():
+    held = np.ones(20 << 17)  # 20 MiB resident before the call: not counted
+    extra, value = memory_bench.extra_peak(lambda: float(np.ones(40 << 17).sum()))  # a 40 MiB temporary
+    assert value == 40 << 17
+    assert 39 << 20 <= extra <= 44 << 20
+    assert held.size
+
+
+@needs_peak_counter
+def test_a_call_that_allocates_nothing_large_measures_near_zero():
+    data = np.arange(1 << 20, dtype=np.float64)
+    extra, _ = memory_bench.extra_peak(lambda: float(data.sum()))
+    assert extra < 2 << 20
+
+
+@needs_peak_counter
+def test_child_measurement_reports_adacal_ece_and_its_value(tmp_path):
+    from adacal.metrics import ece_ew
+
+    result = memory_bench.measure_in_this_process("adacal ece-ew", 20_000, 10, "float32", 0, 15)
+    logits, labels = memory_bench.make_logits(20_000, 10, 0, np.float32)
+    assert result["value"] == pytest.approx(ece_ew(memory_bench.probs_of(logits), labels), abs=1e-12)
+    assert result["input_bytes"] == 20_000 * 10 * 4
+    # O(N): a few dozen bytes a sample at most, never a copy of the matrix.
+    assert 0 < result["extra_peak_bytes"] < 80 * 20_000
+
+
+@needs_peak_counter
+def test_main_writes_every_requested_contender(tmp_path):
+    out = tmp_path / "memory.json"
+    memory_bench.main(["--n", "5000", "--k", "5", "--dtypes", "float64", "--only", "max pass,adacal ece-em",
+                       "--out", str(out)])
+    block = json.loads(out.read_text())["by_dtype"]["float64"]
+    assert set(block) == {"max pass", "adacal ece-em", "floor_note"}
+    assert block["adacal ece-em"]["input_bytes"] == 5000 * 5 * 8
+
+
+def test_unknown_contender_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        memory_bench.main(["--only", "adacal ece-xx"])
+    assert "unknown contender" in capsys.readouterr().err
