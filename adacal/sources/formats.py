@@ -7,7 +7,8 @@ integer per sample under the last three is refused as hard predictions; labels `
 `target`, `label_ids` (Hugging Face), `y_true`, `true_labels`; each also as `<split>_<key>` (a run's predictions.npz holds `val_logits`, `test_labels`, ...), or
 named exactly with `logits_key` / `labels_key`. Files:
 - `.npz` (only the members used are decompressed) and `.pt` (weights_only: a dict of tensors, a `(logits, labels)`
-  pair, or one tensor of scores; or a list of per-batch ones, concatenated);
+  pair, or one tensor of scores; or a list of per-batch ones, concatenated; a tuple of model outputs under
+  `predictions`, as Hugging Face's `Trainer.predict` returns it, gives its first item);
 - `.safetensors` (Hugging Face's tensor format, read without its package or pickle: `adacal.sources.safetensors_file`):
   named tensors, found by the key spellings above;
 - `.mat` (MATLAB / Octave up to v7, through scipy.io: `adacal.sources.matlab_file`): named variables, found by the key
@@ -21,8 +22,9 @@ named exactly with `logits_key` / `labels_key`. Files:
 - `.jsonl`: one JSON object per sample, every line with the same keys (`{"probs": [...], "label": 3}`), found by
   the key spellings above;
 - `.csv` / `.tsv` (comma, semicolon or tab separated): one column per class plus a label column, header optional;
-  the label column is the one named `label`, `labels`, `target`, `targets`, `y` or `class` (or `labels_key`), else
-  the last column; a leading row-index column (pandas' `to_csv()`) is dropped.
+  the label column is the one named `label`, `labels`, `target`, `targets`, `y`, `class`, `label_ids`, `y_true` or
+  `true_labels` (or `labels_key`), else the last column; a leading row-index column (pandas' `to_csv()`: integers
+  or names under no header, `index` or `id`; 0, 1, 2, ... in a table without a header) is dropped.
 The text formats (.csv, .tsv, .txt, .json, .jsonl) may be gzipped (`preds.csv.gz`), decompressed within the memory
 budget (`adacal.sources.text_tables` reads them). Binary models: 1-D scores (or one column) become two columns —
 positive-class probabilities p as [1 - p, p] when every value is in [0, 1], decision scores (logits) s as [0, s]
@@ -369,6 +371,35 @@ def _merged_batches(path: Path, data: Any) -> tuple[Any, list[str]]:
     """`data` with per-batch lists concatenated along the first dimension (per-sample lists stacked), and a note
     saying so."""
     data = _scalars_as_tensors(data)
+    notes: list[str] = []
+    if isinstance(data, dict):
+        data, notes = _model_output_tuples(path, data)
+    merged, more = _merged_dict_or_list(path, data)
+    return merged, notes + more
+
+
+def _model_output_tuples(path: Path, data: dict[Any, Any]) -> tuple[dict[Any, Any], list[str]]:
+    """`data` with a tuple of model outputs under `predictions` reduced to its first item, the logits: Hugging Face's
+    `Trainer.predict` returns such a tuple when the model outputs more than logits (hidden states, attentions, past
+    key values), and its examples read `predictions[0]`. It is taken for one when the labels beside it have one entry
+    per row of the first item, or when its items differ in shape past the first dimension (no batches could)."""
+    notes = []
+    labels = next((data[key] for key in LABEL_KEYS if key in data and _is_tensor(data[key])), None)
+    for key in [key for key in data if _unprefixed(str(key)) == "predictions"]:
+        items = data[key]
+        if not (isinstance(items, tuple) and len(items) >= 2 and all(_is_tensor(v) for v in items)
+                and items[0].ndim >= 1):
+            continue
+        mixed = len({tuple(item.shape[1:]) for item in items}) > 1 or any(item.ndim == 0 for item in items)
+        if mixed or (labels is not None and labels.ndim >= 1 and labels.shape[0] == items[0].shape[0]):
+            data = {**data, key: items[0]}
+            notes.append(f"{path.name}: {key} holds a tuple of {len(items)} arrays (a model's outputs, as Hugging "
+                         f"Face's Trainer.predict returns them); the first, shape {tuple(items[0].shape)}, read as "
+                         "the scores")
+    return data, notes
+
+
+def _merged_dict_or_list(path: Path, data: Any) -> tuple[Any, list[str]]:
     if isinstance(data, dict):
         batched = {key: list(value) for key, value in data.items()
                    if isinstance(value, (tuple, list)) and value and all(_is_tensor(v) for v in value)}
@@ -579,12 +610,22 @@ def sibling_labels(path: Path) -> Path | None:
     `labels.npy` beside it (the layout of CIFAR-10-C: `<name>.npy` + `labels.npy`), with the scores' own suffix;
     None when neither exists."""
     suffix = format_suffix(path)
-    names = (f"{text_stem(path)}_labels{suffix}", f"labels{suffix}")
-    endings = ("", GZIP_SUFFIX) if suffix in TEXT_FORMATS else ("",)
+    # The suffix as the scores spell it comes first (`X.NPY` beside `X_labels.NPY`), then lower-case.
+    spelled = text_stem_suffix(path)
+    suffixes = tuple(dict.fromkeys((spelled, suffix)))
+    names = tuple(dict.fromkeys(f"{stem}{ending}" for stem in (f"{text_stem(path)}_labels", "labels")
+                                for ending in suffixes))
+    endings = ("", GZIP_SUFFIX, GZIP_SUFFIX.upper()) if suffix in TEXT_FORMATS else ("",)
     for candidate in (path.with_name(name + ending) for name in names for ending in endings):
         if candidate != path and os.path.lexists(candidate):
             return candidate
     return None
+
+
+def text_stem_suffix(path: Path) -> str:
+    """The format suffix of `path` as its name spells it (`.NPY` for `x.NPY`, `.txt` for `x.txt.gz`)."""
+    name = path.name[: -len(GZIP_SUFFIX)] if path.suffix.lower() == GZIP_SUFFIX else path.name
+    return Path(name).suffix
 
 
 def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, split: str | None = "test",
@@ -606,8 +647,14 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
     if _unprefixed(key) in HARD_PREDICTION_KEYS:
         values = to_numpy(raw, keep_float=True)
         integers = np.issubdtype(values.dtype, np.integer) or values.dtype == np.bool_
+        if not integers and values.dtype.kind == "f" and values.size:
+            # Class indices or one-hot rows stored as floats (`y_pred.astype(float)`, Keras' `to_categorical`,
+            # `np.eye(K)[y_pred]`) are hard predictions too: 0.0 / 1.0 would otherwise pass for probabilities.
+            with np.errstate(invalid="ignore"):
+                integers = bool(np.isfinite(values).all() and (values >= 0).all()
+                                and (np.mod(values, 1) == 0).all())
         if integers and (one_per_sample or is_one_hot(values)):
-            holds = "one integer per sample" if one_per_sample else "one-hot rows of integers"
+            holds = "one class index per sample" if one_per_sample else "one-hot rows (0 and 1)"
             raise InputError(
                 f"Expected {arrays.label(key)} to hold scores (logits or probabilities per class), but it holds {holds}: "
                 "hard class predictions carry no confidence to calibrate. Save the model's logits or probabilities "

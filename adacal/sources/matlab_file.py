@@ -23,6 +23,8 @@ CLASS_BYTES = {
     "uint64": 8, "logical": 1, "char": 4,
 }
 NUMERIC_CLASSES = frozenset(CLASS_BYTES) - {"char"}
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+OCTAVE_TEXT = b"# Created by Octave"
 _BUILTIN_ERRORS = (ValueError, TypeError, OSError, EOFError, KeyError, IndexError, OverflowError, MemoryError,
                    UnicodeDecodeError)
 
@@ -52,7 +54,21 @@ class MatFile(NamedArrayFile):
                 "which adacal does not read: save it with save(path, ..., '-v7') in MATLAB (Octave: '-v7')."
             ) from None
         except _scipy_errors() as exc:
+            self._handle.seek(0)
+            start = self._handle.read(32)
             self._handle.close()
+            if start.startswith(HDF5_SIGNATURE):
+                # HDF5 without MATLAB's 512-byte preamble: Octave's `save -hdf5`, h5py, hdf5storage.
+                raise InputError(
+                    f"Expected {self.path} to be a MATLAB file of version 7 or earlier, but it is an HDF5 file, "
+                    "which adacal does not read: save it with save(path, ..., '-v7') in MATLAB (Octave: '-v7'), or "
+                    "with scipy.io.savemat in Python."
+                ) from None
+            if start.lstrip().startswith(OCTAVE_TEXT):
+                raise InputError(
+                    f"Expected {self.path} to be a binary MATLAB file, but it is in Octave's text format (what "
+                    "Octave's save writes by default), which adacal does not read: save it with save('-v7', path, ...)."
+                ) from None
             raise InputError(
                 f"Expected {self.path} to be a readable .mat file, but it is not ({exc.__class__.__name__})."
             ) from None

@@ -21,9 +21,12 @@ from adacal.errors import InputError
 from adacal.sources.documents import parse_json
 from adacal.sources.files import check_allocation, human_bytes, memory_budget, open_regular
 
-CSV_LABEL_NAMES = ("label", "labels", "target", "targets", "y", "class")
-# A first column with one of these headers (lower-cased) and integer values is a row index, not a class: pandas'
-# `DataFrame.to_csv()` writes its index first with an empty header ("Unnamed: 0" once read back by pandas).
+# A label column's header: the label keys of every format (Hugging Face's label_ids, scikit-learn's y_true, ...).
+CSV_LABEL_NAMES = ("label", "labels", "target", "targets", "y", "class", "label_ids", "y_true", "true_labels",
+                   "true_label")
+# A first column with one of these headers (lower-cased) and integer values, or names that are no numbers (a string
+# index: sample ids), is a row index, not a class: pandas' `DataFrame.to_csv()` writes its index first with an empty
+# header ("Unnamed: 0" once read back by pandas), or the index's name.
 CSV_INDEX_NAMES = ("", "unnamed: 0", "index", "id")
 # A column with one of these headers and integer values holds the predicted class, beside the per-class scores: it
 # is no class of its own (the scores give the prediction) and is dropped.
@@ -113,8 +116,11 @@ def read_jsonl(path: str | os.PathLike) -> dict[str, list[Any]]:
     evaluation harnesses write them), every line with the same keys; blank lines are skipped."""
     path = Path(path)
     text = _read_text(path, "a predictions file (.jsonl)")
+    # Lines end at "\n" only (the JSON Lines format; "\r\n" leaves a "\r" that JSON reads as white space): not
+    # `str.splitlines`, which also breaks at U+2028, U+0085, form feeds, ... that `json.dumps(ensure_ascii=False)`
+    # leaves raw inside strings (a prompt's text beside the scores).
     records = ((f"line {number}", parse_json(line, label=f"line {number} of {path}"))
-               for number, line in enumerate(text.splitlines(), start=1) if line.strip())
+               for number, line in enumerate(text.split("\n"), start=1) if line.strip())
     columns = _columns_of_records(path, records)
     if not columns:
         raise InputError(f"Expected {path} to hold one JSON object per line, but it is empty.")
@@ -259,11 +265,22 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
         header, rows = first, rows[1:]
         notes.append(f"{path.name}: first line {','.join(first[:4])}{',...' if width > 4 else ''} read as pandas' "
                      "column numbers (a header), not as a sample")
+    index_cells = [row[0].strip() for _, row in rows if len(row) == width]
     if (header is not None and width > 2 and header[0].lower() in CSV_INDEX_NAMES and rows
-            and all(len(row) == width and is_integer_text(row[0].strip()) for _, row in rows)):
+            and header[0] != labels_key and len(index_cells) == len(rows)
+            and (all(is_integer_text(cell) for cell in index_cells)
+                 or all(cell and not _is_number(cell, decimal_comma) for cell in index_cells))):
+        # Integers as pandas numbers rows, or names (a string index: sample ids, file names), which no score is.
+        kind = "integers" if is_integer_text(index_cells[0]) else "names"
         notes.append(f"{path.name}: first column {header[0]!r} read as a row index and ignored" if header[0] else
-                     f"{path.name}: first column (no name, integers: a row index as pandas writes it) ignored")
+                     f"{path.name}: first column (no name, {kind}: a row index as pandas writes it) ignored")
         header, width = header[1:], width - 1
+        rows = [(number, row[1:]) for number, row in rows]
+    elif (header is None and width > 2 and len(rows) >= 3 and len(index_cells) == len(rows)
+            and all(is_integer_text(cell) and float(cell) == i for i, cell in enumerate(index_cells))):
+        # `to_csv(header=False)` keeps pandas' row numbers 0, 1, 2, ...: a column of scores never counts the rows.
+        notes.append(f"{path.name}: first column (0, 1, 2, ...: a row index as pandas writes it) ignored")
+        width -= 1
         rows = [(number, row[1:]) for number, row in rows]
     predicted = [i for i, name in enumerate(header or []) if name.lower() in CSV_PREDICTION_NAMES]
     if (predicted and width > 3 and rows
