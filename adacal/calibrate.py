@@ -110,6 +110,7 @@ def run_calibrate(
                              f"got --method {method}.")
     if folds is not None:
         check_integer(folds, "--folds", minimum=2)
+    check_integer(seed, "--seed", minimum=0)  # numpy's generator takes no negative seed
     folds = DEFAULT_FOLDS if folds is None else folds
     select_metric = DEFAULT_SELECTION_METRIC if select_metric is None else select_metric
     check_selection(select_metric, folds)

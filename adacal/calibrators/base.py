@@ -20,6 +20,8 @@ differs from the logits by a constant per row, which changes nothing for a calib
 through softmax (`shift_invariant`): it may be applied to either kind whatever it was fitted on. Vector and matrix
 scaling multiply each class by its own weights, so their map differs: each records the kind it was fitted on
 (`fitted_on_`, "logits" or "probabilities", kept by to_dict) and refuses the other kind in `transform`.
+A binary model's one score per sample is probabilities when every score lies in [0, 1]; in `transform` of a
+calibrator fitted on logits it is always logits (a small batch of decision scores can fall in [0, 1]).
 """
 
 from __future__ import annotations
@@ -34,11 +36,13 @@ import numpy as np
 from adacal.arrays import (
     PROB_SUM_TOLERANCE,
     as_logits,
-    as_score_matrix,
+    binary_score_columns,
     check_labels,
+    check_not_near_probs,
     check_scores,
     looks_like_probs,
     normalise_probs,
+    one_score_per_sample,
     probability_tolerance,
     softmax,
 )
@@ -62,15 +66,29 @@ def input_kind(scores: np.ndarray, tolerance: float = PROB_SUM_TOLERANCE) -> str
     return "probabilities" if looks_like_probs(scores, tolerance=tolerance) else "logits"
 
 
-def checked_scores(values: Any) -> tuple[np.ndarray, str]:
+def checked_scores(values: Any, name: str = "logits", *, binary_kind: str | None = None) -> tuple[np.ndarray, str]:
     """float64 scores (N, K) and their kind, decided as the metrics decide it: with the tolerance of the input's
     dtype, so float16 probabilities (rows summing to 1 only within ~1e-3) are probabilities, renormalised here as
-    `adacal.metrics.prepare_predictions` does, not logits whose softmax would be nearly uniform."""
+    `adacal.metrics.prepare_predictions` does, not logits whose softmax would be nearly uniform. A binary model's
+    one score per sample becomes two columns (`as_score_matrix`). Scores that would be taken as logits but look like
+    probabilities whose rows do not sum to 1 (truncated, or percentages) are refused (`check_not_near_probs`), as
+    `adacal evaluate` refuses them: their softmax would silently describe another model.
+
+    One score per sample in [0, 1] reads as positive-class probabilities, unless `binary_kind` is "logits" (a
+    calibrator fitted on logits transforming a binary model's scores): a few decision scores may all fall in [0, 1]
+    (0.3 is then the logit 0.3, not the probability 0.3, which would even flip the predicted class)."""
     tolerance = probability_tolerance(values)
-    scores = check_scores(as_score_matrix(values), name="logits")
+    if one_score_per_sample(values):
+        columns, probabilities = binary_score_columns(values)
+        if probabilities and binary_kind == "logits":
+            columns = np.stack([np.zeros(len(columns)), columns[:, 1]], axis=1)
+        values = columns
+    scores = check_scores(values, name=name)
     kind = input_kind(scores, tolerance)
     if kind == "probabilities" and tolerance > PROB_SUM_TOLERANCE:
         scores = normalise_probs(scores)
+    if kind == "logits":
+        check_not_near_probs(scores, name=name)
     return scores, kind
 
 
@@ -253,12 +271,12 @@ class Calibrator:
     def transform(self, logits: Any) -> np.ndarray:
         """Calibrated probabilities (N, K), float64, rows summing to 1."""
         self._check_fitted()
-        scores, kind = checked_scores(logits)
+        fitted_on = getattr(self, "fitted_on_", None) or "logits"  # calibrators saved before it was recorded: logits
+        scores, kind = checked_scores(logits, binary_kind=fitted_on)
         if scores.shape[1] != self.num_classes_:
             raise InputError(
                 f"Expected logits with {self.num_classes_} classes (as in fit), got shape {scores.shape}."
             )
-        fitted_on = getattr(self, "fitted_on_", None) or "logits"  # calibrators saved before it was recorded: logits
         if not self.shift_invariant and kind != fitted_on:
             raise InputError(
                 f"Expected {fitted_on} for this {self.name} calibrator, which was fitted on {fitted_on}, got "

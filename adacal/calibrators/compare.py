@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import check_labels, check_scores
-from adacal.calibrators.base import CALIBRATORS, Calibrator, check_choice, check_int
+from adacal.arrays import check_labels
+from adacal.calibrators.base import CALIBRATORS, Calibrator, check_choice, check_int, checked_scores
 from adacal.calibrators.temperature import TEMPERATURE_OBJECTIVES
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import AdacalError, InputError
@@ -142,10 +142,14 @@ def compare_calibrators(
     names = list(methods) if methods else CALIBRATORS.names()
     calibrators = build_calibrators(names, objective=objective, n_bins=n_bins)
     selection_metric = check_selection(metric, folds)
-    val_scores = check_scores(val_logits, name="validation logits")
+    seed = check_int("seed", seed, minimum=0)
+    # As Calibrator.fit reads them (a binary model's one score per sample as two columns; float16 / bfloat16
+    # probabilities, which sum to 1 only within their rounding, as probabilities), so that the fits, the metrics and
+    # the cross-validation folds all see the same float64 predictions.
+    val_scores = checked_scores(val_logits, name="validation logits")[0]
     n, k = val_scores.shape
     val_labels = check_labels(val_labels, n=n, num_classes=k, name="validation labels")
-    test_scores = check_scores(test_logits, name="test logits")
+    test_scores = checked_scores(test_logits, name="test logits")[0]
     n, k = test_scores.shape
     test_labels = check_labels(test_labels, n=n, num_classes=k, name="test labels")
     if val_scores.shape[1] != test_scores.shape[1]:

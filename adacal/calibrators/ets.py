@@ -107,7 +107,7 @@ class EnsembleTemperatureScaling(Calibrator):
     def _set_params(self, params: dict[str, Any]) -> None:
         temperature = positive_float(params, "temperature")
         weights = float_array(params, "weights")
-        if weights.size != 3 or (weights < 0).any() or abs(weights.sum() - 1.0) > 1e-6:
+        if weights.size != 3 or (weights < 0).any() or (weights > 1).any() or abs(weights.sum() - 1.0) > 1e-6:
             raise ValueError("'weights' must be 3 non-negative numbers summing to 1")
         self.temperature_, self.weights_ = temperature, weights
         self.at_bound_ = temperature_at_bound(temperature, "nll")

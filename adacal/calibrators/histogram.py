@@ -62,4 +62,6 @@ class HistogramBinning(TopLabelCalibrator):
             raise ValueError(f"'edges' must hold {self.n_bins + 1} values and 'bin_values' {self.n_bins}")
         if (np.diff(edges) < 0).any() or (values < 0).any() or (values > 1).any():
             raise ValueError("'edges' must be sorted and 'bin_values' in [0, 1]")
+        if edges[0] < 0 or edges[-1] > 1:  # they split top-class confidences, which lie in [0, 1]
+            raise ValueError(f"'edges' must lie in [0, 1], got {edges[0]:.6g} to {edges[-1]:.6g}")
         self.edges_, self.bin_values_, self.bin_counts_ = edges, values, counts

@@ -49,4 +49,6 @@ class IsotonicCalibration(TopLabelCalibrator):
             raise ValueError("'thresholds' and 'values' must be non-decreasing and of equal length")
         if (values < 0).any() or (values > 1).any():
             raise ValueError("'values' must be probabilities, in [0, 1]")
+        if thresholds[0] < 0 or thresholds[-1] > 1:  # top-class confidences, which lie in [0, 1]
+            raise ValueError(f"'thresholds' must lie in [0, 1], got {thresholds[0]:.6g} to {thresholds[-1]:.6g}")
         self.thresholds_, self.values_ = thresholds, values

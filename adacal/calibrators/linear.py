@@ -21,7 +21,9 @@ mild for K ≤ 10) and at most 500 L-BFGS-B iterations (`max_iter`). Kull et al.
 over powers of 10. With many classes the K² weights overfit a validation set of a few thousand samples unless the
 strengths are raised a lot (on synthetic K = 100, N = 5000 data, reg 1 to 100 still gave a test NLL well above
 temperature scaling's), so tune them there, or let `adacal calibrate --method all` choose between calibrators by
-cross-validation, which sees the overfitting. Large K is also slow: each iteration costs O(N K²).
+cross-validation, which sees the overfitting. Large K is also slow: each iteration costs O(N K²) (K = 1000, N = 1000:
+about 12 s on one core), and memory grows as K²: a fit that would not fit in the memory available (about 272 bytes per
+parameter, 27 GB for K = 10⁴ in matrix form) is refused with an InputError before anything is allocated.
 
 Vector scaling (2K parameters) takes ODIR's intercept term only (`reg_mu`, default 1; its scales are diagonal, so
 there is nothing off-diagonal to penalise). Guo et al.'s vector scaling is unregularised (reg_mu = 0), but on a
@@ -46,6 +48,11 @@ MAX_ITER_DEFAULT = 500
 # L-BFGS-B stops when the objective (mean NLL, nats) changes by less than FTOL relative or the gradient is below GTOL.
 FTOL = 1e-10
 GTOL = 1e-6
+# Bytes a fit needs per parameter (the point, its gradient, L-BFGS-B's 10 pairs of correction vectors and its other
+# work vectors, measured at ~210 after a few iterations with scipy 1.17) and per validation score (the inputs, their
+# centred copy, one-hot labels, the mapped scores, log-probabilities and residuals).
+BYTES_PER_PARAM = 272
+BYTES_PER_SCORE = 96
 
 
 def _log_softmax(values: np.ndarray) -> np.ndarray:
@@ -115,11 +122,22 @@ class _LinearCalibrator(Calibrator):
     def _regularisation(self) -> tuple[float, float]:
         return 0.0, 0.0
 
+    def _check_fit_memory(self, n: int, k: int) -> None:
+        """Refuse, before allocating anything, a fit whose parameters (K² + K for the full maps: 10⁸ at K = 10⁴),
+        L-BFGS-B's history of them and the (N, K) work arrays cannot fit in the memory available now."""
+        from adacal.metrics.memory import check_fits
+
+        n_params = 2 * k if self.diagonal else k * k + k
+        needed = BYTES_PER_PARAM * n_params + BYTES_PER_SCORE * n * k
+        check_fits(needed, what=f"fitting {self.name} on {n} samples of {k} classes ({n_params:,} parameters)",
+                   name="the number of classes", value=k)
+
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
         from scipy.optimize import minimize  # scipy.optimize is slow to import; only fitting needs it
 
+        n, k = logits.shape
+        self._check_fit_memory(n, k)
         inputs = self._inputs(logits)
-        n, k = inputs.shape
         onehot = np.zeros((n, k))
         onehot[np.arange(n), labels] = 1.0
         # Optimise in centred coordinates (see linear_objective): same optimum, far fewer iterations.

@@ -91,4 +91,6 @@ class SplineCalibration(TopLabelCalibrator):
             raise ValueError(f"'knot_values' must hold {self.n_knots} values")
         if scores.size != calibrated.size or (np.diff(scores) <= 0).any():
             raise ValueError("'scores' must be strictly increasing and as long as 'calibrated'")
+        if scores[0] < 0 or scores[-1] > 1:  # the validation top-class confidences, which lie in [0, 1]
+            raise ValueError(f"'scores' must lie in [0, 1], got {scores[0]:.6g} to {scores[-1]:.6g}")
         self.knot_values_, self.scores_, self.calibrated_ = knot_values, scores, calibrated

@@ -3,7 +3,8 @@
 Objectives (option `objective`):
 - "nll" (the default, Guo et al.'s choice): T minimising validation NLL, found by bounded Brent search on log T
   over [log 0.05, log 20], so T stays positive (float64, log-softmax, vectorised); NLL is convex in 1/T, so the
-  minimum is unique and never worse than T = 1 on the data it was fitted on; a search that does not converge raises;
+  minimum is unique and never worse than T = 1 on the data it was fitted on (where no T fits better, as on constant
+  logits, T = 1); a search that does not converge raises;
 - "ece-em": the AdaFocal paper's choice — T on the grid {0.1, 0.2, ..., 10.0} minimising validation ECE with
   `n_bins` equal-mass bins (ties go to the T closest to 1);
 - "ece-ew": the same grid with equal-width bins.
@@ -81,8 +82,10 @@ def fit_temperature_nll(logits: np.ndarray, labels: np.ndarray) -> float:
     if not result.success or not np.isfinite(result.x):
         raise AdacalError(f"Temperature scaling (nll) did not converge: {str(result.message).rstrip('.')}.")
     temperature = float(np.exp(result.x))
-    # Brent stops within its tolerance of the minimum; never hand back a T that fits worse than leaving logits alone.
-    if temperature_nll(logits, labels, temperature) > temperature_nll(logits, labels, 1.0):
+    # Brent stops within its tolerance of the minimum; never hand back a T that fits worse than leaving logits alone,
+    # nor one that fits no better: where the NLL does not depend on T (constant logits, one class per row all the
+    # way) Brent ends anywhere, often at a bound, and T = 1 is the honest answer (ties go to T = 1, as on the grid).
+    if temperature_nll(logits, labels, temperature) >= temperature_nll(logits, labels, 1.0):
         return 1.0
     return temperature
 

@@ -66,6 +66,8 @@ def _cell(metrics: dict[str, Any], key: str, scale: float) -> str:
     value = metrics.get(key)
     if value is None or value != value:
         return "-"
+    if abs(value * scale) >= 1e6:  # the NLL of logits near the float limit: hundreds of digits in fixed point
+        return f"{value * scale:.3g}"
     return f"{value * scale:.2f}" if scale != 1.0 else f"{value:.3f}"
 
 
