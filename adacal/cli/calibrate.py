@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from adacal.cli.common import ForceOption, guarded, metrics_line
+from adacal.cli.common import ForceOption, guarded, metrics_line, number
 from adacal.cli.inputs import LabelsFile, LabelsKey, LogitsKey, Renormalize, print_notes, read_options
 from adacal.conventions import DEFAULT_N_BINS
 
@@ -66,9 +66,7 @@ def _cell(metrics: dict[str, Any], key: str, scale: float) -> str:
     value = metrics.get(key)
     if value is None or value != value:
         return "-"
-    if abs(value * scale) >= 1e6:  # the NLL of logits near the float limit: hundreds of digits in fixed point
-        return f"{value * scale:.3g}"
-    return f"{value * scale:.2f}" if scale != 1.0 else f"{value:.3f}"
+    return number(value * scale, 2 if scale != 1.0 else 3)
 
 
 def _print_table(results: dict[str, Any], *, n_val: int, n_test: int) -> None:

@@ -37,6 +37,12 @@ _HEADLINE_METRICS = ("error", "ece_em", "ece_ew", "nll")
 _NOT_PERCENT = ("nll", "brier")  # nats and squared error; every other metric is a fraction shown in %
 
 
+def number(value: float, decimals: int) -> str:
+    """`value` with `decimals` decimals, or in scientific notation from 10⁶ on (the NLL of logits near the float
+    limit would otherwise print hundreds of digits)."""
+    return f"{value:.3g}" if abs(value) >= 1e6 else f"{value:.{decimals}f}"
+
+
 def metrics_line(metrics: dict[str, Any], names: Any = None) -> str:
     """The one summary line `-q` prints: the metrics a user asked for (`names`, as `--metrics` takes them), else
     error, ECE-EM, ECE-EW (%) and NLL; those that were computed."""
@@ -48,7 +54,7 @@ def metrics_line(metrics: dict[str, Any], names: Any = None) -> str:
         value = metrics.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             label = "error" if key == "error" else display_name(key)
-            parts.append(f"{label} {value:.4f}" if key in _NOT_PERCENT else f"{label} {100 * value:.2f}%")
+            parts.append(f"{label} {number(value, 4)}" if key in _NOT_PERCENT else f"{label} {number(100 * value, 2)}%")
     return "  ".join(parts)
 
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from adacal.cli.common import ForceOption, guarded, metrics_line
+from adacal.cli.common import ForceOption, guarded, metrics_line, number
 from adacal.cli.inputs import LabelsFile, LabelsKey, LogitsKey, Renormalize, print_notes, read_options
 from adacal.conventions import DEFAULT_N_BINS
 
@@ -47,7 +47,7 @@ _UNITS = {"nll": "nats", "brier": ""}
 def _format(name: str, value: float) -> str:
     from adacal.metrics import FRACTION_METRICS
 
-    return f"{100 * value:.2f}" if name in FRACTION_METRICS else f"{value:.4f}"
+    return number(100 * value, 2) if name in FRACTION_METRICS else number(value, 4)
 
 
 def _print_table(report: dict[str, Any], label: str, calibrated_from: str | None) -> None:

@@ -513,3 +513,28 @@ def test_reports_with_very_many_bins_leave_the_per_bin_statistics_out(tmp_path):
     assert result.exit_code == 0, result.output
     assert f"are stored only up to {MAX_REPORTED_BINS:,} bins; the metrics use all {many:,}" in result.stderr
     assert (tmp_path / "r.json").stat().st_size < 20_000
+
+
+def test_huge_nll_prints_in_scientific_notation(tmp_path):
+    """Logits near the float limit give an NLL of ~1e300: the table and the -q line print it as 8.22e+299, not as
+    three hundred digits."""
+    from adacal.cli import app
+    from typer.testing import CliRunner
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "huge.npz"
+    np.savez(path, logits=rng.normal(size=(200, 3)) * 1e300, labels=rng.integers(0, 3, 200))
+    for extra in ([], ["-q"]):
+        result = CliRunner().invoke(app, ["evaluate", str(path), *extra])
+        assert result.exit_code == 0, result.output
+        assert "e+299" in result.output
+        assert not any(len(word) > 40 and "/" not in word for word in result.output.split())
+
+
+def test_number_switches_to_scientific_from_a_million():
+    from adacal.cli.common import number
+
+    assert number(0.123456, 4) == "0.1235"
+    assert number(999999.0, 2) == "999999.00"
+    assert number(1e6, 2) == "1e+06"
+    assert number(-8.2e305, 4) == "-8.2e+305"
