@@ -460,13 +460,34 @@ def test_json_refusals(tmp_path, document, match):
     ('{"logits": [1, 2], "label": 0}\n{"logit": [1, 2], "label": 1}\n', "line 2 of .* keys of line 1"),
     ('{"logits": [1, 2], "label": 0}\n{oops\n', "line 2 of .* to be JSON"),
     ('{"logits": [1, 2], "label": 0}\n[1, 2]\n', "line 2 of .* JSON object"),
-    ('{"logits": [1, NaN], "label": 0}\n', "strict JSON"),
+    ('{"logits": [1, NaN], "label": 0}\n', "to be finite, found NaN or Inf in 1 row"),
     ("\n\n", "empty"),
 ])
 def test_jsonl_refusals(tmp_path, text, match):
     (tmp_path / "p.jsonl").write_text(text)
     with pytest.raises(InputError, match=match):
         load_predictions(tmp_path / "p.jsonl")
+
+
+def test_json_predictions_with_python_non_finite_literals_in_unread_fields(tmp_path):
+    """Python's json.dumps writes NaN / Infinity by default: a per-sample metric adacal never reads may hold them
+    without the file being refused; the scores read are the file's."""
+    records = [{"logits": [float(v) for v in row], "label": int(y), "acc": value}
+               for row, y, value in zip(LOGITS, LABELS, [float("nan"), float("inf"), -float("inf")] * len(LABELS))]
+    (tmp_path / "p.jsonl").write_text("\n".join(json.dumps(record) for record in records) + "\n")
+    (tmp_path / "p.json").write_text(json.dumps({"logits": LOGITS.tolist(), "labels": LABELS.tolist(),
+                                                 "loss": float("nan")}))
+    for name in ("p.jsonl", "p.json"):
+        same(load_predictions(tmp_path / name))
+    assert "NaN" in (tmp_path / "p.json").read_text()
+
+
+def test_adacal_reports_stay_strict_json(tmp_path):
+    from adacal.sources import read_json
+
+    (tmp_path / "r.json").write_text('{"a": NaN}')
+    with pytest.raises(InputError, match="strict JSON"):
+        read_json(tmp_path / "r.json")
 
 
 def test_csv_files_as_pandas_writes_them_without_column_names(tmp_path):

@@ -2,8 +2,8 @@
 and validated against their schema before any field is used.
 
 Parsing refuses what strict JSON does not allow or what would cost more than it is worth: NaN/Infinity literals and
-numbers that overflow a float, integers longer than `MAX_INT_DIGITS` digits, nesting deeper than `MAX_DEPTH`, files
-larger than `MAX_JSON_BYTES`. Every failure (including Python's own ValueError, OverflowError, RecursionError)
+numbers that overflow a float (admitted in predictions files, whose scores and labels are validated afterwards),
+integers longer than `MAX_INT_DIGITS` digits, nesting deeper than `MAX_DEPTH`, files larger than `MAX_JSON_BYTES`. Every failure (including Python's own ValueError, OverflowError, RecursionError)
 becomes one InputError sentence naming the file (and, for history.jsonl, the line).
 """
 
@@ -60,8 +60,16 @@ def _depth_ok(value: Any) -> bool:
     return True
 
 
-def parse_json(text: str | bytes, *, label: str) -> Any:
-    """One JSON value from `text`, refused in one sentence (naming `label`) when it is not strict, bounded JSON."""
+def _non_finite(text: str) -> float:
+    return float(text)  # NaN, Infinity, -Infinity: Python's json.dumps writes them by default
+
+
+def parse_json(text: str | bytes, *, label: str, non_finite: bool = False) -> Any:
+    """One JSON value from `text`, refused in one sentence (naming `label`) when it is not strict, bounded JSON.
+
+    `non_finite` admits the NaN / Infinity literals and overflowing numbers that Python's json module writes by default
+    (predictions files from other tools: a NaN in a field adacal never reads must not refuse the file; the scores and
+    labels are validated for finiteness afterwards). adacal's own documents stay strict."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -72,7 +80,8 @@ def parse_json(text: str | bytes, *, label: str) -> Any:
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
-        value = json.loads(text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_parse_constant)
+        value = json.loads(text, parse_float=float if non_finite else _parse_float, parse_int=_parse_int,
+                           parse_constant=_non_finite if non_finite else _parse_constant)
     except _Refused as exc:
         raise InputError(f"Expected {label} to hold strict JSON, but it has {exc}.") from None
     except json.JSONDecodeError as exc:

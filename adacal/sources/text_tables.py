@@ -119,7 +119,7 @@ def read_jsonl(path: str | os.PathLike) -> dict[str, list[Any]]:
     # Lines end at "\n" only (the JSON Lines format; "\r\n" leaves a "\r" that JSON reads as white space): not
     # `str.splitlines`, which also breaks at U+2028, U+0085, form feeds, ... that `json.dumps(ensure_ascii=False)`
     # leaves raw inside strings (a prompt's text beside the scores).
-    records = ((f"line {number}", parse_json(line, label=f"line {number} of {path}"))
+    records = ((f"line {number}", parse_json(line, label=f"line {number} of {path}", non_finite=True))
                for number, line in enumerate(text.split("\n"), start=1) if line.strip())
     columns = _columns_of_records(path, records)
     if not columns:
@@ -165,7 +165,7 @@ def read_json_predictions(path: str | os.PathLike) -> dict[str, list[Any]]:
     keys whose values are not arrays ignored) or an array of per-sample objects ([{"probs": [...], "label": 3}, ...]).
     An adacal report is refused: it holds metrics, not predictions."""
     path = Path(path)
-    document = parse_json(_read_text(path, "a predictions file (.json)"), label=str(path))
+    document = parse_json(_read_text(path, "a predictions file (.json)"), label=str(path), non_finite=True)
     if isinstance(document, list):
         columns = _columns_of_records(path, ((f"item {index}", item) for index, item in enumerate(document)))
         if not columns:
