@@ -277,7 +277,7 @@ def run_evaluate(
         scores = calibrated_probs(fitted, scores, calibrator_path=calibrator)
     described = source.describe()
     if source.source == "checkpoint":
-        described["checkpoint"] = checkpoint_progress(source.data_path, source.run)
+        described["checkpoint"] = checkpoint_progress(source.data_path, source.run, contents=source.checkpoint)
     report = evaluation_report(
         scores, source.predictions.labels, n_bins=n_bins, metric_names=names, bootstrap=bootstrap, seed=seed,
         input_path=source.data_path, source=described, calibrator=calibrator, progress=progress,
@@ -298,17 +298,19 @@ def run_evaluate(
                          kept_by=kept_by, kept_detail=kept_detail)
 
 
-def checkpoint_progress(path: str | os.PathLike, run: Any = None) -> dict[str, Any]:
+def checkpoint_progress(path: str | os.PathLike, run: Any = None, contents: Any = None) -> dict[str, Any]:
     """Which point of training the scored checkpoint holds: {"path", "epoch", "epochs" (the run's target),
     "finished" (whether training had reached it)}, plus "batch" for a mid-epoch checkpoint (interrupted.pt) and a
     "note" when training had not finished (an epoch-0 checkpoint holds the untrained initial weights)."""
     from adacal.sources.documents import read_report
     from adacal.sources.files import safe_torch_load
 
-    try:  # read again for these few fields only (the model was built and checked where it was run)
-        checkpoint = safe_torch_load(path, what="torch checkpoint")
-    except InputError:
-        return {"path": str(path)}
+    checkpoint = contents  # the file as the caller loaded it; else read for these few fields only
+    if checkpoint is None:
+        try:
+            checkpoint = safe_torch_load(path, what="torch checkpoint")
+        except InputError:
+            return {"path": str(path)}
     epoch = checkpoint.get("epoch") if isinstance(checkpoint, dict) else None
     if not isinstance(epoch, int) or isinstance(epoch, bool):
         return {"path": str(path)}

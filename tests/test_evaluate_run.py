@@ -160,3 +160,31 @@ def test_a_finished_run_keeps_the_report_train_wrote(tmp_path, one_torch_thread)
     assert evaluated.kept_message == (
         f"Kept {run / 'evaluate.json'} as train wrote it; give --json PATH to save this report.")
     assert "checkpoint" not in evaluated.report["config"]["source"]  # predictions.npz was read, no model was run
+
+
+def test_a_checkpoint_is_read_once_and_its_dataset_loaded_once(unfinished_run, tmp_path, one_torch_thread,
+                                                               monkeypatch):
+    """evaluate / calibrate of a checkpoint read the file once (it was read three times: to recognise it, to run it
+    and to describe its epoch) and calibrate builds the dataset once for both splits."""
+    import torch
+
+    import adacal.data
+    from adacal.calibrate import run_calibrate
+
+    run = _copy_run(unfinished_run, tmp_path)
+    (run / "predictions.npz").unlink(missing_ok=True)
+    last = run / "checkpoints" / "last.pt"
+    loads, datasets = [], []
+    real_load, real_dataset = torch.load, adacal.data.load_dataset
+    monkeypatch.setattr(torch, "load", lambda *a, **k: loads.append(1) or real_load(*a, **k))
+    monkeypatch.setattr(adacal.data, "load_dataset", lambda *a, **k: datasets.append(a[0]) or real_dataset(*a, **k))
+    with one_torch_thread():
+        result = run_evaluate(last, device="cpu", json_path=tmp_path / "e.json")
+    assert len(loads) == 1 and datasets == ["digits"]
+    assert result.report["config"]["source"]["checkpoint"]["epoch"] == 0
+
+    loads.clear(), datasets.clear()
+    with one_torch_thread():
+        calibrated = run_calibrate(last, method="temperature", json_path=tmp_path / "c.json")
+    assert len(loads) == 1 and datasets == ["digits"]
+    assert calibrated.report["results"]

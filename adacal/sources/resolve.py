@@ -35,6 +35,8 @@ class EvaluationInput:
     run: RunFolder | None  # the run folder when the input is a checkpoint or run folder
     source: str  # "file", "predictions.npz" or "checkpoint" (model run on the test split)
     options: ReadOptions = field(default=DEFAULT_OPTIONS, compare=False)
+    # The checkpoint file as loaded when the input is one (read once: `checkpoint_progress` reads its epoch from it).
+    checkpoint: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> dict[str, Any]:
         described: dict[str, Any] = {
@@ -81,10 +83,12 @@ def _is_checkpoint(path: Path) -> tuple[bool, dict[str, Any] | None]:
     return isinstance(contents, dict) and contents.get("format") == CHECKPOINT_FORMAT, contents
 
 
-def _predict(checkpoint: Path, split: str, options: dict[str, Any]) -> Predictions:
-    from adacal.training.inference import predict_checkpoint
+def _predict(checkpoint: Path, splits: tuple[str, ...], options: dict[str, Any],
+             contents: dict[str, Any] | None = None) -> dict[str, Predictions]:
+    """The checkpoint's model run on `splits` (`contents`: the file already loaded, not read again)."""
+    from adacal.training.inference import predict_checkpoint_splits
 
-    return predict_checkpoint(checkpoint, split=split, **options)
+    return predict_checkpoint_splits(checkpoint, splits, contents=contents, **options)
 
 
 def _checked_checkpoint(path: Path) -> dict[str, Any]:
@@ -123,7 +127,8 @@ def resolve_evaluation_input(
         _forbid_options(options, "a checkpoint")
         run = find_run_folder(path)
         if run is None:
-            return EvaluationInput(_predict(path, "test", predict_options), "checkpoint", path, path, None, "checkpoint")
+            return EvaluationInput(_predict(path, ("test",), predict_options, contents)["test"], "checkpoint", path,
+                                   path, None, "checkpoint", checkpoint=contents)
         return _predictions_of_run(run, path, path, "checkpoint", contents, predict_options)
     if contents is not None:  # a .pt of predictions, already loaded: not read twice
         from adacal.sources.formats import predictions_from, torch_arrays
@@ -144,8 +149,9 @@ def _predictions_of_run(
     if run.predictions.is_file() and (checkpoint is None or predictions_are_from(run, contents)):
         return EvaluationInput(load_predictions(run.predictions), kind, given, run.predictions, run, "predictions.npz")
     if checkpoint is None:
-        checkpoint = selected_checkpoint(run)  # the model training selected (best.pt for --select best-val)
-    return EvaluationInput(_predict(checkpoint, "test", predict_options), kind, given, checkpoint, run, "checkpoint")
+        checkpoint, contents = selected_checkpoint(run), None  # the model training selected (best.pt for best-val)
+    predictions = _predict(checkpoint, ("test",), predict_options, contents)["test"]
+    return EvaluationInput(predictions, kind, given, checkpoint, run, "checkpoint", checkpoint=contents)
 
 
 @dataclass(frozen=True)
@@ -231,15 +237,15 @@ def resolve_calibration_input(
             raise InputError("Expected --labels only with --val (labels of the test file), not with a file of "
                              "val_ and test_ arrays, which holds its own.")
         splits, input_path = load_split_predictions(source, options=options), source
-    elif run.predictions.is_file() and (
-        checkpoint is None or predictions_are_from(run, _checked_checkpoint(checkpoint))
-    ):
-        splits, input_path = load_split_predictions(run.predictions), run.predictions
     else:
-        if checkpoint is None:
-            checkpoint = selected_checkpoint(run)  # the model training selected (best.pt for --select best-val)
-        input_path = checkpoint
-        splits = {split: _predict(checkpoint, split, predict_options) for split in ("val", "test")}
+        contents = None if checkpoint is None else _checked_checkpoint(checkpoint)
+        if run.predictions.is_file() and (contents is None or predictions_are_from(run, contents)):
+            splits, input_path = load_split_predictions(run.predictions), run.predictions
+        else:
+            if checkpoint is None:
+                checkpoint = selected_checkpoint(run)  # the model training selected (best.pt for --select best-val)
+            input_path = checkpoint
+            splits = _predict(checkpoint, ("val", "test"), predict_options, contents)
     if splits.get("val") is None:
         raise InputError(
             f"Expected {input_path} to hold validation predictions (val_logits, val_labels) to fit calibrators on, "

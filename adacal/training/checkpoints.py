@@ -134,10 +134,12 @@ def save_checkpoint(checkpoint: dict[str, Any], path: str | os.PathLike) -> Path
     return atomic_torch_save(checkpoint, path)
 
 
-def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
-    """Read an adacal checkpoint safely (weights_only=True, on the CPU); anything else is a CheckpointError."""
+def load_checkpoint(path: str | os.PathLike, contents: Any = None) -> dict[str, Any]:
+    """Read an adacal checkpoint safely (weights_only=True, on the CPU); anything else is a CheckpointError.
+
+    `contents`: the file as a caller already loaded it (with `safe_torch_load`), checked here instead of read again."""
     path = Path(path)
-    checkpoint = safe_torch_load(path, what="torch checkpoint", error=CheckpointError)
+    checkpoint = safe_torch_load(path, what="torch checkpoint", error=CheckpointError) if contents is None else contents
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:
         raise CheckpointError(f"Expected {path} to be an adacal checkpoint (written by 'adacal train'), but it is not.")
     version = checkpoint.get("format_version")

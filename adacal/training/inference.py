@@ -152,12 +152,27 @@ def predict_checkpoint(
     device: str = "auto",
 ) -> Predictions:
     """Logits and labels of a checkpoint's model on a split of the dataset it was trained on (same seed and split)."""
+    return predict_checkpoint_splits(path, (split,), data_dir=data_dir, device=device)[split]
+
+
+def predict_checkpoint_splits(
+    path: str | os.PathLike,
+    splits: Iterable[str],
+    *,
+    data_dir: str | os.PathLike | None = None,
+    device: str = "auto",
+    contents: Any = None,
+) -> dict[str, Predictions]:
+    """`predict_checkpoint` for several splits, reading the checkpoint and the dataset once. `contents`: the checkpoint
+    file as the caller already loaded it (`safe_torch_load`), so that it is not read again."""
     from adacal.data import BatchLoader, load_dataset
 
-    if split not in SPLITS:
-        raise InputError(f"Expected split to be one of {', '.join(SPLITS)}, got {split!r}.")
+    splits = tuple(splits)
+    for split in splits:
+        if split not in SPLITS:
+            raise InputError(f"Expected split to be one of {', '.join(SPLITS)}, got {split!r}.")
     checkpoint_path = resolve_checkpoint_path(path)
-    checkpoint = load_checkpoint(checkpoint_path)
+    checkpoint = load_checkpoint(checkpoint_path, contents)
     options = checkpoint_data_options(checkpoint, checkpoint_path)
     torch_device = resolve_device(device)
     model, dataset_name = build_model_from_checkpoint(checkpoint, checkpoint_path)
@@ -168,14 +183,16 @@ def predict_checkpoint(
         train_subset=options["train_subset"],
         val_size=options["val_size"],
     ).limit_test(options["test_subset"], method=checkpoint_test_subset_method(checkpoint))
-    data_split = getattr(dataset, split)
     channels_last = options["channels_last"] and dataset.kind == "image"
     model = model.to(torch_device)
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
-    loader = BatchLoader(
-        data_split, EVAL_BATCH_SIZE, dataset=dataset, shuffle=False, augment=False, device=torch_device,
-        channels_last=channels_last,
-    )
-    logits, labels = predict(model, loader, torch_device)
-    return Predictions(logits=logits, labels=labels)
+    predictions = {}
+    for split in splits:
+        loader = BatchLoader(
+            getattr(dataset, split), EVAL_BATCH_SIZE, dataset=dataset, shuffle=False, augment=False,
+            device=torch_device, channels_last=channels_last,
+        )
+        logits, labels = predict(model, loader, torch_device)
+        predictions[split] = Predictions(logits=logits, labels=labels)
+    return predictions

@@ -122,15 +122,17 @@ def test_checkpoint_in_a_run_uses_the_run_predictions(run_folder):
 
 
 def test_run_without_predictions_recomputes_from_the_checkpoint(run_folder, arrays, monkeypatch):
-    """Without predictions.npz the checkpoint is run (adacal.training.predict_checkpoint, faked: no torch here)."""
+    """Without predictions.npz the checkpoint is run (adacal.training.inference.predict_checkpoint_splits, faked: no
+    torch here)."""
     (run_folder / "predictions.npz").unlink()
     calls = []
 
-    def fake_predict_checkpoint(path, *, split="test", data_dir=None, device="auto"):
-        calls.append((path.name, split))
-        return Predictions(arrays[f"{split}_logits"].astype(np.float64), arrays[f"{split}_labels"])
+    def fake_predict_checkpoint_splits(path, splits, *, data_dir=None, device="auto", contents=None):
+        calls.extend((path.name, split) for split in splits)
+        return {split: Predictions(arrays[f"{split}_logits"].astype(np.float64), arrays[f"{split}_labels"])
+                for split in splits}
 
-    monkeypatch.setattr("adacal.training.inference.predict_checkpoint", fake_predict_checkpoint)
+    monkeypatch.setattr("adacal.training.inference.predict_checkpoint_splits", fake_predict_checkpoint_splits)
     result = _invoke(run_folder, "--quiet")
     assert result.exit_code == 0, result.output
     assert calls == [("last.pt", "val"), ("last.pt", "test")]
@@ -139,11 +141,12 @@ def test_run_without_predictions_recomputes_from_the_checkpoint(run_folder, arra
 
 
 def _fake_predict(monkeypatch, arrays, calls):
-    def fake_predict_checkpoint(path, *, split="test", data_dir=None, device="auto"):
-        calls.append((Path(path).name, split))
-        return Predictions(arrays[f"{split}_logits"].astype(np.float64) * 3.0, arrays[f"{split}_labels"])
+    def fake_predict_checkpoint_splits(path, splits, *, data_dir=None, device="auto", contents=None):
+        calls.extend((Path(path).name, split) for split in splits)
+        return {split: Predictions(arrays[f"{split}_logits"].astype(np.float64) * 3.0, arrays[f"{split}_labels"])
+                for split in splits}
 
-    monkeypatch.setattr("adacal.training.inference.predict_checkpoint", fake_predict_checkpoint)
+    monkeypatch.setattr("adacal.training.inference.predict_checkpoint_splits", fake_predict_checkpoint_splits)
 
 
 def test_checkpoint_of_another_epoch_is_scored_itself(run_folder, arrays, monkeypatch):

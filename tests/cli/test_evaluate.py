@@ -65,15 +65,16 @@ def make_run(tmp_path, *, with_predictions=True, with_checkpoint=True):
 
 @pytest.fixture()
 def fake_training(monkeypatch):
-    """Stand-in for adacal.training.predict_checkpoint (runs a model in the real thing): records its calls."""
+    """Stand-in for adacal.training.inference.predict_checkpoint_splits (runs a model in the real thing): records
+    its calls, one per split."""
     calls = []
     logits, labels = sample(60, K, 3)
 
-    def predict_checkpoint(path, *, split="test", data_dir=None, device="auto"):
-        calls.append({"path": str(path), "split": split, "device": device})
-        return Predictions(logits=logits.astype(np.float64), labels=labels)
+    def predict_checkpoint_splits(path, splits, *, data_dir=None, device="auto", contents=None):
+        calls.extend({"path": str(path), "split": split, "device": device} for split in splits)
+        return {split: Predictions(logits=logits.astype(np.float64), labels=labels) for split in splits}
 
-    monkeypatch.setattr("adacal.training.inference.predict_checkpoint", predict_checkpoint)
+    monkeypatch.setattr("adacal.training.inference.predict_checkpoint_splits", predict_checkpoint_splits)
     return calls, logits, labels
 
 
