@@ -9,6 +9,10 @@ Equal-mass edges are the midpoints between neighbouring sorted confidences at th
 as in that package. Without ties every bin holds N // n_bins or N // n_bins + 1 samples. A bin is an interval of
 confidence, so tied confidences are never split between bins: with ties, counts can be uneven and some bins empty
 (zero width). An empty bin has count 0 and contributes nothing; its mean confidence and accuracy are reported as 0.
+
+The public helpers take 1-D numpy arrays, torch tensors (any dtype, bfloat16 included) or lists; strings, complex
+numbers, NaN or Inf, a meta tensor, `correct` outside [0, 1], and edges that are not a sorted 1-D array of at least two
+finite values are an InputError naming the input.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from adacal.arrays import to_numpy
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.memory import check_bins_fit
@@ -27,11 +32,38 @@ BINNINGS = ("equal-width", "equal-mass")
 
 
 def _as_1d_float(values: Any, name: str) -> np.ndarray:
-    if hasattr(values, "detach"):
-        values = values.detach().cpu().double().numpy()  # numpy has no bf16
-    array = np.asarray(values, dtype=np.float64)
+    """`values` as a finite 1-D float64 array (numpy, torch of any dtype — bfloat16 included — or a list); anything
+    else (strings, objects, complex numbers, NaN or Inf, a meta tensor, another shape) is an InputError naming it."""
+    array = to_numpy(values)  # torch: detached, on the CPU, floats as float64; the meta device is refused
+    if array.dtype.kind not in "biuf":
+        raise InputError(f"Expected {name} to be real numbers, got dtype {array.dtype}.")
+    array = np.asarray(array, dtype=np.float64)
     if array.ndim != 1:
         raise InputError(f"Expected {name} to be 1-D, got shape {array.shape}.")
+    if not np.isfinite(array).all():
+        raise InputError(f"Expected {name} to be finite, found {int((~np.isfinite(array)).sum())} NaN or Inf value(s).")
+    return array
+
+
+def _check_unit_interval(array: np.ndarray, name: str) -> np.ndarray:
+    """Raise unless every value of a finite float array lies in [0, 1]."""
+    if array.size and (array.min() < 0.0 or array.max() > 1.0):
+        raise InputError(f"Expected {name} to be in [0, 1], got values from {array.min():.6g} to {array.max():.6g}.")
+    return array
+
+
+def _check_edges(edges: Any) -> np.ndarray:
+    """Bin edges as a float64 array: 1-D, at least two finite values, non-decreasing (zero-width bins are allowed)."""
+    array = to_numpy(edges)
+    if array.dtype.kind not in "biuf":
+        raise InputError(f"Expected edges to be real numbers, got dtype {array.dtype}.")
+    array = np.asarray(array, dtype=np.float64)
+    if array.ndim != 1 or array.size < 2:
+        raise InputError(f"Expected edges to be 1-D with at least 2 values (one bin), got shape {array.shape}.")
+    if not np.isfinite(array).all():
+        raise InputError("Expected edges to be finite, found NaN or Inf.")
+    if (np.diff(array) < 0).any():
+        raise InputError("Expected edges to be sorted in non-decreasing order, got a decreasing step.")
     return array
 
 
@@ -71,14 +103,19 @@ def equal_mass_edges_of_sorted(sorted_conf: np.ndarray, n_bins: int) -> np.ndarr
     inside = (cuts > 0) & (cuts < n)
     interior = np.where(cuts >= n, 1.0, 0.0)
     interior[inside] = (sorted_conf[cuts[inside] - 1] + sorted_conf[cuts[inside]]) / 2.0
-    edges[1:-1] = interior
+    # Values outside [0, 1] (a probability 1 + ε within rounding, or any scores) would put a midpoint outside the
+    # fixed end edges 0 and 1 and unsort the edges; clipped, such values fall in the end bins as in every binning.
+    edges[1:-1] = np.clip(interior, 0.0, 1.0)
     return edges
 
 
 def assign_bins(values: Any, edges: Any) -> np.ndarray:
     """Bin index of each value under the (lower, upper] convention; out-of-range values go to the end bins."""
-    values = _as_1d_float(values, "values")
-    edges = np.asarray(edges, dtype=np.float64)
+    return bin_index(_as_1d_float(values, "values"), _check_edges(edges))
+
+
+def bin_index(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """`assign_bins` of float64 values and edges already checked (no checks: for validated probabilities)."""
     return np.searchsorted(edges[1:-1], values, side="left")
 
 
@@ -146,7 +183,7 @@ def calibration_error(stats: BinStatistics, norm: str = "l1", *, debias: bool = 
         return float(np.dot(stats.weights, np.abs(gaps)))
     if not debias:
         return float(np.sqrt(np.dot(stats.weights, gaps**2)))
-    return float(np.sqrt(max(debiased_square_error(stats), 0.0)))
+    return float(np.sqrt(max(debiased_square_error(stats), 0.0))) + 0.0  # + 0.0: never -0.0
 
 
 def top1_ece(confidences: np.ndarray, correct: np.ndarray, *, n_bins: int, binning: str) -> float:
@@ -243,14 +280,14 @@ def bin_statistics(
     `edges` overrides `n_bins`/`binning` (e.g. to place new samples into bins fitted elsewhere).
     """
     confidences = _as_1d_float(confidences, "confidences")
-    correct = _as_1d_float(correct, "correct")
+    correct = _check_unit_interval(_as_1d_float(correct, "correct"), "correct")
     if confidences.shape != correct.shape:
         raise InputError(
             f"Expected confidences and correct to have the same length, got {confidences.size} and {correct.size}."
         )
-    edges = bin_edges(confidences, n_bins, binning) if edges is None else np.asarray(edges, dtype=np.float64)
+    edges = bin_edges(confidences, n_bins, binning) if edges is None else _check_edges(edges)
     m = edges.size - 1
-    index = assign_bins(confidences, edges)
+    index = bin_index(confidences, edges)
     counts = np.bincount(index, minlength=m).astype(np.int64)
     conf_sum = np.bincount(index, weights=confidences, minlength=m)
     correct_sum = np.bincount(index, weights=correct, minlength=m)

@@ -10,7 +10,13 @@ import numpy as np
 
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
-from adacal.metrics.calibration import PreparedPredictions, compute_prepared, metric_key, prepare_metric_inputs
+from adacal.metrics.calibration import (
+    PreparedPredictions,
+    check_not_probability_like,
+    compute_prepared,
+    metric_key,
+    prepare_metric_inputs,
+)
 from adacal.metrics.memory import check_bootstrap_fits
 
 
@@ -88,6 +94,7 @@ def bootstrap(
     seed = check_seed(seed)
     confidence = check_confidence(confidence)
     pred, names, n_bins = prepare_metric_inputs(scores, labels, metric_names, n_bins)
+    check_not_probability_like(pred)
     return bootstrap_prepared(
         pred, names, n_resamples=n_resamples, seed=seed, confidence=confidence, n_bins=n_bins, progress=progress
     )

@@ -44,11 +44,13 @@ from adacal.metrics.ece import (  # noqa: F401
     smooth_ece,
     smooth_reliability,
 )
+from adacal.metrics.binning import check_n_bins
 from adacal.metrics.memory import check_bins_fit
 from adacal.metrics.prepared import (  # noqa: F401
     PROB_FLOOR,
     PreparedPredictions,
     TopLabel,
+    check_not_probability_like,
     check_prepared,
     prepare_predictions,
     row_top,
@@ -113,6 +115,8 @@ def display_name(name: str) -> str:
 
 
 def _canonical(name: str) -> str:
+    if not isinstance(name, str):
+        raise InputError(f"Expected a metric name (a string such as 'ece-em'), got {name!r}.")
     return name.strip().lower().replace("_", "-")
 
 
@@ -120,7 +124,12 @@ def resolve_metric_names(names: str | Iterable[str] | None) -> tuple[str, ...]:
     """Metric names from "ece-em,nll", a sequence, or None (all); snake_case is accepted; unknown names are errors."""
     if names is None:
         return METRIC_NAMES
-    items = names.split(",") if isinstance(names, str) else list(names)
+    if isinstance(names, str):
+        items = names.split(",")
+    elif isinstance(names, Iterable) and not isinstance(names, (bytes, bytearray)):
+        items = list(names)
+    else:
+        raise InputError(f"Expected metric names as a comma-separated string or a list of strings, got {names!r}.")
     resolved: list[str] = []
     for item in items:
         if not isinstance(item, str):
@@ -148,7 +157,10 @@ def prepare_metric_inputs(
     the predictions validated once, and the bins checked to fit in memory for those metrics (the classwise ECE keeps
     K × n_bins cells)."""
     names = resolve_metric_names(names)
-    pred, n_bins = check_prepared(scores, labels, n_bins)
+    # Not check_prepared: callers refuse probability-like logits themselves, naming the input their way (evaluate
+    # names the file).
+    n_bins = check_n_bins(n_bins)
+    pred = prepare_predictions(scores, labels)
     check_bins_fit(n_bins, num_classes=pred.num_classes, classwise="classwise-ece" in names)
     return pred, names, n_bins
 
@@ -158,4 +170,5 @@ def compute_metrics(
 ) -> dict[str, float]:
     """Several metrics at once, validating the input once: {"ece_em": 0.0123, ...} (fractions; nll in nats)."""
     pred, names, n_bins = prepare_metric_inputs(scores, labels, names, n_bins)
+    check_not_probability_like(pred)
     return compute_prepared(pred, names, n_bins)

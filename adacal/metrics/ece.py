@@ -3,7 +3,9 @@ classwise ECE, the smooth ECE and the per-bin data of a reliability diagram.
 
 Every public metric is a pure function `metric(scores, labels, *, n_bins=DEFAULT_N_BINS) -> float` that returns a
 fraction (not a percentage). `scores` are probabilities or logits (N, K), numpy or torch; rows that are all in [0, 1]
-and sum to 1 are taken as probabilities, anything else as logits (see `adacal.arrays.to_probs`). A binary model's one
+and sum to 1 are taken as probabilities, anything else as logits (see `adacal.arrays.to_probs`), except that values in
+[0, 1] whose rows sum to nearly but not quite 1, or percentages, are an InputError (`check_not_probability_like`):
+their softmax would describe another model. A binary model's one
 score per sample, (N,) or (N, 1), is read as two columns (`adacal.arrays.binary_score_columns`). Each metric is a
 private kernel on validated `PreparedPredictions` (`adacal.metrics.prepared`) wrapped by `metric_function`, so
 `compute_metrics` (and the bootstrap) validate once and share the per-sample quantities across metrics. All binning
@@ -21,16 +23,22 @@ from adacal.errors import InputError
 from adacal.metrics.binning import (
     BINNINGS,
     BinStatistics,
-    assign_bins,
+    bin_index,
     bin_statistics,
     calibration_error,
     equal_mass_edges,
     equal_width_edges,
 )
 from adacal.metrics.memory import check_bins_fit
-from adacal.metrics.prepared import PreparedPredictions, check_prepared, metric_function, prepare_predictions
+from adacal.metrics.prepared import (
+    PreparedPredictions,
+    check_not_probability_like,
+    check_prepared,
+    metric_function,
+    prepare_predictions,
+)
 from adacal.metrics.smooth import CURVE_POINTS, SmoothReliability, smooth_ece_of, smooth_reliability_of
-from adacal.metrics.sweep import sweep_bins
+from adacal.metrics.sweep import sweep_bins_of
 
 DEBIAS_MODES = ("top-label", "marginal")
 
@@ -64,10 +72,7 @@ mce = metric_function(
 
 
 def _ece_sweep(pred: PreparedPredictions, binning: str) -> float:
-    b = sweep_bins(
-        pred.confidences, pred.correct, binning=binning,
-        sorted_confidences=pred.sorted_confidences, cumulative_hits=pred.cumulative_hits,
-    )
+    b = sweep_bins_of(pred.confidences, pred.correct, binning, pred.sorted_confidences, pred.cumulative_hits)
     return calibration_error(pred.top_label_statistics(binning, b))
 
 
@@ -127,7 +132,7 @@ def _classwise_ece(pred: PreparedPredictions, n_bins: int) -> float:
     offsets = np.arange(k) * n_bins
     for rows, probs, _, _ in pred.blocks():
         flat = probs.ravel()
-        cells = assign_bins(flat, edges).reshape(probs.shape) + offsets
+        cells = bin_index(flat, edges).reshape(probs.shape) + offsets
         conf_sum += np.bincount(cells.ravel(), weights=flat, minlength=k * n_bins)
         true_cells = cells[np.arange(probs.shape[0]), pred.labels[rows]]
         hit_sum += np.bincount(true_cells, minlength=k * n_bins)
@@ -163,7 +168,7 @@ def smooth_reliability(
 ) -> SmoothReliability:
     """The smoothed reliability curve of the top-1 confidence: `grid` (points in [0, 1]), `curve` (smoothed accuracy
     there), `density`, `bandwidth` (automatic by default) and `ece` (smECE at that bandwidth), for plotting."""
-    pred = prepare_predictions(scores, labels)
+    pred = check_not_probability_like(prepare_predictions(scores, labels))
     return smooth_reliability_of(pred.confidences, pred.correct, bandwidth=bandwidth, points=points)
 
 

@@ -27,10 +27,12 @@ import numpy as np
 from adacal.arrays import check_labels, one_score_per_sample
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
-from adacal.metrics.binning import assign_bins, check_n_bins, equal_width_edges
+from adacal.metrics.binning import bin_index, check_n_bins, equal_width_edges
+from adacal.metrics.memory import check_bins_fit
 from adacal.metrics.calibration import (
     _KERNELS,
     PreparedPredictions,
+    check_not_probability_like,
     classwise_error,
     metric_key,
     prepare_predictions,
@@ -92,7 +94,7 @@ class CalibrationMeter:
         """Add a batch: scores (B, K) logits or probabilities — or a binary model's (B,) / (B, 1), probabilities of
         the positive class when all in [0, 1], else decision scores — labels (B,), numpy or torch (any device). An
         empty batch (B = 0: a rank's share of an uneven last batch, a filtered-out batch) adds nothing."""
-        shape = tuple(getattr(scores, "shape", ()))
+        shape = _shape(scores)
         if shape == (0,):  # no samples, and no class count: any later batch may set it
             check_labels(labels, n=0)
             return
@@ -102,7 +104,7 @@ class CalibrationMeter:
             check_labels(labels, n=0)
             self._check_num_classes(classes, (0, classes))
             return
-        pred = prepare_predictions(scores, labels)
+        pred = check_not_probability_like(prepare_predictions(scores, labels))
         self._check_num_classes(pred.num_classes, (pred.n_samples, pred.num_classes))
         self._kinds.add(pred.assumed)
         self._pieces.append(np.column_stack([getattr(pred, column) for column in self._columns()]))
@@ -112,6 +114,8 @@ class CalibrationMeter:
 
     def _check_num_classes(self, num_classes: int, shape: tuple[int, ...]) -> None:
         if self._num_classes is None:
+            if "classwise-ece" in self.names:  # its K × n_bins table, refused before allocating (as compute_metrics)
+                check_bins_fit(self.n_bins, num_classes=num_classes, classwise=True)
             self._num_classes = num_classes
         elif num_classes != self._num_classes:
             raise InputError(
@@ -151,6 +155,17 @@ class CalibrationMeter:
         return results
 
 
+def _shape(scores: Any) -> tuple[int, ...]:
+    """The shape of an array, a tensor or nested lists (an empty list is an empty batch too); () when it has none
+    (ragged lists: `prepare_predictions` then says what is wrong)."""
+    if hasattr(scores, "shape"):
+        return tuple(int(size) for size in scores.shape)
+    try:
+        return tuple(np.shape(scores))
+    except ValueError:
+        return ()
+
+
 def _classwise_table(pred: PreparedPredictions, n_bins: int) -> np.ndarray:
     """(2, K · n_bins): Σ p_k and hit counts per (class, equal-width bin), as adacal.metrics.ece._classwise_ece
     sums them."""
@@ -160,7 +175,7 @@ def _classwise_table(pred: PreparedPredictions, n_bins: int) -> np.ndarray:
     offsets = np.arange(k) * n_bins
     for rows, probs, _, _ in pred.blocks():
         flat = probs.ravel()
-        cells = assign_bins(flat, edges).reshape(probs.shape) + offsets
+        cells = bin_index(flat, edges).reshape(probs.shape) + offsets
         table[0] += np.bincount(cells.ravel(), weights=flat, minlength=k * n_bins)
         table[1] += np.bincount(cells[np.arange(probs.shape[0]), pred.labels[rows]], minlength=k * n_bins)
     return table

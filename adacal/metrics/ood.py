@@ -6,6 +6,10 @@ scores higher than a random in-distribution one (ties count one half), `aupr_out
 as positive, `aupr_in` the average precision with in-distribution as positive (ranked by −score). All values are
 fractions in [0, 1]. AUROC and AUPR use `sklearn.metrics` (imported on first use).
 
+The per-sample scores take what the metrics take: probabilities or logits (N, K), numpy or torch of any float dtype,
+told apart as `adacal.metrics.prepare_predictions` does (the tolerance on the row sums follows the dtype, so float16
+and bfloat16 probabilities are probabilities), and a binary model's one score per sample, (N,) or (N, 1).
+
 FPR at 95 % TPR (`fpr_at_95_tpr`, see `fpr_at_tpr`), exactly: a threshold t flags every sample with score ≥ t, so
 tied scores are flagged together; the candidate thresholds are the distinct scores, giving the points
 (TPR = fraction of OOD samples flagged, FPR = fraction of in-distribution samples flagged). adacal reports the FPR at
@@ -24,43 +28,73 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from adacal.arrays import as_logits, check_scores, looks_like_probs, to_numpy, to_probs
+from adacal.arrays import (
+    as_logits,
+    as_score_matrix,
+    check_scores,
+    looks_like_probs,
+    normalise_probs,
+    probability_tolerance,
+    softmax,
+    to_numpy,
+)
 from adacal.errors import InputError
 from adacal.metrics.prepared import row_top
 from adacal.registry import Registry
 
 
+def _checked_scores(scores: Any, name: str) -> tuple[np.ndarray, bool]:
+    """float64 scores (N, K) and whether they are probabilities, decided as the metrics decide it: a binary model's
+    one score per sample becomes two columns (`as_score_matrix`), and the tolerance on the row sums follows the
+    input's dtype (`probability_tolerance`: float16 / bfloat16 probabilities sum to 1 only within ~1e-3 / ~1e-2, and
+    read as logits their softmax would be nearly uniform)."""
+    tolerance = probability_tolerance(scores)
+    array = check_scores(as_score_matrix(scores), name=name)
+    with np.errstate(over="ignore"):  # finite logits whose row sum overflows are simply not probabilities
+        return array, looks_like_probs(array, tolerance=tolerance)
+
+
+def _probabilities(scores: Any, name: str = "scores") -> np.ndarray:
+    """Probabilities from logits (softmax) or from probabilities (rows within rounding of 1 as given, others over
+    their sums), as `adacal.metrics.prepare_predictions` computes them."""
+    array, probabilities = _checked_scores(scores, name)
+    return normalise_probs(array) if probabilities else softmax(array)
+
+
 def entropy(probs: Any) -> np.ndarray:
     """Shannon entropy (natural log, nats) of each row of probabilities (N, K); 0 · log 0 counts as 0."""
-    probs = check_scores(probs, name="probs")
-    if not looks_like_probs(probs):
+    probs, probabilities = _checked_scores(probs, "probs")
+    if not probabilities:
         raise InputError("Expected probs to be probabilities (entries in [0, 1], rows summing to 1), got other values.")
-    probs = probs / probs.sum(axis=1, keepdims=True)
+    return _entropy(normalise_probs(probs))
+
+
+def _entropy(probs: np.ndarray) -> np.ndarray:
     logs = np.log(np.where(probs > 0, probs, 1.0))
-    return -np.einsum("ij,ij->i", probs, logs)
+    return 0.0 - np.einsum("ij,ij->i", probs, logs)  # 0.0 - x: a certain row gives 0.0, not -0.0
 
 
 def entropy_score(scores: Any) -> np.ndarray:
     """Entropy of the softmax of logits (or of probabilities given directly): the paper's OOD score."""
-    probs, _ = to_probs(check_scores(scores, name="scores"))
-    return entropy(probs)
+    return _entropy(_probabilities(scores))
 
 
 def max_prob_score(scores: Any) -> np.ndarray:
     """1 − the top probability (Hendrycks & Gimpel 2017's baseline, turned so that higher = more OOD)."""
-    probs, _ = to_probs(check_scores(scores, name="scores"))
-    return 1.0 - row_top(probs)[1]
+    return 1.0 - row_top(_probabilities(scores))[1]
 
 
 def energy_score(logits: Any) -> np.ndarray:
     """Energy −logsumexp(logits) (Liu et al. 2020; higher = more OOD). Needs logits: probabilities are rejected."""
-    logits = check_scores(logits, name="logits")
-    if looks_like_probs(logits):
+    logits, probabilities = _checked_scores(logits, "logits")
+    if probabilities:
         raise InputError(
             "Expected logits for the energy score, but the scores look like probabilities (rows in [0, 1] summing to 1)."
         )
     top = logits.max(axis=1)
-    return -(top + np.log(np.exp(logits - top[:, None]).sum(axis=1)))
+    with np.errstate(over="ignore"):  # logits more than float64's range apart: -inf, whose exp is 0
+        shifted = logits - top[:, None]
+    return -(top + np.log(np.exp(shifted).sum(axis=1)))
 
 
 OOD_SCORES: Registry[np.ndarray] = Registry("OOD score")
@@ -74,12 +108,14 @@ def ood_scores(scores: Any, method: str = "entropy", *, temperature: float | Non
 
     Probabilities with a temperature are read as log-probabilities (softmax(log p / T) = softmax(logits / T), so
     entropy and max-prob are those of the logits); energy, which the per-row constant changes, then needs logits."""
+    if not isinstance(method, str):
+        raise InputError(f"Expected method to be the name of an OOD score ({', '.join(OOD_SCORES.names())}), "
+                         f"got {method!r}.")
     score = OOD_SCORES.get(method)
     if temperature is not None:
-        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 < temperature < np.inf:
+        if not _is_real_number(temperature) or not 0 < temperature < np.inf:
             raise InputError(f"Expected temperature to be a positive number, got {temperature!r}.")
-        scores = check_scores(scores, name="logits")
-        probabilities = looks_like_probs(scores)
+        scores, probabilities = _checked_scores(scores, "logits")
         if probabilities and method == "energy":
             raise InputError("Expected logits for the energy score with a temperature, but the scores look like "
                              "probabilities (rows in [0, 1] summing to 1): log p differs from the logits by a "
@@ -112,10 +148,16 @@ def _labelled(in_scores: Any, out_scores: Any) -> tuple[np.ndarray, np.ndarray]:
 FPR_RULES = ("at-least", "closest")
 
 
+def _is_real_number(value: Any) -> bool:
+    """A Python or numpy int or float (not a bool, which is an int to Python)."""
+    return not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, float, np.integer, np.floating))
+
+
 def _fpr_at_tpr(is_ood: np.ndarray, scores: np.ndarray, tpr: float, rule: str) -> float:
     order = np.argsort(-scores, kind="stable")
     ranked, positive = scores[order], is_ood[order]
-    ends = np.r_[np.flatnonzero(np.diff(ranked) != 0), ranked.size - 1]  # last sample of each distinct score
+    # Last sample of each distinct score (compared, not subtracted: scores far apart would overflow a difference).
+    ends = np.r_[np.flatnonzero(ranked[1:] != ranked[:-1]), ranked.size - 1]
     true_pos = np.cumsum(positive)[ends]
     false_pos = ends + 1 - true_pos
     n_pos, n_neg = int(is_ood.sum()), int(is_ood.size - is_ood.sum())
@@ -136,8 +178,12 @@ def fpr_at_tpr(in_scores: Any, out_scores: Any, *, tpr: float = 0.95, rule: str 
     the threshold whose OOD recall is closest to `tpr` (Hendrycks et al.'s reference code). See the module doc."""
     if rule not in FPR_RULES:
         raise InputError(f"Expected rule to be one of {', '.join(FPR_RULES)}, got {rule!r}.")
-    if isinstance(tpr, bool) or not isinstance(tpr, (int, float)) or not 0.0 < tpr <= 1.0:
+    if not _is_real_number(tpr) or not 0.0 < tpr <= 1.0:
         raise InputError(f"Expected tpr to be a number in (0, 1], got {tpr!r}.")
+    if isinstance(tpr, np.floating) and np.finfo(tpr.dtype).bits < 64:
+        # The decimal a float32 level stands for (np.float32(0.85) is 0.8500000238...; as such it would skip a point
+        # with TPR exactly 0.85): its shortest repr, which reads back as the same float32.
+        tpr = float(str(tpr))
     is_ood, scores = _labelled(in_scores, out_scores)
     return _fpr_at_tpr(is_ood, scores, float(tpr), rule)
 
@@ -147,12 +193,13 @@ def ood_metrics(in_scores: Any, out_scores: Any) -> dict[str, float]:
     from sklearn.metrics import average_precision_score, roc_auc_score
 
     is_ood, scores = _labelled(in_scores, out_scores)
-    return {
-        "auroc": float(roc_auc_score(is_ood, scores)),
-        "aupr_in": float(average_precision_score(1 - is_ood, -scores)),
-        "aupr_out": float(average_precision_score(is_ood, scores)),
-        "fpr_at_95_tpr": _fpr_at_tpr(is_ood, scores, 0.95, "at-least"),
-    }
+    with np.errstate(over="ignore"):  # sklearn subtracts neighbouring scores: finite ones far apart give ±inf, != 0
+        return {
+            "auroc": float(roc_auc_score(is_ood, scores)),
+            "aupr_in": float(average_precision_score(1 - is_ood, -scores)),
+            "aupr_out": float(average_precision_score(is_ood, scores)),
+            "fpr_at_95_tpr": _fpr_at_tpr(is_ood, scores, 0.95, "at-least"),
+        }
 
 
 class RocCurve(NamedTuple):
@@ -180,5 +227,6 @@ def roc_curve_points(in_scores: Any, out_scores: Any) -> RocCurve:
     from sklearn.metrics import roc_curve
 
     is_ood, scores = _labelled(in_scores, out_scores)
-    fpr, tpr, thresholds = roc_curve(is_ood, scores)
+    with np.errstate(over="ignore"):  # as in ood_metrics
+        fpr, tpr, thresholds = roc_curve(is_ood, scores)
     return RocCurve(np.asarray(fpr, dtype=np.float64), np.asarray(tpr, dtype=np.float64), np.asarray(thresholds))

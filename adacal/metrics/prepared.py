@@ -22,6 +22,7 @@ from adacal.arrays import (
     as_score_matrix,
     check_finite_rows,
     check_labels,
+    check_not_near_probs,
     check_score_shape,
     looks_like_probs,
     normalise_probs,
@@ -67,8 +68,12 @@ class PreparedPredictions:
         *,
         source: tuple[PreparedPredictions, np.ndarray] | None = None,
         top: tuple[np.ndarray, np.ndarray] | None = None,
+        minimum: float | None = None,
     ) -> None:
         self._scores = scores
+        # The smallest score (from the validation scan), so that `check_not_probability_like` reads no matrix for
+        # logits with a negative entry.
+        self._minimum = minimum
         # The validation pass computed these already for probabilities: each row's argmax and top probability.
         self._top = top if assumed == "probs" else None
         self.labels = labels
@@ -258,7 +263,7 @@ def top_label(scores: Any, labels: Any = None) -> TopLabel:
     Probabilities are detected and normalised as `prepare_predictions` does (rows within rounding of 1 as given, so
     tied rows stay tied); logits go through a block-wise softmax. Tied maxima predict the lowest class index.
     """
-    pred = _prepare(scores, labels)
+    pred = check_not_probability_like(_prepare(scores, labels))
     correct = pred.correct if labels is not None else None
     return TopLabel(pred.confidences, pred.predicted_labels, correct, pred.assumed)
 
@@ -292,14 +297,26 @@ def _prepare(scores: Any, labels: Any) -> PreparedPredictions:
         # Read only: an int64 array is not copied.
         labels = check_labels(labels, n=checked.shape[0], num_classes=checked.shape[1], copy=False)
     probs = looks_like_probs(checked, minimum=scan.minimum, sum_deviation=scan.sum_deviation, tolerance=tolerance)
-    return PreparedPredictions(checked, labels, "probs" if probs else "logits", top=(scan.top, scan.top_probs))
+    return PreparedPredictions(checked, labels, "probs" if probs else "logits", top=(scan.top, scan.top_probs),
+                               minimum=scan.minimum)
+
+
+def check_not_probability_like(pred: PreparedPredictions, *, name: str = "scores") -> PreparedPredictions:
+    """Refuse scores taken as logits that look like probabilities whose rows do not sum to 1 (rounded or truncated
+    probabilities, or percentages: `adacal.arrays.check_not_near_probs`), as `adacal evaluate`, the file readers and
+    the calibrators do: their softmax would silently describe another model. Only non-negative scores can look so."""
+    if pred.assumed == "logits" and pred.scores is not None:
+        if pred._minimum is None or pred._minimum >= 0.0:
+            check_not_near_probs(np.asarray(pred.scores, dtype=np.float64), name=name)
+    return pred
 
 
 
 def check_prepared(scores: Any, labels: Any, n_bins: Any) -> tuple[PreparedPredictions, int]:
-    """Validated predictions and number of bins: the first step of every public metric."""
+    """Validated predictions and number of bins: the first step of every public metric. Scores that look like
+    probabilities whose rows do not sum to 1 are refused (`check_not_probability_like`)."""
     n_bins = check_n_bins(n_bins)
-    return prepare_predictions(scores, labels), n_bins
+    return check_not_probability_like(prepare_predictions(scores, labels)), n_bins
 
 
 def metric_function(kernel: Callable[[PreparedPredictions, int], float], doc: str) -> Callable[..., float]:

@@ -17,7 +17,7 @@ def _nll(pred: PreparedPredictions, n_bins: int) -> float:
     if np.isinf(mean) and np.isfinite(log_probs).all():
         # Logits near the float64 limit: the sum overflows though the mean does not; divide first.
         mean = -np.sum(log_probs / log_probs.size)
-    return float(mean)
+    return float(mean) + 0.0  # + 0.0: certain, correct predictions give 0.0, not -0.0
 
 
 nll = metric_function(_nll, """Mean negative log-likelihood of the true class, in nats.

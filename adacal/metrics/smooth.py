@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from adacal.errors import InputError
+from adacal.metrics.binning import _as_1d_float, _check_unit_interval
 from adacal.metrics.memory import check_fits
 
 # Reference constants (relplot.config and relplot.metrics.smECE).
@@ -126,22 +127,20 @@ class SmoothReliability:
 
 
 def _check_pairs(confidences: Any, correct: Any) -> tuple[np.ndarray, np.ndarray]:
-    confidences = np.asarray(confidences, dtype=np.float64)
-    correct = np.asarray(correct, dtype=np.float64)
-    if confidences.ndim != 1 or confidences.shape != correct.shape or confidences.size == 0:
+    confidences = _as_1d_float(confidences, "confidences")
+    correct = _check_unit_interval(_as_1d_float(correct, "correct"), "correct")
+    if confidences.shape != correct.shape or confidences.size == 0:
         raise InputError(
             f"Expected confidences and correct to be 1-D of the same non-zero length, got shapes "
             f"{confidences.shape} and {correct.shape}."
         )
-    if not (np.isfinite(confidences).all() and np.isfinite(correct).all()):
-        raise InputError("Expected confidences and correct to be finite, found NaN or Inf.")
     return confidences, correct
 
 
 def check_bandwidth(bandwidth: Any) -> float | None:
     if bandwidth is None:
         return None
-    if isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float, np.floating)):
+    if isinstance(bandwidth, (bool, np.bool_)) or not isinstance(bandwidth, (int, float, np.integer, np.floating)):
         raise InputError(f"Expected bandwidth to be a number in (0, 1] or None (automatic), got {bandwidth!r}.")
     if not (0.0 < float(bandwidth) <= 1.0):
         raise InputError(f"Expected bandwidth to be in (0, 1] or None (automatic), got {bandwidth!r}.")

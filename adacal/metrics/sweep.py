@@ -23,7 +23,13 @@ from typing import Any
 import numpy as np
 
 from adacal.errors import InputError
-from adacal.metrics.binning import BINNINGS, equal_width_edges, sorted_with_cumulative_hits
+from adacal.metrics.binning import (
+    BINNINGS,
+    _as_1d_float,
+    _check_unit_interval,
+    equal_width_edges,
+    sorted_with_cumulative_hits,
+)
 
 
 def _equal_mass_cuts(sorted_conf: np.ndarray) -> Callable[[int], np.ndarray]:
@@ -37,7 +43,7 @@ def _equal_mass_cuts(sorted_conf: np.ndarray) -> Callable[[int], np.ndarray]:
         inside = boundary < n
         positions = np.full(b - 1, top_position, dtype=np.int64)  # edge 1.0 beyond the data
         c = boundary[inside]
-        mids = (sorted_conf[c - 1] + sorted_conf[c]) / 2.0  # the edge when a bin boundary falls at c
+        mids = np.clip((sorted_conf[c - 1] + sorted_conf[c]) / 2.0, 0.0, 1.0)  # the edge, as binning clips it
         positions[inside] = np.searchsorted(sorted_conf, mids, side="right")
         return positions
 
@@ -74,12 +80,29 @@ def sweep_bins(
 ) -> int:
     """The number of bins ECE_SWEEP picks: the largest b before the first b whose bin accuracies are not monotone.
 
-    `sorted_confidences` and `cumulative_hits` (`sorted_with_cumulative_hits`), when the caller has them, save a sort.
+    `confidences` and `correct` (0/1, or targets in [0, 1]) are 1-D of one length, numpy, torch or lists; anything
+    else is an InputError. `sorted_confidences` and `cumulative_hits` (`sorted_with_cumulative_hits`), when the
+    caller has them, save a sort.
     """
     if binning not in BINNINGS:
         raise InputError(f"Expected binning to be one of {', '.join(BINNINGS)}, got {binning!r}.")
-    confidences = np.asarray(confidences, dtype=np.float64)
-    correct = np.asarray(correct, dtype=np.float64)
+    confidences = _as_1d_float(confidences, "confidences")
+    correct = _check_unit_interval(_as_1d_float(correct, "correct"), "correct")
+    if confidences.shape != correct.shape:
+        raise InputError(
+            f"Expected confidences and correct to have the same length, got {confidences.size} and {correct.size}."
+        )
+    return sweep_bins_of(confidences, correct, binning, sorted_confidences, cumulative_hits)
+
+
+def sweep_bins_of(
+    confidences: np.ndarray,
+    correct: np.ndarray,
+    binning: str,
+    sorted_confidences: np.ndarray | None = None,
+    cumulative_hits: np.ndarray | None = None,
+) -> int:
+    """`sweep_bins` of validated float64 confidences and correctness (no checks)."""
     n = confidences.size
     if n <= 1:
         return 1
