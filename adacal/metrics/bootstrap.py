@@ -93,6 +93,8 @@ def bootstrap(
     n_resamples = check_n_resamples(n_resamples)
     seed = check_seed(seed)
     confidence = check_confidence(confidence)
+    if progress is not None and not callable(progress):
+        raise InputError(f"Expected progress to be a callable progress(done, total) or None, got {progress!r:.80}.")
     pred, names, n_bins = prepare_metric_inputs(scores, labels, metric_names, n_bins)
     check_not_probability_like(pred)
     return bootstrap_prepared(

@@ -66,6 +66,8 @@ class CalibrationMeter:
     ) -> None:
         self.n_bins = check_n_bins(n_bins)
         self.names = resolve_metric_names(names)
+        if not isinstance(sync, (bool, np.bool_)):
+            raise InputError(f"Expected sync to be True or False, got {sync!r:.80}.")
         self.sync = bool(sync)
         self.process_group = process_group
         self.reset()

@@ -288,3 +288,19 @@ def test_meter_refuses_a_classwise_table_that_cannot_fit_before_allocating_it(mo
     meter = CalibrationMeter(n_bins=100_000, names="ece-em")  # no classwise table: nothing that large
     meter.update(logits, [0, 1])
     assert meter.compute()["ece_em"] == pytest.approx(abs(1e-3 - 0.5))
+
+
+def test_bootstrap_refuses_a_progress_that_cannot_be_called_before_any_resample():
+    from adacal.metrics import bootstrap
+
+    probs = np.array([[0.7, 0.3], [0.4, 0.6], [0.9, 0.1]])
+    with pytest.raises(InputError, match="Expected progress to be a callable progress"):
+        bootstrap(probs, np.array([0, 1, 1]), ["ece-ew"], n_resamples=5, progress="bar")
+
+
+@pytest.mark.parametrize("sync", ["no", 1, None])
+def test_meter_sync_must_be_a_bool(sync):
+    from adacal.metrics import CalibrationMeter
+
+    with pytest.raises(InputError, match="Expected sync to be True or False"):
+        CalibrationMeter(sync=sync)
