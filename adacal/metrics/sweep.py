@@ -10,13 +10,15 @@ code:
   - the reference tries b < N only; we go up to b = N and report N bins when no b violates monotonicity;
   - the reference re-bins all N samples for every b (O(N · b*)); we sort once and read each candidate's bin sums
     from prefix sums at b − 1 cut positions: O(N log N + Σ_{b ≤ b*} b log N) where b* is the chosen number of bins
-    (for real models b* grows roughly like N^(1/3), so the sort dominates). The sort is one int64 sort of the
-    confidences' bits with the hit in the lowest bit (`sorted_with_cumulative_hits`). When the finest partition
+    (for real models b* grows roughly like N^(1/3), so the sort dominates), many candidates at a time in a few array
+    operations. The sort is one int64 sort of the confidences' bits with the hit in the lowest bit
+    (`sorted_with_cumulative_hits`). When the finest partition
     (groups of tied confidences) is monotone, every coarser one is too: after 64 tries that O(N) check answers b = N.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -32,16 +34,24 @@ from adacal.metrics.binning import (
 )
 
 
-def _equal_mass_cuts(sorted_conf: np.ndarray) -> Callable[[int], np.ndarray]:
-    """Cut positions (into the sorted order) of binning.equal_mass_edges' interior edges, for any b, in O(b log N)."""
+def _ranks(lengths: np.ndarray) -> np.ndarray:
+    """1, ..., L for each L of `lengths`, concatenated."""
+    offsets = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return np.arange(int(lengths.sum()), dtype=np.int64) - offsets + 1
+
+
+def _equal_mass_cuts(sorted_conf: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Cut positions (into the sorted order) of binning.equal_mass_edges' interior edges for each b of an array of bin
+    counts, concatenated (b − 1 per b): O(Σb log N)."""
     n = sorted_conf.size
     top_position = int(np.searchsorted(sorted_conf, 1.0, side="right"))
 
-    def cuts(b: int) -> np.ndarray:
-        j = np.arange(1, b)
+    def cuts(bs: np.ndarray) -> np.ndarray:
+        b = np.repeat(bs, bs - 1)
+        j = _ranks(bs - 1)
         boundary = j * (n // b) + np.minimum(j, n % b)  # np.array_split: the n % b larger groups come first
         inside = boundary < n
-        positions = np.full(b - 1, top_position, dtype=np.int64)  # edge 1.0 beyond the data
+        positions = np.full(j.size, top_position, dtype=np.int64)  # edge 1.0 beyond the data
         c = boundary[inside]
         mids = np.clip((sorted_conf[c - 1] + sorted_conf[c]) / 2.0, 0.0, 1.0)  # the edge, as binning clips it
         positions[inside] = np.searchsorted(sorted_conf, mids, side="right")
@@ -50,10 +60,12 @@ def _equal_mass_cuts(sorted_conf: np.ndarray) -> Callable[[int], np.ndarray]:
     return cuts
 
 
-def _equal_width_cuts(sorted_conf: np.ndarray) -> Callable[[int], np.ndarray]:
-    def cuts(b: int) -> np.ndarray:
+def _equal_width_cuts(sorted_conf: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    def cuts(bs: np.ndarray) -> np.ndarray:
         # A value v is in bin i when edges[i] < v <= edges[i + 1]: bin i + 1 starts after every v <= edges[i + 1].
-        return np.searchsorted(sorted_conf, equal_width_edges(b)[1:-1], side="right")
+        # The edges are i / b in float64, as equal_width_edges computes them, bit for bit.
+        edges = _ranks(bs - 1).astype(np.float64) / np.repeat(bs, bs - 1)
+        return np.searchsorted(sorted_conf, edges, side="right")
 
     return cuts
 
@@ -66,8 +78,26 @@ def _is_monotone(cum_hits: np.ndarray, positions: np.ndarray) -> bool:
     return bool(np.all(accuracy[1:] >= accuracy[:-1]))
 
 
+def _first_not_monotone(cum_hits: np.ndarray, interior: np.ndarray, bs: np.ndarray, n: int) -> int | None:
+    """The first bin count of `bs` whose bins (interior cut positions of every b concatenated, as the cuts functions
+    return them) have accuracies that are not monotonically non-decreasing over the non-empty bins; None if all are.
+    The same test as `_is_monotone` for each b, for all of them in a few array operations."""
+    offsets = np.cumsum(bs - 1) - (bs - 1)  # where each b's cuts start in `interior`
+    starts = np.insert(interior, offsets, 0)  # bin starts: 0, then each cut
+    ends = np.insert(interior, offsets + (bs - 1), n)  # bin ends: each cut, then n
+    counts = ends - starts
+    filled = counts > 0
+    accuracy = (cum_hits[ends] - cum_hits[starts])[filled] / counts[filled]
+    owner = np.repeat(np.arange(bs.size), bs)[filled]
+    falls = (owner[1:] == owner[:-1]) & (accuracy[1:] < accuracy[:-1])
+    return int(bs[owner[1:][falls].min()]) if falls.any() else None
+
+
+# Candidates tried before the O(N) check of the finest partition (which answers b = N at once for
 # monotone data; real models usually stop far earlier).
 _SWEEP_FIRST_TRIES = 64
+# At most this many bins (Σ b over the candidates) are evaluated together: bounded memory for any b*.
+_SWEEP_CHUNK_BINS = 1 << 18
 
 
 def sweep_bins(
@@ -110,12 +140,25 @@ def sweep_bins_of(
         sorted_confidences, cumulative_hits = sorted_with_cumulative_hits(confidences, correct)
     sorted_conf, cum_hits = sorted_confidences, cumulative_hits
     cuts = _equal_mass_cuts(sorted_conf) if binning == "equal-mass" else _equal_width_cuts(sorted_conf)
-    start, end = np.array([0]), np.array([n])
-    for b in range(2, n + 1):
-        if b == _SWEEP_FIRST_TRIES:
+    # Candidates are tried in chunks (b = 2 … 63 first, then chunks of up to _SWEEP_CHUNK_BINS bins in all), each
+    # chunk in a few array operations: one Python iteration per b cost ~0.1 ms, more than the binning itself.
+    first = 2
+    while first <= n:
+        if first == _SWEEP_FIRST_TRIES:
             ends = np.flatnonzero(np.diff(sorted_conf) > 0) + 1  # the finest partition: one group per distinct value
             if _is_monotone(cum_hits, np.concatenate(([0], ends, [n]))):
                 return n  # every coarser partition is monotone too
-        if not _is_monotone(cum_hits, np.concatenate((start, cuts(b), end))):
-            return b - 1
+        last = _SWEEP_FIRST_TRIES - 1 if first < _SWEEP_FIRST_TRIES else _chunk_end(first, n)
+        bs = np.arange(first, min(last, n) + 1, dtype=np.int64)
+        violation = _first_not_monotone(cum_hits, cuts(bs), bs, n)
+        if violation is not None:
+            return violation - 1
+        first = int(bs[-1]) + 1
     return n
+
+
+def _chunk_end(first: int, n: int) -> int:
+    """The largest b such that first + … + b stays within _SWEEP_CHUNK_BINS (at least `first`), at most n."""
+    # first + ... + b = (b (b + 1) − first (first − 1)) / 2 ≤ C  ⇔  b ≤ (−1 + sqrt(1 + 8C + 4 first (first − 1))) / 2
+    bound = int((-1.0 + math.sqrt(1.0 + 8.0 * _SWEEP_CHUNK_BINS + 4.0 * first * (first - 1))) / 2.0)
+    return min(max(first, bound), n)

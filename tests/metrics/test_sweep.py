@@ -72,6 +72,28 @@ def test_matches_slow_loop_on_random_and_tied_data(seed, binning):
     assert sweep_bins(conf, correct, binning=binning) == slow.sweep_bins(conf.tolist(), correct.tolist(), binning)
 
 
+@pytest.mark.parametrize("chunk", [1 << 18, 40, 3])
+@pytest.mark.parametrize("binning", ["equal-mass", "equal-width"])
+def test_many_candidates_at_once_pick_what_one_at_a_time_picks(chunk, binning, monkeypatch):
+    """Candidates are evaluated in chunks of array operations: nearly monotone data (sorted confidences, right above a
+    threshold, one hit and one miss swapped near it) needs b* of tens to hundreds, across the 64-try finest-partition check and chunk
+    boundaries; the choice equals the slow one-b-at-a-time loop's."""
+    import adacal.metrics.sweep as sweep_module
+
+    monkeypatch.setattr(sweep_module, "_SWEEP_CHUNK_BINS", chunk)
+    rng = np.random.default_rng(chunk)
+    chosen = []
+    for _ in range(4):
+        conf = np.sort(rng.random(300))
+        correct = (conf > rng.uniform(0.3, 0.7)).astype(float)
+        first_hit = int(np.argmax(correct))
+        gap = int(rng.integers(1, 4))  # a hit and a miss swapped across the threshold: seen only by fine bins
+        correct[[first_hit - gap, first_hit + gap - 1]] = correct[[first_hit + gap - 1, first_hit - gap]]
+        chosen.append(sweep_bins(conf, correct, binning=binning))
+        assert chosen[-1] == slow.sweep_bins(conf.tolist(), correct.tolist(), binning)
+    assert max(chosen) > 64
+
+
 def test_equal_mass_cut_positions_match_binning_edges():
     # The sweep reads bins from prefix sums; its cut positions must be exactly binning.py's equal-mass bins.
     rng = np.random.default_rng(3)
@@ -81,7 +103,7 @@ def test_equal_mass_cut_positions_match_binning_edges():
         for b in range(1, values.size + 3):
             index = assign_bins(ordered, equal_mass_edges(values, b))
             expected = np.searchsorted(index, np.arange(1, b), side="left")
-            assert cuts(b).tolist() == expected.tolist(), b
+            assert cuts(np.array([b])).tolist() == expected.tolist(), b
 
 
 def test_sweep_ew_uses_the_equal_width_edges():
