@@ -116,6 +116,15 @@ def _epoch_line(record: dict[str, Any], epochs: int, seconds: float) -> str:
     return line + f"  ({seconds:.1f}s)"
 
 
+def _start_line(*, start_epoch: int, epochs: int, resumed: bool, device: str) -> str:
+    """What train does now: train from epoch 1, resume at an epoch, or (a resumed run that has every epoch already,
+    e.g. one interrupted in its final evaluation) only evaluate again."""
+    if resumed and start_epoch >= epochs:
+        return f"All {epochs} epochs are trained already; evaluating the run again on {device}"
+    what = f"Resuming at epoch {start_epoch + 1}" if resumed else "Training"
+    return f"{what} to epoch {epochs} on {device}"
+
+
 class PlainProgress:
     """One line per epoch (stdout is not a terminal, e.g. a log file or CI)."""
 
@@ -128,8 +137,8 @@ class PlainProgress:
 
     def on_train_start(self, *, run_dir: Path, start_epoch: int, epochs: int, resumed: bool, device: str,
                        notes: Any = (), **_: Any) -> None:
-        what = f"Resuming at epoch {start_epoch + 1}" if resumed else "Training"
-        typer.echo(f"{what} to epoch {epochs} on {device}; run folder: {run_dir}")
+        line = _start_line(start_epoch=start_epoch, epochs=epochs, resumed=resumed, device=device)
+        typer.echo(f"{line}; run folder: {run_dir}")
         self._print_notes(notes)
 
     def on_epoch_end(self, *, record: dict[str, Any], epochs: int, seconds: float, **_: Any) -> None:
@@ -162,8 +171,10 @@ class RichProgress(PlainProgress):
 
     def on_train_start(self, *, run_dir: Path, start_epoch: int, epochs: int, resumed: bool, device: str,
                        notes: Any = (), **_: Any) -> None:
-        what = f"Resuming at epoch {start_epoch + 1}" if resumed else "Training"
-        self.console.print(f"{what} to epoch {epochs} on {device}; run folder: [bold]{run_dir}[/]", soft_wrap=True)
+        line = _start_line(start_epoch=start_epoch, epochs=epochs, resumed=resumed, device=device)
+        from rich.markup import escape  # a folder named like a markup tag ('[red]', '[/x]') is printed as it is
+
+        self.console.print(f"{escape(line)}; run folder: [bold]{escape(str(run_dir))}[/]", soft_wrap=True)
         self._print_notes(notes)
         self.epoch_task = self.bars.add_task("epoch", total=epochs, completed=start_epoch, info="")
         self.batch_task = self.bars.add_task("batch", total=1, completed=0, info="")
@@ -225,7 +236,9 @@ def _print_summary(result: Any, quiet: bool) -> None:
         table.add_row(name, _percent(name, metrics[name]))
     console = Console()
     console.print(table)
-    console.print(f"Run folder: {result.run_dir}  ({result.seconds:.1f}s)", highlight=False, soft_wrap=True)
+    # Printed as text, not markup: a folder named like a tag ('[/x]') would stop the summary with a MarkupError.
+    console.print(f"Run folder: {result.run_dir}  ({result.seconds:.1f}s)", highlight=False, soft_wrap=True,
+                  markup=False)
 
 
 # ------------------------------------------------------------------------------------------------------- command

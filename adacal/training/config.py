@@ -554,17 +554,34 @@ def merge_resume_config(saved: dict[str, Any], given: TrainConfig) -> TrainConfi
             for option, given_value in value.items():
                 if option in saved_options and _normalise(given_value) == _normalise(saved_options[option]):
                     continue
+                if option not in saved_options and isinstance(base.loss, str):
+                    check_loss_options(base.loss, {option: given_value})  # "--gamma does not apply to --loss ..."
                 flag = LOSS_OPTION_FLAGS.get(option, "--" + option.replace("_", "-"))
                 raise InputError(
-                    f"{flag} {given_value!r} conflicts with the resumed run's {saved_options.get(option)!r}; on "
-                    "--resume the loss options come from the run."
+                    f"{flag} {given_value!r} conflicts with the resumed run's {_repr(saved_options.get(option))}; "
+                    "on --resume the loss options come from the run."
                 )
+            continue
+        if key == "model_options":  # --embeddings (the only model option the command line sets)
+            saved_options = saved_values.get(key) or {}
+            for option, given_value in value.items():
+                if _same_option_value(given_value, saved_options.get(option)):
+                    continue
+                flag = "--" + option.replace("_", "-")
+                had = (f"the resumed run's {_repr(saved_options[option])}" if option in saved_options
+                       else f"the resumed run, trained without {flag}")
+                raise InputError(
+                    f"{flag} {given_value!r} conflicts with {had}; on --resume the model comes from the run's "
+                    f"checkpoint (leave out {flag})."
+                )
+            continue
+        if key == "update_every" and _same_schedule(value, saved_values.get(key)):
             continue
         if _normalise(value) != _normalise(saved_values.get(key)):
             flag = "--" + key.replace("_", "-")
             allowed = ", ".join("--" + k.replace("_", "-") for k in RESUME_MAY_CHANGE if k != "resume")
             raise InputError(
-                f"{flag} {value!r} conflicts with the resumed run's {saved_values.get(key)!r}; "
+                f"{flag} {value!r} conflicts with the resumed run's {_repr(saved_values.get(key))}; "
                 f"on --resume only {allowed} may change."
             )
     for key in RESUME_MAY_CHANGE:
@@ -626,6 +643,32 @@ def _loss_option_differences(loss: str, saved: Any, recorded: Any) -> list[str]:
     return differences
 
 
+def _same_schedule(given: Any, saved: Any) -> bool:
+    """Two --update-every values that update at the same batches ('paper' and 'epoch:25,100:40,1', '5' and ' 5')."""
+    try:
+        return parse_update_every(given).segments == parse_update_every(saved).segments
+    except InputError:
+        return False
+
+
+def _same_option_value(given: Any, saved: Any) -> bool:
+    """A model option as typed now and as the run recorded it; a path names the same file however it is spelled."""
+    if _normalise(given) == _normalise(saved):
+        return True
+    if isinstance(given, (str, os.PathLike)) and isinstance(saved, (str, os.PathLike)):
+        first, second = os.path.expanduser(str(given)), os.path.expanduser(str(saved))
+        try:
+            return os.path.samefile(first, second)
+        except OSError:
+            return os.path.abspath(first) == os.path.abspath(second)
+    return False
+
+
+def _repr(value: Any) -> str:
+    """A resumed run's value in a conflict message: as typed (repr), an option it did not set as 'none'."""
+    return "none" if value is None else repr(value)
+
+
 def _shown(value: Any) -> str:
     if value is None:
         return "none"
@@ -681,16 +724,31 @@ def idle_update_epochs(update_every: Any, *, epochs: int, batches_per_epoch: int
     """A note when --update-every asks for a γ-update every N batches in epochs whose N exceeds the batches an epoch
     has: the counter restarts each epoch, so those epochs update γ never (not even at their end), else nothing."""
     schedule = parse_update_every(update_every)
-    idle = [epoch for epoch in range(1, int(epochs) + 1)
-            if (every := schedule.batches_for_epoch(epoch)) is not None and every > batches_per_epoch]
-    if not idle:
+    epochs = int(epochs)
+    # Segment by segment (not epoch by epoch: --epochs may be huge): the epochs first..last of each idle segment.
+    ranges: list[tuple[int, int]] = []
+    first = 1
+    for every, last in schedule.segments:
+        end = epochs if last is None else min(int(last), epochs)
+        if first > epochs:
+            break
+        if end >= first and every is not None and every > batches_per_epoch:
+            if ranges and ranges[-1][1] == first - 1:
+                ranges[-1] = (ranges[-1][0], end)
+            else:
+                ranges.append((first, end))
+        first = max(first, end + 1)
+    tail = schedule.segments[-1][0]  # past the last segment's epoch, its rule goes on (`batches_for_epoch`)
+    if first <= epochs and tail is not None and tail > batches_per_epoch:
+        if ranges and ranges[-1][1] == first - 1:
+            ranges[-1] = (ranges[-1][0], epochs)
+        else:
+            ranges.append((first, epochs))
+    if not ranges:
         return []
-    spans, start = [], idle[0]
-    for previous, current in zip(idle, idle[1:] + [None]):
-        if current != previous + 1:
-            spans.append(str(start) if start == previous else f"{start}-{previous}")
-            start = current
+    spans = [str(start) if start == stop else f"{start}-{stop}" for start, stop in ranges]
+    several = len(ranges) > 1 or ranges[0][0] != ranges[0][1]
     shown = ", ".join(spans[:4]) + (", ..." if len(spans) > 4 else "")
     return [f"--update-every {schedule.spec} asks for more batches than an epoch has ({batches_per_epoch}) in "
-            f"epoch{'s' if len(idle) > 1 else ''} {shown}: γ is not updated there (the count restarts every epoch); "
+            f"epoch{'s' if several else ''} {shown}: γ is not updated there (the count restarts every epoch); "
             f"use at most {batches_per_epoch}, or 'epoch'"]

@@ -10,10 +10,13 @@ same machine and device a resumed run reproduces the uninterrupted run exactly.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import random
+import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +84,34 @@ def _check_writable(out: str | os.PathLike) -> None:
         raise InputError(f"Cannot write to the output folder {path}: permission denied.")
 
 
+def _check_name_free(out: str | os.PathLike, name: str | None) -> None:
+    """An explicit --name that is taken under --out is refused before any data is loaded (`new_run_dir` refuses it
+    again when it creates the folder, for a run that took the name in the meantime)."""
+    if name is None:
+        return
+    from adacal.writing import check_name_lengths
+
+    candidate = Path(out).expanduser() / name
+    check_name_lengths(candidate, "--name")  # before the file system is asked (an over-long name is an OSError there)
+    try:
+        taken = os.path.lexists(candidate)
+    except OSError:  # left to new_run_dir, which says what the file system refused
+        return
+    if taken:
+        raise InputError(
+            f"Expected --name {name} to be a new run folder, but {candidate} already exists (choose another --name, "
+            f"or continue that run with --resume {candidate})."
+        )
+
+
+def _check_resume_epochs(resolved: TrainConfig, checkpoint: dict[str, Any], checkpoint_path: Path) -> None:
+    if resolved.epochs < int(checkpoint["epoch"]):
+        raise InputError(
+            f"Expected --epochs to be at least the {checkpoint['epoch']} epoch(s) {checkpoint_path} has completed, "
+            f"got {resolved.epochs}."
+        )
+
+
 def train(config: TrainConfig, progress: Any = None) -> TrainResult:
     """Run `adacal train` from Python: check everything cheap, load data, build, train, evaluate; see TrainConfig.
 
@@ -89,8 +120,10 @@ def train(config: TrainConfig, progress: Any = None) -> TrainResult:
     second `train --resume` of the same run fails at once with RunLockedError.
     """
     from adacal.training.config import check_structure
+    from adacal.training.progress import check_progress
 
     check_structure(config)
+    check_progress(progress)  # a listener the events cannot be sent to fails here, not inside the first epoch
     writers: list[RunWriter] = []
     try:
         return _train(config, progress, writers)
@@ -116,11 +149,15 @@ def resolved_config(config: TrainConfig) -> dict[str, Any]:
         if run is not None:
             check_checkpoint_of_run(run, checkpoint_path, checkpoint, _check_run_documents(run))
         resolved = merge_resume_config(checkpoint["config"], config)
+        _check_resume_epochs(resolved, checkpoint, checkpoint_path)
+        _continue_interrupted_epoch(checkpoint_path, checkpoint, resolved.epochs)
         check_names(resolved)
     else:
         resolved = resolve_config(config)
         check_names(resolved)
         check_model_options(resolved)
+        _check_writable(resolved.out)  # what `train` would refuse before any work, --print-config refuses too
+        _check_name_free(resolved.out, resolved.name)
         resolved.loss_options = resolved_loss_options(resolved.loss, resolved.loss_options)
         resolved.model = resolved.model or default_model(str(resolved.dataset))
     return resolved.to_dict()
@@ -149,11 +186,7 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
         run_config = _check_run_documents(run)  # config.json and every history line, before anything is written
         check_checkpoint_of_run(run, checkpoint_path, checkpoint, run_config)
         resolved = merge_resume_config(checkpoint["config"], config)
-        if resolved.epochs < int(checkpoint["epoch"]):
-            raise InputError(
-                f"Expected --epochs to be at least the {checkpoint['epoch']} epoch(s) {checkpoint_path} has completed, "
-                f"got {resolved.epochs}."
-            )
+        _check_resume_epochs(resolved, checkpoint, checkpoint_path)
         chosen_path, checkpoint = _continue_interrupted_epoch(checkpoint_path, checkpoint, resolved.epochs)
         if chosen_path != checkpoint_path:
             check_checkpoint_of_run(run, chosen_path, checkpoint, run_config)
@@ -169,6 +202,7 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
     device = dist.device_for(resolve_device(resolved.device))
     if checkpoint is None and dist.is_main:
         _check_writable(resolved.out)
+        _check_name_free(resolved.out, resolved.name)
     # One writer per run folder: after the cheap checks (a refused command touches nothing), before any work; a
     # second resume of a run that is training stops here. A new run takes its lock as soon as its folder exists.
     writer = _locked_writer(run, dist, writers) if run is not None else None
@@ -178,12 +212,13 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
     try:
         seed_everything(resolved.seed)
         data_dir, download = _data_source(config, resolved, resumed=checkpoint is not None)
-        dataset = load_dataset(
-            resolved.dataset, data_dir=data_dir, seed=resolved.seed, train_subset=resolved.train_subset,
-            val_size=resolved.val_size, download=download, **_loader_options(resolved),
-        )
-        if checkpoint is None:
-            dataset.check_test_subset(resolved.test_subset)
+        with _size_flags_named(resolved):
+            dataset = load_dataset(
+                resolved.dataset, data_dir=data_dir, seed=resolved.seed, train_subset=resolved.train_subset,
+                val_size=resolved.val_size, download=download, **_loader_options(resolved),
+            )
+            if checkpoint is None:
+                dataset.check_test_subset(resolved.test_subset)
         # A resumed run keeps the test images it was scored on (runs from before every class was kept: "random").
         method = checkpoint_test_subset_method(checkpoint) if checkpoint is not None else "every-class"
         dataset = dataset.limit_test(resolved.test_subset, method=method)
@@ -234,6 +269,25 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
         raise
     finally:
         dist.teardown()
+
+
+@contextlib.contextmanager
+def _size_flags_named(config: TrainConfig) -> Iterator[None]:
+    """The dataset checks of --train-subset, --test-subset and --val-size (which need the split sizes) name those
+    options as the other training checks do, not the loader's parameters ("Expected train_subset at most ...")."""
+    try:
+        yield
+    except InputError as exc:
+        message = str(exc)
+        renamed = re.sub(r"^Expected (train_subset|test_subset|val_size) (to be )?",
+                         lambda m: f"Expected --{m.group(1).replace('_', '-')} to be ", message)
+        if config.val_size is not None:
+            renamed = re.sub(r"^Expected a split size between (\d+) and (\d+) for (.+) \(val\), got",
+                             r"Expected --val-size to be between \1 and \2 for \3 (samples split off its training "
+                             r"set), got", renamed)
+        if renamed == message:
+            raise
+        raise type(exc)(renamed) from None
 
 
 def _check_forward(model: Any, name: str, dataset: Any) -> None:
