@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 from collections.abc import Iterator, Sequence
@@ -48,6 +49,11 @@ class Split:
     labels: torch.Tensor
 
     def __post_init__(self) -> None:
+        if isinstance(self.inputs, np.ndarray):  # numpy arrays work like the tensors they become
+            if self.inputs.dtype.kind not in "biuf":
+                raise InputError(f"Expected the inputs of a split to be numbers, got a numpy array of dtype {self.inputs.dtype}.")
+            self.inputs = torch.from_numpy(np.ascontiguousarray(self.inputs))
+        self.labels = _split_labels(self.labels)
         if len(self.inputs) != len(self.labels):
             raise InputError(
                 f"Expected as many labels as inputs in a split, got {len(self.labels)} labels for {len(self.inputs)} inputs."
@@ -61,6 +67,24 @@ class Split:
         if isinstance(self.inputs, torch.Tensor):
             return Split(self.inputs[index], self.labels[index])
         return Split(self.inputs.select(index), self.labels[index])  # LazyImages: a lazy subset, nothing decoded
+
+
+def _split_labels(labels: Any) -> torch.Tensor:
+    """A split's labels as an int64 tensor (N,): integer class indices (a list, numpy array or tensor of any integer
+    type); floats, booleans and one-hot rows are refused here rather than misread by a loss later."""
+    if not isinstance(labels, torch.Tensor):
+        array = np.asarray(labels)
+        if array.dtype.kind not in "iu":
+            raise InputError(
+                f"Expected the labels of a split to be 1-D integer class indices, got dtype {array.dtype} shape {array.shape}."
+            )
+        labels = torch.from_numpy(np.ascontiguousarray(array, dtype=np.int64))
+    if labels.ndim != 1 or labels.dtype.is_floating_point or labels.dtype.is_complex or labels.dtype == torch.bool:
+        raise InputError(
+            f"Expected the labels of a split to be 1-D integer class indices, got {labels.dtype} of shape "
+            f"{tuple(labels.shape)}."
+        )
+    return labels if labels.dtype == torch.int64 else labels.long()
 
 
 @dataclass
@@ -93,7 +117,10 @@ class Dataset:
         default, every class of the test split is in the sample whenever n is at least the number of classes
         (`check_test_subset` refuses a smaller or larger n, as `adacal train --test-subset` does).
         """
-        if n is None or n >= len(self.test):
+        if n is None:
+            return self
+        n = check_int("test_subset", n, minimum=1)
+        if n >= len(self.test):
             return self
         keep = subset_test_rows(self.test.labels.numpy(), n, method=method)
         self.test = self.test.subset(keep)
@@ -107,6 +134,7 @@ class Dataset:
         or fewer than its classes (one sample of each class)."""
         if n is None:
             return
+        n = check_int("test_subset", n, minimum=1)
         if n > len(self.test):
             raise InputError(f"Expected test_subset at most {len(self.test)} (the test split of {self.name}), got {n}.")
         classes = len(np.unique(self.test.labels.numpy()))
@@ -275,6 +303,8 @@ def shuffled_split(
     As the AdaFocal / focal_calibration reference code does (it shuffles, then takes the first 10% for validation).
     `train_subset` keeps the first N of the remaining (still shuffled) training indices.
     """
+    if n < 2:
+        raise InputError(_too_few_to_split(n, what))
     if val_size >= n:
         raise InputError(f"Expected val_size below the {n} training samples of {what}, got {val_size}.")
     order = np.random.default_rng(seed).permutation(n)
@@ -291,6 +321,8 @@ def stratified_split(
     """
     labels = np.asarray(labels)
     n = len(labels)
+    if n < 2:
+        raise InputError(_too_few_to_split(n, what))
     if not 0 < take < n:
         raise InputError(f"Expected a split size between 1 and {n - 1} for {what}, got {take}.")
     rng = np.random.default_rng(seed)
@@ -311,6 +343,38 @@ def stratified_split(
     mask[taken_idx] = False
     rest = np.flatnonzero(mask)
     return rest[rng.permutation(len(rest))], taken_idx[rng.permutation(len(taken_idx))]
+
+
+def check_data_file(path: Path, what: str) -> None:
+    """Refuse a dataset file's path that is there but is no file (a folder of that name, a symlink to nothing or to
+    itself): otherwise it reads as "not in the data folder" and a download is tried, or a cache written over it."""
+    path = Path(path)
+    if path.is_file() or not (path.exists() or path.is_symlink()):
+        return
+    if path.is_dir():
+        found = "a folder"
+    elif path.is_symlink():
+        try:
+            path.resolve(strict=True)
+            found = "a symlink to something that is not a file"
+        except RuntimeError:  # Python < 3.13 reports a loop so
+            found = "a symlink loop"
+        except OSError as exc:
+            found = "a symlink loop" if exc.errno == errno.ELOOP else f"a broken symlink (to {os.readlink(path)})"
+    else:
+        found = "something that is not a regular file"
+    raise InputError(f"Expected {path} to be the file {what}, got {found}.")
+
+
+def default_val_size(n: int) -> int:
+    """The validation split's default size: a tenth of the `n` official training samples, and at least one (a tiny
+    file of fewer than ten images still gets a validation split, which AdaFocal and calibration need)."""
+    return max(1, int(n) // 10)
+
+
+def _too_few_to_split(n: int, what: str) -> str:
+    return (f"Expected at least 2 training samples in {what} (one or more go to the validation split, the rest to "
+            f"training), got {n}.")
 
 
 def take_subset(train: np.ndarray, train_subset: int | None, what: str) -> np.ndarray:

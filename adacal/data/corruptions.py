@@ -23,7 +23,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from adacal.data.base import DATASETS, Split, default_data_dir, images_to_tensor, labels_to_tensor, load_dataset
+from adacal.data.base import (
+    DATASETS,
+    Split,
+    check_data_file,
+    default_data_dir,
+    images_to_tensor,
+    labels_to_tensor,
+    load_dataset,
+)
 from adacal.data.image_arrays import check_image_labels, check_images, read_npz
 from adacal.data.vision import SPECS, load_image_arrays
 from adacal.errors import InputError, unknown_name
@@ -198,9 +206,12 @@ def load_cifar_c(
     rows = np.arange(n) if select is None else select(n, np.asarray(labels[start:start + n]))
     rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
     picked = np.ascontiguousarray(images[start + rows])
-    picked_labels = np.asarray(labels[start + rows], dtype=np.int64)
-    if picked_labels.size and (picked_labels.min() < 0):
-        raise InputError(f"Expected non-negative labels in {labels_path}, got {int(picked_labels.min())}.")
+    picked_labels = np.asarray(labels[start + rows])
+    # Checked before the cast to int64, which would wrap uint64 labels beyond 2**63 to negative numbers.
+    if picked_labels.size and (picked_labels.min() < 0 or picked_labels.max() > np.iinfo(np.int64).max):
+        raise InputError(f"Expected class indices from 0 in {labels_path}, got values from {picked_labels.min()} to "
+                         f"{picked_labels.max()}.")
+    picked_labels = picked_labels.astype(np.int64)
     inputs = torch.from_numpy(np.ascontiguousarray(picked.transpose(0, 3, 1, 2)))
     return Split(inputs, torch.from_numpy(picked_labels)), n
 
@@ -306,6 +317,7 @@ def _test_split(name: str, *, data_dir, download: bool) -> tuple[Split, tuple[in
 
 
 def _load_npz_images(path: Path) -> Split:
+    check_data_file(path, "of OOD images (.npz)")
     if not path.is_file():
         raise InputError(f"Expected an .npz file of OOD images at {path}, but it does not exist.")
     arrays = read_npz(path)

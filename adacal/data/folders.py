@@ -31,6 +31,8 @@ from adacal.data.base import (
     NORMALIZATION,
     Dataset,
     Split,
+    check_int,
+    default_val_size,
     split_record,
     stratified_split,
     take_subset,
@@ -56,7 +58,7 @@ def decode_image(path: str | os.PathLike, *, size: int | None = None, resize: in
 
     try:
         with Image.open(path) as image:
-            image = image.convert("RGB")
+            image = _to_rgb(image)
             if resize is not None:
                 width, height = image.size
                 scale = resize / min(width, height)
@@ -71,6 +73,26 @@ def decode_image(path: str | os.PathLike, *, size: int | None = None, resize: in
             return np.asarray(image, dtype=np.uint8)
     except (OSError, UnidentifiedImageError) as exc:
         raise InputError(f"Cannot read the image {path} ({exc.__class__.__name__}).") from None
+
+
+def _to_rgb(image):
+    """A PIL image as 8-bit RGB. PIL's own convert("RGB") clips 16-bit grayscale (mode I;16, a 16-bit PNG) and 32-bit
+    integer (I) images at 255, turning them nearly white, and float (F) images in [0, 1] nearly black: those are
+    scaled to 0-255 first (16-bit: / 257; float: x 255 when within [0, 1])."""
+    from PIL import Image
+
+    mode = image.mode
+    if mode.startswith("I;16") or mode == "I" or mode == "F":
+        values = np.asarray(image, dtype=np.float64)
+        if mode.startswith("I;16"):
+            values = values / 257.0
+        elif mode == "I" and values.size and values.max() > 255:
+            values = np.clip(values, 0, 65535) / 257.0  # 16-bit samples, as older PIL opens 16-bit PNGs
+        elif mode == "F" and values.size and values.min() >= 0 and values.max() <= 1:
+            values = values * 255.0
+        gray = np.clip(np.rint(values), 0, 255).astype(np.uint8)
+        return Image.fromarray(gray, mode="L").convert("RGB")
+    return image.convert("RGB")
 
 
 def decode_images(
@@ -124,6 +146,11 @@ class LazyImages:
         return torch.from_numpy(np.ascontiguousarray(images.transpose(0, 3, 1, 2)))
 
 
+def _check_workers(workers: object) -> None:
+    if workers is not None:
+        check_int("workers", workers, minimum=0)  # 0 (like None): as many as the CPUs, up to 8
+
+
 def _find_root(data_dir: Path, folder: str, required: Sequence[str]) -> Path | None:
     for candidate in (data_dir / folder, data_dir):
         if all((candidate / part).is_dir() for part in required):
@@ -133,9 +160,26 @@ def _find_root(data_dir: Path, folder: str, required: Sequence[str]) -> Path | N
 
 def _image_folder(path: Path):
     from torchvision.datasets import ImageFolder
+    from torchvision.datasets.folder import IMG_EXTENSIONS
+
+    class VisibleImageFolder(ImageFolder):
+        """ImageFolder whose classes are the visible sub-folders: `.ipynb_checkpoints`, `.DS_Store`-style and other
+        hidden entries that tools leave behind are not classes (torchvision would make them one, or fail on them)."""
+
+        def find_classes(self, directory):
+            classes = sorted(entry.name for entry in os.scandir(directory)
+                             if entry.is_dir() and not entry.name.startswith("."))
+            if not classes:
+                raise FileNotFoundError(f"Couldn't find any class folder in {directory}.")
+            return classes, {name: i for i, name in enumerate(classes)}
+
+    def visible_image(file: str) -> bool:
+        # macOS archives carry an AppleDouble "._name.JPEG" beside each image: an image extension, but no image.
+        name = os.path.basename(file)
+        return not name.startswith(".") and name.lower().endswith(IMG_EXTENSIONS)
 
     try:
-        return ImageFolder(str(path))
+        return VisibleImageFolder(str(path), is_valid_file=visible_image)
     except (FileNotFoundError, OSError) as exc:
         raise InputError(f"Cannot read {path} as class folders of images ({' '.join(str(exc).split())}).") from None
 
@@ -161,20 +205,25 @@ def _read_tiny_folder(root: Path, workers: int | None) -> dict[str, np.ndarray]:
         raise InputError(f"Expected {annotations} (file name and wnid per line) in the Tiny-ImageNet folder {root}.")
     val_paths, val_labels = [], []
     try:
-        annotation_text = annotations.read_text(encoding="utf-8")
+        annotation_text = annotations.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark is not a file name
     except UnicodeDecodeError as exc:
         raise InputError(f"Expected {annotations} to be UTF-8 text, but byte {exc.start} is not "
                          f"({exc.object[exc.start:exc.start + 1]!r}): save it as UTF-8.") from None
     for number, line in enumerate(annotation_text.splitlines(), start=1):
         if not line.strip():
             continue
-        fields = line.split("\t")
-        if len(fields) < 2 or fields[1] not in class_index:
+        fields = line.split("\t") if "\t" in line else line.split()  # tabs, as published; else any whitespace
+        if len(fields) < 2 or fields[1].strip() not in class_index:
             raise InputError(
                 f"Expected line {number} of {annotations} to be '<file>\\t<wnid>' with a wnid of train/, got {line[:80]!r}."
             )
-        val_paths.append(str(root / "val" / "images" / fields[0]))
-        val_labels.append(class_index[fields[1]])
+        image = root / "val" / "images" / fields[0].strip()
+        if not image.is_file():  # found now, not after decoding the 100,000 training images
+            raise InputError(f"Expected the image {image} that line {number} of {annotations} names, but it does not exist.")
+        val_paths.append(str(image))
+        val_labels.append(class_index[fields[1].strip()])
+    if not val_paths:
+        raise InputError(f"Expected {annotations} to list the test images ('<file>\\t<wnid>' per line), got no lines.")
     names = _tiny_class_names(root, wnids)
     return {
         "train_x": decode_images([path for path, _ in train.samples], size=TINY_SIZE, workers=workers),
@@ -191,7 +240,7 @@ def _tiny_class_names(root: Path, wnids: list[str]) -> list[str]:
     if not words.is_file():
         return wnids
     lookup = {}
-    for line in words.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in words.read_text(encoding="utf-8-sig", errors="replace").splitlines():
         wnid, _, text = line.partition("\t")
         lookup[wnid.strip()] = text.split(",")[0].strip()
     return [lookup.get(wnid) or wnid for wnid in wnids]
@@ -208,6 +257,7 @@ def load_tiny_imagenet(
     workers: int | None = None,
 ) -> Dataset:
     """Tiny-ImageNet (200 classes, 64x64) from tiny-imagenet.npz or the tiny-imagenet-200 folder (see module doc)."""
+    _check_workers(workers)
     cache = data_dir / "tiny-imagenet.npz"
     root = _find_root(data_dir, "tiny-imagenet-200", ("train", "val"))
     if cache.is_file() and not (root is not None and _changed_since(root, cache.stat().st_mtime)):
@@ -228,7 +278,9 @@ def load_tiny_imagenet(
             pass  # a read-only data folder only costs the decoding time next run
     n_train = len(arrays["train_y"])
     if val_size is None:
-        val_size = n_train // 10
+        val_size = default_val_size(n_train)
+    elif n_train >= 2 and val_size >= n_train:
+        raise InputError(f"Expected val_size below the {n_train} training images of tiny-imagenet, got {val_size}.")
     rest, val_idx = stratified_split(arrays["train_y"], take=val_size, seed=seed, what="tiny-imagenet")
     train_idx = take_subset(rest, train_subset, "tiny-imagenet")
     return build_image_dataset(
@@ -252,6 +304,10 @@ def load_imagenet(
     workers: int | None = None,
 ) -> Dataset:
     """ImageNet from train/ and val/ class folders, decoded lazily (see module doc)."""
+    _check_workers(workers)
+    check_int("image_size", image_size, minimum=1)
+    check_int("resize_size", resize_size, minimum=1)
+    image_size, resize_size = int(image_size), int(resize_size)
     if image_size < 8 or resize_size < image_size:
         raise InputError(
             f"Expected image_size >= 8 and resize_size >= image_size, got {image_size} and {resize_size}."
@@ -274,6 +330,9 @@ def load_imagenet(
     val_paths = [path for path, _ in val.samples]
     val_labels = np.asarray([class_index[val.classes[target]] for target in val.targets], dtype=np.int64)
     n_val_total = len(val_paths)
+    if n_val_total < 2:
+        raise InputError(f"Expected at least 2 images in {root / 'val'} (it is halved into the validation and test "
+                         f"splits), got {n_val_total}.")
     if val_size is None:
         val_size = n_val_total // 2
     if not 0 < val_size < n_val_total:

@@ -116,11 +116,13 @@ def check_image_labels(labels: np.ndarray, *, n: int, num_classes: int | None, n
         raise InputError(f"Expected {name} to be 1-D integer labels, got dtype {labels.dtype} shape {labels.shape}.")
     if len(labels) != n:
         raise InputError(f"Expected {name} to have {n} labels (one per image), got {len(labels)}.")
-    labels = labels.astype(np.int64)
-    if len(labels) and (labels.min() < 0 or (num_classes is not None and labels.max() >= num_classes)):
+    # The range is checked before the cast to int64: uint64 labels beyond 2**63 would wrap to negative numbers and
+    # the message would name values the file does not hold.
+    limit = num_classes if num_classes is not None else np.iinfo(np.int64).max
+    if len(labels) and (labels.min() < 0 or labels.max() >= limit):
         upper = num_classes - 1 if num_classes is not None else "..."
         raise InputError(f"Expected {name} in [0, {upper}], got values from {labels.min()} to {labels.max()}.")
-    return labels
+    return labels.astype(np.int64)
 
 
 def write_image_npz(

@@ -19,6 +19,7 @@ from adacal.data.base import Dataset, Split, check_int, normalization
 from adacal.errors import InputError
 
 PRELOAD_LIMIT_BYTES = 4 << 30
+_SEED_LIMIT = 1 << 63
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -29,11 +30,11 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     elif isinstance(device, torch.device):
         name = str(device)
     else:
-        name = device.lower() if isinstance(device, str) else device
+        name = device.strip().lower() if isinstance(device, str) else device
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cpu":
-        return torch.device("cpu")
+    if name == "cpu" or (isinstance(name, str) and name.startswith("cpu:") and name[4:].isdigit()):
+        return torch.device("cpu")  # torch.device("cpu", 0) names the one CPU device too
     if not isinstance(name, str) or not name.startswith("cuda"):
         raise InputError(f"Expected --device to be auto, cpu or cuda, got {name!r}.")
     try:
@@ -86,6 +87,8 @@ class BatchLoader:
     ) -> None:
         check_int("batch_size", batch_size, minimum=1)
         check_int("seed", seed, minimum=0)
+        if seed >= _SEED_LIMIT:  # seed + epoch seeds a torch.Generator, which takes 64 bits
+            raise InputError(f"Expected seed below 2**63, got {seed}.")
         check_int("world_size", world_size, minimum=1)
         check_int("rank", rank, minimum=0)
         if rank >= world_size:
@@ -108,6 +111,13 @@ class BatchLoader:
         self.augment = bool(augment) and self.kind == "image"
         self.padding = int(dataset.extra.get("augment_padding", 4)) if isinstance(dataset, Dataset) else 4
         self._scale = self._shift = None
+        if self.kind == "vector" and len(inputs.shape) == 4 and dataset is not None and normalization(dataset) is not None:
+            # Float (N, C, H, W) batches would pass through as "vectors": neither normalised nor augmented, silently.
+            raise InputError(
+                f"Expected uint8 images (N, C, H, W) for the normalisation of {getattr(dataset, 'name', dataset)}, got "
+                f"{inputs.dtype} of shape {tuple(inputs.shape)}: convert 0-255 values with .round().to(torch.uint8), "
+                "or pass dataset=None for inputs already normalised."
+            )
         if self.kind == "image":
             stats = normalization(dataset) if dataset is not None else None
             channels = inputs.shape[1]
@@ -140,7 +150,10 @@ class BatchLoader:
     # ------------------------------------------------------------------------------------------------- sampling
 
     def set_epoch(self, epoch: int) -> None:
-        self.epoch = check_int("epoch", epoch, minimum=0)
+        epoch = check_int("epoch", epoch, minimum=0)
+        if epoch >= _SEED_LIMIT:
+            raise InputError(f"Expected epoch below 2**63, got {epoch}.")
+        self.epoch = epoch
 
     def indices(self) -> torch.Tensor:
         """The sample indices this rank visits this epoch, in order (int64, CPU)."""

@@ -28,7 +28,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from adacal.data.base import DATASETS, Dataset, Split, check_int, folders_removed_on_failure, shuffled_split, split_record
+from adacal.data.base import (
+    DATASETS,
+    Dataset,
+    Split,
+    check_data_file,
+    check_int,
+    folders_removed_on_failure,
+    shuffled_split,
+    split_record,
+)
 from adacal.errors import DataUnavailableError, InputError
 
 PAD_ID = 0
@@ -78,8 +87,16 @@ def read_newsgroups_jsonl(path: Path) -> list[dict[str, Any]]:
     """Records {split, label, group, text} from the shared JSON-lines file; a malformed line is an InputError."""
     records = []
     try:
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
+        with gzip.open(path, "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                try:
+                    # utf-8-sig on the first line: a byte-order mark (Windows editors write one) is not part of the JSON.
+                    line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+                except UnicodeDecodeError as exc:
+                    raise InputError(
+                        f"Expected {path} to be UTF-8 text, but line {number} holds the byte "
+                        f"{raw[exc.start:exc.start + 1]!r}, which is not (save the file as UTF-8; json.dumps writes it)."
+                    ) from None
                 if not line.strip():
                     continue
                 try:
@@ -97,7 +114,7 @@ def read_newsgroups_jsonl(path: Path) -> list[dict[str, Any]]:
                 if not isinstance(record["text"], str):
                     raise InputError(f"Expected 'text' on line {number} of {path} to be a string.")
                 records.append(record)
-    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
+    except (OSError, EOFError, zlib.error) as exc:
         problem = "damaged compressed data" if isinstance(exc, zlib.error) else exc.__class__.__name__
         raise InputError(f"Cannot read {path} as gzip-compressed JSON lines ({problem}).") from None
     if not records:
@@ -120,6 +137,7 @@ def _fetch_sklearn(data_dir: Path, *, download: bool) -> list[dict[str, Any]]:
 
 def load_newsgroup_records(data_dir: Path, *, download: bool) -> tuple[list[dict[str, Any]], str]:
     path = data_dir / FILE_NAME
+    check_data_file(path, f"{FILE_NAME} (JSON lines with split, label, group, text)")
     if path.is_file():
         return read_newsgroups_jsonl(path), str(path)
     hint = (
@@ -154,6 +172,8 @@ def load_20newsgroups(
     check_int("max_length", max_length, minimum=1)
     check_int("max_vocab", max_vocab, minimum=3)
     check_int("min_count", min_count, minimum=1)
+    if not isinstance(strip_headers, (bool, np.bool_)):
+        raise InputError(f"Expected strip_headers to be true or false, got {strip_headers!r}.")
     records, source = load_newsgroup_records(data_dir, download=download)
     train_records = [r for r in records if r["split"] == "train"]
     test_records = [r for r in records if r["split"] == "test"]
@@ -161,7 +181,11 @@ def load_20newsgroups(
         raise InputError(f"Expected both train and test records in {source}, got {len(train_records)} and {len(test_records)}.")
     labels_all = sorted({r["label"] for r in records})
     num_classes = labels_all[-1] + 1
-    names = {r["label"]: str(r.get("group", r["label"])) for r in records}
+    names: dict[int, str] = {}
+    for record in records:  # the first name given for a label; a missing, null, empty or non-text group names nothing
+        group = record.get("group")
+        if isinstance(group, str) and group.strip():
+            names.setdefault(record["label"], group.strip())
     classes = [names.get(k, str(k)) for k in range(num_classes)]
 
     if val_size is None:
@@ -177,6 +201,10 @@ def load_20newsgroups(
     test_tokens = [tokens_of(r) for r in test_records]
     train_tokens = [train_tokens_all[i] for i in train_idx]
     val_tokens = [train_tokens_all[i] for i in val_idx]
+    if not any(train_tokens):
+        # Every input would be padding: a model could only learn the class frequencies, and would say nothing.
+        stripped = " after their headers were stripped (strip_headers=False keeps them)" if strip_headers else ""
+        raise InputError(f"Expected words in the training texts of {source}, got none{stripped}.")
     vocab = build_vocab(train_tokens, min_count=min_count, max_vocab=max_vocab)
     train_labels = np.asarray([r["label"] for r in train_records], dtype=np.int64)
     test_labels = np.asarray([r["label"] for r in test_records], dtype=np.int64)

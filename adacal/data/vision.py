@@ -21,6 +21,8 @@ from adacal.data.base import (
     NORMALIZATION,
     Dataset,
     Split,
+    check_data_file,
+    default_val_size,
     folders_removed_on_failure,
     images_to_tensor,
     labels_to_tensor,
@@ -91,6 +93,7 @@ def load_image_arrays(spec: ArrayDatasetSpec, data_dir: Path, *, download: bool)
     """The validated arrays of `spec` and where they came from (the .npz path, or 'torchvision download')."""
     path = data_dir / spec.file_name
     what = describe_image_npz(spec.file_name)
+    check_data_file(path, what)
     if path.is_file():
         return read_image_npz(path, num_classes=spec.num_classes, image_size=spec.image_size), str(path)
     if not download:
@@ -139,7 +142,7 @@ def build_image_dataset(
     train_x, train_y = arrays["train_x"], arrays["train_y"]
     n_train = len(train_x)
     if val_size is None:
-        val_size = n_train // 10
+        val_size = default_val_size(n_train)
     if train_val is None:
         train_idx, val_idx = shuffled_split(
             n_train, val_size=val_size, seed=seed, train_subset=train_subset, what=name

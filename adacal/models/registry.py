@@ -7,6 +7,8 @@ Every factory takes keyword-only `num_classes` and `input_shape` (per sample: (C
 from __future__ import annotations
 
 import difflib
+import numbers
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +17,7 @@ from torch import nn
 from adacal.errors import InputError, UnknownNameError, unknown_name
 from adacal.models.densenet import DenseNet
 from adacal.models.resnet import Bottleneck, CifarResNet, KuangliuResNet
-from adacal.models.small import MLP, build_text_cnn
+from adacal.models.small import MLP, build_text_cnn, dropout_option, integer_list_option
 from adacal.models.wide_resnet import WideResNet
 from adacal.registry import Registry
 
@@ -79,8 +81,7 @@ def resnet110_bottleneck(*, num_classes: int, input_shape: tuple[int, ...]) -> n
 @_register("wrn-26-10", "image")
 def wrn_26_10(*, num_classes: int, input_shape: tuple[int, ...], dropout: float = 0.0) -> nn.Module:
     """Wide-ResNet-26-10 as in the reference code (36.5M parameters); `dropout` inside blocks, 0 by default."""
-    if not 0 <= dropout < 1:
-        raise InputError(f"Expected dropout in [0, 1), got {dropout}.")
+    dropout = dropout_option(dropout)
     return WideResNet(26, 10, num_classes=num_classes, in_channels=_image_channels(input_shape), dropout=dropout)
 
 
@@ -95,12 +96,11 @@ def mlp(
     *, num_classes: int, input_shape: tuple[int, ...], hidden: Sequence[int] = (128, 128), dropout: float = 0.0
 ) -> nn.Module:
     """Multi-layer perceptron on feature vectors (D,): ReLU hidden layers of widths `hidden`."""
-    widths = [int(h) for h in hidden]
+    widths = integer_list_option("hidden", hidden, minimum=-(2**63))
     if any(h < 1 for h in widths):
         raise InputError(f"Expected hidden layer widths to be positive integers, got {list(hidden)}.")
-    if not 0 <= dropout < 1:
-        raise InputError(f"Expected dropout in [0, 1), got {dropout}.")
-    return MLP(int(input_shape[0]), widths, num_classes=num_classes, dropout=float(dropout))
+    dropout = dropout_option(dropout)
+    return MLP(int(input_shape[0]), widths, num_classes=num_classes, dropout=dropout)
 
 
 @_register("textcnn", "text")
@@ -196,8 +196,9 @@ def build_model(name: str, *, num_classes: int, input_shape: Sequence[int], **op
     `check_model_input` compares against data later.
     """
     key = str(name).lower()
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
+    if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral) or num_classes < 2:
         raise InputError(f"Expected num_classes to be an integer of at least 2, got {num_classes!r}.")
+    num_classes = int(num_classes)  # a numpy integer (a dataset's label count) builds the same model
     if not key.startswith(TORCHVISION_PREFIX) and key not in MODELS:
         raise _unknown_model(key)
     shape = check_input_shape(key, input_shape)
@@ -265,9 +266,14 @@ _KIND_WORDS = {"image": "images (C, H, W)", "vector": "feature vectors (D,)", "t
 
 
 def _as_shape(input_shape: Sequence[int]) -> tuple[int, ...]:
+    # Integers only: int() read (5.5,) as (5,) and the string "64" as the shape (6, 4).
+    if isinstance(input_shape, (str, bytes)) or not hasattr(input_shape, "__iter__"):
+        raise InputError(f"Expected input_shape to be a tuple of positive integers, got {input_shape!r}.")
     try:
-        shape = tuple(int(s) for s in input_shape)
-    except (TypeError, ValueError):
+        if any(isinstance(v, bool) for v in input_shape):
+            raise TypeError
+        shape = tuple(operator.index(v) for v in input_shape)  # ints, numpy and 0-d tensor integers; not floats
+    except TypeError:
         raise InputError(f"Expected input_shape to be a tuple of positive integers, got {input_shape!r}.") from None
     if not shape or min(shape) < 1:
         raise InputError(f"Expected input_shape to be a tuple of positive integers, got {input_shape!r}.")
@@ -277,6 +283,9 @@ def _as_shape(input_shape: Sequence[int]) -> tuple[int, ...]:
 def _unknown_model(key: str) -> UnknownNameError:
     error = unknown_name("model", key, MODELS.names())
     return UnknownNameError(f"{error} Any torchvision classifier works as torchvision:<name>.")
+
+
+_AUX_LOGIT_MODELS = ("googlenet", "inception_v3")
 
 
 def _build_torchvision(name: str, *, num_classes: int, **options: Any) -> nn.Module:
@@ -292,6 +301,13 @@ def _build_torchvision(name: str, *, num_classes: int, **options: Any) -> nn.Mod
     if "weights" in options and options["weights"] is not None:
         raise InputError("Expected no pretrained weights for torchvision models (adacal trains from scratch), got weights.")
     options.pop("weights", None)
+    if name in _AUX_LOGIT_MODELS:
+        # In training mode these return (logits, aux_logits) tuples, which no adacal loss reads: build them without the
+        # auxiliary classifiers (the main classifier is the same).
+        if options.get("aux_logits"):
+            raise InputError(f"Expected aux_logits=False for torchvision model '{name}' (adacal trains on the main "
+                             "logits only), got aux_logits=True.")
+        options["aux_logits"] = False
     try:
         return torchvision.models.get_model(name, weights=None, num_classes=num_classes, **options)
     except TypeError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import numbers
 import os
 import zlib
 from collections.abc import Sequence
@@ -14,6 +15,36 @@ import torch.nn.functional as F
 from torch import nn
 
 from adacal.errors import InputError
+
+
+# Option checks for the layer constructors: a wrong type raises TypeError and a wrong value ValueError, which
+# `build_model` turns into one sentence naming the model and its options. Without them int() truncated 64.7 to 64,
+# read "345" as kernel sizes 3, 4, 5, and built layers of zero filters that failed only in the first forward pass.
+
+
+def integer_option(name: str, value: object, *, minimum: int) -> int:
+    """`value` as an int (Python or numpy integer, not bool) of at least `minimum`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value!r}")
+    return int(value)
+
+
+def integer_list_option(name: str, values: object, *, minimum: int) -> list[int]:
+    """A sequence of integers (a list or tuple; not a string, not a single number)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(f"{name} must be a list of integers, got {values!r}")
+    return [integer_option(name, v, minimum=minimum) for v in values]
+
+
+def dropout_option(value: object) -> float:
+    """A dropout probability in [0, 1); a string or bool is a TypeError, NaN or a value outside an InputError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"dropout must be a number in [0, 1), got {value!r}")
+    if not 0 <= value < 1:
+        raise InputError(f"Expected dropout in [0, 1), got {value}.")
+    return float(value)
 
 
 class MLP(nn.Module):
@@ -137,17 +168,22 @@ def build_text_cnn(
 ) -> TextCNN:
     if vocab_size is None:
         raise InputError("Expected option vocab_size for model 'textcnn' (the dataset's extra['vocab_size']), got none.")
-    if not isinstance(vocab_size, int) or vocab_size < 2:
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, numbers.Integral) or vocab_size < 2:
         raise InputError(f"Expected vocab_size to be an integer of at least 2, got {vocab_size!r}.")
-    sizes = [int(k) for k in kernel_sizes]
-    if not sizes or min(sizes) < 1:
+    vocab_size = int(vocab_size)
+    sizes = integer_list_option("kernel_sizes", kernel_sizes, minimum=1)
+    if not sizes:
         raise InputError(f"Expected kernel_sizes to be positive integers, got {list(kernel_sizes)}.")
+    num_filters = integer_option("num_filters", num_filters, minimum=1)
+    if embedding_dim is not None:
+        embedding_dim = integer_option("embedding_dim", embedding_dim, minimum=1)
+    if not isinstance(freeze_embeddings, bool):
+        raise TypeError(f"freeze_embeddings must be true or false, got {freeze_embeddings!r}")
     if max(sizes) > seq_length:
         raise InputError(
             f"Expected sequences at least as long as the largest kernel ({max(sizes)}), got input length {seq_length}."
         )
-    if not 0 <= dropout < 1:
-        raise InputError(f"Expected dropout in [0, 1), got {dropout}.")
+    dropout = dropout_option(dropout)
     vectors = found = None
     if embeddings is not None:
         if vocab is None:

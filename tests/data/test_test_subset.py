@@ -82,7 +82,7 @@ def test_check_test_subset_refuses_what_cannot_be_kept(digits, n, message):
 def test_train_refuses_a_test_subset_it_cannot_keep_before_creating_a_run(tmp_path, n, fragment):
     result = runner.invoke(app, ["train", "--epochs", "1", "--train-subset", "32", "--device", "cpu", "--out",
                                  str(tmp_path / "runs"), "--test-subset", n])
-    one_line_error(result, f"Expected test_subset {fragment}")
+    one_line_error(result, f"Expected --test-subset to be {fragment}")
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
