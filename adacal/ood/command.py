@@ -88,7 +88,9 @@ def run_ood(
 
     model_run = find_run_folder(model) if model is not None else None  # its calibrate.json gives T
     check_output(json_path, flag="--json", force=force, inputs=(
-        model, in_preds, out_preds, model_run.report("calibrate.json") if model_run is not None else None))
+        model, in_preds, out_preds, model_run.report("calibrate.json") if model_run is not None else None,
+        *_data_inputs(json_path, out_name if model is not None else None, data_dir),
+        *_sibling_labels(in_preds, out_preds)))
     score_names = check_score_names(scores)
     read_notes: list[str] = []  # what reading --in-preds / --out-preds assumed
     if json_path is not None and json_path.is_dir():
@@ -122,6 +124,9 @@ def run_ood(
                 data_dir=data_dir, device=device, batch_size=batch_size, seed=seed, limit=limit,
                 download=download, with_val=fit_temperature,
             )
+        # The data folder is known only now (the checkpoint's own, or the default): its files are inputs too.
+        check_output(json_path, flag="--json", force=force, inputs=_data_inputs(
+            json_path, out_name, info.get("data_dir") or _default_data_dir(), files=info.get("out_files") or ()))
         if fit_temperature:
             value, source = resolve_temperature(fit=True, val=info.get("val"))
         in_name = info["in"]
@@ -138,10 +143,8 @@ def run_ood(
                             ("--limit", limit)):
             if given is not None:
                 raise InputError(f"Expected {flag} only with --model, not with --in-preds/--out-preds.")
-        from adacal.sources import resolve_ood_inputs
-
-        in_logits, out_logits, val = resolve_ood_inputs(in_preds, out_preds, options=options, with_val=fit_temperature,
-                                                        notes_out=read_notes)
+        in_logits, out_logits, val = _read_saved_outputs(in_preds, out_preds, options=options,
+                                                         with_val=fit_temperature, notes_out=read_notes)
         value, source = resolve_temperature(temperature=temperature, fit=fit_temperature, val=val)
         in_name = in_name or in_preds.stem
         out_name = out_name or out_preds.stem
@@ -165,6 +168,83 @@ def run_ood(
     written = write_json(target, report) if target is not None else None
     return OodRun(report=report, written=written,
                   notes=[f"{note}." for note in dict.fromkeys(read_notes)] + ood_notes(results, config))
+
+
+def _default_data_dir() -> Path:
+    from adacal.data.base import default_data_dir
+
+    return default_data_dir()
+
+
+def _data_inputs(json_path: Path | None, out_name: str | None, data_dir: str | os.PathLike | None,
+                 files: Iterable[str] = ()) -> list[Path]:
+    """The files `adacal ood --model` reads data from that --json could name: an .npz of OOD images given as --out,
+    the files read (Hendrycks' CIFAR-C files), and an existing file in the data folder or its CIFAR-10-C /
+    CIFAR-100-C folders (the datasets' .npz, Hendrycks' .npy): a report must never replace them without --force."""
+    from adacal.writing import is_stdout
+
+    if json_path is None or is_stdout(json_path):
+        return []
+    found = [Path(f) for f in files]
+    if out_name is not None and Path(str(out_name)).expanduser().is_file():
+        found.append(Path(str(out_name)).expanduser())
+    if data_dir is not None and json_path.is_file():
+        root = os.path.realpath(Path(data_dir).expanduser())
+        folders = {root, os.path.join(root, "CIFAR-10-C"), os.path.join(root, "CIFAR-100-C")}
+        if os.path.dirname(os.path.realpath(json_path)) in folders and not _is_ood_report(json_path):
+            found.append(json_path)
+    return found
+
+
+def _sibling_labels(*paths: Path | None) -> list[Path]:
+    """The labels files the readers look for beside an .npy or text file of scores (`<stem>_labels.npy`,
+    `labels.npy`): inputs too, which a report must not replace."""
+    from adacal.sources.formats import sibling_labels
+
+    found = []
+    for path in paths:
+        if path is None or not path.is_file():
+            continue
+        try:
+            labels = sibling_labels(path)
+        except (InputError, OSError, ValueError):
+            continue
+        if labels is not None:
+            found.append(labels)
+    return found
+
+
+def _is_ood_report(path: Path) -> bool:
+    """Whether `path` holds a report of `adacal ood` (which a rerun may replace), read only when small."""
+    import json
+
+    try:
+        if path.stat().st_size > 64 << 20:
+            return False
+        with open(path, encoding="utf-8") as handle:
+            report = json.load(handle)
+    except (OSError, ValueError):
+        return False
+    return isinstance(report, dict) and report.get("kind") == "ood"
+
+
+def _read_saved_outputs(
+    in_preds: Path, out_preds: Path, *, options: ReadOptions, with_val: bool, notes_out: list[str]
+) -> tuple[Any, Any, Any]:
+    """(in-distribution scores, OOD scores, validation predictions or None) of `--in-preds` / `--out-preds`
+    (`adacal.sources.resolve_ood_inputs`); the validation split, which the temperature is fitted on, must have as
+    many classes as the sets it is applied to."""
+    from adacal.sources import resolve_ood_inputs
+
+    in_scores, out_scores, val = resolve_ood_inputs(in_preds, out_preds, options=options, with_val=with_val,
+                                                    notes_out=notes_out)
+    if val is not None and val.num_classes != in_scores.shape[1]:
+        raise InputError(
+            f"Expected the validation logits in {in_preds.name} to have as many classes as its test logits and "
+            f"{out_preds.name} ({in_scores.shape[1]}), got {val.num_classes}: the temperature must be fitted on "
+            "the same model's outputs."
+        )
+    return in_scores, out_scores, val
 
 
 def _runs_trained_on(root: str | os.PathLike, dataset: str | None = None) -> list[Path]:

@@ -180,6 +180,10 @@ def ood_from_model(
                 # As Dataset.limit_test picks the test subset: the corrupted versions of the very same images.
                 rows = subset_test_rows(labels, m, method=subset_method)
                 why = f"the corrupted copies of the model's {m} {in_name} test-subset images"
+            elif out_name == in_name and corruption is None:
+                # The model's own test set as the OOD set: the very images of its test subset, as the in-set.
+                rows = subset_test_rows(labels, m, method=subset_method)
+                why = f"the model's own {m} {in_name} test-subset images"
             else:
                 rows = np.sort(np.random.default_rng(seed).permutation(n)[:m])
                 why = f"a seeded random {m} (--seed {seed}) to match the model's {m}-image {in_name} test subset"
@@ -188,6 +192,7 @@ def ood_from_model(
         rows = rows if index is None else rows[index]
         return None if len(rows) == n else rows
 
+    _check_cifar_c_labels(out_name, corruption, data_dir)
     # The OOD set first: a shape the model cannot take is reported before the model or the in-distribution data.
     ood = load_ood_set(
         out_name, data_dir=data_dir, corruption=corruption, severity=severity, seed=seed, download=download,
@@ -244,6 +249,7 @@ def ood_from_model(
         "out_files": list(ood.files),
         "out_size": ood.size,
         "out_subsample": subsample or None,
+        "data_dir": None if data_dir is None else str(data_dir),  # the folder the data were read from (None: default)
     }
     if with_val:
         if saved is not None and saved["val"] is not None:
@@ -260,6 +266,26 @@ def ood_from_model(
         check_scores(out_logits, name=f"{out_name} logits"),
         info,
     )
+
+
+_CIFAR_C_FOLDERS = {"cifar10-c": "CIFAR-10-C", "cifar100-c": "CIFAR-100-C"}
+
+
+def _check_cifar_c_labels(out_name: str, corruption: str | None, data_dir: str | os.PathLike | None) -> None:
+    """Hendrycks' <corruption>.npy without its labels.npy is an error naming the missing file: otherwise the files
+    would be passed over unseen (gaussian_noise generated instead, a download tried, or "files not found")."""
+    from adacal.data.base import default_data_dir
+    from adacal.data.corruptions import cifar_c_folder
+
+    if out_name not in _CIFAR_C_FOLDERS or corruption is None or cifar_c_folder(out_name, data_dir) is not None:
+        return
+    root = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
+    for folder in (root / _CIFAR_C_FOLDERS[out_name], root):
+        if (folder / f"{corruption}.npy").is_file():
+            raise InputError(
+                f"Expected {folder / 'labels.npy'} beside {folder / (corruption + '.npy')} (Hendrycks' CIFAR-C "
+                "layout), but it does not exist."
+            )
 
 
 def _saved_predictions(run: RunFolder | None, checkpoint: dict[str, Any], *, in_name: str) -> dict[str, Any] | None:

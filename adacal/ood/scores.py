@@ -13,7 +13,17 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import as_logits, as_score_matrix, check_labels, check_scores, looks_like_probs
+from adacal.arrays import (
+    as_logits,
+    as_score_matrix,
+    check_labels,
+    check_not_near_probs,
+    check_scores,
+    looks_like_probs,
+    normalise_probs,
+    one_score_per_sample,
+    probability_tolerance,
+)
 from adacal.errors import InputError, unknown_name
 from adacal.metrics.ood import OOD_SCORES as SCORE_REGISTRY
 from adacal.reports import make_report, read_report
@@ -35,10 +45,17 @@ OOD_REPORT_PREFIX = "ood-"
 
 def check_score_names(scores: str | Iterable[str]) -> tuple[str, ...]:
     """Score names from "entropy,max-prob" or a sequence; unknown names are an error listing the choices."""
-    items = scores.split(",") if isinstance(scores, str) else list(scores)
+    if isinstance(scores, str):
+        items = scores.split(",")
+    elif isinstance(scores, Iterable) and not isinstance(scores, (bytes, dict)):
+        items = list(scores)
+    else:
+        raise InputError(f"Expected --scores to name at least one of {', '.join(OOD_SCORES)}, got {scores!r}.")
     names: list[str] = []
     for item in items:
-        name = str(item).strip().lower()
+        if not isinstance(item, str):
+            raise InputError(f"Expected OOD score names ({', '.join(OOD_SCORES)}), got {item!r}.")
+        name = item.strip().lower()
         if not name:
             continue
         if name not in OOD_SCORES:
@@ -55,11 +72,16 @@ def ood_scores(logits: Any, score: str = "entropy", *, temperature: float | None
     model's one score per sample, (N,) or (N, 1), is read as the metrics read it (`adacal.arrays.as_score_matrix`)."""
     from adacal.metrics.ood import ood_scores as compute
 
+    if not isinstance(score, str):
+        raise InputError(f"Expected the name of an OOD score ({', '.join(OOD_SCORES)}), got {score!r}.")
     (name,) = check_score_names([score])
-    logits = check_scores(as_score_matrix(logits))
-    if temperature is not None:
-        temperature = check_temperature(temperature)
-    return compute(logits, name, temperature=temperature)
+    logits = np.sort(_checked_scores(logits, "logits"), axis=1)  # permuted rows tie exactly (see _score_metrics)
+    if temperature is None:
+        return compute(logits, name)
+    temperature = check_temperature(temperature)
+    if name == "energy":
+        _check_energy_with_temperature(logits, "")
+    return compute(_scaled(logits, temperature), name)
 
 
 def detect_ood(
@@ -79,8 +101,8 @@ def detect_ood(
     as the metrics read it (`adacal.arrays.as_score_matrix`: all in [0, 1] → probabilities, else decision scores).
     """
     names = check_score_names(scores)
-    in_logits = check_scores(as_score_matrix(in_logits), name="in-distribution logits")
-    out_logits = check_scores(as_score_matrix(out_logits), name="OOD logits")
+    in_logits = _checked_scores(in_logits, "in-distribution logits")
+    out_logits = _checked_scores(out_logits, "OOD logits")
     if in_logits.shape[1] != out_logits.shape[1]:
         raise InputError(
             f"Expected the in-distribution and OOD logits to have the same number of classes, "
@@ -88,14 +110,9 @@ def detect_ood(
         )
     if temperature is not None:
         temperature = check_temperature(temperature)
-        for what, logits in (("in-distribution", in_logits), ("OOD", out_logits)):
-            if looks_like_probs(logits) and "energy" in names:
-                raise InputError(
-                    f"Expected {what} logits for the energy score with a temperature, but they look like "
-                    "probabilities (rows in [0, 1] summing to 1): log-probabilities differ from the logits by a "
-                    "constant per row, which entropy and max-prob ignore and energy does not. Save the logits, or "
-                    "score entropy and max-prob only."
-                )
+        if "energy" in names:
+            for what, logits in (("in-distribution ", in_logits), ("OOD ", out_logits)):
+                _check_energy_with_temperature(logits, what)
     source = temperature_source or ("option" if temperature is not None else "none")
     if source not in TEMPERATURE_SOURCES:
         raise InputError(f"Expected temperature_source to be one of {', '.join(TEMPERATURE_SOURCES)}, got '{source}'.")
@@ -106,15 +123,56 @@ def detect_ood(
     for name in names:
         pre = _score_metrics(in_logits, out_logits, name)
         post = None if temperature is None else _score_metrics(
-            as_logits(in_logits) / temperature, as_logits(out_logits) / temperature, name)
+            _scaled(in_logits, temperature), _scaled(out_logits, temperature), name)
         results[name] = {"pre": pre, "post": post}
     return {
-        "in": {"name": str(in_name), "n": int(in_logits.shape[0])},
-        "out": {"name": str(out_name), "n": int(out_logits.shape[0])},
+        "in": {"name": "in" if in_name is None else str(in_name), "n": int(in_logits.shape[0])},
+        "out": {"name": "out" if out_name is None else str(out_name), "n": int(out_logits.shape[0])},
         "temperature": temperature,
         "temperature_source": source,
         "scores": results,
     }
+
+
+def _checked_scores(scores: Any, name: str) -> np.ndarray:
+    """float64 scores (N, K), validated and read as the metrics and the file readers read them: a binary model's one
+    score per sample as two columns; rows that are probabilities within the rounding of the input's dtype (float16 and
+    bfloat16 probabilities sum to 1 only within ~1e-3 / ~1e-2) normalised, so that everything downstream takes them as
+    probabilities rather than as logits once they are float64; and probabilities whose rows do not sum to 1 (rounded,
+    truncated) or percentages refused rather than read as logits (`adacal.arrays.check_not_near_probs`)."""
+    binary = one_score_per_sample(scores)
+    tolerance = probability_tolerance(scores)
+    array = check_scores(as_score_matrix(scores), name=name)
+    with np.errstate(over="ignore"):  # finite logits whose row sum overflows are simply not probabilities
+        probabilities = looks_like_probs(array, tolerance=tolerance)
+    if probabilities:
+        return normalise_probs(array)
+    if not binary:  # (binary columns are probabilities or decision scores by their range)
+        check_not_near_probs(array, name=name)
+    return array
+
+
+def _check_energy_with_temperature(logits: np.ndarray, what: str) -> None:
+    if looks_like_probs(logits):
+        raise InputError(
+            f"Expected {what}logits for the energy score with a temperature, but they look like "
+            "probabilities (rows in [0, 1] summing to 1): log-probabilities differ from the logits by a "
+            "constant per row, which entropy and max-prob ignore and energy does not. Save the logits, or "
+            "score entropy and max-prob only."
+        )
+
+
+def _scaled(scores: np.ndarray, temperature: float) -> np.ndarray:
+    """logits / T (probabilities as log-probabilities); a T so small that logits / T overflows is an error naming T."""
+    logits = as_logits(scores)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        scaled = logits / temperature
+    if not np.isfinite(scaled).all():
+        raise InputError(
+            f"Expected --temperature to keep logits / T finite, got T = {temperature!r}: logits up to "
+            f"{float(np.abs(logits).max()):.4g} in size overflow when divided by it."
+        )
+    return scaled
 
 
 def ood_report(results: dict[str, Any], *, config: dict[str, Any]) -> dict[str, Any]:
@@ -125,8 +183,11 @@ def ood_report(results: dict[str, Any], *, config: dict[str, Any]) -> dict[str, 
 def _score_metrics(in_logits: np.ndarray, out_logits: np.ndarray, name: str) -> dict[str, Any]:
     from adacal.metrics.ood import ood_metrics, ood_scores, roc_curve_points
 
-    in_scores = ood_scores(in_logits, name)
-    out_scores = ood_scores(out_logits, name)
+    # Every score is a function of the multiset of a row's values: sorted rows give samples whose rows hold the same
+    # values in another order the very same score, so that they tie (ties count one half) instead of being ranked
+    # by the rounding of a sum taken in another order.
+    in_scores = ood_scores(np.sort(in_logits, axis=1), name)
+    out_scores = ood_scores(np.sort(out_logits, axis=1), name)
     metrics = ood_metrics(in_scores, out_scores)
     fpr, tpr, _ = roc_curve_points(in_scores, out_scores)
     return {
@@ -173,7 +234,7 @@ def fit_temperature(val_logits: Any, val_labels: Any, *, objective: str = FIT_OB
     """Fit temperature scaling on validation logits (by default minimising ECE_EM, as the paper does); return T."""
     from adacal.calibrators import build_calibrator
 
-    logits = check_scores(val_logits, name="validation logits")
+    logits = _checked_scores(val_logits, "validation logits")
     labels = check_labels(val_labels, n=logits.shape[0], num_classes=logits.shape[1], name="validation labels")
     calibrator = build_calibrator("temperature", objective=objective).fit(logits, labels)
     return check_temperature(calibrator.temperature_, name="the fitted temperature")
