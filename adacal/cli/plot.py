@@ -11,6 +11,7 @@ kind (else `--force`). Warnings raised while drawing (numpy, matplotlib) are hel
 from __future__ import annotations
 
 import logging
+import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -85,7 +86,8 @@ def parse_bins(text: str | None) -> list[int] | None:
     bins = []
     for token in text.split(","):
         token = token.strip()
-        if not token.lstrip("-").isdigit():
+        # ASCII digits only: str.isdigit() also admits "²" or "١", which int() then refuses with a traceback
+        if not re.fullmatch(r"[+-]?[0-9]+", token):
             raise InputError(f"Expected --bins to be comma-separated bin indices such as 0,7,14, got {text!r}.")
         bins.append(int(token))
     return bins

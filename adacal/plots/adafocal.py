@@ -19,12 +19,16 @@ from adacal.plots.style import (
     _E_COLOR,
     _GAMMA_COLOR,
     _REFERENCE,
+    _TITLE_MARGIN_PT,
     _finite,
+    _integer_epochs,
+    _isolated_marker,
     _marker,
     _new_figure,
     _percent,
     _style,
     _title,
+    text_width,
 )
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; matplotlib is imported inside the functions
@@ -77,11 +81,15 @@ def adafocal_series(history: Sequence[Mapping[str, Any]]) -> AdaFocalSeries:
     from adacal.losses.records import UPDATES_KEY, BinUpdate, TrainBinStatistics
 
     epochs, updates, train_epochs, train_rows = [], [], [], []
-    for record in history:
+    from adacal.plots.curves import _epoch_of
+
+    if isinstance(history, (str, bytes, Mapping)) or not isinstance(history, Sequence):
+        raise InputError(f"Expected a training history as a list of epoch records, got {type(history).__name__}.")
+    for number, record in enumerate(history, start=1):
+        epoch = float(_epoch_of(record, number))
         block = record.get("adafocal")
         if not isinstance(block, Mapping):
             continue
-        epoch = float(record["epoch"])
         records = list(block.get(UPDATES_KEY) or [])
         for j, update in enumerate(records, start=1):
             epochs.append(epoch - 1.0 + j / len(records))
@@ -132,8 +140,10 @@ def check_bins(bins: Sequence[int] | None, n_bins: int) -> list[int]:
         if n_bins <= MAX_BIN_PANELS:
             return list(range(n_bins))
         return sorted({int(round(i)) for i in np.linspace(0, n_bins - 1, MAX_BIN_PANELS)})
+    if isinstance(bins, (str, bytes, Mapping)) or not isinstance(bins, (Sequence, np.ndarray)):
+        raise InputError(f"Expected --bins to be a list of bin indices such as [0, 7, 14], got {bins!r}.")
     chosen = []
-    for b in bins:
+    for b in np.asarray(bins).reshape(-1).tolist() if isinstance(bins, np.ndarray) else bins:
         if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not 0 <= b < n_bins:
             raise InputError(f"Expected --bins to be bin indices in [0, {n_bins - 1}], got {b!r}.")
         if int(b) not in chosen:
@@ -168,6 +178,30 @@ def _panel_size(n: int, max_cols: int = 5) -> tuple[int, int]:
     return ncols, math.ceil(n / ncols)
 
 
+def _figure_width(panels_width: float, legend: Sequence[str], default_title: str) -> float:
+    """The figure's width (inches): the panels' width, or wider when the one-row legend or adacal's own title (one
+    line) would not fit in it, as with a single panel (`--bins 0`, a run of one bin), where both were cut off at the
+    figure's edges. Mathtext is measured as its source text, which is never narrower than what it draws."""
+    import matplotlib
+
+    def plain_width(text: str, size: Any, weight: str = "normal") -> float:
+        return text_width(text.replace("$", "").replace("\\", ""), size=size, weight=weight)
+
+    legend_size = matplotlib.rcParams["legend.fontsize"]
+    legend_pt = sum(plain_width(label, legend_size) + 4.8 * legend_size for label in legend) + 2 * _TITLE_MARGIN_PT
+    title_pt = plain_width(default_title, matplotlib.rcParams["figure.titlesize"], "bold") + 2 * _TITLE_MARGIN_PT
+    return max(panels_width, legend_pt / 72.0, title_pt / 72.0)
+
+
+def _boundaries(ax: Axes, x: np.ndarray, lower: np.ndarray, upper: np.ndarray, *, alpha: float, label: str,
+                zorder: float = 1) -> None:
+    """A bin's boundaries over updates as a shaded band; a single update (a one-epoch run), where a band has no
+    width and shows nothing, as a vertical bar from the lower to the upper boundary."""
+    ax.fill_between(x, lower, upper, color=_BAND_COLOR, alpha=alpha, linewidth=0, label=label, zorder=zorder)
+    if x.size == 1:
+        ax.vlines(x, lower, upper, color=_BAND_COLOR, alpha=alpha, linewidth=6.0, zorder=zorder, gid="boundaries")
+
+
 
 def gamma_dynamics(
     history: Sequence[Mapping[str, Any]],
@@ -183,8 +217,13 @@ def gamma_dynamics(
     x = series.update_epochs
     error = 100.0 * series.calibration_error
     ncols, nrows = _panel_size(len(chosen))
+    order = [r"$E_{val,i} = C_{val,i} - A_{val,i}$", "E = 0", r"$\gamma_t$", r"$\gamma = 0$ (below: inverse focal)",
+             "Bin boundaries"]
+    default_title = "AdaFocal: calibration error and γ per validation bin" + _which_bins(chosen, series.n_bins)
     with _style():
-        fig = _new_figure(3.2 * ncols + 0.3, 3.7 * nrows + 0.5)
+        inverse = bool(np.nanmin(series.gammas[:, chosen]) < 0)
+        legend = [label for label in order if inverse or "inverse" not in label]
+        fig = _new_figure(_figure_width(3.2 * ncols + 0.3, legend, default_title), 3.7 * nrows + 0.5)
         fig.get_layout_engine().set(hspace=0.0, h_pad=0.03)
         cells = _panel_grid(fig, len(chosen), [1.9, 1.3, 1.0])
         first = None
@@ -196,16 +235,16 @@ def gamma_dynamics(
             edge_ax = fig.add_subplot(cells[k][2], sharex=first, label=f"edges:bin-{b}")
             ax.axhline(0.0, color=_REFERENCE, linestyle="--", linewidth=0.9, label="E = 0", zorder=1)
             ax.plot(x, error[:, b], color=_E_COLOR, label=r"$E_{val,i} = C_{val,i} - A_{val,i}$", zorder=3,
-                    **_marker(x.size))
+                    **_marker(x.size, error[:, b]))
             ax.set_title(f"Bin {b}")
             gammas = series.gammas[:, b]
             gamma_ax.plot(x, gammas, color=_GAMMA_COLOR, linestyle="-", label=r"$\gamma_t$", zorder=3,
-                          **_marker(x.size))
+                          **_marker(x.size, gammas))
             if np.nanmin(gammas) < 0:
                 gamma_ax.axhline(0.0, color=_BAND_COLOR, linestyle=":", linewidth=1.2, zorder=1,
                                  label=r"$\gamma = 0$ (below: inverse focal)")
             lower, upper = series.edges[:, b], series.edges[:, b + 1]
-            edge_ax.fill_between(x, lower, upper, color=_BAND_COLOR, alpha=0.45, linewidth=0, label="Bin boundaries")
+            _boundaries(edge_ax, x, lower, upper, alpha=0.45, label="Bin boundaries")
             edge_ax.plot(x, lower, color=_BAND_COLOR, linewidth=0.9)
             edge_ax.plot(x, upper, color=_BAND_COLOR, linewidth=0.9)
             _percent(edge_ax.yaxis)
@@ -221,13 +260,11 @@ def gamma_dynamics(
                 edge_ax.set_xlabel("Epoch")
             else:
                 edge_ax.tick_params(labelbottom=False)
-        order = [r"$E_{val,i} = C_{val,i} - A_{val,i}$", "E = 0", r"$\gamma_t$", r"$\gamma = 0$ (below: inverse focal)",
-                 "Bin boundaries"]
+        _integer_epochs(first, x)
         labels = [label for label in order if label in handles]
         fig.legend([handles[label] for label in labels], labels, loc="outside lower center", ncols=len(labels),
                    frameon=False)
-        _title(fig, title, default="AdaFocal: calibration error and γ per validation bin"
-                                     + _which_bins(chosen, series.n_bins))
+        _title(fig, title, default=default_title)
     return fig
 
 
@@ -252,19 +289,25 @@ def correspondence(
     c_val = np.where(series.counts > 0, series.val_confidence, np.nan)
     a_val = np.where(series.counts > 0, series.val_accuracy, np.nan)
     ncols, nrows = _panel_size(len(chosen))
+    default_title = (r"Correspondence of $C_{train}$ and $C_{val}$ per validation bin"
+                     + _which_bins(chosen, series.n_bins))
+    legend = [r"$C_{train}$", r"$C_{val}$", r"$A_{val}$", "Validation-bin boundaries"]
     with _style():
-        fig = _new_figure(3.2 * ncols + 0.3, 2.7 * nrows + 0.5)
+        fig = _new_figure(_figure_width(3.2 * ncols + 0.3, legend, default_title), 2.7 * nrows + 0.5)
         cells = _panel_grid(fig, len(chosen), [1.0])
         first = None
         for k, b in enumerate(chosen):
             ax = fig.add_subplot(cells[k][0], sharex=first, label=f"confidence:bin-{b}")
             first = first or ax
-            ax.fill_between(x_val, series.edges[:, b], series.edges[:, b + 1], color=_BAND_COLOR, alpha=0.25,
-                            linewidth=0, label="Validation-bin boundaries", zorder=1)
+            _boundaries(ax, x_val, series.edges[:, b], series.edges[:, b + 1], alpha=0.25,
+                        label="Validation-bin boundaries")
             ax.plot(x_train, c_train[:, b], color=_GAMMA_COLOR, linestyle="-", label=r"$C_{train}$", zorder=3,
-                    **_marker(x_train.size))
-            ax.plot(x_val, c_val[:, b], color=_E_COLOR, linestyle="--", label=r"$C_{val}$", zorder=4)
-            ax.plot(x_val, a_val[:, b], color=_REFERENCE, linestyle=":", linewidth=1.8, label=r"$A_{val}$", zorder=4)
+                    **_marker(x_train.size, c_train[:, b]))
+            # No markers but on the points a line alone would not draw (one epoch, a bin filled at one update only).
+            ax.plot(x_val, c_val[:, b], color=_E_COLOR, linestyle="--", label=r"$C_{val}$", zorder=4,
+                    **_isolated_marker(c_val[:, b]))
+            ax.plot(x_val, a_val[:, b], color=_REFERENCE, linestyle=":", linewidth=1.8, label=r"$A_{val}$", zorder=4,
+                    **_isolated_marker(a_val[:, b]))
             ax.set_title(f"Bin {b}")
             _limit_to_lines(ax, c_train[:, b], c_val[:, b], a_val[:, b])
             _percent(ax.yaxis)
@@ -274,12 +317,12 @@ def correspondence(
                 ax.set_xlabel("Epoch")
             else:
                 ax.tick_params(labelbottom=False)
+        _integer_epochs(first, np.concatenate([x_val, x_train]))
         handles, labels = first.get_legend_handles_labels()
         order = [1, 2, 3, 0]
         fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center",
                    ncols=4, frameon=False)
-        _title(fig, title, default=r"Correspondence of $C_{train}$ and $C_{val}$ per validation bin"
-                                     + _which_bins(chosen, series.n_bins))
+        _title(fig, title, default=default_title)
     return fig
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from adacal.errors import InputError
-from adacal.plots.style import _colors_for, _marker, _new_figure, _style, _title, plain
+from adacal.plots.style import _colors_for, _integer_epochs, _marker, _new_figure, _style, _title, plain
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; matplotlib is imported inside the functions
     from matplotlib.figure import Figure
@@ -47,14 +47,40 @@ class CurveSummary:
         return f"epoch {first}" if first == last else f"epochs {first}–{last}"
 
 
+def _check_runs(runs: Any) -> None:
+    """`runs` as `training_curves` takes it: a mapping of label → a list of histories (one per seed), at least one."""
+    if not isinstance(runs, Mapping):
+        raise InputError(f"Expected runs to map each line's label to its runs' histories, got {type(runs).__name__}.")
+    for label, histories in runs.items():
+        if isinstance(histories, (str, bytes, Mapping)) or not isinstance(histories, Sequence) or not histories:
+            raise InputError(f"Expected the runs of {label!r} to be a non-empty list of training histories (one per "
+                             "seed).")
+        for history in histories:
+            if isinstance(history, (str, bytes, Mapping)) or not isinstance(history, Sequence):
+                raise InputError(f"Expected each training history of {label!r} to be a list of epoch records, got "
+                                 f"{type(history).__name__}.")
+
+
 def _choose_split(runs: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]], split: str) -> str:
     if split not in ("auto", "val", "test"):
         raise InputError(f"Expected split to be one of auto, val, test, got {split!r}.")
     if split != "auto":
         return split
     histories = [h for group in runs.values() for h in group]
-    has_test = all(any(isinstance(r.get("test"), Mapping) for r in h) for h in histories)
+    has_test = all(any(isinstance(r, Mapping) and isinstance(r.get("test"), Mapping) for r in h) for h in histories)
     return "test" if has_test else "val"
+
+
+def _epoch_of(record: Any, number: int) -> int:
+    """The epoch of the `number`-th record of a training history (a dict with an integer "epoch", as the lines of
+    history.jsonl); anything else is an InputError naming the record."""
+    if not isinstance(record, Mapping):
+        raise InputError(f"Expected history record {number} to be a dict (one line of history.jsonl), got "
+                         f"{type(record).__name__}.")
+    epoch = record.get("epoch")
+    if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)):
+        raise InputError(f"Expected history record {number} to hold an integer 'epoch', got {epoch!r}.")
+    return int(epoch)
 
 
 def summarize_curve(histories: Sequence[Sequence[Mapping[str, Any]]], split: str, metric: str) -> CurveSummary:
@@ -63,10 +89,15 @@ def summarize_curve(histories: Sequence[Sequence[Mapping[str, Any]]], split: str
     per_run = []
     for history in histories:
         values = {}
-        for record in history:
+        for number, record in enumerate(history, start=1):
+            epoch = _epoch_of(record, number)
             block = record.get(split)
             if isinstance(block, Mapping) and metric in block:
-                values[int(record["epoch"])] = np.nan if block[metric] is None else float(block[metric])
+                value = block[metric]
+                if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float, np.number))):
+                    raise InputError(f"Expected {split}.{metric} of history record {number} (epoch {epoch}) to be a "
+                                     f"number or null, got {value!r}.")
+                values[epoch] = np.nan if value is None else float(value)
         per_run.append(values)
     common = sorted(set.intersection(*(set(v) for v in per_run))) if per_run else []
     if not common:
@@ -96,6 +127,7 @@ def curve_notes(
 ) -> list[str]:
     """One sentence (no final period) per line of `training_curves(runs, split=split)` whose runs recorded different
     numbers of epochs: which epochs its mean ± std covers; `folders` (label → its runs) names the runs."""
+    _check_runs(runs)
     split = _choose_split(runs, split)
     split_name = {"val": "validation", "test": "test"}[split]
     notes = []
@@ -140,6 +172,7 @@ def training_curves(
     loss names for colours."""
     if not runs:
         raise InputError("Expected at least one run to draw training curves for, got none.")
+    _check_runs(runs)
     split = _choose_split(runs, split)
     labels = list(runs)
     names = [(losses or {}).get(label, label) for label in labels]
@@ -150,15 +183,18 @@ def training_curves(
         fig = _new_figure(8.6, 3.6 + 0.2 * math.ceil(len(labels) / 3))
         axes = [fig.add_subplot(1, 2, i + 1, label=f"curves:{metric}") for i, (metric, _) in enumerate(_CURVE_METRICS)]
         for ax, (metric, unit) in zip(axes, _CURVE_METRICS):
+            drawn: list[float] = []
             for label, color, style in zip(labels, colors, styles):
                 curve = summarize_curve(runs[label], split, metric)
+                drawn.extend(curve.epochs.tolist())
                 ax.plot(curve.epochs, 100.0 * curve.mean, color=color, linestyle=style, label=_legend(label, curve),
-                        **_marker(curve.epochs.size))
+                        **_marker(curve.epochs.size, curve.mean))
                 if curve.n_runs > 1:
                     band = ax.fill_between(curve.epochs, 100.0 * (curve.mean - curve.std),
                                            100.0 * (curve.mean + curve.std), color=color, alpha=0.2, linewidth=0)
                     band.set_gid(f"band:{label}")
             ax.set_xlabel("Epoch")
+            _integer_epochs(ax, drawn)
             ax.set_ylabel(f"{split_name} {unit}")
             ax.set_title(f"{split_name} {unit.replace(' (%)', '')}")
             ax.set_ylim(bottom=0.0)

@@ -53,6 +53,14 @@ class RunInfo:
         return load_history(self.root / HISTORY_FILE)
 
 
+def _path_list(paths: Any) -> list[Any]:
+    """The inputs as a list: one path given alone (a str or Path, not a list of them) is one input, not a list of
+    its characters."""
+    if isinstance(paths, (str, os.PathLike)):
+        return [paths]
+    return list(paths)
+
+
 def read_run(path: str | os.PathLike) -> RunInfo:
     """The run folder at (or holding) `path`, with its resolved training options."""
     run = require_run_folder(path)
@@ -231,11 +239,14 @@ def reliability_inputs(
         check_diagram_bins(n_bins, "--n-bins")
     if split not in ("val", "test"):
         raise InputError(f"Expected --split to be val or test, got {split!r}.")
-    paths = [Path(p) for p in paths]
+    paths = [Path(p) for p in _path_list(paths)]
     if not paths:
         raise InputError("Expected at least one INPUT (run folder, predictions file or evaluate.json), got none.")
     if labels is not None and len(labels) != len(paths):
         raise InputError(f"Expected one label per INPUT ({len(paths)}), got {len(labels)}.")
+    if calibrated is None and method != "best":
+        raise InputError(f"Expected --calibrated with --method {method} (it picks a calibrator from --calibrated), "
+                         "got none.")
     if calibrated is not None and len(paths) != 1:
         raise InputError(f"Expected exactly one INPUT with --calibrated (its calibrator fits one model), got {len(paths)}.")
     for path in paths:
@@ -265,6 +276,9 @@ def reliability_inputs(
             if smooth:
                 raise InputError(f"--smooth needs per-sample predictions, but {path} holds only bin statistics; "
                                  "give a run folder or predictions file.")
+            if split != "test":  # evaluate scores the test split only (its config.source.split)
+                raise InputError(f"{path} holds bin statistics of the test split; --split {split} needs a "
+                                 "predictions file or run folder.")
             stats, histogram = _evaluate_bins(path, binning, n_bins)
             panels.append(ReliabilityPanel(label="", stats=stats, histogram=histogram, binning=binning))
             continue
@@ -388,6 +402,7 @@ def curve_inputs(paths: Sequence[str | os.PathLike]) -> CurveInputs:
     the same options and seed as one before it (a copy or a rerun, not another seed), is drawn once, from the first
     given: `notes` say so.
     """
+    paths = _path_list(paths)
     if not paths:
         raise InputError("Expected at least one RUN folder, got none.")
     infos = [read_run(p) for p in paths]
@@ -466,6 +481,7 @@ def _ood_reports(path: Path) -> list[Path]:
 def roc_inputs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None = None) -> list[RocInput]:
     """OOD reports (ood.json or ood-<set>.json, or run folders holding them), labelled by their run's loss where
     there is a run; a label given for a run folder applies to each of its reports."""
+    paths = _path_list(paths)
     if not paths:
         raise InputError("Expected at least one ood.json, got none.")
     if labels is not None and len(labels) != len(paths):

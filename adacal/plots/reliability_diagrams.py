@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -139,6 +139,8 @@ def reliability_diagram(
     title shows the ECE in %. Beneath each diagram: the share of samples per confidence bin (%), each bar labelled
     with its count (up to 30 bins), with the overall accuracy and mean confidence marked.
     """
+    if isinstance(panels, (str, bytes, Mapping)) or not isinstance(panels, Sequence):
+        raise InputError(f"Expected a list of reliability panels, got {type(panels).__name__}.")
     if len(panels) > MAX_PANELS:
         raise InputError(f"Expected at most {MAX_PANELS} reliability diagrams in one figure, got {len(panels)}: "
                          "draw them in several figures.")

@@ -31,12 +31,20 @@ class RocInput:
 
 
 def _roc_block(results: Mapping[str, Any], score: str, label: str) -> Mapping[str, Any]:
+    if not isinstance(results, Mapping):
+        raise InputError(f"Expected the OOD results for {label} to be a dict (an ood.json's results), got "
+                         f"{type(results).__name__}.")
     scores = results.get("scores")
     if not isinstance(scores, Mapping) or not scores:
         raise InputError(f"Expected the OOD report for {label} to hold results.scores, found none.")
     if score not in scores:
         raise InputError(f"Expected OOD score '{score}' in the report for {label}; it has: {', '.join(sorted(scores))}.")
-    return scores[score]
+    block = scores[score]
+    # a report without a curve would draw nothing and still be listed as drawn
+    if not isinstance(block, Mapping) or not any(isinstance(block.get(stage), Mapping) for stage in ("pre", "post")):
+        raise InputError(f"Expected the OOD report for {label} to hold a ROC curve for '{score}' "
+                         f"(results.scores.{score}.pre or .post), found none.")
+    return block
 
 
 def _repeat_markers(colors: Sequence[str]) -> list[dict[str, Any]]:
@@ -60,7 +68,18 @@ def roc_curves(
 ) -> Figure:
     """ROC curves (in- vs out-of-distribution; OOD is the positive class) before (solid) and after (dashed)
     temperature scaling, AUROC (%) in the legend, one colour per report."""
-    items = [r if isinstance(r, RocInput) else RocInput(*r) for r in reports]
+    if isinstance(reports, (str, bytes, Mapping)) or not isinstance(reports, Sequence):
+        raise InputError(f"Expected a list of OOD reports (RocInput or (label, results)), got "
+                         f"{type(reports).__name__}.")
+    items = []
+    for report in reports:
+        if isinstance(report, RocInput):
+            items.append(report)
+        elif isinstance(report, (tuple, list)) and 2 <= len(report) <= 3:
+            items.append(RocInput(*report))
+        else:
+            raise InputError(f"Expected each OOD report to be a RocInput or (label, results), got "
+                             f"{type(report).__name__}.")
     if not items:
         raise InputError("Expected at least one OOD report to draw ROC curves for, got none.")
     blocks = [_roc_block(item.results, score, item.label) for item in items]

@@ -267,6 +267,41 @@ def wrap_text(text: str, width_pt: float, *, size: Any, weight: str = "normal") 
     return "\n".join(lines)
 
 
-def _marker(n_points: int) -> dict[str, Any]:
-    return {"marker": "o", "markersize": 2.8} if n_points <= 20 else {}
+def _marker(n_points: int, values: Any = None) -> dict[str, Any]:
+    """Markers for a line of `n_points`: on every point up to 20, else (given the line's `values`) only on its
+    isolated points, which a line alone does not draw (`_isolated_marker`)."""
+    if n_points <= 20:
+        return {"marker": "o", "markersize": 2.8}
+    return {} if values is None else _isolated_marker(values)
+
+
+def _isolated_points(values: Any) -> np.ndarray:
+    """Indices of the finite values whose neighbours are both missing (NaN, or the end of the series): a line
+    through them draws nothing there (a one-epoch run, a bin filled at one update only)."""
+    finite = np.isfinite(np.asarray(values, dtype=np.float64).reshape(-1))
+    before = np.concatenate([[False], finite[:-1]])
+    after = np.concatenate([finite[1:], [False]])
+    return np.flatnonzero(finite & ~before & ~after)
+
+
+def _isolated_marker(values: Any) -> dict[str, Any]:
+    """Line options that mark only the isolated points of `values` (nothing when there are none), so a line drawn
+    without markers still shows every value."""
+    isolated = _isolated_points(values)
+    if isolated.size == 0:
+        return {}
+    return {"marker": "o", "markersize": 2.8, "markevery": isolated.tolist()}
+
+
+def _integer_epochs(ax: Any, epochs: Any) -> None:
+    """Epoch axes tick whole epochs only (no "1.25" between two epochs). Points within one epoch (a one-epoch run)
+    get half an epoch of room on either side of the epoch they end, which is ticked."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+    epochs = np.asarray(epochs, dtype=np.float64).reshape(-1)
+    epochs = epochs[np.isfinite(epochs)]
+    if epochs.size and float(np.ptp(epochs)) < 1.0:
+        last = float(np.ceil(epochs.max()))
+        ax.set_xlim(min(float(epochs.min()), last) - 0.5, last + 0.5)
 
