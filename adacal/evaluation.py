@@ -11,6 +11,7 @@ Paths are resolved by `adacal.sources.resolve_evaluation_input` (re-exported her
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,6 +184,10 @@ class EvaluationRun:
     # none) or "unreadable" (not a readable evaluate report); `kept_detail` says more (the epoch scored, the problem).
     kept_by: str | None = None
     kept_detail: str | None = None
+    # The run's evaluate.json left unwritten (there was none) because the scored checkpoint is not the model the run
+    # stands for (best.pt of another epoch than a finished run selected); `not_written_reason` says so.
+    not_written: Path | None = None
+    not_written_reason: str | None = None
 
     @property
     def notes(self) -> list[str]:
@@ -208,13 +213,33 @@ class EvaluationRun:
         return (f"Kept {self.kept} unchanged, though it is not a readable evaluate report{detail}; give --json PATH to "
                 "save this report.")
 
+    @property
+    def not_written_message(self) -> str | None:
+        """The line saying why the run's missing evaluate.json was not written (None when it was, or was there)."""
+        if self.not_written is None:
+            return None
+        return f"Not writing {self.not_written}: {self.not_written_reason}; give --json PATH to save this report."
+
+
+_DEVICE_NAME = re.compile(r"auto|cpu(:\d+)?|cuda(:\d+)?")
+
+
+def check_device_name(device: Any, name: str = "--device") -> str:
+    """A --device that names a device kind (auto, cpu, cuda, cuda:N), checked whether or not a model will run: a typo
+    is refused even for a predictions file. Whether that CUDA device exists is checked only when a model runs."""
+    text = device.strip().lower() if isinstance(device, str) else None
+    if text is None or not _DEVICE_NAME.fullmatch(text):
+        raise InputError(f"Expected {name} to be auto, cpu, cuda or cuda:N, got {device!r}.")
+    return text
+
 
 def check_evaluate_options(
     n_bins: Any, bootstrap: Any, seed: Any, json_path: str | os.PathLike | None = None,
-    calibrator: str | os.PathLike | None = None, n_metrics: int = 1,
+    calibrator: str | os.PathLike | None = None, n_metrics: int = 1, device: Any = "auto",
 ) -> None:
     """`adacal evaluate`'s cheap checks, before anything is loaded: bins and resamples that fit in memory, a seed,
-    --json a file path, --calibrator a regular file."""
+    --json a file path, --calibrator a regular file, --device a device name."""
+    check_device_name(device)
     check_positive_int(n_bins, "--n-bins")
     check_n_bins(n_bins, name="--n-bins")  # refuses bins that cannot fit in memory
     check_non_negative_int(bootstrap, "--bootstrap", note=" (0 = no intervals)")
@@ -264,7 +289,7 @@ def run_evaluate(
     options = options or ReadOptions()
     check_output(json_path, flag="--json", inputs=(predictions, calibrator, options.labels_file), force=force)
     names = resolve_metric_names(metrics)
-    check_evaluate_options(n_bins, bootstrap, seed, json_path, calibrator, len(names))
+    check_evaluate_options(n_bins, bootstrap, seed, json_path, calibrator, len(names), device)
     fitted = None
     if calibrator is not None:
         from adacal.calibrators import load_calibrator
@@ -284,18 +309,51 @@ def run_evaluate(
     )
 
     targets = [json_path] if json_path is not None else []
-    kept = kept_by = kept_detail = None
+    kept = kept_by = kept_detail = not_written = not_written_reason = None
     if source.run is not None and fitted is None:
         run_report = source.run.report(EVALUATE_FILE)
         if run_report.exists():
             kept = run_report  # evaluate never replaces it: train wrote it, or an earlier evaluate of this run
             kept_by, kept_detail = _written_by(run_report)
-        elif json_path is None or run_report.resolve() != json_path.resolve():
-            targets.append(run_report)  # an interrupted run has none yet
+        elif json_path is not None and run_report.resolve() == json_path.resolve():
+            pass  # --json names it: written once, above
+        else:
+            not_written_reason = _not_the_runs_model(source, described.get("checkpoint") or {})
+            if not_written_reason is None:
+                targets.append(run_report)  # an interrupted run has none yet
+            else:
+                not_written = run_report
     for target in targets:
         write_json(target, report)
     return EvaluationRun(report=report, source=source, written=targets, kept=kept, calibrated=fitted is not None,
-                         kept_by=kept_by, kept_detail=kept_detail)
+                         kept_by=kept_by, kept_detail=kept_detail, not_written=not_written,
+                         not_written_reason=not_written_reason)
+
+
+def _not_the_runs_model(source: EvaluationInput, progress: dict[str, Any]) -> str | None:
+    """Why a report may not stand as the run's evaluate.json, or None when it may: it scored the run's selected
+    model (its predictions.npz, or the selected checkpoint), or a checkpoint of a training that has not finished
+    (the report notes its epoch). A checkpoint of another epoch than a finished run selected (best.pt of a
+    --select last run) is scored, but its report is not the run's."""
+    from adacal.runs import selected_checkpoint
+
+    if source.source != "checkpoint" or source.kind == "run" or progress.get("finished") is False:
+        return None
+    try:
+        if source.run is not None and _same_file(selected_checkpoint(source.run), source.data_path):
+            return None
+    except InputError:
+        pass
+    epoch = progress.get("epoch")
+    held = f" (epoch {epoch})" if isinstance(epoch, int) else ""
+    return f"{source.data_path}{held} is not the model the finished run selected"
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def checkpoint_progress(path: str | os.PathLike, run: Any = None, contents: Any = None) -> dict[str, Any]:

@@ -115,10 +115,20 @@ def _selected_epoch(run: RunFolder, checkpoint: dict[str, Any]) -> int | None:
     for holder in (config, config.get("model")):
         if isinstance(holder, dict) and isinstance(holder.get("selected_epoch"), int):
             return int(holder["selected_epoch"])
-    train_config = checkpoint.get("config")
-    train_config = train_config if isinstance(train_config, dict) else {}
-    if train_config.get("select") == "last" and isinstance(train_config.get("epochs"), int):
-        return int(train_config["epochs"])
+    # The run's own target (config.json, which a --resume to more epochs raises) before the checkpoint's: a best.pt
+    # saved before such a resume records the old target, and would pass for the final model.
+    train_config: dict[str, Any] = {}
+    try:
+        run_config = read_report(run.config, kind="train-config").get("config")
+        train_config = run_config if isinstance(run_config, dict) else {}
+    except InputError:
+        pass
+    if not isinstance(train_config.get("epochs"), int) or "select" not in train_config:
+        saved = checkpoint.get("config")
+        train_config = saved if isinstance(saved, dict) else {}
+    epochs = train_config.get("epochs")
+    if train_config.get("select") == "last" and isinstance(epochs, int) and not isinstance(epochs, bool):
+        return int(epochs)
     return None
 
 

@@ -26,11 +26,15 @@ objects, or a .jsonl with one object per sample; a .safetensors of named tensors
 one-hot rows or booleans. 1-D (or one-column) binary scores are taken as positive-class probabilities when all in
 [0, 1], else as decision scores (logits); string labels are mapped through a `classes` array (or a .csv header).
 Rows that are all in [0, 1] and sum to 1 are taken as probabilities, anything else as logits; the table and JSON say
-which was assumed. The table shows fractions as %; the JSON holds fractions (NLL in nats).
+which was assumed. Values in [0, 1] whose rows sum to almost 1, and percentages (rows summing to about 100), are
+refused rather than guessed at (--renormalize divides each row by its sum). The table shows fractions as %; the JSON
+holds fractions (NLL in nats).
 
-For a checkpoint or run folder whose training did not finish, the report is also written to the run folder as
-evaluate.json (unless --calibrator is given); the evaluate.json that train wrote is never replaced. Otherwise a JSON
-report is written only with --json.
+A run folder that has no evaluate.json (training was interrupted) gets this report as its evaluate.json, noting which
+epoch's checkpoint was scored; so does a checkpoint of such a run, or the checkpoint a run selected. Never with
+--calibrator, and never for another epoch's checkpoint of a finished run (best.pt of a --select last run): that
+report is written only with --json. The evaluate.json a run has is never replaced. Otherwise a JSON report is written
+only with --json.
 
 Examples:
 
@@ -197,5 +201,7 @@ def evaluate(
         typer.echo(f"Wrote {target}")
     if run.kept is not None and json_path is None:
         typer.echo(run.kept_message)
+    if run.not_written is not None and json_path is None:
+        typer.echo(run.not_written_message)
     if run.source.run is not None and run.calibrated:
         typer.echo(f"Not writing {EVALUATE_FILE} into {run.source.run.root}: it describes the uncalibrated model.")
