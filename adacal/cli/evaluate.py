@@ -69,9 +69,9 @@ def _print_table(report: dict[str, Any], label: str, calibrated_from: str | None
     if calibrated_from is not None:
         kind = f"{calibrated_from}, calibrated by {config['calibrator']}"
     console = Console()
-    console.print(
+    console.print(  # the label holds a path: never read as markup
         f"{label}: {results['n_samples']} samples, {results['num_classes']} classes; "
-        f"input assumed: {kind}; {config['n_bins']} bins."
+        f"input assumed: {kind}; {config['n_bins']} bins.", markup=False, highlight=False,
     )
     table = Table()
     table.add_column("metric")

@@ -143,6 +143,7 @@ def _status(quiet: bool) -> Any:
 
 def _print_table(results: dict[str, Any], written: Path | None, notes: list[str] = ()) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     post = results["temperature"] is not None
@@ -154,7 +155,7 @@ def _print_table(results: dict[str, Any], written: Path | None, notes: list[str]
         f"post: logits / T, T = {results['temperature']:.3g} ({results['temperature_source']})" if post
         else "no temperature: see --temperature, --fit-temperature"
     )
-    table = Table(title=title, caption=caption)
+    table = Table(title=escape(title), caption=escape(caption))  # names come from file names: never markup
     table.add_column("score")
     columns = [("auroc", "AUROC %"), ("aupr_in", "AUPR-in %"), ("aupr_out", "AUPR-out %"), ("fpr_at_95_tpr", "FPR@95 %")]
     for _, label in columns:
@@ -175,4 +176,4 @@ def _print_table(results: dict[str, Any], written: Path | None, notes: list[str]
     for note in notes:
         console.print(f"Note: {note}", soft_wrap=True, highlight=False, markup=False)
     if written is not None:
-        console.print(f"Wrote {written}", soft_wrap=True, highlight=False)
+        console.print(f"Wrote {written}", soft_wrap=True, highlight=False, markup=False)

@@ -231,3 +231,32 @@ def test_a_link_to_an_endless_file_is_refused_without_reading(tmp_path, monkeypa
     line = one_line_error(runner.invoke(app, argv))
     assert "regular file" in line and str(link) in line
     assert snapshot(tmp_path) == before
+
+
+def test_paths_that_look_like_rich_markup_print_as_they_are(tmp_path):
+    """A folder or file name such as `r[/x]` or `p[red]` is not rich markup: evaluate, calibrate and ood print it
+    verbatim (a closing tag crashed evaluate after the metrics were computed; `[red]` vanished from ood's title)."""
+    from typer.testing import CliRunner
+
+    from adacal.cli import app
+
+    folder = tmp_path / "r[" / "x]"  # "r[/x]" as a path
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    scores = folder / "p[red].npz"
+    np.savez(scores, val_logits=rng.normal(size=(60, 3)), val_labels=rng.integers(0, 3, 60),
+             test_logits=rng.normal(size=(60, 3)), test_labels=rng.integers(0, 3, 60))
+    other = folder / "o[bold].npz"
+    np.savez(other, logits=rng.normal(size=(30, 3)))
+    runner = CliRunner()
+    commands = {  # command line, what its output must show verbatim
+        "evaluate": (["evaluate", str(scores), "--logits-key", "test_logits", "--labels-key", "test_labels"],
+                     "r[/x]/p[red].npz"),
+        "calibrate": (["calibrate", str(scores), "--json", str(folder / "c.json")], "r[/x]/c.json"),
+        "ood": (["ood", "--in-preds", str(scores), "--out-preds", str(other), "--json", str(folder / "o.json")],
+                "p[red] (n=60) vs o[bold] (n=30)"),
+    }
+    for name, (args, shown) in commands.items():
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, (name, result.output)
+        assert shown in result.output, name
