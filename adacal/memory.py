@@ -19,9 +19,13 @@ def memory_limit() -> int | None:
     if not text:
         return None
     try:
-        return max(0, int(text))
+        limit = int(text)
     except ValueError:
-        raise InputError(f"Expected {MEMORY_LIMIT_VARIABLE} to be a number of bytes, got {text!r}.") from None
+        limit = -1
+    if limit < 0:
+        raise InputError(f"Expected {MEMORY_LIMIT_VARIABLE} to be a number of bytes (a non-negative integer such as "
+                         f"8000000000), got {text!r}.")
+    return limit
 
 
 def _limited(nbytes: int) -> int:

@@ -19,7 +19,7 @@ def test_the_limit_caps_available_and_physical_memory(monkeypatch):
     assert memory_limit() is None
 
 
-@pytest.mark.parametrize("text", ["1GB", "-x", "1.5e9"])
+@pytest.mark.parametrize("text", ["1GB", "-x", "1.5e9", "-5"])
 def test_a_limit_that_is_not_a_number_of_bytes_is_refused(monkeypatch, text):
     monkeypatch.setenv("ADACAL_MEMORY_LIMIT", text)
     with pytest.raises(InputError, match="ADACAL_MEMORY_LIMIT to be a number of bytes"):
