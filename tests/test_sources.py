@@ -1207,3 +1207,11 @@ def test_renormalize_through_the_cli(tmp_path):
     expected = evaluate_predictions(rounded / rounded.sum(axis=1, keepdims=True), LABELS)["metrics"]
     assert report["results"]["metrics"] == pytest.approx(expected)
     assert report["config"]["source"]["renormalize"] is True and "renormalised" in result.stderr
+
+
+def test_a_runs_config_json_points_to_the_run_folder(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"schema_version": 1, "kind": "train-config", "config": {}}))
+    with pytest.raises(InputError, match=r"is a run's config.json \(options, not scores\); give the run folder"):
+        load_predictions(run / "config.json")

@@ -175,8 +175,13 @@ def read_json_predictions(path: str | os.PathLike) -> dict[str, list[Any]]:
         raise InputError(f"Expected {path} to hold an object of arrays or an array of samples, got "
                          f"{type(document).__name__}.")
     if "schema_version" in document and "kind" in document:
-        raise InputError(f"Expected {path} to hold predictions, but it is an adacal {document['kind']!r} report "
-                         "(metrics, not per-sample scores); `plot reliability` reads evaluate reports.")
+        kind = document["kind"]
+        if kind == "train-config":  # a run's config.json: the run folder itself is what evaluate reads
+            raise InputError(f"Expected {path} to hold predictions, but it is a run's config.json (options, not "
+                             f"scores); give the run folder {path.parent} instead.")
+        hint = "; `plot reliability` draws an evaluate report" if kind == "evaluate" else ""
+        raise InputError(f"Expected {path} to hold predictions, but it is an adacal {kind!r} report (results, not "
+                         f"per-sample scores){hint}.")
     columns = {str(key): value for key, value in document.items() if isinstance(value, list)}
     if not columns:
         raise InputError(f"Expected {path} to hold arrays (e.g. \"logits\" and \"labels\"), but none of its keys "

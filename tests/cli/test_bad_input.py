@@ -186,7 +186,7 @@ CASES = [
     ("evaluate truncated npz", "evaluate {ws}/truncated.npz", "readable .npz"),
     ("evaluate ragged csv", "evaluate {ws}/preds.csv", "line 3 of"),
     ("evaluate npy without labels", "evaluate {ws}/object.npy", "give --labels FILE"),
-    ("evaluate a report", "evaluate {ood_json}", "is an adacal 'ood' report (metrics, not per-sample scores)"),
+    ("evaluate a report", "evaluate {ood_json}", "is an adacal 'ood' report (results, not per-sample scores)"),
     ("evaluate wrong keys", "evaluate {ws}/wrong_keys.npz", "to contain logits or test_logits"),
     ("evaluate 1-D logits", "evaluate {ws}/flat.npz", "2-D"),
     ("evaluate NaN", "evaluate {ws}/nan.npz", "finite"),
