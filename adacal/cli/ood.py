@@ -18,7 +18,8 @@ HELP = (
     "as the paper does), else the one in the run's calibrate.json if there is one.\n\n"
     "From a trained adacal model (a run folder or checkpoint), writing one report per OOD set into the run folder "
     "(ood-svhn.json, ood-cifar10-c-gaussian_noise-5.json, ood-<stem>.json for an image file) or to --json PATH (a "
-    "checkpoint outside a run folder without --json: the table only). --in defaults to the dataset the model was "
+    "checkpoint outside a run folder without --json: the table only). A vector model (digits) takes an .npz of "
+    "float feature vectors (N, *input shape) instead of images. --in defaults to the dataset the model was "
     "trained on. A model trained with --test-subset m is compared with m OOD images (for CIFAR-10-C the corrupted "
     "copies of the same m images).\n\n"
     "  adacal ood --out svhn --model runs/RUN\n\n"
@@ -42,8 +43,9 @@ def ood(
     out_name: Annotated[
         str | None,
         typer.Option("--out", help="OOD set: a dataset name (svhn, cifar100, ...; its test split), cifar10-c, or an "
-                                   ".npz file of uint8 HWC images under key x or test_x. With --out-preds: only a "
-                                   "name for the report."),
+                                   ".npz file under key x or test_x of uint8 HWC images (image models) or float "
+                                   "feature vectors (N, D) as the training dataset's loader makes them (vector models, "
+                                   "e.g. digits: (N, 64) in [0, 1]). With --out-preds: only a name for the report."),
     ] = None,
     model: Annotated[
         Path | None, typer.Option("--model", help="Run folder or checkpoint written by 'adacal train'.")

@@ -15,7 +15,7 @@ images each, in the order of the CIFAR-10 test set) and `labels.npy` (50,000 lab
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -239,6 +239,8 @@ def load_ood_set(
     seed: int = 0,
     download: bool = True,
     select: Callable[[int, np.ndarray], np.ndarray | None] | None = None,
+    input_kind: str = "image",
+    input_shape: Sequence[int] | None = None,
 ) -> OODSet:
     """An out-of-distribution set.
 
@@ -246,11 +248,14 @@ def load_ood_set(
       from Hendrycks' files when `cifar_c_folder` finds them (every one of the 19 corruptions), else generated
       (gaussian_noise only; source "generated").
     - any registered dataset name: its test split (corrupted by a generator when `corruption` or `severity` is given).
-    - a path to an .npz: images under key `x` or `test_x` (uint8 HWC), labels under `y` / `test_y` when present
-      (else -1: OOD scoring needs none), corrupted when asked.
+    - a path to an .npz: the inputs under key `x` or `test_x`, labels under `y` / `test_y` when present (else -1: OOD
+      scoring needs none). What the inputs must be follows `input_kind`, what the model reads: "image" (the
+      default), uint8 HWC images, corrupted when asked; "vector", float feature vectors (N, *input_shape) in the
+      training dataset's own representation (digits: the 64 pixel intensities 0-16 divided by 16), scored as given;
+      "text" is refused (token ids of the model's training vocabulary, which a checkpoint does not keep).
     `select(n, labels)` (the set's n labels) may return indices into its n samples to keep (None: all); they are taken before any
-    corruption is generated. Images come back uint8 NCHW; feed them through `BatchLoader(split, ...,
-    dataset=<training dataset>)` so they get the in-distribution normalisation.
+    corruption is generated. Images come back uint8 NCHW, vectors float32; feed them through `BatchLoader(split, ...,
+    dataset=<training dataset>)` so images get the in-distribution normalisation.
     """
     text = str(name)
     key = text.lower()
@@ -282,7 +287,18 @@ def load_ood_set(
         )
 
     if _looks_like_path(text):
-        split = _load_npz_images(Path(text).expanduser())
+        path = Path(text).expanduser()
+        if input_kind not in _FILE_KINDS:
+            raise InputError(f"Expected input_kind to be one of {', '.join(_FILE_KINDS)}, got {input_kind!r}.")
+        if input_kind == "text":
+            raise InputError(_TEXT_FILE_MESSAGE.format(path=path, shape=_shape_text(input_shape, "L")))
+        if input_kind == "vector":
+            if corruption is not None:
+                raise InputError(f"Expected images for corruption '{corruption}', but {path} is read as feature vectors "
+                                 "(the model reads vectors): leave out --corruption and --severity.")
+            split = _load_npz_vectors(path, input_shape)
+        else:
+            split = _load_npz_images(path)
         shape, source = tuple(split.inputs.shape[1:]), "file"
     else:
         base = _CORRUPTED_SETS.get(key, key)
@@ -316,21 +332,74 @@ def _test_split(name: str, *, data_dir, download: bool) -> tuple[Split, tuple[in
     return dataset.test, dataset.input_shape, dataset.kind
 
 
-def _load_npz_images(path: Path) -> Split:
-    check_data_file(path, "of OOD images (.npz)")
+_FILE_KINDS = ("image", "vector", "text")
+_TEXT_FILE_MESSAGE = (
+    "Expected --out to be a dataset name for a text model, got the file {path}: an .npz of OOD inputs is read for "
+    "image and feature-vector models only; a text model would need token ids {shape} of its training vocabulary, "
+    "which the checkpoint does not keep (score the texts yourself and use --in-preds/--out-preds)."
+)
+
+
+def _shape_text(input_shape: Sequence[int] | None, name: str) -> str:
+    """(N, 64) for a per-sample shape (64,); (N, L) when it is not known."""
+    dims = [str(int(v)) for v in input_shape] if input_shape is not None else [name]
+    return f"(N, {', '.join(dims)})"
+
+
+def _read_ood_npz(path: Path, what: str) -> tuple[dict[str, np.ndarray], str, str]:
+    """(arrays, inputs key, labels key) of an .npz of OOD inputs: `x` and `y`, else `test_x` and `test_y`."""
+    check_data_file(path, f"of OOD {what} (.npz)")
     if not path.is_file():
-        raise InputError(f"Expected an .npz file of OOD images at {path}, but it does not exist.")
+        raise InputError(f"Expected an .npz file of OOD {what} at {path}, but it does not exist.")
     arrays = read_npz(path)
-    image_key = "x" if "x" in arrays else "test_x" if "test_x" in arrays else None
-    if image_key is None:
+    key = "x" if "x" in arrays else "test_x" if "test_x" in arrays else None
+    if key is None:
         raise InputError(
-            f"Expected {path} to hold OOD images under key 'x' or 'test_x'; it has {', '.join(sorted(arrays)) or 'no arrays'}."
+            f"Expected {path} to hold OOD {what} under key 'x' or 'test_x'; it has {', '.join(sorted(arrays)) or 'no arrays'}."
         )
+    return arrays, key, "y" if key == "x" else "test_y"
+
+
+def _ood_labels(arrays: dict[str, np.ndarray], key: str, n: int, path: Path) -> np.ndarray:
+    """The optional labels of an OOD file (int64 (N,)); -1 for each sample when there are none."""
+    if key in arrays:
+        return check_image_labels(arrays[key], n=n, num_classes=None, name=f"'{key}' in {path}")
+    return np.full(n, -1, dtype=np.int64)
+
+
+def _load_npz_images(path: Path) -> Split:
+    arrays, image_key, label_key = _read_ood_npz(path, "images")
     images = check_images(arrays[image_key], name=f"'{image_key}' in {path}")
-    label_key = "y" if image_key == "x" else "test_y"
-    if label_key in arrays:
-        labels = check_image_labels(arrays[label_key], n=len(images), num_classes=None, name=f"'{label_key}' in {path}")
-    else:
-        labels = np.full(len(images), -1, dtype=np.int64)
+    labels = _ood_labels(arrays, label_key, len(images), path)
     inputs = torch.from_numpy(np.ascontiguousarray(images.transpose(0, 3, 1, 2)))
     return Split(inputs, torch.from_numpy(labels))
+
+
+def _load_npz_vectors(path: Path, input_shape: Sequence[int] | None) -> Split:
+    """Float feature vectors (N, *input_shape) of an .npz (key `x` or `test_x`), as float32; they are scored as
+    given, so they must be in the representation the training dataset's loader produces (no scaling is applied)."""
+    arrays, key, label_key = _read_ood_npz(path, "inputs")
+    values = arrays[key]
+    name = f"'{key}' in {path}"
+    if input_shape is not None:
+        expected = tuple(int(v) for v in input_shape)
+        if values.ndim != len(expected) + 1 or tuple(values.shape[1:]) != expected:
+            raise InputError(
+                f"Expected {name} to be feature vectors of shape {_shape_text(expected, 'D')} like the model's input, "
+                f"got {values.dtype} of shape {tuple(values.shape)}."
+            )
+    elif values.ndim < 2:
+        raise InputError(f"Expected {name} to be feature vectors (N, D), got {values.dtype} of shape {tuple(values.shape)}.")
+    if values.dtype.kind != "f":
+        raise InputError(
+            f"Expected {name} to be float features {_shape_text(values.shape[1:], 'D')} as the model's dataset loader "
+            f"makes them, got dtype {values.dtype} (e.g. digits' pixel intensities 0-16 must be divided by 16)."
+        )
+    if len(values) == 0:
+        raise InputError(f"Expected {name} to hold at least one sample, got shape {tuple(values.shape)}.")
+    with np.errstate(over="ignore", invalid="ignore"):  # values beyond float32 become inf, refused below
+        inputs = values.astype(np.float32)
+    if not np.isfinite(inputs).all():
+        raise InputError(f"Expected finite values in {name} (as float32), got NaN or infinity.")
+    labels = _ood_labels(arrays, label_key, len(inputs), path)
+    return Split(torch.from_numpy(np.ascontiguousarray(inputs)), torch.from_numpy(labels))

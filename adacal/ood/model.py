@@ -29,7 +29,7 @@ def check_ood_options(
     """Check the names before any work; returns (in_name, out_name, corruption, severity) with defaults filled in.
 
     `in_name` must be a registered dataset, or None for the dataset the model was trained on; `out_name` a registered
-    dataset, a corrupted set ("cifar10-c", "cifar100-c") or an .npz file of images. A corruption applies when asked
+    dataset, a corrupted set ("cifar10-c", "cifar100-c") or an .npz file of inputs. A corruption applies when asked
     for (--corruption or --severity) and by default to the "-c" sets: gaussian_noise at severity 5, the paper's
     CIFAR-10-C setting. Any of Hendrycks' 19 corruption names is accepted here; whether its files are there is
     checked when the set is loaded.
@@ -45,8 +45,8 @@ def check_ood_options(
     out = str(out_name)
     if out.lower().endswith(".npz") or "/" in out or os.sep in out or Path(out).is_file():
         if not Path(out).expanduser().exists():
-            raise InputError(f"Expected --out to be a dataset name or an .npz file of images, but {out} does not exist.")
-        check_regular_file(Path(out).expanduser(), "an .npz file of OOD images (--out)")
+            raise InputError(f"Expected --out to be a dataset name or an .npz file of inputs, but {out} does not exist.")
+        check_regular_file(Path(out).expanduser(), "an .npz file of OOD inputs (--out)")
     elif out.lower() in ood_names():
         out = out.lower()
     else:
@@ -129,8 +129,10 @@ def ood_from_model(
       predictions.npz test logits are reused when `in_name` is the training dataset and they came from this
       checkpoint (same epoch).
     - OOD: `out_name` through `adacal.data.load_ood_set` (a dataset's test split, "cifar10-c" with `corruption` and
-      `severity` from Hendrycks' files or generated, or an .npz of images). Its images must have the model's input
-      shape (checked before any compute) and are normalised like the model's training data.
+      `severity` from Hendrycks' files or generated, or an .npz of inputs: uint8 HWC images for an image model,
+      float feature vectors (N, *input_shape) in the training data's representation for a vector model; refused for
+      a text model). Its inputs must have the model's input shape (checked before any compute); images are
+      normalised like the model's training data, vectors scored as given.
     - Equal sizes: a model trained with --test-subset m is scored on m in-distribution images; the OOD set is then
       subsampled to m too — for CIFAR-10-C the corrupted versions of those same m images, else a seeded random m.
     - `limit=N`: a seeded random N of each set (the same positions for CIFAR-10-C as for the CIFAR-10 test images it
@@ -140,16 +142,21 @@ def ood_from_model(
     Models run in eval mode without gradients. info: checkpoint, run (folder or None), dataset (trained on),
     in_source ("predictions.npz" or "model"), device, in, out, corruption, severity, out_source (dataset, file,
     hendrycks-files or generated), out_files, out_size (samples in the whole OOD set), out_subsample (why and how
-    it was subsampled to the in-distribution size, or None), and val when asked.
+    it was subsampled to the in-distribution size, or None), out_range (for a file of feature vectors: their
+    min and max and the training dataset's feature range, else None), and val when asked.
     """
     from adacal.data import BatchLoader, load_dataset, load_ood_set
     from adacal.data.base import subset_test_rows
+    from adacal.evaluation import check_device_name
+    from adacal.models import model_input_kind
     from adacal.training.checkpoints import checkpoint_test_subset_method, load_checkpoint
     from adacal.training.inference import build_model_from_checkpoint, checkpoint_data_options, predict, resolve_device
 
     in_name, out_name, corruption, severity = check_ood_options(
         in_name=in_name, out_name=out_name, corruption=corruption, severity=severity
     )
+    if isinstance(device, str):  # a torch.device is checked by resolve_device
+        check_device_name(device)
     _check_int("--batch-size", batch_size, minimum=1)
     _check_int("--seed", seed, minimum=0)
     if limit is not None:
@@ -160,6 +167,7 @@ def ood_from_model(
     trained = str(checkpoint["dataset"]).lower()
     in_name = in_name or trained
     input_shape = tuple(int(v) for v in checkpoint["input_shape"])
+    input_kind = model_input_kind(str(checkpoint["model_name"]))  # how an .npz given as --out is read
     options = checkpoint_data_options(checkpoint, checkpoint_path)
     if data_dir is None:
         data_dir = options["data_dir"]
@@ -196,7 +204,7 @@ def ood_from_model(
     # The OOD set first: a shape the model cannot take is reported before the model or the in-distribution data.
     ood = load_ood_set(
         out_name, data_dir=data_dir, corruption=corruption, severity=severity, seed=seed, download=download,
-        select=select,
+        select=select, input_kind=input_kind, input_shape=input_shape,
     )
     if tuple(ood.shape) != input_shape:
         raise InputError(f"Expected OOD inputs of shape {input_shape} like the model's input, got {tuple(ood.shape)}.")
@@ -204,8 +212,9 @@ def ood_from_model(
         raise InputError(f"Expected the OOD set {out_name} to hold at least one sample, got none.")
 
     saved = _saved_predictions(run, checkpoint, in_name=in_name)
+    vectors = ood.source == "file" and input_kind == "vector"  # scored as given: compared with the training range
     dataset = None
-    if saved is None or (with_val and saved["val"] is None):
+    if saved is None or (with_val and saved["val"] is None) or vectors:
         dataset = load_dataset(
             in_name, data_dir=data_dir, download=download,
             seed=options["seed"] if same else 0,
@@ -235,6 +244,12 @@ def ood_from_model(
     else:
         in_logits, in_source = logits_of(_subset_split(dataset.test, limit, seed)), "model"
     out_logits = logits_of(ood.split)
+    out_range = None
+    if vectors:
+        values = ood.split.inputs
+        expected = dataset.extra.get("feature_range") if dataset.name == trained else None
+        out_range = {"min": float(values.min()), "max": float(values.max()),
+                     "expected": None if expected is None else [float(v) for v in expected], "dataset": trained}
     info: dict[str, Any] = {
         "checkpoint": str(checkpoint_path),
         "run": None if run is None else str(run.root),
@@ -249,6 +264,7 @@ def ood_from_model(
         "out_files": list(ood.files),
         "out_size": ood.size,
         "out_subsample": subsample or None,
+        "out_range": out_range,
         "data_dir": None if data_dir is None else str(data_dir),  # the folder the data were read from (None: default)
     }
     if with_val:
