@@ -23,15 +23,35 @@ import typer
 from adacal.cli.common import OneLineErrorGroup, guarded
 from adacal.cli.inputs import LabelsKey, LogitsKey, Renormalize
 from adacal.conventions import DEFAULT_N_BINS
-from adacal.errors import InputError
+from adacal.errors import InputError, unknown_name
+
+try:  # Typer >= 0.20 vendors click; its exceptions are not the `click` package's.
+    from typer import _click as click
+except ImportError:  # pragma: no cover - older Typer uses click itself
+    import click
 
 HELP = (
     "Draw reliability diagrams, AdaFocal gamma dynamics, training curves and ROC curves as PNG, SVG or PDF.\n\n"
     "Example: adacal plot reliability runs/ce runs/adafocal --binning equal-mass"
 )
 
+
+class PlotGroup(OneLineErrorGroup):
+    """`adacal plot`: an unknown figure kind lists the kinds and suggests the closest, like every unknown name."""
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.UsageError:
+            name = args[0] if args else ""
+            if not name or name.startswith("-") or self.get_command(ctx, name) is not None:
+                raise
+            raise click.exceptions.UsageError(str(unknown_name("plot kind", name, self.list_commands(ctx))),
+                                              ctx) from None
+
+
 plot_app = typer.Typer(
-    cls=OneLineErrorGroup,
+    cls=PlotGroup,
     help=HELP,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -157,7 +177,9 @@ def _draw(kind: str, inputs: Sequence[Path], out: Optional[Path], dpi: int, forc
     "reliability",
     help="Reliability diagrams (accuracy per confidence bin, the gap to confidence, a confidence histogram), side by "
     "side for several inputs. INPUT is a run folder, a predictions file (.npz/.pt; the test split when it holds "
-    "val_/test_ arrays) or an evaluate.json.\n\n"
+    "val_/test_ arrays) or an evaluate.json. An input given twice (or a run folder and its predictions file) is drawn "
+    "once, as a note says. Equal-mass bins never split tied confidences, so ties leave bins empty and of zero width: "
+    "they are not drawn, and the panel's title says how many.\n\n"
     "Example: adacal plot reliability runs/ce runs/flsd runs/adafocal --binning equal-mass",
 )
 @guarded
@@ -213,7 +235,10 @@ def reliability(
         )
         return plots.reliability_diagram(panels, title=title, min_count=min_bin_count)
 
-    _draw("reliability", inputs, out, dpi, force, build,
+    from adacal.plots.readers import unique_inputs
+
+    # An input given twice is drawn once (reliability_inputs notes it), so it is named like one input, too.
+    _draw("reliability", unique_inputs(inputs)[0], out, dpi, force, build,
           name="reliability-calibrated" if calibrated is not None else None, extra_inputs=(calibrated,))
     print_notes(notes, quiet=False)
 
@@ -280,6 +305,9 @@ def curves(
     notes: list[str] = []
 
     def build() -> Any:
+        from adacal.plots.curves import check_curve_split
+
+        check_curve_split(split)  # before reading the runs
         inputs = plots.curve_inputs(runs)
         figure = plots.training_curves(inputs.runs, split=split, losses=inputs.losses, title=title)
         notes.extend(inputs.notes + plots.curve_notes(inputs.runs, split=split, folders=inputs.folders))

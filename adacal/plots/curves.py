@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from adacal.errors import InputError
+from adacal.errors import InputError, unknown_name
 from adacal.plots.style import _colors_for, _integer_epochs, _marker, _new_figure, _style, _title, plain
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; matplotlib is imported inside the functions
@@ -61,9 +61,18 @@ def _check_runs(runs: Any) -> None:
                                  f"{type(history).__name__}.")
 
 
+CURVE_SPLITS = ("auto", "val", "test")
+
+
+def check_curve_split(split: Any) -> str:
+    """`split` of `training_curves` (`plot curves --split`): auto, val or test; else the unknown-name error."""
+    if not isinstance(split, str) or split not in CURVE_SPLITS:
+        raise unknown_name("split (--split)", str(split), CURVE_SPLITS)
+    return split
+
+
 def _choose_split(runs: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]], split: str) -> str:
-    if split not in ("auto", "val", "test"):
-        raise InputError(f"Expected split to be one of auto, val, test, got {split!r}.")
+    split = check_curve_split(split)
     if split != "auto":
         return split
     histories = [h for group in runs.values() for h in group]

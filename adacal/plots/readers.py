@@ -19,13 +19,19 @@ from adacal.checks import check_non_negative_int, check_positive_int, renamed_op
 from adacal.conventions import DEFAULT_N_BINS, LOSS_OPTION_ALIASES, LOSS_OPTION_FLAGS
 from adacal.errors import InputError, unknown_name
 from adacal.metrics.binning import BinStatistics
-from adacal.plots.reliability_diagrams import ReliabilityPanel, check_diagram_bins, panel_from_scores
+from adacal.plots.reliability_diagrams import (
+    ReliabilityPanel,
+    check_diagram_bins,
+    empty_bins_note,
+    panel_from_scores,
+)
 from adacal.plots.roc import RocInput
 from adacal.plots.style import _colors_for, _finite, display_name
 from adacal.runs import (
     CALIBRATE_FILE,
     HISTORY_FILE,
     PREDICTIONS_FILE,
+    find_run_folder,
     is_run_folder,
     load_history,
     require_run_folder,
@@ -160,6 +166,8 @@ def _load_calibrator(path: Path, method: str) -> tuple[Any, str]:
 
         fitted = calibrator_from_report(report, path)
         if method not in ("best", fitted.name):
+            if not _is_calibrator_name(method):  # a typo: suggest the closest of the two names it may be
+                raise unknown_name("calibrator (--method)", method, ("best", fitted.name))
             raise InputError(f"Expected --method best or {fitted.name} with {path}, which holds one {fitted.name} "
                              f"calibrator, got {method!r}.")
         return fitted, fitted.name
@@ -169,6 +177,8 @@ def _load_calibrator(path: Path, method: str) -> tuple[Any, str]:
     if not isinstance(stored, Mapping) or not stored:
         raise InputError(f"Expected {path} to hold fitted calibrators under results.calibrators, found none.")
     name = results.get("best") if method == "best" else method
+    if method != "best" and name not in stored and not _is_calibrator_name(method):
+        raise unknown_name("calibrator (--method)", method, ("best", *stored))  # a typo: suggest the closest
     if name not in stored:
         raise InputError(f"Expected calibrator '{name}' in {path}; it has: {', '.join(sorted(stored))}.")
     entry = stored[name]
@@ -181,6 +191,51 @@ def _load_calibrator(path: Path, method: str) -> tuple[Any, str]:
     temperature = params.get("temperature")
     described = f"{name} (T = {temperature:.2f})" if isinstance(temperature, (int, float)) else str(name)
     return Calibrator.from_dict(dict(state)), described
+
+
+def _is_calibrator_name(method: str) -> bool:
+    """Whether `method` names a calibration method adacal has (which a calibrate.json may just not hold)."""
+    from adacal.calibrators import CALIBRATORS
+
+    return method in CALIBRATORS.names()
+
+
+def _same_input(path: Path) -> Path:
+    """What `path` reads, as one path: a run folder (or a folder inside one) stands for its predictions file, and
+    links and `..` are resolved; so two spellings of one input compare equal."""
+    try:
+        if path.is_dir():
+            run = find_run_folder(path)
+            path = run.predictions if run is not None else path
+        return path.resolve()
+    except (OSError, RuntimeError):  # unreadable or a link loop: the reader says what is wrong with it
+        return path.absolute()
+
+
+def unique_inputs(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], list[str]]:
+    """The inputs of `plot reliability` with repeats left out, in order, and one note (no final period) per input
+    left out. An input given twice, a run folder and its predictions file, or a link to either, would draw the same
+    diagram twice; it is drawn once, from where it is first given (as `plot curves` draws a repeated run once)."""
+    paths = [Path(p) for p in _path_list(paths)]
+    positions, notes = _first_positions(paths)
+    return [paths[i] for i in positions], notes
+
+
+def _first_positions(paths: list[Path]) -> tuple[list[int], list[str]]:
+    """`unique_inputs` as the positions of the inputs kept."""
+    first: dict[Path, int] = {}
+    notes: list[str] = []
+    for i, path in enumerate(paths):
+        key = _same_input(path)
+        if key not in first:
+            first[key] = i
+            continue
+        earlier = paths[first[key]]
+        note = (f"{path} is given more than once; it is drawn once" if str(earlier) == str(path)
+                else f"{path} holds the same predictions as {earlier}; they are drawn once")
+        if note not in notes:
+            notes.append(note)
+    return list(first.values()), notes
 
 
 def _split_predictions(path: Path, split: str, options: ReadOptions) -> Any:
@@ -237,13 +292,18 @@ def reliability_inputs(
     if n_bins is not None:
         check_positive_int(n_bins, "--n-bins")
         check_diagram_bins(n_bins, "--n-bins")
-    if split not in ("val", "test"):
-        raise InputError(f"Expected --split to be val or test, got {split!r}.")
+    if not isinstance(split, str) or split not in ("val", "test"):
+        raise unknown_name("split (--split)", str(split), ("test", "val"))
     paths = [Path(p) for p in _path_list(paths)]
     if not paths:
         raise InputError("Expected at least one INPUT (run folder, predictions file or evaluate.json), got none.")
     if labels is not None and len(labels) != len(paths):
         raise InputError(f"Expected one label per INPUT ({len(paths)}), got {len(labels)}.")
+    kept, repeats = _first_positions(paths)  # an input given twice is drawn once, with its first label
+    paths = [paths[i] for i in kept]
+    labels = None if labels is None else [labels[i] for i in kept]
+    if notes_out is not None:
+        notes_out.extend(note for note in repeats if note not in notes_out)
     if calibrated is None and method != "best":
         raise InputError(f"Expected --calibrated with --method {method} (it picks a calibrator from --calibrated), "
                          "got none.")
@@ -306,6 +366,11 @@ def reliability_inputs(
     else:
         final = _unique(names, details)
     colors = _colors_for([(panel_name.split(" + ")[0]) for panel_name in names])
+    if notes_out is not None:  # what the diagrams leave out: empty bins of zero width (ties)
+        for label, panel in zip(final, panels):
+            note = empty_bins_note(panel.stats, detail=True)
+            if note is not None and f"{label}: {note}" not in notes_out:
+                notes_out.append(f"{label}: {note}")
     return [
         ReliabilityPanel(label=label, stats=panel.stats, histogram=panel.histogram, color=color, bands=panel.bands,
                          smooth=panel.smooth, binning=panel.binning)

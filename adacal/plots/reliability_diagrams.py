@@ -14,7 +14,7 @@ import numpy as np
 
 from adacal.checks import check_non_negative_int
 from adacal.conventions import DEFAULT_N_BINS
-from adacal.errors import InputError
+from adacal.errors import InputError, unknown_name
 from adacal.metrics.binning import BinStatistics, calibration_error, equal_width_edges
 from adacal.plots.bands import ReliabilityBands
 from adacal.plots.style import (
@@ -25,6 +25,7 @@ from adacal.plots.style import (
     _new_figure,
     _percent,
     _percent_axes,
+    _percent_tick,
     _style,
     _title,
     plain,
@@ -92,6 +93,38 @@ def check_diagram_bins(n_bins: int, where: str) -> None:
             f"Expected at most {MAX_DIAGRAM_BINS:,} bins in a reliability diagram (one bar each; narrower bins than a "
             f"pixel show nothing), got {n_bins:,} from {where}."
         )
+
+
+def _hidden_bins(edges: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The bins a diagram leaves out: empty and of zero width. Equal-mass binning never splits tied confidences, so
+    ties (or fewer samples than bins) leave such bins; there is nothing to draw in them, and their count labels would
+    all stack at one point."""
+    return (np.diff(edges) <= 0) & (counts == 0)
+
+
+# At most this many tie values are named in a note ("ties at 25 %, 50 %, 100 %"); more end in "…".
+_MAX_TIE_VALUES = 3
+
+
+def empty_bins_note(stats: BinStatistics, *, detail: bool = False) -> str | None:
+    """What the diagram of `stats` leaves out, in one phrase, or None when every bin is drawn: the empty bins of zero
+    width (`_hidden_bins`) and where they sit, e.g. "14 of 15 bins empty (ties at 100 %)". `detail` adds why and that
+    they are not drawn (for a note beside the figure)."""
+    edges = np.asarray(stats.edges, dtype=np.float64)
+    counts = np.asarray(stats.counts)
+    hidden = _hidden_bins(edges, counts)
+    if not hidden.any():
+        return None
+    values = np.unique(edges[:-1][hidden])
+    where = ", ".join(f"{_percent_tick(v)} %" for v in values[:_MAX_TIE_VALUES])
+    where += ", …" if values.size > _MAX_TIE_VALUES else ""
+    n_hidden, total = int(hidden.sum()), int(counts.sum())
+    few = total < counts.size  # equal-mass edges of fewer samples than bins repeat too, without any tie
+    if not detail:
+        cause = f"{total} sample{'s' * (total != 1)} for {counts.size} bins" if few else f"ties at {where}"
+        return f"{n_hidden} of {counts.size} bins empty ({cause})"
+    why = f"there are fewer samples ({total}) than bins" if few else "tied confidences are never split between bins"
+    return f"{n_hidden} of {counts.size} bins are empty and of zero width at {where}, as {why}; they are not drawn"
 
 
 def _as_panel(panel: Any) -> ReliabilityPanel:
@@ -177,6 +210,9 @@ def reliability_diagram(
             summary = f"{name} {100 * ece:.2f} %" + ("" if accuracy is None else f" · Acc. {100 * accuracy:.1f} %")
             if panel.smooth is not None:
                 summary += f"\nsmECE {100 * panel.smooth.ece:.2f} % (σ = {panel.smooth.bandwidth:.3f})"
+            note = empty_bins_note(panel.stats)
+            if note is not None:  # empty bins of zero width are not drawn: say so beneath the panel's numbers
+                summary += "\n" + wrap_text(note, label_width, size=matplotlib.rcParams["axes.titlesize"])
             label = wrap_text(panel.label, label_width, size=matplotlib.rcParams["axes.titlesize"])
             ax.set_title(f"{label}\n{summary}", parse_math=False)
             if column == 0:
@@ -235,10 +271,12 @@ def _draw_reliability(
     confidence = np.asarray(stats.mean_confidence, dtype=np.float64)
     counts = np.asarray(stats.counts)
     filled = counts > 0
+    kept = ~_hidden_bins(edges, counts)  # empty bins of zero width (ties) get no bar and no count label
     bars = ax.bar(
-        edges[:-1], accuracy, width=widths, align="edge", color=color, alpha=0.85,
+        edges[:-1][kept], accuracy[kept], width=widths[kept], align="edge", color=color, alpha=0.85,
         edgecolor="white", linewidth=0.6, label="Accuracy", zorder=2,
     )
+    bar_of = dict(zip(np.flatnonzero(kept).tolist(), bars.patches))
     low = np.minimum(accuracy, confidence)[filled]
     gap = np.abs(confidence - accuracy)[filled]
     ax.bar(
@@ -268,12 +306,12 @@ def _draw_reliability(
         line.set_gid("smooth")
         # One entry for every panel's curve in a figure's shared legend; each panel's title gives its smECE.
         extra[SMOOTH_LEGEND] = line
-    sparse = counts < min_count
+    sparse = (counts < min_count) & kept
     # "all": every bin's count at its foot, except bins too narrow to hold the text (sparse ones are always labelled).
-    labelled = sparse if label_counts == "sparse" else sparse | (widths >= _MIN_LABEL_WIDTH)
+    labelled = sparse if label_counts == "sparse" else sparse | ((widths >= _MIN_LABEL_WIDTH) & kept)
     for i in np.flatnonzero(labelled):
         if sparse[i]:
-            bars.patches[i].set_alpha(_SPARSE_ALPHA)
+            bar_of[int(i)].set_alpha(_SPARSE_ALPHA)
         top = max(accuracy[i], confidence[i]) if counts[i] else 0.0
         # Sparse bins: above the bar, or inside its foot when above would leave the axes. Others: at the foot.
         y = top + 0.015 if sparse[i] and top < 0.8 else 0.015
@@ -293,8 +331,9 @@ def _draw_histogram(ax: Axes, panel: ReliabilityPanel, color: str) -> tuple[floa
     edges, counts = _histogram(panel)
     total = counts.sum()
     share = 100.0 * counts / total if total else np.zeros_like(counts)
-    ax.bar(edges[:-1], share, width=np.diff(edges), align="edge", color=color, alpha=0.55, edgecolor="white",
-           linewidth=0.4, zorder=2)
+    drawn = ~_hidden_bins(edges, counts)
+    ax.bar(edges[:-1][drawn], share[drawn], width=np.diff(edges)[drawn], align="edge", color=color, alpha=0.55,
+           edgecolor="white", linewidth=0.4, zorder=2)
     if counts.size <= _MAX_COUNT_LABELS:
         centres = (edges[:-1] + edges[1:]) / 2.0
         for i in np.flatnonzero(counts > 0):
@@ -395,8 +434,8 @@ def reliability(
     from adacal.metrics.binning import check_n_bins
     from adacal.plots.bands import check_band_options
 
-    if strategy not in STRATEGIES:
-        raise InputError(f"Expected strategy to be one of {', '.join(STRATEGIES)}, got {strategy!r}.")
+    if not isinstance(strategy, str) or strategy not in STRATEGIES:
+        raise unknown_name("strategy", str(strategy), STRATEGIES)
     binning = STRATEGIES[strategy]
     n_bins = check_n_bins(n_bins)
     check_diagram_bins(n_bins, "n_bins")
@@ -416,10 +455,18 @@ def reliability(
         hist = next(a for a in figure.axes if a.get_label() == "histogram:0")
         return ReliabilityDisplay(figure, main, hist, stats, band, ece)
     _draw_reliability(ax, stats, color, bands=band, min_count=min_count, label_counts="all", smooth=curve)
+    note = empty_bins_note(stats)
+    if note is not None:  # the legend's last line, without a marker: the title may be the caller's
+        ax.plot([], [], linestyle="none", label=note, gid="note:empty-bins")
     _percent_axes(ax, "Confidence (%)", "Accuracy (%)")
     summary = f"{_binning_name(stats, binning)} {100 * ece:.2f} %"
     heading = title if title is not None else (summary if label is None else f"{name}\n{summary}")
     ax.set_title(heading, parse_math=False)
-    legend = ax.legend(loc="upper left", fontsize=7)
+    if note is None:
+        legend = ax.legend(loc="upper left", fontsize=7)
+    else:
+        handles, entries = ax.get_legend_handles_labels()
+        order = sorted(range(len(entries)), key=lambda k: entries[k] == note)  # the note last, the rest as they are
+        legend = ax.legend([handles[k] for k in order], [entries[k] for k in order], loc="upper left", fontsize=7)
     plain(legend.get_texts())
     return ReliabilityDisplay(ax.figure, ax, None, stats, band, ece)

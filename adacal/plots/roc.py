@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from adacal.errors import InputError
+from adacal.errors import InputError, unknown_name
 from adacal.plots.style import _colors_for, _finite, _new_figure, _percent_axes, _style, _title, plain, wrap_text
 
 # The axes title is centred over the axes, which the y-axis label shifts right: it may use the figure's width less
@@ -30,6 +30,13 @@ class RocInput:
     loss: str | None = None
 
 
+def _score_names() -> list[str]:
+    """The OOD scores `adacal ood` computes (and names in its reports)."""
+    from adacal.metrics.ood import OOD_SCORES
+
+    return list(OOD_SCORES.names())
+
+
 def _roc_block(results: Mapping[str, Any], score: str, label: str) -> Mapping[str, Any]:
     if not isinstance(results, Mapping):
         raise InputError(f"Expected the OOD results for {label} to be a dict (an ood.json's results), got "
@@ -38,6 +45,8 @@ def _roc_block(results: Mapping[str, Any], score: str, label: str) -> Mapping[st
     if not isinstance(scores, Mapping) or not scores:
         raise InputError(f"Expected the OOD report for {label} to hold results.scores, found none.")
     if score not in scores:
+        if score not in _score_names():  # a typo: suggest the closest name (a known score may just be missing)
+            raise unknown_name("OOD score (--score)", score, sorted({*_score_names(), *scores}))
         raise InputError(f"Expected OOD score '{score}' in the report for {label}; it has: {', '.join(sorted(scores))}.")
     block = scores[score]
     # a report without a curve would draw nothing and still be listed as drawn
@@ -82,6 +91,8 @@ def roc_curves(
                              f"{type(report).__name__}.")
     if not items:
         raise InputError("Expected at least one OOD report to draw ROC curves for, got none.")
+    if not isinstance(score, str):
+        raise unknown_name("OOD score (--score)", str(score), _score_names())
     blocks = [_roc_block(item.results, score, item.label) for item in items]
     colors = _colors_for([item.loss or item.label for item in items])
     outs = [str((item.results.get("out") or {}).get("name", "?")) for item in items]
