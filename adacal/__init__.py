@@ -37,4 +37,6 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_SUBMODULES})
+    """The public names (`__all__`) and the module's dunder attributes; not the helpers this file imports (`Any`,
+    `importlib`, `annotations`, `TYPE_CHECKING`), which are no part of the API."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__") and name.endswith("__"))})

@@ -28,12 +28,26 @@ def is_number(value: Any) -> bool:
 
 
 def shown(value: Any) -> str:
-    """How a found value appears in a message: numbers plainly (no numpy type name), anything else as repr."""
+    """How a found value appears in a message: numbers plainly (no numpy type name; an integer of more than 30 digits
+    by its size), anything else as repr."""
+    if isinstance(value, (bool, np.bool_)):
+        return repr(bool(value))
     if is_integer(value):
-        return str(int(value))
+        value = int(value)
+        if abs(value).bit_length() > 99:  # > 30 digits: unreadable, and str() refuses past 4300 digits
+            return f"an integer of about {int(abs(value).bit_length() * math.log10(2)) + 1} digits"
+        return str(value)
     if is_number(value):
         return repr(float(value))
     return repr(value)
+
+
+def _finite(value: Any) -> bool:
+    """Whether a number (`is_number`) is finite; an int too large for a float counts as not finite."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def integer_kind(minimum: int | None = None, maximum: int | None = None) -> str:
@@ -76,7 +90,7 @@ def check_non_negative_int(value: Any, name: str, *, note: str = "") -> int:
 
 def check_finite(value: Any, name: str) -> float:
     """`value` as a finite float."""
-    if not is_number(value) or not math.isfinite(value):
+    if not is_number(value) or not _finite(value):
         raise InputError(f"Expected {name} to be a finite number, got {shown(value)}.")
     return float(value)
 
@@ -86,7 +100,7 @@ def check_in_range(
 ) -> float:
     """`value` as a finite float in [low, high] (or (low, high) when not `inclusive`); `example` such as
     " such as 0.9" follows the expected range in the message."""
-    if is_number(value) and math.isfinite(value):
+    if is_number(value) and _finite(value):
         inside = low <= value <= high if inclusive else low < value < high
         if inside:
             return float(value)
@@ -107,10 +121,23 @@ def renamed_options(
                 warnings.warn(
                     f"The option {key!r} is deprecated; use {name!r}.", DeprecationWarning, stacklevel=stacklevel
                 )
-            if name in options and options[name] != value:
+            if name in options and not _same_value(options[name], value):
                 raise InputError(
                     f"Expected one value for {name} (also spelled {key}), "
                     f"got {shown(options[name])} and {shown(value)}."
                 )
         renamed.setdefault(name, value)
     return renamed
+
+
+def _same_value(first: Any, second: Any) -> bool:
+    """Whether two option values agree: arrays element-wise, NaN equal to NaN."""
+    if first is second:
+        return True
+    try:
+        return bool(np.array_equal(first, second, equal_nan=True))
+    except (TypeError, ValueError):  # not numeric (strings, mixed objects): plain equality
+        try:
+            return bool(first == second)
+        except (TypeError, ValueError):
+            return False

@@ -53,4 +53,5 @@ def unknown_name(kind: str, name: str, choices: Iterable[str]) -> UnknownNameErr
     choices = sorted(choices)
     suggestion = closest_name(name, choices)
     hint = f" Did you mean '{suggestion}'?" if suggestion else ""
-    return UnknownNameError(f"Unknown {kind} '{name}'.{hint} Choices: {', '.join(choices)}.")
+    listed = f" Choices: {', '.join(choices)}." if choices else f" No {kind} is available."
+    return UnknownNameError(f"Unknown {kind} '{name}'.{hint}{listed}")

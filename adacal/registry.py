@@ -28,6 +28,8 @@ class Registry(Generic[T]):
         return decorator
 
     def get(self, name: str) -> Callable[..., T]:
+        if not isinstance(name, str):  # None or a number from a config file: not "Unknown loss 'None'"
+            raise InputError(f"Expected the {self.kind} name to be one of {', '.join(self.names())}; got {name!r}.")
         try:
             return self._factories[name]
         except KeyError:
@@ -51,7 +53,7 @@ class Registry(Generic[T]):
         return sorted(self._factories)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._factories
+        return isinstance(name, str) and name in self._factories  # an unhashable value is simply not a name
 
     def __iter__(self):
         return iter(self.names())

@@ -17,6 +17,7 @@ from adacal.version import __version__
 from adacal.errors import InputError
 
 SCHEMA_VERSION = 1
+_NUMPY_FLOATS = ("torch.float16", "torch.float32", "torch.float64")
 
 
 def utc_now() -> str:
@@ -24,13 +25,25 @@ def utc_now() -> str:
 
 
 def to_jsonable(value: Any) -> Any:
-    """Plain JSON types from numpy/torch scalars and arrays; non-finite floats become None (strict JSON has no NaN)."""
+    """Plain JSON types from numpy/torch scalars and arrays; non-finite floats become None (strict JSON has no NaN).
+    Keys become strings; two keys that become the same string (1 and "1") are refused rather than one value lost."""
     if isinstance(value, Mapping):  # dicts and typed records such as adacal.losses.records.BinUpdate
-        return {str(k): to_jsonable(v) for k, v in value.items()}
+        converted: dict[str, Any] = {}
+        for key, item in value.items():
+            text = str(key)
+            if text in converted:
+                raise InputError(
+                    f"Expected the keys of a report mapping to be distinct as strings, got two keys written {text!r}."
+                )
+            converted[text] = to_jsonable(item)
+        return converted
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v) for v in value]
     if hasattr(value, "detach"):
-        value = value.detach().cpu().numpy()
+        value = value.detach().cpu()
+        if value.is_floating_point() and str(value.dtype) not in _NUMPY_FLOATS:
+            value = value.float()  # bfloat16 and float8 have no numpy dtype
+        value = value.numpy()
     if isinstance(value, np.ndarray):
         return to_jsonable(value.tolist())
     if isinstance(value, np.generic):
@@ -45,7 +58,8 @@ def to_jsonable(value: Any) -> Any:
 def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], *, binary: bool = False) -> Path:
     """Write through `write(file)` with adacal's one writer (`adacal.writing.write_file`): a temp file beside the
     target renamed over it (readers see old or new, never half), links written through, devices and FIFOs written in
-    place, `-` to stdout. The file gets the permissions a plain `open(path, "w")` would give (0o666 less the umask)."""
+    place, `-` to stdout. The file gets the permissions a plain `open(path, "w")` would give (those of the file it replaces, else 0o666
+    less the umask)."""
     from adacal.writing import write_file
 
     return write_file(path, write, binary=binary)
@@ -92,7 +106,14 @@ def make_report(
         "created": utc_now(),
     }
     if input_path is not None:
-        report["input"] = {"path": str(input_path), "sha256": file_sha256(input_path)}
+        try:
+            digest = file_sha256(input_path)
+        except OSError as exc:
+            raise InputError(
+                f"Expected the report's input {input_path} to be a readable file, but it could not be read "
+                f"({exc.strerror or exc})."
+            ) from None
+        report["input"] = {"path": str(input_path), "sha256": digest}
     report["config"] = config
     report["results"] = results
     return report
@@ -112,12 +133,25 @@ def read_report(path: str | os.PathLike, kind: str | None = None) -> dict[str, A
     return read(path, kind)
 
 
+def _check_run_name(name: Any, unique: bool) -> None:
+    """A run folder name is one plain folder name: not empty, no separator, not `.` or `..` (which would put the run
+    outside --out, or make `root/name` the root itself)."""
+    what = "--name" if not unique else "the run folder name"
+    separators = {"/", os.sep, os.altsep} - {None}
+    if (
+        not isinstance(name, str) or not name.strip() or name in (".", "..") or "\0" in name
+        or any(sep in name for sep in separators)
+    ):
+        raise InputError(f"Expected {what} to be a folder name (no '/', not '.' or '..'), got {name!r}.")
+
+
 def new_run_dir(root: str | os.PathLike, name: str, *, unique: bool = True) -> Path:
     """Create a fresh run folder `root/name`; when taken, add -2, -3, ... (`unique`) or refuse (an explicit --name).
     Never reuses an existing folder."""
     from adacal.writing import check_name_lengths
 
     root = Path(root)
+    _check_run_name(name, unique)
     check_name_lengths(root / name, "--name" if not unique else None)
     try:
         root.mkdir(parents=True, exist_ok=True)

@@ -57,8 +57,11 @@ def is_run_folder(path: Path) -> bool:
 
 
 def find_run_folder(path: str | os.PathLike) -> RunFolder | None:
-    """The run folder that `path` is, or that holds `path` (a checkpoint or a file in it); None if there is none."""
+    """The run folder that `path` is, or that holds `path` (a checkpoint or a file in it); None if there is none.
+    A path with `..` is resolved first: `run/..` is the folder holding the run, not the run (its lexical parent)."""
     path = Path(path)
+    if ".." in path.parts:
+        path = Path(os.path.realpath(path))
     for candidate in (path, path.parent, path.parent.parent):
         if is_run_folder(candidate):
             return RunFolder(candidate)
@@ -68,6 +71,8 @@ def find_run_folder(path: str | os.PathLike) -> RunFolder | None:
 def require_run_folder(path: str | os.PathLike) -> RunFolder:
     run = find_run_folder(path)
     if run is None:
+        if not os.fspath(path):
+            raise InputError("Expected a run folder or checkpoint, got an empty path.")
         if not Path(path).exists():
             raise InputError(f"Expected a run folder or checkpoint at {path}, but it does not exist.")
         raise InputError(f"Expected {path} to be a run folder written by 'adacal train' (no {CONFIG_FILE} found).")

@@ -1,7 +1,8 @@
 """The one writer: every file adacal writes (reports, calibrators, figures, run-folder files) goes through `write_file`.
 
 - A regular file (or a new one) is written to a temp file beside it and renamed over it: readers see the old or the
-  new file, never half of one; a failed write leaves the old file and no temp file.
+  new file, never half of one; a failed write leaves the old file and no temp file. A replaced file keeps its
+  permissions; a new one gets 0o666 less the umask (both as `open(path, "w")` would).
 - A symbolic link is written through: the temp file goes beside the link's final target, which is replaced; the link
   stays a link.
 - A device, a FIFO or a `/dev/stdout`-like path is written directly (renaming over it would replace the device node or
@@ -71,7 +72,14 @@ def _name_max(folder: Path) -> int:
 
 
 def check_name_lengths(path: str | os.PathLike, flag: str | None) -> None:
-    """Every component of `path` within the file system's name limit (ENAMETOOLONG otherwise, after the work)."""
+    """Every component of `path` within the file system's name limit (ENAMETOOLONG otherwise, after the work); an
+    empty path or one with a NUL byte (which no file system accepts) is refused too."""
+    if not os.fspath(path):
+        raise InputError(f"Expected {flag or 'the output path'} to be a file path, got an empty path.")
+    if "\0" in str(path):
+        raise InputError(
+            f"Expected {flag or 'the output path'} to be a file path, got a path with a NUL byte: {str(path)!r}."
+        )
     path = Path(path)
     limit = _name_max(path.parent if str(path.parent) else Path("."))
     for part in path.parts:
@@ -96,6 +104,17 @@ def _direct_path(path: Path) -> bool:
         return _is_special(os.stat(path).st_mode)
     except OSError:
         return False
+
+
+def _link_loop(path: Path) -> bool:
+    """Whether `path` is a symbolic link whose chain of links comes back on itself (ELOOP)."""
+    if not os.path.islink(path):
+        return False
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 def train_file(path: str | os.PathLike) -> bool:
@@ -128,11 +147,13 @@ def check_output(
     """Refuse, before any work, an output path that cannot or must not be written (see the module docstring)."""
     if path is None or is_stdout(path):
         return
+    check_name_lengths(path, flag)  # first: stat() on a too-long name raises (and Path("") would be ".")
     path = Path(path)
     where = _describe(flag, path)
-    check_name_lengths(path, flag)  # first: stat() on a too-long name raises
     if path.is_dir():
         raise InputError(f"Expected {flag or 'the output'} to be a file path, but {path} is a folder.")
+    if _link_loop(path):
+        raise InputError(f"Expected {flag or 'the output'} to be a file path, but {path} is a symbolic link loop.")
     if os.path.lexists(path) and not path.is_file() and not _direct_path(path):
         try:
             kind = "a socket" if stat.S_ISSOCK(os.stat(path).st_mode) else "not a regular file"
@@ -219,9 +240,14 @@ def remove_stale_temp_files(path: str | os.PathLike) -> None:
         return
     limit = _name_max(folder)
     stem = _temp_prefix(path.name, limit).rsplit(".", 2)[0]  # `.<name>` without the pid
+    # The whole name is matched: `.a.json.5.<pid>.<8>.tmp` belongs to a target `a.json.5`, not to `a.json` (pid 5).
+    own = re.compile(re.escape(stem) + r"\.(\d+)\.[a-z0-9_]{8}\.tmp", re.IGNORECASE)
     for leftover in glob.glob(os.path.join(glob.escape(str(folder)), glob.escape(stem) + ".*.tmp")):
-        middle = os.path.basename(leftover)[len(stem) + 1 :].split(".", 1)[0]
-        if middle.isdigit() and int(middle) != os.getpid() and not pid_alive(int(middle)):
+        match = own.fullmatch(os.path.basename(leftover))
+        if match is None:
+            continue
+        middle = match.group(1)
+        if int(middle) != os.getpid() and not pid_alive(int(middle)):
             try:
                 os.unlink(leftover)
             except OSError:
@@ -268,8 +294,8 @@ def write_file(path: str | os.PathLike, write: Callable[[Any], None], *, binary:
         write(stream)
         stream.flush()
         return Path(STDOUT)
+    check_name_lengths(path, None)  # first: stat() on a too-long name raises (and Path("") would be ".")
     path = Path(path)
-    check_name_lengths(path, None)  # first: stat() on a too-long name raises
     try:
         if path.is_dir():
             raise InputError(f"Expected {path} to be a file path, but it is a folder.")
@@ -278,6 +304,8 @@ def write_file(path: str | os.PathLike, write: Callable[[Any], None], *, binary:
                 write(handle)
                 handle.flush()
             return path
+        if _link_loop(path):  # realpath() would give the link itself, and the rename would replace it
+            raise InputError(f"Expected {path} to be a file path, but it is a symbolic link loop.")
         target = Path(os.path.realpath(path)) if path.is_symlink() else path
         if target.is_dir():
             raise InputError(f"Expected {path} to be a file path, but it links to a folder.")
@@ -288,6 +316,9 @@ def write_file(path: str | os.PathLike, write: Callable[[Any], None], *, binary:
         except OSError as exc:
             raise InputError(f"Cannot write {path}: cannot create the folder {directory} ({exc.strerror or exc}).") from None
         remove_stale_temp_files(target)
+        mode = _FILE_MODE
+        if target.is_file():  # replacing a file keeps its permissions, as open(path, "w") would
+            mode = stat.S_IMODE(os.stat(target).st_mode)
         fd, tmp_name = tempfile.mkstemp(
             prefix=_temp_prefix(target.name, _name_max(directory)), suffix=".tmp", dir=directory
         )
@@ -295,7 +326,7 @@ def write_file(path: str | os.PathLike, write: Callable[[Any], None], *, binary:
         raise InputError(f"Cannot write {path}: {exc.strerror or exc}.") from None
     try:
         if hasattr(os, "fchmod"):
-            os.fchmod(fd, _FILE_MODE)
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:
             write(handle)
             handle.flush()

@@ -60,3 +60,12 @@ __all__ = [
     "load_calibrator",
     "save_calibrator",
 ]
+
+
+def __dir__() -> list[str]:
+    """The public names (`__all__`), the submodules and the dunder attributes; not `Any` or `annotations`."""
+    import types
+
+    modules = {name for name, value in globals().items() if isinstance(value, types.ModuleType)
+               and value.__name__.startswith(f"{__name__}.")}
+    return sorted({*__all__, *modules, *(name for name in globals() if name.startswith("__") and name.endswith("__"))})

@@ -242,7 +242,7 @@ CASES = [
     ("ood K mismatch", "ood --in-preds {split} --out-preds {ws}/out_k3.npz", "same number of classes"),
     ("ood NaN logits", "ood --in-preds {split} --out-preds {ws}/nan.npz", "finite"),
     ("ood OOD images of another shape", "ood --model {run} --in digits --out {ws}/images32.npz",
-     "Expected OOD inputs of shape (64,)"),
+     "to be feature vectors of shape (N, 64) like the model's input, got uint8 of shape (6, 32, 32, 3)"),
     ("ood in-distribution of another shape", "ood --model {run} --in cifar10 --out digits --data-dir {ws}/data",
      "Expected cifar10 inputs of shape (64,)"),
     ("ood truncated checkpoint", "ood --model {ws}/truncated.pt --in digits --out digits", "truncated or corrupt"),
