@@ -32,9 +32,9 @@ import numpy as np
 import torch
 
 from adacal.conventions import DEFAULT_N_BINS
-from adacal.errors import InputError
+from adacal.errors import CheckpointError, InputError
 from adacal.losses.base import check_between, check_number, check_positive, format_value
-from adacal.losses.binned import ValidationBinnedLoss, accepts_deprecated_options
+from adacal.losses.binned import ValidationBinnedLoss, accepts_deprecated_options, check_state_device
 from adacal.losses.records import BinUpdate, TrainBinStatistics
 from adacal.losses.focal import signed_focal_terms, true_class_log_probs
 from adacal.losses.registry import LOSSES
@@ -66,6 +66,13 @@ def adafocal_gamma_update(
     gammas = np.asarray(gammas, dtype=np.float64)
     gaps = np.asarray(gaps, dtype=np.float64)
     counts = np.asarray(counts)
+    if gammas.ndim != 1 or gaps.shape != gammas.shape or counts.shape != gammas.shape:
+        raise InputError(
+            f"Expected gammas, gaps and counts to be 1-D with one value per bin, "
+            f"got shapes {gammas.shape}, {gaps.shape} and {counts.shape}."
+        )
+    if not (np.isfinite(gammas).all() and np.isfinite(gaps).all()):
+        raise InputError("Expected gammas and gaps to be finite, got NaN or infinite values.")
     focal = gammas >= 0
     exponent = np.clip(np.where(focal, lam * gaps, -lam * gaps), -_MAX_EXPONENT, _MAX_EXPONENT)
     updated = gammas * np.exp(exponent)
@@ -123,6 +130,7 @@ class AdaFocalLoss(ValidationBinnedLoss):
         self.register_buffer("train_count", torch.zeros(m, dtype=torch.int64))
 
     def _forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        check_state_device(self, logits)
         log_p, log_q = true_class_log_probs(logits, labels)
         p_true = log_p.detach().exp().to(self.bin_edges.dtype)
         index = self.bin_index(p_true)
@@ -158,6 +166,14 @@ class AdaFocalLoss(ValidationBinnedLoss):
         self.train_confidence_sum.zero_()
         self.train_count.zero_()
         return TrainBinStatistics.from_sums(host[:m], host[m:])
+
+    def _check_state_buffer(self, name: str, values: np.ndarray) -> None:
+        super()._check_state_buffer(name, values)
+        if name == "gammas" and ((values < self.gamma_min).any() or (values > self.gamma_max).any()):
+            raise CheckpointError(
+                f"Expected AdaFocalLoss gammas between gamma_min={self.gamma_min:g} and gamma_max={self.gamma_max:g}, "
+                f"got {values.tolist()}."
+            )
 
     def extra_repr(self) -> str:
         return (

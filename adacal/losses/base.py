@@ -16,6 +16,7 @@ from adacal.errors import InputError
 
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 _AUTOCAST_DEVICES = ("cpu", "cuda")
+_WIDE_UNSIGNED = tuple(getattr(torch, name) for name in ("uint16", "uint32", "uint64") if hasattr(torch, name))
 
 
 class CalibrationLoss(nn.Module):
@@ -75,6 +76,11 @@ def check_batch(logits: Any, labels: Any, *, logits_name: str = "logits", labels
             f"Expected {labels_name} on the same device as {logits_name}, got {labels.device} and {logits.device}."
         )
     if labels.device.type == "cpu" and labels.numel():
+        if labels.dtype in _WIDE_UNSIGNED:
+            # torch has no min/max for uint16/32/64 on the CPU; numpy checks them without wrapping around int64
+            from adacal.arrays import check_labels
+
+            return torch.from_numpy(check_labels(labels.numpy(), num_classes=int(logits.shape[1]), name=labels_name))
         lowest, highest = int(labels.min()), int(labels.max())
         if lowest < 0 or highest >= logits.shape[1]:
             from adacal.arrays import check_labels

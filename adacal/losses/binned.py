@@ -12,13 +12,14 @@ of update records as plain lists in the module's extra state, so it survives `to
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from typing import Any, TypeVar
 
 import numpy as np
 import torch
 
-from adacal.checks import renamed_options
+from adacal.checks import is_number, renamed_options
 from adacal.conventions import LOSS_OPTION_ALIASES
 from adacal.errors import CheckpointError, InputError
 from adacal.losses.base import CalibrationLoss, check_batch, check_positive_int, upcast
@@ -71,11 +72,11 @@ class ValidationBinnedLoss(CalibrationLoss):
     ) -> tuple[BinStatistics, np.ndarray]:
         """Equal-mass bin statistics of the validation top-1 confidences, plus `carry` (e.g. the current γ) brought
         to the host in the same single device-to-host copy."""
-        # numpy views with negative strides (a reversed array) are copied: torch cannot view them.
-        if not isinstance(val_logits, torch.Tensor):
-            val_logits = torch.as_tensor(np.ascontiguousarray(val_logits))
-        if not isinstance(val_labels, torch.Tensor):
-            val_labels = torch.as_tensor(np.ascontiguousarray(val_labels))
+        val_logits = _as_tensor(val_logits, "val_logits")
+        val_labels = _as_tensor(val_labels, "val_labels")
+        for name, tensor in (("val_logits", val_logits), ("val_labels", val_labels)):
+            if tensor.device.type == "meta":
+                raise InputError(f"Expected {name} to hold values, got a tensor on torch's meta device (no data).")
         val_labels = val_labels.to(val_logits.device)
         labels = check_batch(val_logits, val_labels, logits_name="val_logits", labels_name="val_labels")
         n, k = val_logits.shape
@@ -132,15 +133,100 @@ class ValidationBinnedLoss(CalibrationLoss):
     def _load_from_state_dict(
         self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
     ):
+        # Everything is checked before anything is copied, so a refused state leaves the loss as it was.
         edges = state_dict.get(prefix + "bin_edges")
-        if isinstance(edges, torch.Tensor) and tuple(edges.shape) != (self.n_bins + 1,):
-            raise CheckpointError(
-                f"Expected a {type(self).__name__} state with n_bins={self.n_bins}, "
-                f"got one with {edges.numel() - 1} bins."
-            )
+        if isinstance(edges, torch.Tensor):
+            if edges.ndim != 1 or tuple(edges.shape) != (self.n_bins + 1,):
+                raise CheckpointError(
+                    f"Expected a {type(self).__name__} state with n_bins={self.n_bins}, "
+                    f"got one with {edges.numel() - 1} bins."
+                )
+            values = _state_values(edges, "bin_edges", self)
+            if values[0] != 0.0 or values[-1] != 1.0 or (np.diff(values) < 0).any():
+                raise CheckpointError(
+                    f"Expected {type(self).__name__} bin_edges to rise from 0 to 1 in non-decreasing order, "
+                    f"got {values.tolist()}."
+                )
+        for name, tensor in self._buffers.items():
+            value = state_dict.get(prefix + name)
+            if name == "bin_edges" or tensor is None or not isinstance(value, torch.Tensor):
+                continue
+            if tuple(value.shape) != tuple(tensor.shape):
+                raise CheckpointError(
+                    f"Expected {type(self).__name__} {name} of shape {tuple(tensor.shape)} (n_bins={self.n_bins}), "
+                    f"got shape {tuple(value.shape)}."
+                )
+            self._check_state_buffer(name, _state_values(value, name, self))
+        extra = state_dict.get(prefix + "_extra_state")
+        if isinstance(extra, dict) and isinstance(extra.get("history"), list):
+            for record in extra["history"]:
+                if isinstance(record, dict):
+                    self._check_history_record(record)
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )
+
+    def _check_state_buffer(self, name: str, values: np.ndarray) -> None:
+        """Raise CheckpointError when a loaded per-bin buffer holds values this loss could never have written."""
+        if name.endswith("count") and (values < 0).any():
+            raise CheckpointError(f"Expected {type(self).__name__} {name} to be at least 0, got {values.tolist()}.")
+        if name.endswith("confidence_sum") and (values < 0).any():
+            raise CheckpointError(f"Expected {type(self).__name__} {name} to be at least 0, got {values.tolist()}.")
+        if name in ("val_confidence", "val_accuracy") and ((values < 0).any() or (values > 1).any()):
+            raise CheckpointError(f"Expected {type(self).__name__} {name} in [0, 1], got {values.tolist()}.")
+
+    def _check_history_record(self, record: dict[str, Any]) -> None:
+        """Raise CheckpointError unless a history record has n_bins + 1 edges and n_bins values per bin field."""
+        m = self.n_bins
+        expected = {"edges": m + 1, "gammas": m, "val_confidence": m, "val_accuracy": m, "counts": m}
+        for key, length in expected.items():
+            value = record.get(key)
+            if key == "gammas" and value is None:
+                continue
+            if not isinstance(value, (list, tuple)) or len(value) != length:
+                found = f"{len(value)} values" if isinstance(value, (list, tuple)) else repr(value)
+                raise CheckpointError(
+                    f"Expected every {type(self).__name__} history record to hold {length} {key} "
+                    f"(n_bins={m}), got {found}."
+                )
+            if not all(v is None or (is_number(v) and math.isfinite(v)) for v in value):
+                raise CheckpointError(
+                    f"Expected {type(self).__name__} history {key} to be finite numbers, got {list(value)}."
+                )
+
+
+def check_state_device(loss: ValidationBinnedLoss, logits: torch.Tensor) -> None:
+    """Raise InputError unless `logits` are on the device of the loss's state (its bins), where torch would fail."""
+    device = loss.bin_edges.device
+    if logits.device != device:
+        raise InputError(
+            f"Expected logits on the device of the {type(loss).__name__} state ({device}; move the loss with "
+            f".to(device)), got {logits.device}."
+        )
+
+
+def _state_values(value: torch.Tensor, name: str, loss: ValidationBinnedLoss) -> np.ndarray:
+    """A loaded buffer as float64 numpy values; NaN or Inf is a CheckpointError naming the buffer."""
+    if value.dtype.is_complex or value.device.type == "meta":
+        raise CheckpointError(
+            f"Expected {type(loss).__name__} {name} to hold real numbers, got {value.dtype} on {value.device}."
+        )
+    values = value.detach().cpu().to(torch.float64).numpy()
+    if not np.isfinite(values).all():
+        raise CheckpointError(f"Expected {type(loss).__name__} {name} to be finite, got {values.tolist()}.")
+    return values
+
+
+def _as_tensor(values: Any, name: str) -> torch.Tensor:
+    """`values` as a tensor (numpy arrays and nested lists are converted); anything else is an InputError."""
+    if isinstance(values, torch.Tensor):
+        return values
+    try:
+        # numpy views with negative strides (a reversed array) are copied: torch cannot view them.
+        return torch.as_tensor(np.ascontiguousarray(values))
+    except (TypeError, ValueError, RuntimeError):
+        found = f"an array of dtype {values.dtype}" if isinstance(values, np.ndarray) else type(values).__name__
+        raise InputError(f"Expected {name} to be a tensor or an array of numbers, got {found}.") from None
 
 
 def _check_label_range(lowest: float, highest: float, num_classes: int) -> None:

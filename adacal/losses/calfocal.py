@@ -21,7 +21,7 @@ import torch
 
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.losses.base import check_choice, check_positive
-from adacal.losses.binned import ValidationBinnedLoss, accepts_deprecated_options
+from adacal.losses.binned import ValidationBinnedLoss, accepts_deprecated_options, check_state_device
 from adacal.losses.records import BinUpdate
 from adacal.losses.focal import signed_focal_terms, true_class_log_probs
 from adacal.losses.registry import LOSSES
@@ -47,14 +47,17 @@ class CalFocalLoss(ValidationBinnedLoss):
         self.register_buffer("val_count", torch.zeros(m, dtype=torch.int64))
 
     def _forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        check_state_device(self, logits)
         log_p, log_q = true_class_log_probs(logits, labels)
-        p_true = log_p.detach().exp()
+        # γ in float64 like the buffers (and `update`'s record): in float32 a λ above ~3.4e38 would overflow to inf
+        # and make λ · 0 = NaN in a bin with C_val = A_val
+        p_true = log_p.detach().exp().to(self.val_accuracy.dtype)
         index = self.bin_index(p_true)
-        accuracy = self.val_accuracy[index].to(log_p.dtype)
+        accuracy = self.val_accuracy[index]
         if self.mode == "sample":
             gap = p_true - accuracy
         else:
-            gap = self.val_confidence[index].to(log_p.dtype) - accuracy
+            gap = self.val_confidence[index] - accuracy
         exponent = torch.where(self.val_count[index] > 0, self.lam * gap, torch.zeros_like(gap))
         gamma = torch.exp(exponent.clamp(max=_MAX_LOG_GAMMA))
         return signed_focal_terms(log_p, log_q, gamma).mean()

@@ -60,6 +60,10 @@ def signed_focal_loss(
 ) -> torch.Tensor:
     """Focal (γ ≥ 0) or inverse focal (γ < 0) loss from logits; `reduction` is "mean", "sum" or "none"."""
     check_choice("reduction", reduction, ("mean", "sum", "none"))
+    if not isinstance(gamma, torch.Tensor) and float(gamma) == 0:
+        # γ = 0 is cross-entropy: the same kernel, so the values agree bit for bit (a mean of −log p can differ in
+        # the last place from F.cross_entropy's own reduction)
+        return F.cross_entropy(logits, labels, reduction=reduction)
     log_p, log_q = true_class_log_probs(logits, labels)
     terms = signed_focal_terms(log_p, log_q, gamma)
     if reduction == "mean":

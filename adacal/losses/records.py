@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
+import math
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,19 @@ UPDATES_KEY = "updates"
 
 
 def _values(values: Any) -> tuple:
-    return tuple(values.tolist() if isinstance(values, np.ndarray) else values)
+    """A tuple of plain Python numbers, JSON-ready: numpy or torch scalars become int / float, and a NaN or Inf
+    becomes None (JSON's null), as history.jsonl stores it."""
+    if hasattr(values, "tolist"):  # numpy arrays and torch tensors
+        values = values.tolist()
+    return tuple(_plain(value) for value in values)
+
+
+def _plain(value: Any) -> Any:
+    if type(value) not in (int, float) and hasattr(value, "item"):  # numpy (np.float64 too) / torch scalars
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 class _Record(Mapping):
@@ -39,6 +52,13 @@ class _Record(Mapping):
 
     def __len__(self) -> int:
         return len(self._keys())
+
+    def __post_init__(self) -> None:
+        # However a record is built, its fields hold plain JSON-ready tuples (see `_values`).
+        for key in self._keys():
+            value = getattr(self, key)
+            if value is not None:
+                object.__setattr__(self, key, _values(value))
 
     @classmethod
     def _keys(cls) -> tuple[str, ...]:
@@ -110,7 +130,8 @@ class TrainBinStatistics(_Record):
         parts = [p if isinstance(p, TrainBinStatistics) else cls.from_dict(p) for p in parts]
         counts = np.sum([np.asarray(p.train_counts, dtype=np.float64) for p in parts], axis=0)
         sums = np.sum(
-            [np.asarray(p.train_confidence, dtype=np.float64) * np.asarray(p.train_counts) for p in parts], axis=0
+            [np.asarray(p.train_confidence, dtype=np.float64) * np.asarray(p.train_counts, dtype=np.float64)
+             for p in parts], axis=0
         )
         confidence = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
         return cls(train_confidence=_values(confidence), train_counts=tuple(int(c) for c in counts))
