@@ -18,6 +18,7 @@ from adacal.checks import check_integer, check_positive_int
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError, unknown_name
 
+__all__ = ["CalibrationRun", "calibration_methods", "run_calibrate"]
 
 @dataclass(frozen=True)
 class CalibrationRun:

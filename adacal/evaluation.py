@@ -130,6 +130,8 @@ def evaluation_config(
     source: dict[str, Any] | None = None,
     calibrator: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
+    """The `config` section of an evaluate report: the options the metrics were computed with (metric names
+    resolved to their canonical form) and where the predictions came from."""
     return {
         "n_bins": n_bins,
         "metrics": list(resolve_metric_names(metric_names)),

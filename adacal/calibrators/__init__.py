@@ -35,6 +35,7 @@ def build_calibrator(name: str, **options: Any) -> Calibrator:
 
 
 def calibrator_names() -> list[str]:
+    """The registered calibrator names, as `build_calibrator` and `adacal calibrate --method` take them."""
     return CALIBRATORS.names()
 
 

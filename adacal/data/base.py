@@ -214,6 +214,7 @@ def default_data_dir() -> Path:
 
 
 def dataset_names() -> list[str]:
+    """The registered dataset names, as `load_dataset` and `adacal train --dataset` take them."""
     return DATASETS.names()
 
 

@@ -98,6 +98,7 @@ def gaussian_noise(images: Any, *, severity: int, seed: int = 0, layout: str = "
 
 
 def corruption_names() -> list[str]:
+    """The registered CIFAR-10-C corruption names, as `corrupt` and `adacal ood --corruption` take them."""
     return CORRUPTIONS.names()
 
 

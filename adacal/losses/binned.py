@@ -138,7 +138,7 @@ class ValidationBinnedLoss(CalibrationLoss):
         if isinstance(edges, torch.Tensor):
             if edges.ndim != 1 or tuple(edges.shape) != (self.n_bins + 1,):
                 raise CheckpointError(
-                    f"Expected a {type(self).__name__} state with n_bins={self.n_bins}, "
+                    f"Expected {'an' if type(self).__name__[0] in 'AEIOU' else 'a'} {type(self).__name__} state with n_bins={self.n_bins}, "
                     f"got one with {edges.numel() - 1} bins."
                 )
             values = _state_values(edges, "bin_edges", self)

@@ -139,6 +139,7 @@ def model_names(*, include_torchvision: bool = False) -> list[str]:
 
 
 def torchvision_model_names() -> list[str]:
+    """The torchvision classification models `build_model("torchvision:<name>")` can build, sorted."""
     import torchvision.models
 
     return sorted(torchvision.models.list_models(module=torchvision.models))
@@ -257,6 +258,7 @@ def model_options_for_dataset(name: str, dataset: Any, options: dict[str, Any] |
 
 
 def count_parameters(model: nn.Module, *, trainable_only: bool = False) -> int:
+    """The number of parameters of `model` (only those that require gradients with `trainable_only`)."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
 
 

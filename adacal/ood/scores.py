@@ -203,6 +203,7 @@ def _score_metrics(in_logits: np.ndarray, out_logits: np.ndarray, name: str) -> 
 
 
 def check_temperature(temperature: Any, *, name: str = "--temperature") -> float:
+    """`temperature` as a positive finite float; anything else is an InputError naming `name` (the option)."""
     if isinstance(temperature, bool):
         raise InputError(f"Expected {name} to be a positive number, got {temperature!r}.")
     try:
