@@ -137,8 +137,9 @@ class ValidationBinnedLoss(CalibrationLoss):
         edges = state_dict.get(prefix + "bin_edges")
         if isinstance(edges, torch.Tensor):
             if edges.ndim != 1 or tuple(edges.shape) != (self.n_bins + 1,):
+                name = type(self).__name__
                 raise CheckpointError(
-                    f"Expected {'an' if type(self).__name__[0] in 'AEIOU' else 'a'} {type(self).__name__} state with n_bins={self.n_bins}, "
+                    f"Expected {'an' if name[0] in 'AEIOU' else 'a'} {name} state with n_bins={self.n_bins}, "
                     f"got one with {edges.numel() - 1} bins."
                 )
             values = _state_values(edges, "bin_edges", self)
