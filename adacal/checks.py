@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -106,6 +106,21 @@ def check_in_range(
             return float(value)
     between = f"between {low:g} and {high:g}" if inclusive else f"strictly between {low:g} and {high:g}"
     raise InputError(f"Expected {name} to be a number {between}{example}, got {shown(value)}.")
+
+
+def name_items(names: Any, what: str) -> list[str]:
+    """The items of "a,b" (split at commas) or of a sequence of strings, stripped; anything else is an InputError
+    naming `what` ("metric names")."""
+    if isinstance(names, str):
+        items: list[Any] = names.split(",")
+    elif isinstance(names, Iterable) and not isinstance(names, (bytes, bytearray, dict)):
+        items = list(names)
+    else:
+        raise InputError(f"Expected {what} as a comma-separated string or a list of strings, got {shown(names)}.")
+    for item in items:
+        if not isinstance(item, str):
+            raise InputError(f"Expected {what} to be strings, got {shown(item)}.")
+    return [item.strip() for item in items]
 
 
 def renamed_options(

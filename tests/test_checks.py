@@ -53,3 +53,15 @@ def test_finite_and_range():
     for bad in (0.0, 1.0, math.nan, 2):
         with pytest.raises(InputError, match=r"^Expected level to be a number strictly between 0 and 1 such as 0\.9, got "):
             check_in_range(bad, "level", 0.0, 1.0, inclusive=False, example=" such as 0.9")
+
+
+def test_name_items_splits_strings_and_checks_sequences():
+    from adacal.checks import name_items
+
+    assert name_items(" ece-em, nll ,", "metric names") == ["ece-em", "nll", ""]
+    assert name_items(("a", " b"), "metric names") == ["a", "b"]
+    with pytest.raises(InputError, match=r"Expected metric names as a comma-separated string or a list of strings, "
+                                         r"got 5\."):
+        name_items(5, "metric names")
+    with pytest.raises(InputError, match=r"Expected metric names to be strings, got 3\."):
+        name_items(["a", 3], "metric names")

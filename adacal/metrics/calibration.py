@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from adacal.conventions import DEFAULT_N_BINS
+from adacal.checks import name_items
 from adacal.errors import InputError
 
 # Every metric and its helpers stay importable from here (`from adacal.metrics.calibration import ece_em`) as well
@@ -124,16 +125,8 @@ def resolve_metric_names(names: str | Iterable[str] | None) -> tuple[str, ...]:
     """Metric names from "ece-em,nll", a sequence, or None (all); snake_case is accepted; unknown names are errors."""
     if names is None:
         return METRIC_NAMES
-    if isinstance(names, str):
-        items = names.split(",")
-    elif isinstance(names, Iterable) and not isinstance(names, (bytes, bytearray)):
-        items = list(names)
-    else:
-        raise InputError(f"Expected metric names as a comma-separated string or a list of strings, got {names!r}.")
     resolved: list[str] = []
-    for item in items:
-        if not isinstance(item, str):
-            raise InputError(f"Expected metric names to be strings, got {item!r}.")
+    for item in name_items(names, "metric names"):
         name = _canonical(item)
         if not name:
             continue

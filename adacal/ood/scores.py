@@ -24,6 +24,7 @@ from adacal.arrays import (
     one_score_per_sample,
     probability_tolerance,
 )
+from adacal.checks import name_items
 from adacal.errors import InputError, unknown_name
 from adacal.metrics.ood import OOD_SCORES as SCORE_REGISTRY
 from adacal.reports import make_report, read_report
@@ -45,17 +46,9 @@ OOD_REPORT_PREFIX = "ood-"
 
 def check_score_names(scores: str | Iterable[str]) -> tuple[str, ...]:
     """Score names from "entropy,max-prob" or a sequence; unknown names are an error listing the choices."""
-    if isinstance(scores, str):
-        items = scores.split(",")
-    elif isinstance(scores, Iterable) and not isinstance(scores, (bytes, dict)):
-        items = list(scores)
-    else:
-        raise InputError(f"Expected --scores to name at least one of {', '.join(OOD_SCORES)}, got {scores!r}.")
     names: list[str] = []
-    for item in items:
-        if not isinstance(item, str):
-            raise InputError(f"Expected OOD score names ({', '.join(OOD_SCORES)}), got {item!r}.")
-        name = item.strip().lower()
+    for item in name_items(scores, f"OOD score names ({', '.join(OOD_SCORES)})"):
+        name = item.lower()
         if not name:
             continue
         if name not in OOD_SCORES:
