@@ -191,6 +191,18 @@ def _cell(tmp: Path, seed: int, *, loss: str = "adafocal", epochs: int = 2) -> "
                    result=qc.result_path(tmp / "results", loss, "mean", seed))
 
 
+@pytest.fixture(autouse=True)
+def _torch_threads_restored():
+    """The scripts' main() sets torch's thread count for the process (`--threads`); restored after each test, so that
+    a run resumed here computes on as many threads as the run it must equal bit for bit (float sums differ between
+    one thread and two)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     """Two seeds of a tiny AdaFocal grid, run once for the module."""
