@@ -103,10 +103,38 @@ def predictions_are_from(run: RunFolder, checkpoint: dict[str, Any]) -> bool:
     """Whether the run's predictions.npz exists and holds this (loaded) checkpoint's outputs: its epoch is the one
     training evaluated. Unknown (no evaluate.json, a --select best-val run without it) counts as no."""
     epoch = checkpoint.get("epoch")
-    if not run.predictions.is_file() or not isinstance(epoch, int):
+    if not run.predictions.is_file() or not isinstance(epoch, int) or isinstance(epoch, bool):
+        return False
+    if checkpoint.get("partial_epoch") is not None:  # interrupted.pt: `epoch` and some batches of the next one
         return False
     selected = _selected_epoch(run, checkpoint)
     return selected is not None and selected == epoch
+
+
+def run_config(run: RunFolder) -> dict[str, Any] | None:
+    """The run's config.json as read (None when it cannot be read: the checks that use it are then skipped)."""
+    from adacal.sources.documents import read_report
+
+    try:
+        return read_report(run.config, kind="train-config")
+    except InputError:
+        return None
+
+
+def check_predictions_of_run(run: RunFolder, sizes: dict[str, int]) -> None:
+    """Refuse a predictions.npz whose splits do not have the sizes the run's config.json records (another run's file,
+    copied in: say one trained with --test-subset); `sizes` maps a split ("val", "test") to its number of samples."""
+    report = run_config(run) or {}
+    results = report.get("results") if isinstance(report.get("results"), dict) else {}
+    split = results.get("split") if isinstance(results.get("split"), dict) else {}
+    recorded = split.get("sizes") if isinstance(split.get("sizes"), dict) else {}
+    for name, found in sizes.items():
+        expected = recorded.get(name)
+        if isinstance(expected, int) and not isinstance(expected, bool) and expected != found:
+            raise InputError(
+                f"Expected {run.predictions} to hold the run's {expected} {name} samples ({CONFIG_FILE}), found "
+                f"{found}: it is not this run's predictions (another run's file copied in?)."
+            )
 
 
 def _selected_epoch(run: RunFolder, checkpoint: dict[str, Any]) -> int | None:
@@ -124,8 +152,8 @@ def _selected_epoch(run: RunFolder, checkpoint: dict[str, Any]) -> int | None:
     # saved before such a resume records the old target, and would pass for the final model.
     train_config: dict[str, Any] = {}
     try:
-        run_config = read_report(run.config, kind="train-config").get("config")
-        train_config = run_config if isinstance(run_config, dict) else {}
+        recorded = read_report(run.config, kind="train-config").get("config")
+        train_config = recorded if isinstance(recorded, dict) else {}
     except InputError:
         pass
     if not isinstance(train_config.get("epochs"), int) or "select" not in train_config:

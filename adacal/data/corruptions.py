@@ -9,7 +9,11 @@ corrupts an image identically whether it is passed as NHWC or NCHW.
 Hendrycks' published CIFAR-10-C / CIFAR-100-C (https://zenodo.org/records/2535967) are read where a user has them:
 `<data-dir>/CIFAR-10-C/<corruption>.npy` (50,000 x 32 x 32 x 3 uint8: severities 1-5 one after another, 10,000
 images each, in the order of the CIFAR-10 test set) and `labels.npy` (50,000 labels); the folder may also be
-`<data-dir>` itself. All 19 corruptions work from the files; without them gaussian_noise is generated here.
+`<data-dir>` itself. All 19 corruptions work from the files; without them gaussian_noise is generated here. The files
+are checked before use (`check_cifar_c_arrays`): 5 x 10,000 uint8 32x32x3 images, and labels whose every severity
+block equals the test labels of `<data-dir>/cifar10.npz` (cifar100.npz) in order when that file is there (else the
+five blocks must agree), all below the set's number of classes — so CIFAR-100-C files in a CIFAR-10-C folder, or files
+of another test-set order, are refused rather than scored.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from adacal.data.base import (
     labels_to_tensor,
     load_dataset,
 )
-from adacal.data.image_arrays import check_image_labels, check_images, read_npz
+from adacal.data.image_arrays import check_image_labels, check_images, describe_image_npz, read_npz
 from adacal.data.vision import SPECS, load_image_arrays
 from adacal.errors import InputError, unknown_name
 from adacal.registry import Registry
@@ -118,6 +122,26 @@ def ood_names() -> list[str]:
     return sorted({*_CORRUPTED_SETS, *DATASETS.names()})
 
 
+# What the registered sets hold besides the .npz-backed image sets (SPECS), known without loading them: (kind,
+# per-sample input shape, or None where it follows loader options: ImageNet's image_size, 20 Newsgroups' max_length).
+_SET_INPUTS: dict[str, tuple[str, tuple[int, ...] | None]] = {
+    "digits": ("vector", (64,)),
+    "tiny-imagenet": ("image", (3, 64, 64)),
+    "imagenet": ("image", None),
+    "20newsgroups": ("text", None),
+}
+
+
+def ood_set_input(name: str) -> tuple[str, tuple[int, ...] | None] | None:
+    """(kind, per-sample input shape or None) of the OOD set called `name` ("image", "vector" or "text"), from the
+    dataset's spec alone — nothing is read or downloaded; None for a file or a set it does not know."""
+    key = str(name).lower()
+    base = _CORRUPTED_SETS.get(key, key)
+    if base in SPECS:
+        return "image", (3, *SPECS[base].image_size)
+    return _SET_INPUTS.get(base)
+
+
 def known_corruptions() -> list[str]:
     """Every corruption name --corruption accepts: the generated ones and those of Hendrycks' CIFAR-C files."""
     return sorted({*CIFAR_C_CORRUPTIONS, *CORRUPTIONS.names()})
@@ -158,6 +182,17 @@ def cifar_c_folder(name: str, data_dir: str | os.PathLike | None) -> Path | None
     return None
 
 
+def hendrycks_file(name: str, corruption: str | None, data_dir: str | os.PathLike | None) -> Path | None:
+    """The `<corruption>.npy` of Hendrycks' files that `load_ood_set(name, corruption=...)` reads, or None when it
+    would not read one (another set, no corruption, no such file)."""
+    key = str(name).lower()
+    if key not in _CORRUPTED_SETS or corruption is None:
+        return None
+    folder = cifar_c_folder(key, data_dir)
+    path = None if folder is None else folder / f"{check_corruption(corruption)}.npy"
+    return path if path is not None and path.is_file() else None
+
+
 def _load_npy(path: Path) -> np.ndarray:
     """A memory-mapped .npy (only the rows indexed later are read); a damaged file is an InputError."""
     try:
@@ -172,12 +207,17 @@ def load_cifar_c(
     *,
     severity: int,
     select: Callable[[int, np.ndarray], np.ndarray | None] | None = None,
+    dataset: str = "cifar10",
+    test_labels: np.ndarray | None = None,
+    test_source: str | None = None,
 ) -> tuple[Split, int]:
     """Images of one corruption and severity from Hendrycks' layout: (Split uint8 NCHW, images per severity).
 
     `<folder>/<corruption>.npy` holds 5 x n images (severity s = rows (s-1)n ... sn-1) and `<folder>/labels.npy` their
-    n x 5 labels. `select(n, labels)` (the severity's n labels) may return the indices (into its n images) to keep; only those rows are
-    read from disk, so memory follows the selection, not the file.
+    5 x n labels. `check_cifar_c_arrays` checks them first against `dataset` ("cifar10" or "cifar100"): shapes, labels
+    below its number of classes, and each severity's labels equal to `test_labels` (the clean test set's, so n is
+    its size and the rows are its images in order) when given, else to the first severity's. `select(n, labels)` (the severity's n labels) may return the indices (into its n images)
+    to keep; only those rows are read from disk, so memory follows the selection, not the file.
     """
     folder = Path(folder)
     corruption = check_corruption(corruption)
@@ -188,13 +228,45 @@ def load_cifar_c(
             f"Expected {images_path} (Hendrycks' CIFAR-C layout) for corruption '{corruption}', but it does not exist."
         )
     images, labels = _load_npy(images_path), _load_npy(labels_path)
+    labels = check_cifar_c_arrays(images, labels, dataset=dataset, test_labels=test_labels, test_source=test_source,
+                                  images_path=images_path, labels_path=labels_path)
+    n = len(images) // CIFAR_C_SEVERITIES
+    start = (severity - 1) * n
+    rows = np.arange(n) if select is None else select(n, labels[start:start + n])
+    rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
+    picked = np.ascontiguousarray(images[start + rows])
+    picked_labels = labels[start + rows]
+    inputs = torch.from_numpy(np.ascontiguousarray(picked.transpose(0, 3, 1, 2)))
+    return Split(inputs, torch.from_numpy(picked_labels)), n
+
+
+def check_cifar_c_arrays(
+    images: np.ndarray,
+    labels: np.ndarray,
+    *,
+    dataset: str = "cifar10",
+    test_labels: np.ndarray | None = None,
+    test_source: str | None = None,
+    images_path: str | os.PathLike = "<corruption>.npy",
+    labels_path: str | os.PathLike = "labels.npy",
+) -> np.ndarray:
+    """Check Hendrycks' CIFAR-C arrays of `dataset` ("cifar10" or "cifar100") and return the labels as int64.
+
+    `images` (only its header is looked at; memory-map it) must be uint8 (5n, 32, 32, 3) and `labels` integers (5n,)
+    in 0 ... K-1, K the dataset's classes. With the clean `test_labels` (the dataset's test set, e.g. `test_y` of
+    cifar10.npz; `test_source` names where they came from), n must be their number and each severity's n labels must equal them in order — the rows are then
+    the corrupted test images in the test set's order; without them, each severity's labels must equal the first
+    severity's. Anything else is a one-line InputError naming the file and what differs.
+    """
+    spec = SPECS[dataset]
+    title = spec.title
     if images.dtype != np.uint8 or images.ndim != 4 or images.shape[-1] != 3:
         raise InputError(
             f"Expected {images_path} to hold uint8 images (N, H, W, 3), got {images.dtype} {tuple(images.shape)}."
         )
     if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer) or len(labels) != len(images):
         raise InputError(
-            f"Expected {labels_path} to hold {len(images)} integer labels (one per image in {images_path.name}), "
+            f"Expected {labels_path} to hold {len(images)} integer labels (one per image in {Path(images_path).name}), "
             f"got {labels.dtype} {tuple(labels.shape)}."
         )
     if len(images) == 0 or len(images) % CIFAR_C_SEVERITIES:
@@ -202,19 +274,63 @@ def load_cifar_c(
             f"Expected {images_path} to hold {CIFAR_C_SEVERITIES} severities of equally many images, "
             f"got {len(images)} images."
         )
+    values = np.asarray(labels)  # 5 x 10,000 integers: cheap to read whole
+    low, high = int(values.min()), int(values.max())
+    if low < 0 or high >= spec.num_classes:
+        raise InputError(
+            f"Expected {labels_path} to hold {title} labels 0 ... {spec.num_classes - 1}, got values from {low} to "
+            f"{high} (the files of another dataset, such as CIFAR-100-C in a CIFAR-10-C folder?)."
+        )
     n = len(images) // CIFAR_C_SEVERITIES
-    start = (severity - 1) * n
-    rows = np.arange(n) if select is None else select(n, np.asarray(labels[start:start + n]))
-    rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
-    picked = np.ascontiguousarray(images[start + rows])
-    picked_labels = np.asarray(labels[start + rows])
-    # Checked before the cast to int64, which would wrap uint64 labels beyond 2**63 to negative numbers.
-    if picked_labels.size and (picked_labels.min() < 0 or picked_labels.max() > np.iinfo(np.int64).max):
-        raise InputError(f"Expected class indices from 0 in {labels_path}, got values from {picked_labels.min()} to "
-                         f"{picked_labels.max()}.")
-    picked_labels = picked_labels.astype(np.int64)
-    inputs = torch.from_numpy(np.ascontiguousarray(picked.transpose(0, 3, 1, 2)))
-    return Split(inputs, torch.from_numpy(picked_labels)), n
+    if test_labels is not None:
+        test_labels = np.asarray(test_labels).reshape(-1)
+    of = f" of {test_source}" if test_source else ""
+    size = n if test_labels is None else len(test_labels)
+    expected = (CIFAR_C_SEVERITIES * size, *spec.image_size, 3)
+    if tuple(images.shape) != expected:
+        per = f"{size:,} {title} test images" if test_labels is None else f"the {size:,} {title} test images{of}"
+        raise InputError(
+            f"Expected {images_path} to hold {CIFAR_C_SEVERITIES} severities of {per}, uint8 of shape {expected}, "
+            f"got {tuple(images.shape)} ({n:,} images of {images.shape[1]}x{images.shape[2]} per severity)."
+        )
+    values = values.astype(np.int64)
+    if test_labels is not None and (not np.issubdtype(test_labels.dtype, np.integer) or len(test_labels) == 0):
+        raise InputError(f"Expected the {title} test labels to compare {labels_path} with to be integers, got "
+                         f"{test_labels.dtype} of shape {test_labels.shape}.")
+    reference = values[:n] if test_labels is None else test_labels.astype(np.int64)
+    against = "the first severity's labels" if test_labels is None else f"the {title} test labels{of}"
+    for severity in range(1, CIFAR_C_SEVERITIES + 1):
+        block = values[(severity - 1) * n : severity * n]
+        differ = np.flatnonzero(block != reference)
+        if differ.size:
+            first = int(differ[0])
+            raise InputError(
+                f"Expected each severity of {labels_path} to hold {against} in order, but severity {severity} differs "
+                f"in {differ.size:,} of {n:,} rows (row {(severity - 1) * n + first} is {block[first]}, not "
+                f"{reference[first]}): the files do not hold the {title} test images in order."
+            )
+    return values
+
+
+def cifar_test_labels(dataset: str, data_dir: str | os.PathLike | None) -> tuple[np.ndarray, Path] | None:
+    """(test labels, file) of `<data-dir>/<dataset>.npz` ("cifar10" or "cifar100"), reading only its `test_y`;
+    None when the file is not there (nothing is downloaded for this check)."""
+    from adacal.sources.files import NpzArchive
+
+    root = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
+    path = root / SPECS[dataset].file_name
+    check_data_file(path, describe_image_npz(path.name))
+    if not path.is_file():
+        return None
+    with NpzArchive(path, "a dataset file (.npz)") as archive:
+        if "test_y" not in archive.files:
+            raise InputError(f"Expected {path} to hold the test labels under 'test_y', but it has none.")
+        test_y = archive["test_y"]
+    if not np.issubdtype(test_y.dtype, np.integer) or test_y.ndim not in (1, 2) or (
+        test_y.ndim == 2 and test_y.shape[1] != 1
+    ):
+        raise InputError(f"Expected 'test_y' in {path} to be integer labels (N,), got {test_y.dtype} {test_y.shape}.")
+    return test_y.reshape(-1), path
 
 
 def load_ood_split(
@@ -242,6 +358,8 @@ def load_ood_set(
     select: Callable[[int, np.ndarray], np.ndarray | None] | None = None,
     input_kind: str = "image",
     input_shape: Sequence[int] | None = None,
+    test_labels: np.ndarray | None = None,
+    test_source: str | None = None,
 ) -> OODSet:
     """An out-of-distribution set.
 
@@ -255,7 +373,10 @@ def load_ood_set(
       training dataset's own representation (digits: the 64 pixel intensities 0-16 divided by 16), scored as given;
       "text" is refused (token ids of the model's training vocabulary, which a checkpoint does not keep).
     `select(n, labels)` (the set's n labels) may return indices into its n samples to keep (None: all); they are taken before any
-    corruption is generated. Images come back uint8 NCHW, vectors float32; feed them through `BatchLoader(split, ...,
+    corruption is generated. `test_labels`, the clean test set's labels (`cifar_test_labels` reads them from
+    `<data-dir>/cifar10.npz`; `test_source` says where they came from, for messages), are what each severity of
+    Hendrycks' files must hold in order (`check_cifar_c_arrays`); without them those files are checked for shape,
+    label range and five equal severities only. Images come back uint8 NCHW, vectors float32; feed them through `BatchLoader(split, ...,
     dataset=<training dataset>)` so images get the in-distribution normalisation.
     """
     text = str(name)
@@ -268,7 +389,8 @@ def load_ood_set(
     if corrupted_by_default:
         folder = cifar_c_folder(key, data_dir)
         if folder is not None and (folder / f"{corruption}.npy").is_file():
-            split, size = load_cifar_c(folder, corruption, severity=severity, select=select)
+            split, size = load_cifar_c(folder, corruption, severity=severity, select=select,
+                                       dataset=_CORRUPTED_SETS[key], test_labels=test_labels, test_source=test_source)
             files = (str(folder / f"{corruption}.npy"), str(folder / "labels.npy"))
             return OODSet(split, tuple(int(v) for v in split.inputs.shape[1:]), size, "hendrycks-files", files)
     if corruption is not None and corruption not in CORRUPTIONS:

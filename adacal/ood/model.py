@@ -146,6 +146,7 @@ def ood_from_model(
     min and max and the training dataset's feature range, else None), and val when asked.
     """
     from adacal.data import BatchLoader, load_dataset, load_ood_set
+    from adacal.data.corruptions import cifar_test_labels, hendrycks_file
     from adacal.data.base import subset_test_rows
     from adacal.evaluation import check_device_name
     from adacal.models import model_input_kind
@@ -201,17 +202,36 @@ def ood_from_model(
         return None if len(rows) == n else rows
 
     _check_cifar_c_labels(out_name, corruption, data_dir)
+    # A named set's shape is known from its spec: one the model cannot take is refused before anything is loaded or
+    # downloaded.
+    _check_known_input(out_name, "OOD", input_kind, input_shape)
+    if not same:
+        _check_known_input(in_name, "in-distribution", input_kind, input_shape)
+    # Hendrycks' files must hold the clean test set's images in order (so a test subset's OOD images are its very
+    # images): compared with the test labels of <data-dir>/cifar10.npz, else with the run's saved full test set.
+    saved: Any = _UNREAD
+    test_labels, test_source = None, None
+    if hendrycks_file(out_name, corruption, data_dir) is not None:
+        found = cifar_test_labels(out_name[:-2], data_dir)
+        if found is not None:
+            test_labels, test_source = found[0], str(found[1])
+        elif out_name[:-2] == in_name and test_subset is None:
+            saved = _saved_predictions(run, checkpoint, in_name=in_name)
+            if saved is not None:
+                test_labels, test_source = np.asarray(saved["test"].labels), f"{run.predictions}"
     # The OOD set first: a shape the model cannot take is reported before the model or the in-distribution data.
     ood = load_ood_set(
         out_name, data_dir=data_dir, corruption=corruption, severity=severity, seed=seed, download=download,
-        select=select, input_kind=input_kind, input_shape=input_shape,
+        select=select, input_kind=input_kind, input_shape=input_shape, test_labels=test_labels,
+        test_source=test_source,
     )
     if tuple(ood.shape) != input_shape:
         raise InputError(f"Expected OOD inputs of shape {input_shape} like the model's input, got {tuple(ood.shape)}.")
     if len(ood.split) == 0:
         raise InputError(f"Expected the OOD set {out_name} to hold at least one sample, got none.")
 
-    saved = _saved_predictions(run, checkpoint, in_name=in_name)
+    if saved is _UNREAD:
+        saved = _saved_predictions(run, checkpoint, in_name=in_name)
     vectors = ood.source == "file" and input_kind == "vector"  # scored as given: compared with the training range
     dataset = None
     if saved is None or (with_val and saved["val"] is None) or vectors:
@@ -239,11 +259,22 @@ def ood_from_model(
         logits, _ = predict(model, loader, torch_device)
         return logits
 
-    if saved is not None:
+    in_split = None if saved is not None else _subset_split(dataset.test, limit, seed)
+    in_labels = _subset_rows(np.asarray(saved["test"].labels), limit, seed) if in_split is None else (
+        in_split.labels.numpy())
+    if out_name == f"{in_name}-c" and ood.source == "hendrycks-files":
+        _check_same_images(ood, in_labels, out_name=out_name, in_name=in_name)
+    if in_split is None:
         in_logits, in_source = _subset_rows(saved["test"].logits, limit, seed), "predictions.npz"
     else:
-        in_logits, in_source = logits_of(_subset_split(dataset.test, limit, seed)), "model"
-    out_logits = logits_of(ood.split)
+        in_logits, in_source = logits_of(in_split), "model"
+    if out_name == in_name and corruption is None and np.array_equal(ood.split.labels.numpy(), in_labels):
+        # The in-distribution set's very images (the same rows of the same test set): their logits, not a second
+        # computation (another batch size, or predictions.npz against the model) differing by float noise, which
+        # would rank identical images apart (AUROC 0 or 100 % for one image instead of 50 %).
+        out_logits = np.array(in_logits, copy=True)
+    else:
+        out_logits = logits_of(ood.split)
     out_range = None
     if vectors:
         values = ood.split.inputs
@@ -285,6 +316,44 @@ def ood_from_model(
 
 
 _CIFAR_C_FOLDERS = {"cifar10-c": "CIFAR-10-C", "cifar100-c": "CIFAR-100-C"}
+
+
+_UNREAD = object()  # predictions.npz not looked at yet
+
+
+def _check_same_images(ood: Any, in_labels: np.ndarray, *, out_name: str, in_name: str) -> None:
+    """The corrupted copy of the in-distribution test set (Hendrycks' files) must be the very images scored: as
+    many, with the same labels in the same order; otherwise the files are of another test set."""
+    out_labels = ood.split.labels.numpy()
+    if len(out_labels) == len(in_labels) and np.array_equal(out_labels, in_labels):
+        return
+    where = ood.files[1] if len(ood.files) > 1 else out_name
+    if len(out_labels) != len(in_labels):
+        found = f"got {len(out_labels):,} images for {len(in_labels):,}"
+    else:
+        row = int(np.flatnonzero(out_labels != in_labels)[0])
+        found = f"their labels differ (image {row}: {out_labels[row]} in {where}, {in_labels[row]} in {in_name})"
+    raise InputError(
+        f"Expected the {out_name} images to be the corrupted copies of the {len(in_labels):,} {in_name} test images "
+        f"scored, in their order, but {found}: the files do not match the {in_name} test set."
+    )
+
+
+def _check_known_input(name: str, what: str, input_kind: str, input_shape: tuple[int, ...]) -> None:
+    """Refuse a named set whose inputs (kind and shape, from the dataset's spec) the model cannot take — before it
+    is loaded or downloaded. Files and sets whose shape follows loader options are checked once loaded."""
+    from adacal.data.corruptions import ood_set_input
+
+    known = ood_set_input(name)
+    if known is None:
+        return
+    kind, shape = known
+    if shape is not None and tuple(shape) != tuple(input_shape):
+        raise InputError(f"Expected {what} inputs of shape {input_shape} like the model's input, got {tuple(shape)} "
+                         f"({name}).")
+    if shape is None and kind != input_kind:
+        raise InputError(f"Expected {what} inputs of shape {input_shape} like the model's input ({input_kind}), got "
+                         f"{name}, a {kind} dataset.")
 
 
 def _check_cifar_c_labels(out_name: str, corruption: str | None, data_dir: str | os.PathLike | None) -> None:

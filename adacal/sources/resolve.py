@@ -14,7 +14,10 @@ from typing import Any
 import numpy as np
 
 from adacal.errors import CheckpointError, InputError
-from adacal.runs import RunFolder, find_run_folder, predictions_are_from, require_run_folder, selected_checkpoint
+from adacal.runs import (
+    RunFolder, check_predictions_of_run, find_run_folder, predictions_are_from, run_config,
+    require_run_folder, selected_checkpoint,
+)
 from adacal.sources.files import check_regular_file
 from adacal.sources.formats import (
     DEFAULT_OPTIONS, Predictions, ReadOptions, load_predictions, load_split_predictions, open_arrays,
@@ -91,10 +94,28 @@ def _predict(checkpoint: Path, splits: tuple[str, ...], options: dict[str, Any],
     return predict_checkpoint_splits(checkpoint, splits, contents=contents, **options)
 
 
+def check_checkpoint_of_run(run: RunFolder, path: Path, contents: Any) -> None:
+    """Refuse a checkpoint in a run folder that another run trained (copied in): the options it recorded must agree
+    with the run's config.json on everything that defines a run, as `adacal train --resume` requires."""
+    if not isinstance(contents, dict):
+        return
+    from adacal.training.checkpoints import check_checkpoint_of_run as check
+
+    check(run, Path(path), contents, run_config(run))
+
+
 def _checked_checkpoint(path: Path) -> dict[str, Any]:
     from adacal.training.checkpoints import load_checkpoint
 
     return load_checkpoint(path)
+
+
+def _raw_checkpoint(path: Path) -> Any:
+    """A checkpoint file as torch.load(weights_only=True) reads it, read once: its fields are checked by whoever uses
+    them (`load_checkpoint` when its model is run)."""
+    from adacal.sources.files import safe_torch_load
+
+    return safe_torch_load(path, what="torch checkpoint", error=CheckpointError)
 
 
 def _forbid_options(options: ReadOptions, what: str) -> None:
@@ -146,10 +167,16 @@ def _predictions_of_run(
     """The run's predictions.npz when it holds the outputs asked for (the run's selected model, or the checkpoint
     given, whose loaded `contents` tell its epoch); otherwise the checkpoint's own test logits (a best.pt of another
     epoch than the model training evaluated is scored itself, not described by the other model's predictions)."""
+    if checkpoint is not None:
+        check_checkpoint_of_run(run, checkpoint, contents)  # not another run's checkpoint copied in
     if run.predictions.is_file() and (checkpoint is None or predictions_are_from(run, contents)):
-        return EvaluationInput(load_predictions(run.predictions), kind, given, run.predictions, run, "predictions.npz")
+        predictions = load_predictions(run.predictions)
+        check_predictions_of_run(run, {"test": len(predictions)})
+        return EvaluationInput(predictions, kind, given, run.predictions, run, "predictions.npz")
     if checkpoint is None:
-        checkpoint, contents = selected_checkpoint(run), None  # the model training selected (best.pt for best-val)
+        checkpoint = selected_checkpoint(run)  # the model training selected (best.pt for best-val)
+        contents = _raw_checkpoint(checkpoint)  # validated where the model is built
+        check_checkpoint_of_run(run, checkpoint, contents)
     predictions = _predict(checkpoint, ("test",), predict_options, contents)["test"]
     return EvaluationInput(predictions, kind, given, checkpoint, run, "checkpoint", checkpoint=contents)
 
@@ -239,11 +266,16 @@ def resolve_calibration_input(
         splits, input_path = load_split_predictions(source, options=options), source
     else:
         contents = None if checkpoint is None else _checked_checkpoint(checkpoint)
+        if checkpoint is not None:
+            check_checkpoint_of_run(run, checkpoint, contents)  # not another run's checkpoint copied in
         if run.predictions.is_file() and (contents is None or predictions_are_from(run, contents)):
             splits, input_path = load_split_predictions(run.predictions), run.predictions
+            check_predictions_of_run(run, {name: len(split) for name, split in splits.items() if split is not None})
         else:
             if checkpoint is None:
                 checkpoint = selected_checkpoint(run)  # the model training selected (best.pt for --select best-val)
+                contents = _raw_checkpoint(checkpoint)  # validated where the model is built
+                check_checkpoint_of_run(run, checkpoint, contents)
             input_path = checkpoint
             splits = _predict(checkpoint, ("val", "test"), predict_options, contents)
     if splits.get("val") is None:

@@ -316,3 +316,27 @@ def resolve_checkpoint_path(path: str | os.PathLike, which: str = "last") -> Pat
             raise CheckpointError(f"Expected a checkpoint at {candidate}, but the run folder {path} has none.")
         return candidate
     return check_regular_file(path, "a run folder or checkpoint", error=CheckpointError)
+
+
+def check_checkpoint_of_run(
+    run: Any, path: Path, checkpoint: dict[str, Any], run_report: dict[str, Any] | None
+) -> None:
+    """Refuse a checkpoint that is not this run's: the options it recorded must agree with the run folder's
+    config.json on everything that defines the run (dataset, model, loss and its options, seed, subsets, schedule,
+    ...); the options a resume may change (--epochs, --device, --workers, --data-dir) and the run's name and --out
+    folder are not compared. An option only one side records (written by another adacal version) is not compared.
+    A CheckpointError names every differing option, before anything is written."""
+    from adacal.training.config import defining_differences
+
+    recorded = (run_report or {}).get("config")
+    saved = checkpoint.get("config")
+    if not isinstance(recorded, dict) or not isinstance(saved, dict):
+        return
+    differences = defining_differences(saved, recorded)
+    if not differences:
+        return
+    shown = ", ".join(differences[:6]) + (f" and {len(differences) - 6} more" if len(differences) > 6 else "")
+    raise CheckpointError(
+        f"Expected {path} to be a checkpoint of the run in {run.root}, got one trained with other options than its "
+        f"{run.config.name}: {shown}; nothing was written."
+    )

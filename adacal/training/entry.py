@@ -27,6 +27,7 @@ from adacal.errors import InputError
 from adacal.reports import make_report, new_run_dir, read_report
 from adacal.runs import RunFolder, require_run_folder
 from adacal.training.checkpoints import (
+    check_checkpoint_of_run,
     checkpoint_safe,
     checkpoint_test_subset_method,
     load_checkpoint,
@@ -36,7 +37,6 @@ from adacal.training.config import (
     TrainConfig,
     check_model_options,
     check_names,
-    defining_differences,
     merge_resume_config,
     resolve_config,
     resolved_loss_options,
@@ -353,30 +353,6 @@ def _continue_interrupted_epoch(
     ):
         return path, checkpoint
     return candidate, interrupted
-
-
-def check_checkpoint_of_run(
-    run: RunFolder, path: Path, checkpoint: dict[str, Any], run_report: dict[str, Any] | None
-) -> None:
-    """Refuse a checkpoint that is not this run's: the options it recorded must agree with the run folder's
-    config.json on everything that defines the run (dataset, model, loss and its options, seed, subsets, schedule,
-    ...); the options a resume may change (--epochs, --device, --workers, --data-dir) and the run's name and --out
-    folder are not compared. An option only one side records (written by another adacal version) is not compared.
-    A CheckpointError names every differing option, before anything is written."""
-    from adacal.errors import CheckpointError
-
-    recorded = (run_report or {}).get("config")
-    saved = checkpoint.get("config")
-    if not isinstance(recorded, dict) or not isinstance(saved, dict):
-        return
-    differences = defining_differences(saved, recorded)
-    if not differences:
-        return
-    shown = ", ".join(differences[:6]) + (f" and {len(differences) - 6} more" if len(differences) > 6 else "")
-    raise CheckpointError(
-        f"Expected {path} to be a checkpoint of the run in {run.root}, got one trained with other options than its "
-        f"{run.config.name}: {shown}; nothing was written."
-    )
 
 
 def _data_source(given: TrainConfig, resolved: TrainConfig, *, resumed: bool) -> tuple[str | None, bool]:
