@@ -73,6 +73,18 @@ def one_torch_thread():
     return _one_torch_thread
 
 
+@pytest.fixture(scope="module")
+def digits_run(tmp_path_factory, one_torch_thread):
+    """A run folder: an MLP trained one epoch with cross-entropy on 100 digits, scored on the whole 360-sample test
+    set (no test subset); trained once for each module that asks for it."""
+    from adacal.training import TrainConfig, train
+
+    with one_torch_thread():
+        result = train(TrainConfig(dataset="digits", model="mlp", loss="ce", epochs=1, train_subset=100,
+                                   out=str(tmp_path_factory.mktemp("runs")), device="cpu"))
+    return result.run_dir
+
+
 @pytest.fixture
 def saved_figures(monkeypatch):
     """The figures `adacal.plots.save_figure` is given, in order (it still writes them): to inspect their artists."""

@@ -97,17 +97,6 @@ def test_the_test_labels_are_read_from_cifar10_npz_and_the_files_checked_against
 # ------------------------------------------------------------------------------------ through a trained model
 
 
-@pytest.fixture(scope="module")
-def digits_run(tmp_path_factory, one_torch_thread):
-    """An MLP trained one epoch on 100 digits, scored on the whole 360-sample test set (no test subset)."""
-    from adacal.training import TrainConfig, train
-
-    with one_torch_thread():
-        result = train(TrainConfig(dataset="digits", model="mlp", loss="ce", epochs=1, train_subset=100,
-                                   out=str(tmp_path_factory.mktemp("runs")), device="cpu"))
-    return result.run_dir
-
-
 @pytest.mark.parametrize("limit, seed, batch_size", [(1, 0, 512), (1, 5, 7), (3, 1, 2), (None, 0, 512)])
 def test_the_models_own_test_set_against_itself_is_exactly_one_half(digits_run, tmp_path, one_torch_thread, limit,
                                                                     seed, batch_size):

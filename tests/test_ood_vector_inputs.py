@@ -17,17 +17,6 @@ from cli_helpers import one_line_error, runner, snapshot
 
 
 @pytest.fixture(scope="module")
-def digits_run(tmp_path_factory, one_torch_thread):
-    """An MLP trained one epoch on 100 digits (scored on the whole 360-sample test set)."""
-    from adacal.training import TrainConfig, train
-
-    with one_torch_thread():
-        result = train(TrainConfig(dataset="digits", model="mlp", loss="ce", epochs=1, train_subset=100,
-                                   out=str(tmp_path_factory.mktemp("runs")), device="cpu"))
-    return result.run_dir
-
-
-@pytest.fixture(scope="module")
 def digits_test():
     """The digits test inputs as the loader makes them: float32 (360, 64) in [0, 1]."""
     return load_dataset("digits").test.inputs.numpy()
