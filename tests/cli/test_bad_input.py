@@ -244,7 +244,7 @@ CASES = [
     ("ood OOD images of another shape", "ood --model {run} --in digits --out {ws}/images32.npz",
      "to be feature vectors of shape (N, 64) like the model's input, got uint8 of shape (6, 32, 32, 3)"),
     ("ood in-distribution of another shape", "ood --model {run} --in cifar10 --out digits --data-dir {ws}/data",
-     "Expected cifar10 inputs of shape (64,)"),
+     "Expected in-distribution inputs of shape (64,) like the model's input, got (3, 32, 32) (cifar10)"),
     ("ood truncated checkpoint", "ood --model {ws}/truncated.pt --in digits --out digits", "truncated or corrupt"),
     ("ood checkpoint odd config", "ood --model {ws}/odd_config.pt --in digits --out digits", "odd_config.pt"),
     ("ood checkpoint bad shape", "ood --model {ws}/bad_shape.pt --in digits --out digits", "'input_shape'"),
