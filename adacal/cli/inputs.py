@@ -21,8 +21,11 @@ LabelsKey = Annotated[
 ]
 LabelsFile = Annotated[
     Path | None,
-    typer.Option("--labels", help="File of labels (.npy, .txt, .npz, .pt, .safetensors, .mat, .csv, .tsv, .json or .jsonl) for scores saved without them, e.g. an "
-                                  ".npy of logits (default: <stem>_labels.npy, else labels.npy, beside an .npy).", show_default=False),
+    typer.Option("--labels", "--labels-file",
+                 help="File of labels (.npy, .txt, .npz, .pt, .safetensors, .mat, .csv, .tsv, .json or .jsonl) for "
+                      "scores saved without them, e.g. an .npy of logits (default: <stem>_labels.npy, else labels.npy, "
+                      "beside an .npy). --labels-file is the same option, as `plot reliability` spells it.",
+                 show_default=False),
 ]
 Renormalize = Annotated[
     bool,

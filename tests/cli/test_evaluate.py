@@ -539,3 +539,22 @@ def test_number_switches_to_scientific_from_a_million():
     assert number(999999.0, 2) == "999999.00"
     assert number(1e6, 2) == "1e+06"
     assert number(-8.2e305, 4) == "-8.2e+305"
+
+
+def test_labels_file_is_the_same_option_as_labels(tmp_path):
+    """`plot reliability` spells the labels file --labels-file (its --labels names the panels): evaluate and calibrate
+    take that spelling too, with the same result."""
+    from typer.testing import CliRunner
+
+    from adacal.cli import app
+
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "scores.npy", rng.normal(size=(50, 3)))
+    np.save(tmp_path / "y.npy", rng.integers(0, 3, 50))
+    outputs = []
+    for flag in ("--labels", "--labels-file"):
+        result = CliRunner().invoke(app, ["evaluate", str(tmp_path / "scores.npy"), flag, str(tmp_path / "y.npy"),
+                                          "-q"])
+        assert result.exit_code == 0, result.output
+        outputs.append(result.output)
+    assert outputs[0] == outputs[1]
