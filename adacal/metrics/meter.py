@@ -128,15 +128,20 @@ class CalibrationMeter:
     def compute(self) -> dict[str, float]:
         """The metrics of every batch seen (on all ranks), as `compute_metrics` returns them."""
         columns = self._columns()
-        data = np.concatenate(self._pieces) if self._pieces else np.empty((0, len(columns)))
         kinds = {_KINDS.index(kind) for kind in self._kinds}
         num_classes = self._num_classes or 0
         classwise = self._classwise
         if self.sync and _distributed(self.process_group):
+            data = np.concatenate(self._pieces) if self._pieces else np.empty((0, len(columns)))
             data, kinds, num_classes, classwise = _gather(
                 data, kinds, num_classes, classwise, self.n_bins, self.process_group, "classwise-ece" in self.names
             )
-        if data.shape[0] == 0:
+            values = [np.ascontiguousarray(data[:, index]) for index in range(len(columns))]
+        else:  # each column straight from the pieces: no (N, columns) copy on the way
+            values = [np.concatenate([piece[:, index] for piece in self._pieces]) if self._pieces else np.empty(0)
+                      for index in range(len(columns))]
+        n_samples = values[0].shape[0] if values else 0
+        if n_samples == 0:
             raise InputError("Expected at least one sample before compute(), got none: call update() first.")
         if len(kinds) > 1:
             raise InputError(
@@ -144,14 +149,14 @@ class CalibrationMeter:
                 "logits: pass logits (or probabilities) throughout."
             )
         assumed = _KINDS[next(iter(kinds))]
-        pred = PreparedPredictions(None, np.zeros(data.shape[0], dtype=np.int64), assumed)
-        for index, column in enumerate(columns):
-            pred._cache[column] = np.ascontiguousarray(data[:, index])
+        pred = PreparedPredictions(None, np.zeros(n_samples, dtype=np.int64), assumed)
+        for column, value in zip(columns, values):
+            pred._cache[column] = value
         results = {}
         for name in self.names:
             if name == "classwise-ece":
                 conf_sum, hit_sum = classwise  # type: ignore[misc]
-                results[metric_key(name)] = classwise_error(conf_sum, hit_sum, data.shape[0], num_classes)
+                results[metric_key(name)] = classwise_error(conf_sum, hit_sum, n_samples, num_classes)
             else:
                 results[metric_key(name)] = _KERNELS[name](pred, self.n_bins)
         return results
