@@ -305,6 +305,22 @@ def checkpoint_test_subset_method(checkpoint: dict[str, Any]) -> str:
     return method if method in TEST_SUBSET_METHODS else "random"
 
 
+def check_resume_split(checkpoint: dict[str, Any], split_info: dict[str, Any]) -> None:
+    """InputError when the data a resumed run just loaded is not the data its checkpoint trained on: the training pool
+    or the split sizes differ (e.g. --data-dir now points at another file). The path itself may change (data moved);
+    a checkpoint that records no split (older runs) is not checked."""
+    saved = checkpoint.get("split")
+    if not isinstance(saved, dict):
+        return
+    for key in ("train_pool", "sizes"):
+        if key in saved and key in split_info and saved[key] != split_info[key]:
+            raise InputError(
+                f"Expected the data at {split_info.get('source', '--data-dir')} to give the split the resumed run "
+                f"trained on ({saved.get('source', 'its data')}: {key} {saved[key]}), got {key} {split_info[key]}: "
+                "resume with --data-dir pointing at the run's own data."
+            )
+
+
 def resolve_checkpoint_path(path: str | os.PathLike, which: str = "last") -> Path:
     """A checkpoint file given directly, or `<run>/checkpoints/<which>.pt` for a run folder."""
     from adacal.sources.files import check_regular_file

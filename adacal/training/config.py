@@ -580,6 +580,12 @@ def merge_resume_config(saved: dict[str, Any], given: TrainConfig) -> TrainConfi
         if _normalise(value) != _normalise(saved_values.get(key)):
             flag = "--" + key.replace("_", "-")
             allowed = ", ".join("--" + k.replace("_", "-") for k in RESUME_MAY_CHANGE if k != "resume")
+            if isinstance(value, bool):  # an on/off flag (--amp/--no-amp): name both as typed, not True/False
+                spelled = {True: flag, False: "--no-" + flag[2:]}
+                raise InputError(
+                    f"{spelled[value]} conflicts with the resumed run, trained with {spelled[not value]}; "
+                    f"on --resume only {allowed} may change."
+                )
             raise InputError(
                 f"{flag} {value!r} conflicts with the resumed run's {_repr(saved_values.get(key))}; "
                 f"on --resume only {allowed} may change."

@@ -28,6 +28,7 @@ from adacal.reports import make_report, new_run_dir, read_report
 from adacal.runs import RunFolder, require_run_folder
 from adacal.training.checkpoints import (
     check_checkpoint_of_run,
+    check_resume_split,
     checkpoint_safe,
     checkpoint_test_subset_method,
     load_checkpoint,
@@ -222,6 +223,8 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
         # A resumed run keeps the test images it was scored on (runs from before every class was kept: "random").
         method = checkpoint_test_subset_method(checkpoint) if checkpoint is not None else "every-class"
         dataset = dataset.limit_test(resolved.test_subset, method=method)
+        if checkpoint is not None:
+            check_resume_split(checkpoint, dataset.split_info)
         if resolved.channels_last and dataset.kind != "image":
             raise InputError(f"--channels-last applies to image datasets only; {dataset.name} is a {dataset.kind} dataset.")
         model_name = resolved.model or default_model(dataset.name)
