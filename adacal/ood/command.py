@@ -309,7 +309,9 @@ def ood_notes(results: dict[str, Any], config: dict[str, Any]) -> list[str]:
                      "expected, not a finding.")
     subsample = config.get("out_subsample")
     if subsample:
-        notes.append(f"OOD set subsampled from {subsample['from']} to {subsample['to']}: {subsample['reason']}.")
+        limited = f"; then {subsample['limited_to']} of them by --limit" if subsample.get("limited_to") else ""
+        notes.append(f"OOD set subsampled from {subsample['from']} to {subsample['to']}: {subsample['reason']}"
+                     f"{limited}.")
     n_in, n_out = results["in"]["n"], results["out"]["n"]
     if n_in != n_out:
         notes.append(f"The sets differ in size ({n_in} in-distribution, {n_out} OOD): AUROC and FPR@95 do not "

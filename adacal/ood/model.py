@@ -199,6 +199,8 @@ def ood_from_model(
             subsample.update({"from": int(n), "to": int(m), "reason": why})
         index = _limit_indices(len(rows), limit, seed)
         rows = rows if index is None else rows[index]
+        if subsample and index is not None:
+            subsample["limited_to"] = int(len(rows))  # --limit then takes some of the test subset's images
         return None if len(rows) == n else rows
 
     _check_cifar_c_labels(out_name, corruption, data_dir)

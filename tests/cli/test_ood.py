@@ -342,10 +342,15 @@ def test_a_test_subset_run_is_compared_with_as_many_ood_images(tiny_cifar, one_t
     # Another set: a seeded random 40 of its 70 images; --limit then applies to both sides alike.
     _, out_logits, info = ood_from_model(run, out_name=str(data / "other_images.npz"), device="cpu")
     assert out_logits.shape == (40, 10) and info["out_subsample"]["from"] == 70
-    in_logits, out_logits, _ = ood_from_model(run, out_name="cifar10-c", corruption="fog", data_dir=data, device="cpu",
-                                              limit=15, seed=2)
+    in_logits, out_logits, info = ood_from_model(run, out_name="cifar10-c", corruption="fog", data_dir=data,
+                                                 device="cpu", limit=15, seed=2)
     assert in_logits.shape == out_logits.shape == (15, 10)
     np.testing.assert_allclose(out_logits, in_logits, atol=1e-4, rtol=1e-4)  # still the same images, pair by pair
+    assert info["out_subsample"]["to"] == 40 and info["out_subsample"]["limited_to"] == 15
+    result = _ood("--out", "cifar10-c", "--corruption", "fog", "--model", str(run), "--data-dir", str(data),
+                  "--limit", "15", "--json", str(data / "fog15.json"))
+    assert "OOD set subsampled from 60 to 40" in " ".join(result.stdout.split())
+    assert "then 15 of them by --limit" in " ".join(result.stdout.split())  # the note says what was scored
 
 
 def test_sets_of_different_sizes_are_said_so(tmp_path, logits):
