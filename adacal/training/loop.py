@@ -358,12 +358,21 @@ class Trainer:
     # ------------------------------------------------------------------------------------------------ the loop
 
     def _start_notes(self) -> list[str]:
-        """What the user should know before the first epoch: pretrained word vectors that cover little of the
-        vocabulary, a γ-update schedule some epochs never reach, validation bins too small to measure."""
-        notes = self._embedding_notes()
+        """What the user should know before the first epoch: a resume from inside an epoch, pretrained word vectors
+        that cover little of the vocabulary, a γ-update schedule some epochs never reach, validation bins too small to
+        measure."""
+        notes = self._resume_notes() + self._embedding_notes()
         if not self.needs_validation:
             return notes
         return notes + self._update_notes()
+
+    def _resume_notes(self) -> list[str]:
+        """A resume from a mid-epoch checkpoint (interrupted.pt) continues inside the epoch: say from which batch."""
+        if self._partial is None:
+            return []
+        epoch, batch = int(self._partial["epoch"]), int(self._partial["batch"])
+        return [f"resuming after batch {batch} of {len(self.train_loader)} of epoch {epoch} (checkpoints/"
+                f"{INTERRUPTED}.pt): the epoch's first {batch} batch(es) are not trained again"]
 
     def _embedding_notes(self) -> list[str]:
         coverage = getattr(self.net, "embedding_coverage", None)

@@ -529,7 +529,12 @@ def test_interrupt_mid_epoch_writes_interrupted_pt_and_resume_continues_exactly(
     assert len(partial["updates"]) == batch  # this epoch's γ-updates so far
     assert len(_history(run)) == epoch - 1 and _temp_files(run) == []
 
-    _resume(run)
+    notes = []
+    result = train(TrainConfig(resume=str(run), epochs=EPOCHS),
+                   progress=lambda event, info: notes.extend(info["notes"]) if event == "train_start" else None)
+    assert result.resumed_from == epoch - 1
+    assert notes[0] == (f"resuming after batch {batch} of 2 of epoch {epoch} (checkpoints/interrupted.pt): the "
+                        f"epoch's first {batch} batch(es) are not trained again")
     assert not saved.exists()  # superseded by the next end-of-epoch last.pt
     resumes = json.loads((run / "config.json").read_text())["results"]["resumes"]
     assert resumes == [{"from_epoch": epoch - 1, "from_batch": batch, "epochs": EPOCHS, "versions": resumes[0]["versions"]}]
