@@ -31,13 +31,18 @@ from adacal.metrics.memory import check_bins_fit
 BINNINGS = ("equal-width", "equal-mass")
 
 
-def _as_1d_float(values: Any, name: str) -> np.ndarray:
-    """`values` as a finite 1-D float64 array (numpy, torch of any dtype — bfloat16 included — or a list); anything
-    else (strings, objects, complex numbers, NaN or Inf, a meta tensor, another shape) is an InputError naming it."""
+def _real_float64(values: Any, name: str) -> np.ndarray:
+    """`values` (numpy, torch of any dtype — bfloat16 included — or a list) as a float64 array; strings, objects,
+    complex numbers or a meta tensor are an InputError naming it."""
     array = to_numpy(values)  # torch: detached, on the CPU, floats as float64; the meta device is refused
     if array.dtype.kind not in "biuf":
         raise InputError(f"Expected {name} to be real numbers, got dtype {array.dtype}.")
-    array = np.asarray(array, dtype=np.float64)
+    return np.asarray(array, dtype=np.float64)
+
+
+def _as_1d_float(values: Any, name: str) -> np.ndarray:
+    """`values` as a finite 1-D float64 array (`_real_float64`); NaN or Inf, or another shape, is an InputError."""
+    array = _real_float64(values, name)
     if array.ndim != 1:
         raise InputError(f"Expected {name} to be 1-D, got shape {array.shape}.")
     if not np.isfinite(array).all():
@@ -52,12 +57,20 @@ def _check_unit_interval(array: np.ndarray, name: str) -> np.ndarray:
     return array
 
 
+def _checked_pairs(confidences: Any, correct: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Confidences and correctness (`correct` in [0, 1]) as finite 1-D float64 arrays of one length."""
+    confidences = _as_1d_float(confidences, "confidences")
+    correct = _check_unit_interval(_as_1d_float(correct, "correct"), "correct")
+    if confidences.shape != correct.shape:
+        raise InputError(
+            f"Expected confidences and correct to have the same length, got {confidences.size} and {correct.size}."
+        )
+    return confidences, correct
+
+
 def _check_edges(edges: Any) -> np.ndarray:
     """Bin edges as a float64 array: 1-D, at least two finite values, non-decreasing (zero-width bins are allowed)."""
-    array = to_numpy(edges)
-    if array.dtype.kind not in "biuf":
-        raise InputError(f"Expected edges to be real numbers, got dtype {array.dtype}.")
-    array = np.asarray(array, dtype=np.float64)
+    array = _real_float64(edges, "edges")
     if array.ndim != 1 or array.size < 2:
         raise InputError(f"Expected edges to be 1-D with at least 2 values (one bin), got shape {array.shape}.")
     if not np.isfinite(array).all():
@@ -279,12 +292,7 @@ def bin_statistics(
 
     `edges` overrides `n_bins`/`binning` (e.g. to place new samples into bins fitted elsewhere).
     """
-    confidences = _as_1d_float(confidences, "confidences")
-    correct = _check_unit_interval(_as_1d_float(correct, "correct"), "correct")
-    if confidences.shape != correct.shape:
-        raise InputError(
-            f"Expected confidences and correct to have the same length, got {confidences.size} and {correct.size}."
-        )
+    confidences, correct = _checked_pairs(confidences, correct)
     edges = bin_edges(confidences, n_bins, binning) if edges is None else _check_edges(edges)
     m = edges.size - 1
     index = bin_index(confidences, edges)

@@ -25,13 +25,7 @@ from typing import Any
 import numpy as np
 
 from adacal.errors import InputError
-from adacal.metrics.binning import (
-    BINNINGS,
-    _as_1d_float,
-    _check_unit_interval,
-    equal_width_edges,
-    sorted_with_cumulative_hits,
-)
+from adacal.metrics.binning import BINNINGS, _checked_pairs, sorted_with_cumulative_hits
 
 
 def _ranks(lengths: np.ndarray) -> np.ndarray:
@@ -70,18 +64,10 @@ def _equal_width_cuts(sorted_conf: np.ndarray) -> Callable[[np.ndarray], np.ndar
     return cuts
 
 
-def _is_monotone(cum_hits: np.ndarray, positions: np.ndarray) -> bool:
-    counts = np.diff(positions)
-    hits = np.diff(cum_hits[positions])
-    filled = counts > 0
-    accuracy = hits[filled] / counts[filled]
-    return bool(np.all(accuracy[1:] >= accuracy[:-1]))
-
-
 def _first_not_monotone(cum_hits: np.ndarray, interior: np.ndarray, bs: np.ndarray, n: int) -> int | None:
     """The first bin count of `bs` whose bins (interior cut positions of every b concatenated, as the cuts functions
     return them) have accuracies that are not monotonically non-decreasing over the non-empty bins; None if all are.
-    The same test as `_is_monotone` for each b, for all of them in a few array operations."""
+    All candidates in a few array operations."""
     offsets = np.cumsum(bs - 1) - (bs - 1)  # where each b's cuts start in `interior`
     starts = np.insert(interior, offsets, 0)  # bin starts: 0, then each cut
     ends = np.insert(interior, offsets + (bs - 1), n)  # bin ends: each cut, then n
@@ -116,12 +102,7 @@ def sweep_bins(
     """
     if binning not in BINNINGS:
         raise InputError(f"Expected binning to be one of {', '.join(BINNINGS)}, got {binning!r}.")
-    confidences = _as_1d_float(confidences, "confidences")
-    correct = _check_unit_interval(_as_1d_float(correct, "correct"), "correct")
-    if confidences.shape != correct.shape:
-        raise InputError(
-            f"Expected confidences and correct to have the same length, got {confidences.size} and {correct.size}."
-        )
+    confidences, correct = _checked_pairs(confidences, correct)
     return sweep_bins_of(confidences, correct, binning, sorted_confidences, cumulative_hits)
 
 
@@ -145,8 +126,8 @@ def sweep_bins_of(
     first = 2
     while first <= n:
         if first == _SWEEP_FIRST_TRIES:
-            ends = np.flatnonzero(np.diff(sorted_conf) > 0) + 1  # the finest partition: one group per distinct value
-            if _is_monotone(cum_hits, np.concatenate(([0], ends, [n]))):
+            starts = np.flatnonzero(np.diff(sorted_conf) > 0) + 1  # the finest partition: a group per distinct value
+            if _first_not_monotone(cum_hits, starts, np.array([starts.size + 1]), n) is None:
                 return n  # every coarser partition is monotone too
         last = _SWEEP_FIRST_TRIES - 1 if first < _SWEEP_FIRST_TRIES else _chunk_end(first, n)
         bs = np.arange(first, min(last, n) + 1, dtype=np.int64)
