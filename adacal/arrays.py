@@ -249,6 +249,17 @@ def looks_like_probs(
     return bool((scores.min() if minimum is None else minimum) >= 0.0)
 
 
+def score_matrix_and_kind(scores: Any, *, name: str = "scores") -> tuple[np.ndarray, bool]:
+    """Validated float64 scores (N, K) and whether they are probabilities, decided with the tolerance of the input's
+    own dtype (`probability_tolerance`: float16 / bfloat16 probabilities sum to 1 only within ~1e-3 / ~1e-2, and read
+    as logits their softmax would be nearly uniform); a binary model's one score per sample becomes two columns
+    (`as_score_matrix`)."""
+    tolerance = probability_tolerance(scores)
+    array = check_scores(as_score_matrix(scores), name=name)
+    with np.errstate(over="ignore"):  # finite logits whose row sum overflows are simply not probabilities
+        return array, looks_like_probs(array, tolerance=tolerance)
+
+
 def value_range(values: np.ndarray) -> str:
     """"a to b" (6 significant digits), or "a" when both read the same."""
     low, high = f"{values.min():.6g}", f"{values.max():.6g}"

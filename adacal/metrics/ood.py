@@ -30,11 +30,8 @@ import numpy as np
 
 from adacal.arrays import (
     as_logits,
-    as_score_matrix,
-    check_scores,
-    looks_like_probs,
     normalise_probs,
-    probability_tolerance,
+    score_matrix_and_kind,
     softmax,
     to_numpy,
 )
@@ -43,27 +40,16 @@ from adacal.metrics.prepared import row_top
 from adacal.registry import Registry
 
 
-def _checked_scores(scores: Any, name: str) -> tuple[np.ndarray, bool]:
-    """float64 scores (N, K) and whether they are probabilities, decided as the metrics decide it: a binary model's
-    one score per sample becomes two columns (`as_score_matrix`), and the tolerance on the row sums follows the
-    input's dtype (`probability_tolerance`: float16 / bfloat16 probabilities sum to 1 only within ~1e-3 / ~1e-2, and
-    read as logits their softmax would be nearly uniform)."""
-    tolerance = probability_tolerance(scores)
-    array = check_scores(as_score_matrix(scores), name=name)
-    with np.errstate(over="ignore"):  # finite logits whose row sum overflows are simply not probabilities
-        return array, looks_like_probs(array, tolerance=tolerance)
-
-
 def _probabilities(scores: Any, name: str = "scores") -> np.ndarray:
     """Probabilities from logits (softmax) or from probabilities (rows within rounding of 1 as given, others over
     their sums), as `adacal.metrics.prepare_predictions` computes them."""
-    array, probabilities = _checked_scores(scores, name)
+    array, probabilities = score_matrix_and_kind(scores, name=name)
     return normalise_probs(array) if probabilities else softmax(array)
 
 
 def entropy(probs: Any) -> np.ndarray:
     """Shannon entropy (natural log, nats) of each row of probabilities (N, K); 0 · log 0 counts as 0."""
-    probs, probabilities = _checked_scores(probs, "probs")
+    probs, probabilities = score_matrix_and_kind(probs, name="probs")
     if not probabilities:
         raise InputError("Expected probs to be probabilities (entries in [0, 1], rows summing to 1), got other values.")
     return _entropy(normalise_probs(probs))
@@ -86,7 +72,7 @@ def max_prob_score(scores: Any) -> np.ndarray:
 
 def energy_score(logits: Any) -> np.ndarray:
     """Energy −logsumexp(logits) (Liu et al. 2020; higher = more OOD). Needs logits: probabilities are rejected."""
-    logits, probabilities = _checked_scores(logits, "logits")
+    logits, probabilities = score_matrix_and_kind(logits, name="logits")
     if probabilities:
         raise InputError(
             "Expected logits for the energy score, but the scores look like probabilities (rows in [0, 1] summing to 1)."
@@ -115,7 +101,7 @@ def ood_scores(scores: Any, method: str = "entropy", *, temperature: float | Non
     if temperature is not None:
         if not _is_real_number(temperature) or not 0 < temperature < np.inf:
             raise InputError(f"Expected temperature to be a positive number, got {temperature!r}.")
-        scores, probabilities = _checked_scores(scores, "logits")
+        scores, probabilities = score_matrix_and_kind(scores, name="logits")
         if probabilities and method == "energy":
             raise InputError("Expected logits for the energy score with a temperature, but the scores look like "
                              "probabilities (rows in [0, 1] summing to 1): log p differs from the logits by a "

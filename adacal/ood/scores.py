@@ -15,14 +15,12 @@ import numpy as np
 
 from adacal.arrays import (
     as_logits,
-    as_score_matrix,
     check_labels,
     check_not_near_probs,
-    check_scores,
     looks_like_probs,
     normalise_probs,
     one_score_per_sample,
-    probability_tolerance,
+    score_matrix_and_kind,
 )
 from adacal.checks import name_items
 from adacal.errors import InputError, unknown_name
@@ -112,11 +110,13 @@ def detect_ood(
     if (source == "none") != (temperature is None):
         raise InputError(f"Expected a temperature with temperature_source '{source}', got {temperature!r}.")
 
+    # Rows sorted once for every score (see _score_metrics); logits / T keeps a sorted row sorted.
+    pre_sets = (np.sort(in_logits, axis=1), np.sort(out_logits, axis=1))
+    post_sets = None if temperature is None else tuple(_scaled(rows, temperature) for rows in pre_sets)
     results: dict[str, Any] = {}
     for name in names:
-        pre = _score_metrics(in_logits, out_logits, name)
-        post = None if temperature is None else _score_metrics(
-            _scaled(in_logits, temperature), _scaled(out_logits, temperature), name)
+        pre = _score_metrics(*pre_sets, name)
+        post = None if post_sets is None else _score_metrics(*post_sets, name)
         results[name] = {"pre": pre, "post": post}
     return {
         "in": {"name": "in" if in_name is None else str(in_name), "n": int(in_logits.shape[0])},
@@ -133,14 +133,10 @@ def _checked_scores(scores: Any, name: str) -> np.ndarray:
     bfloat16 probabilities sum to 1 only within ~1e-3 / ~1e-2) normalised, so that everything downstream takes them as
     probabilities rather than as logits once they are float64; and probabilities whose rows do not sum to 1 (rounded,
     truncated) or percentages refused rather than read as logits (`adacal.arrays.check_not_near_probs`)."""
-    binary = one_score_per_sample(scores)
-    tolerance = probability_tolerance(scores)
-    array = check_scores(as_score_matrix(scores), name=name)
-    with np.errstate(over="ignore"):  # finite logits whose row sum overflows are simply not probabilities
-        probabilities = looks_like_probs(array, tolerance=tolerance)
+    array, probabilities = score_matrix_and_kind(scores, name=name)
     if probabilities:
         return normalise_probs(array)
-    if not binary:  # (binary columns are probabilities or decision scores by their range)
+    if not one_score_per_sample(scores):  # (binary columns are probabilities or decision scores by their range)
         check_not_near_probs(array, name=name)
     return array
 
@@ -176,11 +172,11 @@ def ood_report(results: dict[str, Any], *, config: dict[str, Any]) -> dict[str, 
 def _score_metrics(in_logits: np.ndarray, out_logits: np.ndarray, name: str) -> dict[str, Any]:
     from adacal.metrics.ood import ood_metrics, ood_scores, roc_curve_points
 
-    # Every score is a function of the multiset of a row's values: sorted rows give samples whose rows hold the same
-    # values in another order the very same score, so that they tie (ties count one half) instead of being ranked
-    # by the rounding of a sum taken in another order.
-    in_scores = ood_scores(np.sort(in_logits, axis=1), name)
-    out_scores = ood_scores(np.sort(out_logits, axis=1), name)
+    # The rows come sorted (detect_ood): every score is a function of the multiset of a row's values, so samples whose
+    # rows hold the same values in another order get the very same score and tie (ties count one half) instead of
+    # being ranked by the rounding of a sum taken in another order.
+    in_scores = ood_scores(in_logits, name)
+    out_scores = ood_scores(out_logits, name)
     metrics = ood_metrics(in_scores, out_scores)
     fpr, tpr, _ = roc_curve_points(in_scores, out_scores)
     return {
