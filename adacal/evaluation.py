@@ -362,7 +362,7 @@ def checkpoint_progress(path: str | os.PathLike, run: Any = None, contents: Any 
     """Which point of training the scored checkpoint holds: {"path", "epoch", "epochs" (the run's target),
     "finished" (whether training had reached it)}, plus "batch" for a mid-epoch checkpoint (interrupted.pt) and a
     "note" when training had not finished (an epoch-0 checkpoint holds the untrained initial weights)."""
-    from adacal.sources.documents import read_report
+    from adacal.runs import run_config
     from adacal.sources.files import safe_torch_load
 
     checkpoint = contents  # the file as the caller loaded it; else read for these few fields only
@@ -377,10 +377,9 @@ def checkpoint_progress(path: str | os.PathLike, run: Any = None, contents: Any 
     config = checkpoint.get("config") if isinstance(checkpoint.get("config"), dict) else {}
     epochs = config.get("epochs")
     if run is not None:  # the run's own target, which a later --resume may have raised
-        try:
-            epochs = read_report(run.config, kind="train-config")["config"].get("epochs", epochs)
-        except (InputError, KeyError, TypeError, AttributeError):
-            pass
+        recorded = (run_config(run) or {}).get("config")
+        if isinstance(recorded, dict):
+            epochs = recorded.get("epochs", epochs)
     epochs = int(epochs) if isinstance(epochs, int) and not isinstance(epochs, bool) else None
     partial = checkpoint.get("partial_epoch")
     batch = int(partial["batch"]) if isinstance(partial, dict) else None

@@ -150,12 +150,8 @@ def _selected_epoch(run: RunFolder, checkpoint: dict[str, Any]) -> int | None:
             return int(holder["selected_epoch"])
     # The run's own target (config.json, which a --resume to more epochs raises) before the checkpoint's: a best.pt
     # saved before such a resume records the old target, and would pass for the final model.
-    train_config: dict[str, Any] = {}
-    try:
-        recorded = read_report(run.config, kind="train-config").get("config")
-        train_config = recorded if isinstance(recorded, dict) else {}
-    except InputError:
-        pass
+    recorded = (run_config(run) or {}).get("config")
+    train_config: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
     if not isinstance(train_config.get("epochs"), int) or "select" not in train_config:
         saved = checkpoint.get("config")
         train_config = saved if isinstance(saved, dict) else {}
