@@ -732,24 +732,19 @@ def idle_update_epochs(update_every: Any, *, epochs: int, batches_per_epoch: int
     schedule = parse_update_every(update_every)
     epochs = int(epochs)
     # Segment by segment (not epoch by epoch: --epochs may be huge): the epochs first..last of each idle segment.
+    # Past the last segment's epoch its rule goes on (`batches_for_epoch`): one more, open-ended segment of that rule.
     ranges: list[tuple[int, int]] = []
     first = 1
-    for every, last in schedule.segments:
-        end = epochs if last is None else min(int(last), epochs)
+    for every, last in (*schedule.segments, (schedule.segments[-1][0], None)):
         if first > epochs:
             break
+        end = epochs if last is None else min(int(last), epochs)
         if end >= first and every is not None and every > batches_per_epoch:
             if ranges and ranges[-1][1] == first - 1:
                 ranges[-1] = (ranges[-1][0], end)
             else:
                 ranges.append((first, end))
         first = max(first, end + 1)
-    tail = schedule.segments[-1][0]  # past the last segment's epoch, its rule goes on (`batches_for_epoch`)
-    if first <= epochs and tail is not None and tail > batches_per_epoch:
-        if ranges and ranges[-1][1] == first - 1:
-            ranges[-1] = (ranges[-1][0], epochs)
-        else:
-            ranges.append((first, epochs))
     if not ranges:
         return []
     spans = [str(start) if start == stop else f"{start}-{stop}" for start, stop in ranges]
