@@ -35,6 +35,7 @@ from adacal.arrays import (
     softmax,
     to_numpy,
 )
+from adacal.checks import is_number
 from adacal.errors import InputError
 from adacal.metrics.prepared import row_top
 from adacal.registry import Registry
@@ -99,7 +100,7 @@ def ood_scores(scores: Any, method: str = "entropy", *, temperature: float | Non
                          f"got {method!r}.")
     score = OOD_SCORES.get(method)
     if temperature is not None:
-        if not _is_real_number(temperature) or not 0 < temperature < np.inf:
+        if not is_number(temperature) or not 0 < temperature < np.inf:
             raise InputError(f"Expected temperature to be a positive number, got {temperature!r}.")
         scores, probabilities = score_matrix_and_kind(scores, name="logits")
         if probabilities and method == "energy":
@@ -134,11 +135,6 @@ def _labelled(in_scores: Any, out_scores: Any) -> tuple[np.ndarray, np.ndarray]:
 FPR_RULES = ("at-least", "closest")
 
 
-def _is_real_number(value: Any) -> bool:
-    """A Python or numpy int or float (not a bool, which is an int to Python)."""
-    return not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, float, np.integer, np.floating))
-
-
 def _fpr_at_tpr(is_ood: np.ndarray, scores: np.ndarray, tpr: float, rule: str) -> float:
     order = np.argsort(-scores, kind="stable")
     ranked, positive = scores[order], is_ood[order]
@@ -164,7 +160,7 @@ def fpr_at_tpr(in_scores: Any, out_scores: Any, *, tpr: float = 0.95, rule: str 
     the threshold whose OOD recall is closest to `tpr` (Hendrycks et al.'s reference code). See the module doc."""
     if rule not in FPR_RULES:
         raise InputError(f"Expected rule to be one of {', '.join(FPR_RULES)}, got {rule!r}.")
-    if not _is_real_number(tpr) or not 0.0 < tpr <= 1.0:
+    if not is_number(tpr) or not 0.0 < tpr <= 1.0:
         raise InputError(f"Expected tpr to be a number in (0, 1], got {tpr!r}.")
     if isinstance(tpr, np.floating) and np.finfo(tpr.dtype).bits < 64:
         # The decimal a float32 level stands for (np.float32(0.85) is 0.8500000238...; as such it would skip a point

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from adacal.checks import is_number
 from adacal.errors import InputError
 from adacal.metrics.binning import _as_1d_float, _check_unit_interval
 from adacal.metrics.memory import check_fits
@@ -140,7 +141,7 @@ def _check_pairs(confidences: Any, correct: Any) -> tuple[np.ndarray, np.ndarray
 def check_bandwidth(bandwidth: Any) -> float | None:
     if bandwidth is None:
         return None
-    if isinstance(bandwidth, (bool, np.bool_)) or not isinstance(bandwidth, (int, float, np.integer, np.floating)):
+    if not is_number(bandwidth):
         raise InputError(f"Expected bandwidth to be a number in (0, 1] or None (automatic), got {bandwidth!r}.")
     if not (0.0 < float(bandwidth) <= 1.0):
         raise InputError(f"Expected bandwidth to be in (0, 1] or None (automatic), got {bandwidth!r}.")
