@@ -71,3 +71,29 @@ def test_unknown_contender_is_refused(capsys):
     with pytest.raises(SystemExit):
         memory_bench.main(["--only", "adacal ece-xx"])
     assert "unknown contender" in capsys.readouterr().err
+
+
+speed_bench = _load_script("bench_metrics")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_read_pass_reads_every_entry(threads):
+    """The memory-floor contender of bench_metrics.py sees every entry, whichever thread's chunk holds the largest."""
+    rng = np.random.default_rng(threads)
+    array = rng.random((1001, 7)).astype(np.float32)
+    for row in (0, 500, 1000):
+        probe = array.copy()
+        probe[row, 6] = 2.0
+        assert speed_bench.read_pass(probe, threads) == 2.0
+    assert speed_bench.read_pass(array, threads) == float(array.max())
+
+
+def test_dtype_section_reports_each_ece_against_the_read_pass(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    speed_bench.main(["--dtype-only", "--no-peers", "--n", "3000", "--k", "5", "--repeats", "1", "--out", str(out)])
+    report = json.loads(out.read_text())
+    for block in report["by_dtype"].values():
+        assert block["read_pass_s"] > 0
+        for name in speed_bench.ECE_NAMES:
+            assert block[name]["x_read_pass"] == pytest.approx(block[name]["adacal_s"] / block["read_pass_s"])
+    assert "read pass" in capsys.readouterr().out
