@@ -36,7 +36,7 @@ RNG = np.random.default_rng(7)
 N, K = 40, 4
 LOGITS = RNG.normal(size=(N, K)).astype(np.float32)
 LABELS = RNG.integers(0, K, N).astype(np.int64)
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def same(pred, logits=LOGITS, labels=LABELS):

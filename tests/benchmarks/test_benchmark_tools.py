@@ -10,7 +10,7 @@ import pytest
 
 from adacal.data import load_dataset
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load_script(name: str):
