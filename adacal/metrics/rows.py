@@ -24,6 +24,7 @@ import numpy as np
 
 from adacal.arrays import rounding_tolerance
 from adacal.arrays import row_sums as block_row_sums
+from adacal.errors import InputError
 
 # Per-sample quantities of probabilities (float64) are computed over blocks of about this many entries (rows ×
 # classes), so that a block stays in cache and no (N, K) temporary is allocated.
@@ -50,10 +51,17 @@ def block_rows(k: int) -> int:
 
 
 def scan_threads() -> int:
-    """Threads the scan may use: $ADACAL_NUM_THREADS when set to a positive integer, else the usable CPUs (at most 8)."""
+    """Threads the scan may use: $ADACAL_NUM_THREADS (a positive integer) when set, else the usable CPUs; at most 8.
+    Any other value is refused (`InputError`), as `ADACAL_MEMORY_LIMIT`'s are, rather than silently ignored."""
     text = os.environ.get(THREADS_VARIABLE, "").strip()
-    if text.isdigit() and int(text) > 0:
-        return min(int(text), _MAX_THREADS)
+    if text:
+        try:
+            threads = int(text)
+        except ValueError:
+            threads = 0
+        if threads < 1:
+            raise InputError(f"Expected {THREADS_VARIABLE} to be a positive integer (such as 2), got {text!r}.")
+        return min(threads, _MAX_THREADS)
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux

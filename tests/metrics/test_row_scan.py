@@ -9,6 +9,8 @@ import pytest
 from adacal.arrays import row_sums, within_rounding
 from adacal.metrics import ece_em, ece_ew, top_label
 from adacal.metrics import rows as rows_module
+from adacal.cli import app
+from adacal.errors import InputError
 from adacal.metrics.rows import scan_rows, scan_threads
 
 
@@ -94,10 +96,28 @@ def test_thread_count_follows_the_environment_variable(monkeypatch, value, expec
     assert scan_threads() == expected
 
 
-@pytest.mark.parametrize("value", ["", "0", "-2", "two"])
-def test_unusable_thread_setting_falls_back_to_the_cpu_count(monkeypatch, value):
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_thread_setting_means_the_cpu_count(monkeypatch, value):
     monkeypatch.setenv(rows_module.THREADS_VARIABLE, value)
     assert 1 <= scan_threads() <= 8
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5", "2 threads"])
+def test_an_unusable_thread_setting_is_refused_naming_the_variable(monkeypatch, value):
+    monkeypatch.setenv(rows_module.THREADS_VARIABLE, value)
+    with pytest.raises(InputError, match=rf"Expected ADACAL_NUM_THREADS to be a positive integer .*got {value!r}"):
+        scan_threads()
+    with pytest.raises(InputError, match="ADACAL_NUM_THREADS"):
+        ece_ew(np.full((4, 2), 0.5), np.array([0, 1, 0, 1]))
+
+
+def test_the_cli_refuses_an_unusable_thread_setting_in_one_line(tmp_path):
+    from cli_helpers import one_line_error, runner
+
+    path = tmp_path / "preds.npz"
+    np.savez(path, probs=np.full((4, 2), 0.5), labels=np.array([0, 1, 0, 1]))
+    result = runner.invoke(app, ["evaluate", str(path)], env={rows_module.THREADS_VARIABLE: "two"})
+    one_line_error(result, "ADACAL_NUM_THREADS")
 
 
 def _scan_in_child(array, queue):
