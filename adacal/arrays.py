@@ -75,19 +75,43 @@ def one_score_per_sample(scores: Any) -> bool:
     return len(shape) == 1 or (len(shape) == 2 and shape[1] == 1)
 
 
-def binary_score_columns(scores: Any, name: str = "scores") -> tuple[np.ndarray, bool]:
+def binary_score_columns(scores: Any, name: str = "scores", *, decision: bool = False) -> tuple[np.ndarray, bool]:
     """(N, 2) float64 scores from a binary model's one score per sample, and whether they were probabilities: every
     value in [0, 1] means positive-class probabilities p, read as [1 − p, p]; anything else decision scores (logits)
-    s, read as [0, s] (softmax([0, s]) = sigmoid(s)). NaN or Inf stay, for the finiteness check to report."""
+    s, read as [0, s] (softmax([0, s]) = sigmoid(s)). `decision`: decision scores whatever their range (another set
+    of the same model's scores falls outside [0, 1]; see `mixed_binary_kinds`). NaN or Inf stay, for the finiteness
+    check to report."""
     array = to_numpy(scores)
     if array.dtype.kind not in "iuf":  # complex would lose its imaginary part to the cast below, silently
         raise InputError(f"Expected {name} to be real numbers, got dtype {array.dtype}.")
     flat = np.asarray(array, dtype=np.float64).reshape(-1)
-    with np.errstate(invalid="ignore"):
-        probabilities = bool(flat.size) and bool(((flat >= 0.0) & (flat <= 1.0)).all())
+    probabilities = not decision and in_unit_interval(flat)
     if probabilities:
         return np.stack([1.0 - flat, flat], axis=1), True
     return np.stack([np.zeros_like(flat), flat], axis=1), False
+
+
+def in_unit_interval(values: Any) -> bool:
+    """Whether there is at least one value and every value lies in [0, 1] (NaN does not): what makes a binary model's
+    one score per sample a probability."""
+    flat = np.asarray(values, dtype=np.float64).reshape(-1)
+    with np.errstate(invalid="ignore"):
+        return bool(flat.size) and bool(((flat >= 0.0) & (flat <= 1.0)).all())
+
+
+def mixed_binary_kinds(*score_sets: Any) -> bool:
+    """Whether the sets of one model's scores that hold one score per sample disagree in kind: some all in [0, 1]
+    (alone, read as probabilities), some not (decision scores). One model gives one kind of score, and a set outside
+    [0, 1] cannot be probabilities, so such sets are all to be read as decision scores
+    (`binary_score_columns(..., decision=True)`). Sets of other shapes or dtypes are left to their own checks."""
+    kinds = set()
+    for scores in score_sets:
+        if scores is None or not one_score_per_sample(scores):
+            continue
+        array = to_numpy(scores)
+        if array.dtype.kind in "iuf":
+            kinds.add(in_unit_interval(array))
+    return kinds == {True, False}
 
 
 def as_score_matrix(scores: Any) -> Any:

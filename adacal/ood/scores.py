@@ -15,9 +15,12 @@ import numpy as np
 
 from adacal.arrays import (
     as_logits,
+    binary_score_columns,
     check_labels,
     check_not_near_probs,
+    check_scores,
     looks_like_probs,
+    mixed_binary_kinds,
     normalise_probs,
     one_score_per_sample,
     score_matrix_and_kind,
@@ -89,11 +92,15 @@ def detect_ood(
 
     OOD is the positive class. `pre` uses the logits as given; `post` (only when `temperature` is given) uses
     logits / T. Metric values are fractions in [0, 1]. A binary model's one score per sample, (N,) or (N, 1), is read
-    as the metrics read it (`adacal.arrays.as_score_matrix`: all in [0, 1] → probabilities, else decision scores).
+    as the metrics read it (`adacal.arrays.as_score_matrix`: all in [0, 1] → probabilities, else decision scores),
+    except that when one set lies outside [0, 1] both are decision scores (`adacal.arrays.mixed_binary_kinds`).
     """
     names = check_score_names(scores)
-    in_logits = _checked_scores(in_logits, "in-distribution logits")
-    out_logits = _checked_scores(out_logits, "OOD logits")
+    # One model's two sets: when one holds decision scores outside [0, 1], a set that happens to lie in [0, 1] holds
+    # decision scores too (read alone it would pass for probabilities, and the two sets would be scored unlike).
+    decision = mixed_binary_kinds(in_logits, out_logits)
+    in_logits = _checked_scores(in_logits, "in-distribution logits", decision=decision)
+    out_logits = _checked_scores(out_logits, "OOD logits", decision=decision)
     if in_logits.shape[1] != out_logits.shape[1]:
         raise InputError(
             f"Expected the in-distribution and OOD logits to have the same number of classes, "
@@ -127,12 +134,15 @@ def detect_ood(
     }
 
 
-def _checked_scores(scores: Any, name: str) -> np.ndarray:
+def _checked_scores(scores: Any, name: str, *, decision: bool = False) -> np.ndarray:
     """float64 scores (N, K), validated and read as the metrics and the file readers read them: a binary model's one
     score per sample as two columns; rows that are probabilities within the rounding of the input's dtype (float16 and
     bfloat16 probabilities sum to 1 only within ~1e-3 / ~1e-2) normalised, so that everything downstream takes them as
     probabilities rather than as logits once they are float64; and probabilities whose rows do not sum to 1 (rounded,
-    truncated) or percentages refused rather than read as logits (`adacal.arrays.check_not_near_probs`)."""
+    truncated) or percentages refused rather than read as logits (`adacal.arrays.check_not_near_probs`).
+    `decision`: one score per sample is read as decision scores whatever its range (see `detect_ood`)."""
+    if decision and one_score_per_sample(scores):
+        return check_scores(binary_score_columns(scores, name, decision=True)[0], name=name)
     array, probabilities = score_matrix_and_kind(scores, name=name)
     if probabilities:
         return normalise_probs(array)

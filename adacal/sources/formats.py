@@ -35,7 +35,8 @@ to indices through a `classes` array (or a CSV's header).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ from adacal.arrays import (
     check_labels,
     check_not_near_probs,
     check_scores,
+    in_unit_interval,
     is_one_hot,
     looks_like_probs,
     probability_tolerance,
@@ -129,6 +131,9 @@ class ReadOptions:
     labels_key: str | None = None
     labels_file: Path | None = None
     renormalize: bool = False
+    # A binary model's one score per sample as decision scores even when all in [0, 1]: set when another set of the
+    # same model's scores lies outside [0, 1] (`read_binary_alike`), so that one model's sets are read alike.
+    decision_scores: bool = False
 
     def __post_init__(self) -> None:
         for flag, key in (("--logits-key", self.logits_key), ("--labels-key", self.labels_key)):
@@ -473,20 +478,43 @@ def _labels_key(arrays: Arrays, options: ReadOptions, split: str | None) -> str 
     return _first(arrays, LABEL_KEYS, split)
 
 
-def binary_columns(scores: np.ndarray, name: str, spelled: str = "1-D scores") -> tuple[np.ndarray, str]:
-    """Two columns from 1-D binary scores (`adacal.arrays.binary_score_columns`), and the sentence saying what was
-    assumed (`spelled`: how the scores came)."""
-    columns, probabilities = binary_score_columns(scores, name)
+_PROBABILITIES_READ = "taken as positive-class probabilities p (columns 1 - p, p)"
+_DECISION_READ = "taken as binary decision scores (logits) s (columns 0, s)"
+
+
+def binary_columns(scores: np.ndarray, name: str, spelled: str = "1-D scores", *,
+                   decision: bool = False) -> tuple[np.ndarray, str]:
+    """Two columns from 1-D binary scores (`adacal.arrays.binary_score_columns`; `decision`: decision scores whatever
+    their range), and the sentence saying what was assumed (`spelled`: how the scores came)."""
+    columns, probabilities = binary_score_columns(scores, name, decision=decision)
     if probabilities:
-        return columns, f"{name}: {spelled} in [0, 1] taken as positive-class probabilities p (columns 1 - p, p)"
-    return columns, f"{name}: {spelled} outside [0, 1] taken as binary decision scores (logits) s (columns 0, s)"
+        return columns, f"{name}: {spelled} in [0, 1] {_PROBABILITIES_READ}"
+    if decision and in_unit_interval(columns[:, 1]):
+        return columns, (f"{name}: {spelled} in [0, 1] {_DECISION_READ}, as another set of the same model's scores "
+                         "lies outside [0, 1] and one model gives one kind of score")
+    return columns, f"{name}: {spelled} outside [0, 1] {_DECISION_READ}"
+
+
+def mixed_binary_readings(*notes: Iterable[str]) -> bool:
+    """Whether reading several sets of one model's scores (the notes each reading left) took one score per sample as
+    probabilities in some sets and as decision scores in others: they are then read again with
+    `ReadOptions(decision_scores=True)` (see `adacal.arrays.mixed_binary_kinds`)."""
+    kinds = set()
+    for set_notes in notes:
+        for note in set_notes:
+            if note.endswith(_PROBABILITIES_READ):
+                kinds.add(True)
+            elif _DECISION_READ in note:
+                kinds.add(False)
+    return kinds == {True, False}
 
 
 def interpret_scores(values: Any, *, name: str, renormalize: bool = False,
-                     named_probabilities: bool = False) -> tuple[np.ndarray, list[str]]:
+                     named_probabilities: bool = False, decision: bool = False) -> tuple[np.ndarray, list[str]]:
     """(N, K) float64 scores from an array of logits or probabilities, and notes on what was converted.
     `named_probabilities`: the key says probabilities (`PROBABILITY_KEYS`), so values in [0, 1] whose rows do not sum
-    to 1 are refused, and other values read as logits with a note."""
+    to 1 are refused, and other values read as logits with a note. `decision`: one score per sample is read as decision
+    scores whatever its range (`ReadOptions.decision_scores`)."""
     notes: list[str] = []
     tolerance = probability_tolerance(values)
     array = to_numpy(values)
@@ -495,7 +523,8 @@ def interpret_scores(values: Any, *, name: str, renormalize: bool = False,
     # One column (N, 1) is a binary model's single output too (Keras' sigmoid layer, a logistic head).
     column = array.ndim == 2 and array.shape[1] == 1
     if array.ndim == 1 or column:
-        array, note = binary_columns(array, name, "one score column (N, 1)" if column else "1-D scores")
+        array, note = binary_columns(array, name, "one score column (N, 1)" if column else "1-D scores",
+                                     decision=decision)
         flat = array[:, 1]
         if flat.size and not np.isfinite(flat).all():
             raise InputError(f"Expected {name} to be finite, found NaN or Inf in {int((~np.isfinite(flat)).sum())} row(s).")
@@ -661,7 +690,8 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
                 "instead."
             )
     scores, notes = interpret_scores(raw, name=arrays.label(key), renormalize=options.renormalize,
-                                     named_probabilities=_unprefixed(key) in PROBABILITY_KEYS)
+                                     named_probabilities=_unprefixed(key) in PROBABILITY_KEYS,
+                                     decision=options.decision_scores)
     if not need_labels:
         if notes_out is not None:
             notes_out.extend([*arrays.notes, *notes])
@@ -781,6 +811,9 @@ def load_split_predictions(path: str | os.PathLike, *, options: ReadOptions = DE
             )
         test = _prefixed(arrays, "test", options)
         val = _prefixed(arrays, "val", options) if has_split(arrays, "val", options) else None
+        if val is not None and mixed_binary_readings(val.notes, test.notes):
+            alike = replace(options, decision_scores=True)
+            test, val = _prefixed(arrays, "test", alike), _prefixed(arrays, "val", alike)
     if val is not None and val.num_classes != test.num_classes:
         raise InputError(
             f"Expected the validation and test logits in {path} to have the same number of classes, "
@@ -800,11 +833,12 @@ def _prefixed(arrays: Arrays, split: str, options: ReadOptions) -> Predictions:
     missing = [m for m in missing if m]
     if missing:
         raise InputError(f"Expected {arrays.path} to contain {' and '.join(missing)}; it has: {arrays.listing()}.")
-    return predictions_from(arrays, options=ReadOptions(scores, labels, None, options.renormalize), split=None)
+    return predictions_from(arrays, options=ReadOptions(scores, labels, None, options.renormalize,
+                                                        decision_scores=options.decision_scores), split=None)
 
 
 __all__ = [
     "Arrays", "LABEL_KEYS", "Predictions", "ReadOptions", "SCORE_KEYS", "binary_columns", "human_bytes",
     "interpret_labels", "interpret_scores", "load_predictions", "load_scores", "load_split_predictions",
-    "open_arrays", "predictions_from", "read_arrays", "sibling_labels",
+    "mixed_binary_readings", "open_arrays", "predictions_from", "read_arrays", "sibling_labels",
 ]

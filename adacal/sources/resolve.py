@@ -20,7 +20,8 @@ from adacal.runs import (
 )
 from adacal.sources.files import check_regular_file
 from adacal.sources.formats import (
-    DEFAULT_OPTIONS, Predictions, ReadOptions, load_predictions, load_split_predictions, open_arrays,
+    DEFAULT_OPTIONS, Predictions, ReadOptions, load_predictions, load_split_predictions, mixed_binary_readings,
+    open_arrays,
 )
 
 CHECKPOINT_FORMAT = "adacal-checkpoint"
@@ -241,6 +242,9 @@ def resolve_calibration_input(
         test_predictions = load_predictions(source, options=options)
         # --labels names the labels of the test file; the validation file carries its own (or <stem>_labels.npy).
         val_predictions = load_predictions(val, options=replace(options, labels_file=None))
+        if mixed_binary_readings(val_predictions.notes, test_predictions.notes):  # one model's sets, read alike
+            test_predictions = load_predictions(source, options=replace(options, decision_scores=True))
+            val_predictions = load_predictions(val, options=replace(options, labels_file=None, decision_scores=True))
         if val_predictions.num_classes != test_predictions.num_classes:
             raise InputError(
                 f"Expected the validation ({val.name}) and test ({source.name}) predictions to have the same number "
@@ -303,14 +307,24 @@ def resolve_ood_inputs(
     sets of the same number of classes; with `with_val`, the validation split of `in_preds` (needed, not optional).
     What reading the two files assumed goes to `notes_out`, when given."""
     in_preds, out_preds = Path(in_preds), Path(out_preds)
-    in_scores = load_ood_scores(in_preds, options=options, notes_out=notes_out)
-    out_scores = load_ood_scores(out_preds, options=options, notes_out=notes_out)
+    in_notes, out_notes = [], []
+    in_scores = load_ood_scores(in_preds, options=options, notes_out=in_notes)
+    out_scores = load_ood_scores(out_preds, options=options, notes_out=out_notes)
+    val = load_validation_split(in_preds, options=options) if with_val else None
+    if mixed_binary_readings(in_notes, out_notes, () if val is None else val.notes):
+        # One model's sets: a binary model's scores outside [0, 1] in one make the others decision scores too.
+        alike = replace(options, decision_scores=True)
+        in_notes, out_notes = [], []
+        in_scores = load_ood_scores(in_preds, options=alike, notes_out=in_notes)
+        out_scores = load_ood_scores(out_preds, options=alike, notes_out=out_notes)
+        val = load_validation_split(in_preds, options=alike) if with_val else None
+    if notes_out is not None:
+        notes_out.extend([*in_notes, *out_notes])
     if in_scores.shape[1] != out_scores.shape[1]:
         raise InputError(
             f"Expected {in_preds.name} and {out_preds.name} to have the same number of classes, "
             f"got {in_scores.shape[1]} and {out_scores.shape[1]}."
         )
-    val = load_validation_split(in_preds, options=options) if with_val else None
     if with_val and val is None:
         raise InputError(f"Expected val_logits and val_labels in {in_preds} to fit the temperature (--fit-temperature).")
     return in_scores, out_scores, val

@@ -412,14 +412,16 @@ def test_report_names(out, corruption, severity, name):
 
 
 def test_what_reading_the_files_assumed_is_said_and_recorded(tmp_path):
-    """Sigmoid outputs against decision scores: each file's reading is a note (stderr with --json -) and
+    """One model's decision scores, of which the in-distribution set happens to lie in [0, 1]: read alike (both
+    decision scores, as the OOD set proves they are), and each file's reading is a note (stderr with --json -) and
     config.assumed in the report, as evaluate says it."""
     rng = np.random.default_rng(2)
     np.save(tmp_path / "in.npy", rng.random(60))
     np.save(tmp_path / "out.npy", 3.0 * rng.normal(size=60))
     args = ("--in-preds", str(tmp_path / "in.npy"), "--out-preds", str(tmp_path / "out.npy"))
     shown = " ".join(_ood(*args).stdout.split())
-    assert "Note: in.npy: 1-D scores in [0, 1] taken as positive-class probabilities p" in shown
+    assert ("Note: in.npy: 1-D scores in [0, 1] taken as binary decision scores (logits) s (columns 0, s), as another "
+            "set of the same model's scores lies outside [0, 1]") in shown
     assert "Note: out.npy: 1-D scores outside [0, 1] taken as binary decision scores" in shown
     piped = _ood(*args, "--json", "-")
     assert "in.npy: 1-D scores in [0, 1]" in piped.stderr
