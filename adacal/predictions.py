@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from adacal.reports import atomic_write
+from adacal.runs import RUN_ID_KEY, run_id_array
 from adacal.sources.formats import (
     Predictions,
     ReadOptions,
@@ -21,9 +22,13 @@ __all__ = ["Predictions", "ReadOptions", "load_predictions", "load_split_predict
            "save_split_predictions"]
 
 
-def save_split_predictions(path: str | os.PathLike, **splits: Predictions | None) -> Path:
-    """Write `<split>_logits` (float32) and `<split>_labels` (int64) for each given split, atomically."""
+def save_split_predictions(path: str | os.PathLike, *, run_id: str | None = None,
+                           **splits: Predictions | None) -> Path:
+    """Write `<split>_logits` (float32) and `<split>_labels` (int64) for each given split, atomically; with `run_id`
+    (a run's, see `adacal.runs.RUN_ID_KEY`) also the run's identity, so the file is known as that run's."""
     arrays: dict[str, np.ndarray] = {}
+    if run_id is not None:
+        arrays[RUN_ID_KEY] = run_id_array(run_id)
     for name, predictions in splits.items():
         if predictions is None:
             continue

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,11 @@ CALIBRATE_FILE = "calibrate.json"
 OOD_FILE = "ood.json"
 CHECKPOINT_DIR = "checkpoints"
 PLOTS_DIR = "plots"
+# A run's identity: a random 128-bit id in config.json (results.run_id, 32 hex digits), also stored in the run's
+# predictions.npz (key `run_id`, its 16 bytes as uint8), so that another run's file copied in is recognised even when
+# its splits have the same sizes (the same protocol with another seed).
+RUN_ID_KEY = "run_id"
+_RUN_ID = re.compile(r"[0-9a-f]{32}")
 
 
 @dataclass(frozen=True)
@@ -121,10 +128,55 @@ def run_config(run: RunFolder) -> dict[str, Any] | None:
         return None
 
 
+def new_run_id() -> str:
+    """A fresh run id (32 hex digits) for a new run's config.json."""
+    return uuid.uuid4().hex
+
+
+def run_id_of(report: dict[str, Any] | None) -> str | None:
+    """The run id a config.json report records (results.run_id), or None (a run of an earlier adacal, or tampered)."""
+    results = (report or {}).get("results")
+    run_id = results.get(RUN_ID_KEY) if isinstance(results, dict) else None
+    return run_id if isinstance(run_id, str) and _RUN_ID.fullmatch(run_id) else None
+
+
+def run_id_array(run_id: str) -> Any:
+    """The run id as predictions.npz stores it: its 16 bytes as a uint8 array (a plain numeric array, which every
+    reader of .npz files takes)."""
+    import numpy as np
+
+    return np.frombuffer(bytes.fromhex(run_id), dtype=np.uint8).copy()
+
+
+def predictions_run_id(path: Path) -> str | None:
+    """The run id stored in a predictions.npz (`RUN_ID_KEY`), or None when it holds none (written by an earlier
+    adacal, or not by `adacal train`) or one of another shape. Only that member is read, its declared size checked."""
+    import numpy as np
+
+    from adacal.sources.files import NpzArchive
+
+    with NpzArchive(path, "a run's predictions (.npz)") as archive:
+        if RUN_ID_KEY not in archive.files:
+            return None
+        stored = archive[RUN_ID_KEY]
+    if not isinstance(stored, np.ndarray) or stored.dtype != np.uint8 or stored.shape != (16,):
+        return None
+    return stored.tobytes().hex()
+
+
 def check_predictions_of_run(run: RunFolder, sizes: dict[str, int]) -> None:
-    """Refuse a predictions.npz whose splits do not have the sizes the run's config.json records (another run's file,
-    copied in: say one trained with --test-subset); `sizes` maps a split ("val", "test") to its number of samples."""
+    """Refuse a predictions.npz that is not this run's (another run's file, copied in): its run id differs from the
+    one config.json records (when both record one), or its splits do not have the sizes config.json records (say a
+    file of a run trained with --test-subset); `sizes` maps a split ("val", "test") to its number of samples."""
     report = run_config(run) or {}
+    expected_id = run_id_of(report)
+    if expected_id is not None:
+        found_id = predictions_run_id(run.predictions)
+        if found_id is not None and found_id != expected_id:
+            raise InputError(
+                f"Expected {run.predictions} to hold the predictions of run {expected_id} ({CONFIG_FILE}), found "
+                f"run {found_id}'s: it is not this run's predictions (another run's file copied in?)."
+            )
     results = report.get("results") if isinstance(report.get("results"), dict) else {}
     split = results.get("split") if isinstance(results.get("split"), dict) else {}
     recorded = split.get("sizes") if isinstance(split.get("sizes"), dict) else {}

@@ -32,13 +32,13 @@ def test_a_folder_without_the_file_fails(tmp_path):
 
 
 def test_the_marker_selects_the_real_data_tests_only():
-    result = _pytest("--collect-only", "-m", "real_data", TEST, "tests/data/test_data_text.py", "tests/test_benchmark_tools.py")
+    result = _pytest("--collect-only", "-m", "real_data", TEST, "tests/data/test_data_text.py", "tests/benchmarks/test_benchmark_tools.py")
     assert result.returncode == 0, result.stdout + result.stderr
     collected = sorted(line for line in result.stdout.splitlines() if "::" in line)
     assert collected == sorted([
         "tests/data/test_data_cifar.py::test_real_cifar10_paper_splits_with_train_subset",
         "tests/data/test_data_text.py::test_real_newsgroups_sizes",
-        "tests/test_benchmark_tools.py::test_pack_then_unpack_gives_the_same_labels_and_close_images_that_adacal_loads[real]",
-        "tests/test_benchmark_tools.py::test_decoding_a_subset_matches_decoding_everything[real]",
-        "tests/test_benchmark_tools.py::test_bad_input_is_one_error_line_and_writes_nothing[real]",
+        "tests/benchmarks/test_benchmark_tools.py::test_pack_then_unpack_gives_the_same_labels_and_close_images_that_adacal_loads[real]",
+        "tests/benchmarks/test_benchmark_tools.py::test_decoding_a_subset_matches_decoding_everything[real]",
+        "tests/benchmarks/test_benchmark_tools.py::test_bad_input_is_one_error_line_and_writes_nothing[real]",
     ])

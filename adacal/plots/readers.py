@@ -31,6 +31,8 @@ from adacal.runs import (
     CALIBRATE_FILE,
     HISTORY_FILE,
     PREDICTIONS_FILE,
+    RunFolder,
+    check_predictions_of_run,
     find_run_folder,
     is_run_folder,
     load_history,
@@ -327,6 +329,8 @@ def reliability_inputs(
             path = require_run_folder(path).predictions
             if not path.is_file():
                 raise InputError(f"Expected the run folder {path.parent} to hold {PREDICTIONS_FILE}, but it does not.")
+        if run_root is not None and path.name == PREDICTIONS_FILE and path.parent.resolve() == run_root.resolve():
+            check_predictions_of_run(RunFolder(run_root), {})  # not another run's file copied in
         if path.suffix.lower() == ".json" and _holds_a_report(path):
             if calibrator is not None:
                 raise InputError(f"--calibrated needs logits, but {path} holds only bin statistics; give predictions.")

@@ -25,7 +25,7 @@ import torch
 
 from adacal.errors import InputError
 from adacal.reports import make_report, new_run_dir, read_report
-from adacal.runs import RunFolder, require_run_folder
+from adacal.runs import RUN_ID_KEY, RunFolder, new_run_id, require_run_folder, run_id_of
 from adacal.training.checkpoints import (
     check_checkpoint_of_run,
     check_resume_split,
@@ -402,4 +402,6 @@ def _write_config(
             resume["from_batch"] = resumed_batch
         resumes.append({**resume, "epochs": config.epochs, "versions": versions()})
         results = {**previous, "resumes": resumes}
+    # A resumed run keeps its id (a run of an earlier adacal gets one now, with the predictions it will write).
+    results[RUN_ID_KEY] = run_id_of({"results": results}) or new_run_id()
     writer.write_config(make_report("train-config", config=config.to_dict(), results=results))

@@ -31,7 +31,7 @@ from typing import Any
 from adacal.errors import InputError
 from adacal.predictions import Predictions, save_split_predictions
 from adacal.reports import to_jsonable, write_json
-from adacal.runs import EVALUATE_FILE, RunFolder
+from adacal.runs import EVALUATE_FILE, RunFolder, run_id_of
 from adacal.training.checkpoints import save_checkpoint
 
 LOCK_FILE = ".lock"
@@ -50,6 +50,8 @@ class RunWriter:
     def __init__(self, folder: RunFolder | str | os.PathLike, *, enabled: bool = True) -> None:
         self.folder = RunFolder(Path(folder.root if isinstance(folder, RunFolder) else folder))
         self.enabled = enabled
+        # The run id of the config.json this writer wrote (`write_config`), stored in predictions.npz too.
+        self.run_id: str | None = None
         self._lock_fd: int | None = None
 
     # ------------------------------------------------------------------------------------------------ the lock
@@ -127,10 +129,11 @@ class RunWriter:
     def write_config(self, report: dict[str, Any]) -> None:
         if self.enabled:
             write_json(self.folder.config, report)
+            self.run_id = run_id_of(report)
 
     def write_predictions(self, *, val: Predictions, test: Predictions) -> None:
         if self.enabled:
-            save_split_predictions(self.folder.predictions, val=val, test=test)
+            save_split_predictions(self.folder.predictions, run_id=self.run_id, val=val, test=test)
 
     def write_report(self, name: str, report: dict[str, Any]) -> None:
         if self.enabled:

@@ -215,7 +215,7 @@ def test_correspondence_curves_and_roc_write_their_files(runs, tmp_path):
 
 
 def test_same_input_gives_identical_bytes(runs, tmp_path):
-    # (SVG determinism is checked in tests/test_plots.py)
+    # (SVG determinism is checked in tests/plots/test_plots.py)
     for name in ("a", "b"):
         _ok(["gamma", str(runs["adafocal"]), "--bins", "2", "--out", str(tmp_path / f"{name}.png"), "--dpi", "30"])
     assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()

@@ -30,6 +30,7 @@ import torch
 
 import adacal
 from adacal.cli import app
+from adacal.runs import RUN_ID_KEY
 from adacal.training import TrainConfig, load_checkpoint, train
 from cli_helpers import one_line_error, runner
 from disk_faults import DiskFullFile
@@ -65,7 +66,8 @@ def _outcome(run: Path) -> dict:
     """What a finished run leaves that must not depend on how often it was interrupted."""
     checkpoint = load_checkpoint(run / "checkpoints" / "last.pt")
     with np.load(run / "predictions.npz") as arrays:
-        predictions = {key: arrays[key] for key in arrays.files}
+        # Every array but the run's id, which is each run's own (the uninterrupted run compared with is another run).
+        predictions = {key: arrays[key] for key in arrays.files if key != RUN_ID_KEY}
     return {
         "epoch": checkpoint["epoch"],
         "model": checkpoint["model_state"],
