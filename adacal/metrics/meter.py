@@ -9,8 +9,11 @@ What each metric needs, and so what the meter keeps per sample (never the (N, K)
 So memory is a few float64 per sample plus K × n_bins, and `compute()` equals `compute_metrics` on all the
 batches together (the same per-row arithmetic; sums in another order agree to ~1e-15).
 
-Each batch decides by itself whether it holds probabilities or logits (as `prepare_predictions` does);
-`compute()` refuses a mix, which `compute_metrics` on the concatenation would read differently.
+Each batch of (B, K) scores decides by itself whether it holds probabilities or logits (as `prepare_predictions`
+does); `compute()` refuses a mix, which `compute_metrics` on the concatenation would read differently. A binary
+model's one score per sample is different: a batch of decision scores may happen to lie in [0, 1], so those batches
+are kept as the scores themselves (one float64 and the label per sample) and read at `compute()` as
+`compute_metrics` reads their concatenation: probabilities only when every batch (on every rank) lies in [0, 1].
 
 Under torch.distributed (initialised, more than one process) `compute()` gathers the per-sample pieces of every rank
 (`all_gather` of variable-length pieces: sizes first, then padded buffers) and sums the classwise tables, so every
@@ -24,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import check_labels, one_score_per_sample
+from adacal.arrays import binary_score_columns, check_labels, in_unit_interval, one_score_per_sample
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.binning import bin_index, check_n_bins, equal_width_edges
@@ -41,6 +44,17 @@ from adacal.metrics.calibration import (
 
 _KINDS = ("probs", "logits")
 _SCORING = ("nll", "brier")
+
+
+class _BinaryBatch:
+    """A binary model's batch as given: its one score per sample (float64) and labels, read at `compute()`."""
+
+    def __init__(self, scores: np.ndarray, labels: np.ndarray) -> None:
+        self.scores, self.labels = scores, labels
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (int(self.scores.shape[0]),)
 
 
 class CalibrationMeter:
@@ -74,7 +88,7 @@ class CalibrationMeter:
 
     def reset(self) -> None:
         """Forget every batch seen."""
-        self._pieces: list[np.ndarray] = []
+        self._pieces: list[np.ndarray | _BinaryBatch] = []
         self._num_classes: int | None = None
         self._kinds: set[str] = set()
         self._classwise: np.ndarray | None = None
@@ -108,6 +122,9 @@ class CalibrationMeter:
             return
         pred = check_not_probability_like(prepare_predictions(scores, labels))
         self._check_num_classes(pred.num_classes, (pred.n_samples, pred.num_classes))
+        if one_score_per_sample(scores):  # read at compute(), with every other binary batch (see the module doc)
+            self._pieces.append(_BinaryBatch(binary_score_columns(scores)[0][:, 1].copy(), pred.labels))
+            return
         self._kinds.add(pred.assumed)
         self._pieces.append(np.column_stack([getattr(pred, column) for column in self._columns()]))
         if "classwise-ece" in self.names:
@@ -125,20 +142,42 @@ class CalibrationMeter:
                 f"({shape[0]}, {shape[1]})."
             )
 
+    def _read_pieces(self, decision: bool) -> tuple[list[np.ndarray], set[str], np.ndarray | None]:
+        """The per-sample columns of every batch, binary batches read as decision scores when `decision` (else as
+        probabilities), with the kinds of scores seen and the classwise table; the meter's own state is unchanged."""
+        pieces, kinds, classwise = [], set(self._kinds), self._classwise
+        for piece in self._pieces:
+            if isinstance(piece, _BinaryBatch):
+                columns, _ = binary_score_columns(piece.scores, decision=decision)
+                pred = prepare_predictions(columns, piece.labels)
+                kinds.add(pred.assumed)
+                piece = np.column_stack([getattr(pred, column) for column in self._columns()])
+                if "classwise-ece" in self.names:
+                    table = _classwise_table(pred, self.n_bins)
+                    classwise = table if classwise is None else classwise + table
+            pieces.append(piece)
+        return pieces, kinds, classwise
+
     def compute(self) -> dict[str, float]:
         """The metrics of every batch seen (on all ranks), as `compute_metrics` returns them."""
         columns = self._columns()
-        kinds = {_KINDS.index(kind) for kind in self._kinds}
+        distributed = self.sync and _distributed(self.process_group)
+        # A binary model's scores are decision scores when any batch, on any rank, lies outside [0, 1].
+        decision = any(isinstance(piece, _BinaryBatch) and not in_unit_interval(piece.scores)
+                       for piece in self._pieces)
+        if distributed:
+            decision = _any_rank(decision, self.process_group)
+        pieces, kinds_seen, classwise = self._read_pieces(decision)
+        kinds = {_KINDS.index(kind) for kind in kinds_seen}
         num_classes = self._num_classes or 0
-        classwise = self._classwise
-        if self.sync and _distributed(self.process_group):
-            data = np.concatenate(self._pieces) if self._pieces else np.empty((0, len(columns)))
+        if distributed:
+            data = np.concatenate(pieces) if pieces else np.empty((0, len(columns)))
             data, kinds, num_classes, classwise = _gather(
                 data, kinds, num_classes, classwise, self.n_bins, self.process_group, "classwise-ece" in self.names
             )
             values = [np.ascontiguousarray(data[:, index]) for index in range(len(columns))]
         else:  # each column straight from the pieces: no (N, columns) copy on the way
-            values = [np.concatenate([piece[:, index] for piece in self._pieces]) if self._pieces else np.empty(0)
+            values = [np.concatenate([piece[:, index] for piece in pieces]) if pieces else np.empty(0)
                       for index in range(len(columns))]
         n_samples = values[0].shape[0] if values else 0
         if n_samples == 0:
@@ -196,6 +235,26 @@ def _distributed(group: Any) -> bool:
     return dist.is_available() and dist.is_initialized() and dist.get_world_size(group) > 1
 
 
+def _group_device(group: Any) -> Any:
+    """Where the group's collectives exchange tensors: the current CUDA device for NCCL, else the CPU."""
+    import torch
+    import torch.distributed as dist
+
+    if dist.get_backend(group) == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def _any_rank(flag: bool, group: Any) -> bool:
+    """Whether `flag` holds on any rank of the group (every rank must call this)."""
+    import torch
+    import torch.distributed as dist
+
+    value = torch.tensor([int(flag)], dtype=torch.int64, device=_group_device(group))
+    dist.all_reduce(value, op=dist.ReduceOp.MAX, group=group)
+    return bool(value.item())
+
+
 def _gather(
     data: np.ndarray,
     kinds: set[int],
@@ -209,9 +268,7 @@ def _gather(
     import torch
     import torch.distributed as dist
 
-    device = torch.device("cpu")
-    if dist.get_backend(group) == "nccl":
-        device = torch.device("cuda", torch.cuda.current_device())
+    device = _group_device(group)
     world = dist.get_world_size(group)
     # Header: rows, columns, classes, and a bit per kind of scores seen.
     header = torch.tensor(

@@ -124,3 +124,64 @@ def test_two_gloo_processes_both_compute_the_global_metrics(tmp_path):
     rank0 = json.loads((tmp_path / "rank0.json").read_text())
     assert rank0["_local_n"] == 61
     assert rank0["_local_ece_em"] == pytest.approx(compute_metrics(logits[:61], labels[:61], n_bins=10)["ece_em"])
+
+
+# A binary model's decision scores: the first batches happen to lie in [0, 1], the later ones do not.
+_BINARY_RNG = np.random.default_rng(21)
+BINARY_SCORES = np.concatenate([_BINARY_RNG.uniform(0.0, 1.0, 90), 2.5 * _BINARY_RNG.standard_normal(110)])
+BINARY_LABELS = (_BINARY_RNG.random(200) < 1 / (1 + np.exp(-BINARY_SCORES))).astype(np.int64)
+
+
+@pytest.mark.parametrize("scores", [BINARY_SCORES, BINARY_SCORES[:, None], BINARY_SCORES[:90]],
+                         ids=["1-D", "one column", "all in [0, 1]"])
+def test_binary_batches_are_read_as_compute_metrics_reads_them_together(scores):
+    """Batch by batch the first batches would pass for probabilities; compute_metrics on the concatenation reads
+    every score as a decision score (some lie outside [0, 1]), and so does the meter. When all lie in [0, 1], both
+    read probabilities."""
+    labels = BINARY_LABELS[: len(scores)]
+    meter = CalibrationMeter(n_bins=10)
+    for rows in batches(len(labels), [30, 30, 30, 50, 60]):
+        meter.update(torch.from_numpy(scores[rows]), labels[rows])
+    expected = compute_metrics(scores, labels, n_bins=10)
+    got = meter.compute()
+    assert list(got) == list(expected)
+    for key, value in expected.items():
+        assert got[key] == pytest.approx(value, abs=1e-12), key
+    # compute() leaves the meter as it was: more batches, then compute() again.
+    meter.update(scores[:20], labels[:20])
+    again = compute_metrics(np.concatenate([scores, scores[:20]]), np.concatenate([labels, labels[:20]]), n_bins=10)
+    assert meter.compute()["ece_em"] == pytest.approx(again["ece_em"], abs=1e-12)
+
+
+def test_binary_batches_mixed_with_probability_rows_are_still_refused():
+    meter = CalibrationMeter()
+    meter.update(BINARY_SCORES[90:], BINARY_LABELS[90:])  # decision scores: logits
+    meter.update(np.array([[0.3, 0.7], [0.9, 0.1]]), np.array([1, 0]))  # probabilities
+    with pytest.raises(InputError, match="same kind of scores"):
+        meter.compute()
+
+
+def _binary_rank_worker(rank, world, port, out_dir):
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        mine = slice(0, 90) if rank == 0 else slice(90, None)  # rank 0 sees only scores in [0, 1]
+        meter = CalibrationMeter(n_bins=10, names="ece-em,nll,classwise-ece")
+        meter.update(BINARY_SCORES[mine], BINARY_LABELS[mine])
+        with open(f"{out_dir}/rank{rank}.json", "w") as handle:
+            json.dump(meter.compute(), handle)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_gloo_processes_read_a_binary_models_scores_alike(tmp_path):
+    """Rank 0's shard lies in [0, 1], rank 1's does not: both ranks read every score as a decision score."""
+    import torch.multiprocessing as mp
+
+    mp.spawn(_binary_rank_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    expected = compute_metrics(BINARY_SCORES, BINARY_LABELS, n_bins=10, names=["ece-em", "nll", "classwise-ece"])
+    for rank in range(2):
+        got = json.loads((tmp_path / f"rank{rank}.json").read_text())
+        for key, value in expected.items():
+            assert got[key] == pytest.approx(value, abs=1e-9), (rank, key)
