@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import check_labels
+from adacal.arrays import check_labels, mixed_binary_kinds
 from adacal.calibrators.base import CALIBRATORS, Calibrator, check_choice, check_int, checked_scores
 from adacal.calibrators.temperature import TEMPERATURE_OBJECTIVES
 from adacal.conventions import DEFAULT_N_BINS
@@ -146,10 +146,12 @@ def compare_calibrators(
     # As Calibrator.fit reads them (a binary model's one score per sample as two columns; float16 / bfloat16
     # probabilities, which sum to 1 only within their rounding, as probabilities), so that the fits, the metrics and
     # the cross-validation folds all see the same float64 predictions.
-    val_scores = checked_scores(val_logits, name="validation logits")[0]
+    # One model's two splits are read alike: a binary model's scores outside [0, 1] in one make both decision scores.
+    binary_kind = "logits" if mixed_binary_kinds(val_logits, test_logits) else None
+    val_scores = checked_scores(val_logits, name="validation logits", binary_kind=binary_kind)[0]
     n, k = val_scores.shape
     val_labels = check_labels(val_labels, n=n, num_classes=k, name="validation labels")
-    test_scores = checked_scores(test_logits, name="test logits")[0]
+    test_scores = checked_scores(test_logits, name="test logits", binary_kind=binary_kind)[0]
     n, k = test_scores.shape
     test_labels = check_labels(test_labels, n=n, num_classes=k, name="test labels")
     if val_scores.shape[1] != test_scores.shape[1]:

@@ -138,3 +138,12 @@ def test_ood_fits_its_temperature_on_validation_scores_read_as_the_sets_are(tmp_
     for key in ("scores", "temperature", "temperature_source"):
         assert reports[0]["results"][key] == reports[1]["results"][key]
     assert reports[0]["results"]["temperature_source"] == "fitted"
+
+
+def test_compare_calibrators_reads_its_two_splits_alike():
+    from adacal.calibrators import compare_calibrators
+
+    mixed = compare_calibrators(S_VAL, Y_VAL, S_TEST, Y_TEST, methods=["temperature", "histogram"])
+    explicit = compare_calibrators(columns(S_VAL), Y_VAL, columns(S_TEST), Y_TEST, methods=["temperature", "histogram"])
+    assert json.dumps(mixed.results, sort_keys=True, default=str) == json.dumps(explicit.results, sort_keys=True,
+                                                                                default=str)
