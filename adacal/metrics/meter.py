@@ -22,6 +22,7 @@ rank returns the metrics of the whole dataset. NCCL groups exchange CUDA tensors
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -146,16 +147,20 @@ class CalibrationMeter:
         """The per-sample columns of every batch, binary batches read as decision scores when `decision` (else as
         probabilities), with the kinds of scores seen and the classwise table; the meter's own state is unchanged."""
         pieces, kinds, classwise = [], set(self._kinds), self._classwise
-        for piece in self._pieces:
-            if isinstance(piece, _BinaryBatch):
-                columns, _ = binary_score_columns(piece.scores, decision=decision)
-                pred = prepare_predictions(columns, piece.labels)
-                kinds.add(pred.assumed)
-                piece = np.column_stack([getattr(pred, column) for column in self._columns()])
-                if "classwise-ece" in self.names:
-                    table = _classwise_table(pred, self.n_bins)
-                    classwise = table if classwise is None else classwise + table
-            pieces.append(piece)
+        # Consecutive binary batches are read in one call (many small batches would cost a call each).
+        for is_binary, group in itertools.groupby(self._pieces, key=lambda piece: isinstance(piece, _BinaryBatch)):
+            if not is_binary:
+                pieces.extend(group)
+                continue
+            batches = list(group)
+            scores = np.concatenate([batch.scores for batch in batches])
+            columns, _ = binary_score_columns(scores, decision=decision)
+            pred = prepare_predictions(columns, np.concatenate([batch.labels for batch in batches]))
+            kinds.add(pred.assumed)
+            pieces.append(np.column_stack([getattr(pred, column) for column in self._columns()]))
+            if "classwise-ece" in self.names:
+                table = _classwise_table(pred, self.n_bins)
+                classwise = table if classwise is None else classwise + table
         return pieces, kinds, classwise
 
     def compute(self) -> dict[str, float]:
