@@ -299,8 +299,12 @@ def check_not_near_probs(scores: np.ndarray, *, name: str = "logits",
     rounding tolerance, or they would have been taken as probabilities); or every entry in [0, 100], some above 1,
     and every row sum within 100 × NEAR_PROB_SUM_TOLERANCE of 100. Softmax of the first is nearly uniform, of the
     second nearly one-hot, so every metric would silently describe a different model. `fix` ends the message.
+    Two columns whose first is 0 in every row are a binary model's decision scores [0, s] (`binary_score_columns`),
+    logits by construction, whatever s.
     """
     if scores.size == 0 or scores.min() < 0.0 or scores.max() > 100.0:
+        return
+    if scores.shape[1] == 2 and not scores[:, 0].any():
         return
     row_sums = scores.sum(axis=1)
     sums = f"whose rows sum to {value_range(row_sums)}"

@@ -157,3 +157,15 @@ def test_files_of_an_earlier_adacal_without_a_run_id_are_still_read(runs, tmp_pa
     del config["results"][RUN_ID_KEY]
     (run / "config.json").write_text(json.dumps(config))
     assert run_calibrate(run).n_val > 0
+
+
+def test_ood_does_not_take_another_runs_predictions_for_the_in_distribution_set(runs, tmp_path, one_torch_thread):
+    from adacal.ood import run_ood
+
+    run = _copy(runs["a"], tmp_path)
+    shutil.copy(runs["c"] / "predictions.npz", run / "predictions.npz")
+    vectors = tmp_path / "vectors.npz"
+    np.savez(vectors, x=np.random.default_rng(0).random((20, 64)))
+    with one_torch_thread(), pytest.raises(InputError, match="not this run's predictions"):
+        run_ood(model=run, out_name=str(vectors), device="cpu", json_path=tmp_path / "ood.json")
+    assert not (tmp_path / "ood.json").exists()

@@ -124,7 +124,8 @@ class CalibrationMeter:
         pred = check_not_probability_like(prepare_predictions(scores, labels))
         self._check_num_classes(pred.num_classes, (pred.n_samples, pred.num_classes))
         if one_score_per_sample(scores):  # read at compute(), with every other binary batch (see the module doc)
-            self._pieces.append(_BinaryBatch(binary_score_columns(scores)[0][:, 1].copy(), pred.labels))
+            # Copies: the caller may refill its buffers for the next batch.
+            self._pieces.append(_BinaryBatch(binary_score_columns(scores)[0][:, 1].copy(), pred.labels.copy()))
             return
         self._kinds.add(pred.assumed)
         self._pieces.append(np.column_stack([getattr(pred, column) for column in self._columns()]))

@@ -55,10 +55,7 @@ def scan_threads() -> int:
     Any other value is refused (`InputError`), as `ADACAL_MEMORY_LIMIT`'s are, rather than silently ignored."""
     text = os.environ.get(THREADS_VARIABLE, "").strip()
     if text:
-        try:
-            threads = int(text)
-        except ValueError:
-            threads = 0
+        threads = int(text) if text.isascii() and text.isdigit() else 0
         if threads < 1:
             raise InputError(f"Expected {THREADS_VARIABLE} to be a positive integer (such as 2), got {text!r}.")
         return min(threads, _MAX_THREADS)

@@ -14,7 +14,7 @@ from adacal.arrays import check_labels, check_scores
 from adacal.checks import check_integer
 from adacal.errors import InputError, unknown_name
 from adacal.ood.scores import DEFAULT_CORRUPTION, DEFAULT_SEVERITY, OOD_REPORT_PREFIX, SEVERITIES
-from adacal.runs import OOD_FILE, RunFolder, predictions_are_from, require_run_folder
+from adacal.runs import OOD_FILE, RunFolder, check_predictions_of_run, predictions_are_from, require_run_folder
 from adacal.sources.files import check_regular_file
 from adacal.sources.formats import Predictions, load_split_predictions
 from adacal.sources.resolve import resolve_checkpoint as _resolve_checkpoint
@@ -384,7 +384,9 @@ def _saved_predictions(run: RunFolder | None, checkpoint: dict[str, Any], *, in_
     """
     if run is None or in_name != str(checkpoint["dataset"]).lower() or not predictions_are_from(run, checkpoint):
         return None
-    return load_split_predictions(run.predictions)
+    splits = load_split_predictions(run.predictions)
+    check_predictions_of_run(run, {name: len(split) for name, split in splits.items() if split is not None})
+    return splits
 
 
 def _limit_indices(n: int, limit: int | None, seed: int) -> np.ndarray | None:

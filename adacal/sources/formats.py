@@ -50,6 +50,7 @@ from adacal.arrays import (
     check_scores,
     in_unit_interval,
     is_one_hot,
+    mixed_binary_kinds,
     looks_like_probs,
     probability_tolerance,
     to_numpy,
@@ -522,12 +523,19 @@ def interpret_scores(values: Any, *, name: str, renormalize: bool = False,
         raise InputError(f"Expected {name} to be numeric, got dtype {array.dtype}.")
     # One column (N, 1) is a binary model's single output too (Keras' sigmoid layer, a logistic head).
     column = array.ndim == 2 and array.shape[1] == 1
-    if array.ndim == 1 or column:
+    binary = array.ndim == 1 or column
+    if binary:
         array, note = binary_columns(array, name, "one score column (N, 1)" if column else "1-D scores",
                                      decision=decision)
         flat = array[:, 1]
         if flat.size and not np.isfinite(flat).all():
             raise InputError(f"Expected {name} to be finite, found NaN or Inf in {int((~np.isfinite(flat)).sum())} row(s).")
+        if renormalize and not note.endswith(_PROBABILITIES_READ):
+            raise InputError(
+                f"Expected {name} (one score per sample) in [0, 1] with --renormalize, got values from "
+                f"{flat.min():.4g} to {flat.max():.4g}: --renormalize divides rows of several columns by their sums; "
+                "give P(class 1) in [0, 1] (percentages / 100), or the scores of both classes."
+            )
         notes.append(note)
     scores = check_scores(array, name=name)
     if renormalize:
@@ -673,6 +681,11 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
         raise InputError(f"Expected {path} to contain {wanted}; it has: {arrays.listing()}.")
     raw = arrays[key]
     one_per_sample = np.ndim(raw) == 1 or tuple(np.shape(raw)[1:]) == (1,)  # a binary model's single score
+    decision = options.decision_scores
+    if one_per_sample and not decision and not options.renormalize:
+        # One model's sets are read alike: the file's other split (val for test) outside [0, 1] makes these
+        # decision scores too, as reading both splits would (`load_split_predictions`).
+        decision = mixed_binary_kinds(raw, _other_split_scores(arrays, options, split, key))
     if _unprefixed(key) in HARD_PREDICTION_KEYS:
         values = to_numpy(raw, keep_float=True)
         integers = np.issubdtype(values.dtype, np.integer) or values.dtype == np.bool_
@@ -690,8 +703,7 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
                 "instead."
             )
     scores, notes = interpret_scores(raw, name=arrays.label(key), renormalize=options.renormalize,
-                                     named_probabilities=_unprefixed(key) in PROBABILITY_KEYS,
-                                     decision=options.decision_scores)
+                                     named_probabilities=_unprefixed(key) in PROBABILITY_KEYS, decision=decision)
     if not need_labels:
         if notes_out is not None:
             notes_out.extend([*arrays.notes, *notes])
@@ -711,6 +723,22 @@ def predictions_from(arrays: Arrays, *, options: ReadOptions = DEFAULT_OPTIONS, 
                 "its labels; give --labels FILE if it holds only scores)."
             ) from None
         raise
+
+
+def _other_split_scores(arrays: Arrays, options: ReadOptions, split: str | None, key: str) -> Any:
+    """The raw scores of the file's other split (`val_…` when reading the test split, `test_…` for val), or None when
+    it has none or they cannot be read (they are not this read's business then)."""
+    if split not in ("val", "test"):
+        return None
+    other = "test" if split == "val" else "val"
+    for name in (options.logits_key,) if options.logits_key else SCORE_KEYS:
+        candidate = f"{other}_{name}"
+        if candidate != key and candidate in arrays:
+            try:
+                return arrays[candidate]
+            except InputError:
+                return None
+    return None
 
 
 def _unprefixed(key: str) -> str:
@@ -743,8 +771,7 @@ def _with_labels(arrays: Arrays, key: str, scores: np.ndarray, notes: list[str],
                     f"Expected labels for {path}: give --labels FILE or put them in {text_stem(path)}_labels{suffix} "
                     f"(or labels{suffix}) beside it."
                 )
-            found = predictions_from(arrays, options=ReadOptions(
-                options.logits_key, options.labels_key, sibling, options.renormalize), split=split)
+            found = predictions_from(arrays, options=replace(options, labels_file=sibling), split=split)
             note = f"{arrays.label(key)}: labels read from {sibling.name} beside it"
             return Predictions(found.logits, found.labels, found.notes + (note,), found.classes)
         if label_key is None and key == WHOLE:
@@ -811,7 +838,7 @@ def load_split_predictions(path: str | os.PathLike, *, options: ReadOptions = DE
             )
         test = _prefixed(arrays, "test", options)
         val = _prefixed(arrays, "val", options) if has_split(arrays, "val", options) else None
-        if val is not None and mixed_binary_readings(val.notes, test.notes):
+        if val is not None and not options.renormalize and mixed_binary_readings(val.notes, test.notes):
             alike = replace(options, decision_scores=True)
             test, val = _prefixed(arrays, "test", alike), _prefixed(arrays, "val", alike)
     if val is not None and val.num_classes != test.num_classes:

@@ -242,7 +242,8 @@ def resolve_calibration_input(
         test_predictions = load_predictions(source, options=options)
         # --labels names the labels of the test file; the validation file carries its own (or <stem>_labels.npy).
         val_predictions = load_predictions(val, options=replace(options, labels_file=None))
-        if mixed_binary_readings(val_predictions.notes, test_predictions.notes):  # one model's sets, read alike
+        if not options.renormalize and mixed_binary_readings(val_predictions.notes, test_predictions.notes):
+            # One model's sets, read alike.
             test_predictions = load_predictions(source, options=replace(options, decision_scores=True))
             val_predictions = load_predictions(val, options=replace(options, labels_file=None, decision_scores=True))
         if val_predictions.num_classes != test_predictions.num_classes:
@@ -311,7 +312,7 @@ def resolve_ood_inputs(
     in_scores = load_ood_scores(in_preds, options=options, notes_out=in_notes)
     out_scores = load_ood_scores(out_preds, options=options, notes_out=out_notes)
     val = load_validation_split(in_preds, options=options) if with_val else None
-    if mixed_binary_readings(in_notes, out_notes, () if val is None else val.notes):
+    if not options.renormalize and mixed_binary_readings(in_notes, out_notes, () if val is None else val.notes):
         # One model's sets: a binary model's scores outside [0, 1] in one make the others decision scores too.
         alike = replace(options, decision_scores=True)
         in_notes, out_notes = [], []

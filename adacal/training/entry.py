@@ -125,6 +125,7 @@ def train(config: TrainConfig, progress: Any = None) -> TrainResult:
 
     check_structure(config)
     check_progress(progress)  # a listener the events cannot be sent to fails here, not inside the first epoch
+    _check_environment()
     writers: list[RunWriter] = []
     try:
         return _train(config, progress, writers)
@@ -141,6 +142,7 @@ def resolved_config(config: TrainConfig) -> dict[str, Any]:
     from adacal.training.config import check_structure
 
     check_structure(config)
+    _check_environment()
     if config.resume:
         from adacal.runs import find_run_folder
 
@@ -162,6 +164,15 @@ def resolved_config(config: TrainConfig) -> dict[str, Any]:
         resolved.loss_options = resolved_loss_options(resolved.loss, resolved.loss_options)
         resolved.model = resolved.model or default_model(str(resolved.dataset))
     return resolved.to_dict()
+
+
+def _check_environment() -> None:
+    """Refuse a bad $ADACAL_NUM_THREADS or $ADACAL_MEMORY_LIMIT now, not when the first epoch's metrics read it."""
+    from adacal.memory import memory_limit
+    from adacal.metrics.rows import scan_threads
+
+    scan_threads()
+    memory_limit()
 
 
 def _locked_writer(run: RunFolder, dist: DistributedContext, writers: list[RunWriter]) -> RunWriter:

@@ -18,7 +18,7 @@ from adacal.calibrators import (
 from adacal.calibrators.linear import linear_objective
 from adacal.errors import InputError
 
-from conftest import sample_labels
+from calibration_problems import sample_labels
 
 LINEAR = ["vector-scaling", "matrix-scaling", "dirichlet"]
 

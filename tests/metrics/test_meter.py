@@ -185,3 +185,15 @@ def test_two_gloo_processes_read_a_binary_models_scores_alike(tmp_path):
         got = json.loads((tmp_path / f"rank{rank}.json").read_text())
         for key, value in expected.items():
             assert got[key] == pytest.approx(value, abs=1e-9), (rank, key)
+
+
+def test_binary_batches_survive_the_caller_reusing_its_buffers():
+    """A training loop refills one scores buffer and one labels buffer per batch: the meter keeps its own copies."""
+    meter = CalibrationMeter(names="ece-ew")
+    scores, labels = np.empty(100), np.empty(100, dtype=np.int64)
+    for rows in (slice(0, 100), slice(100, 200)):
+        scores[:] = BINARY_SCORES[rows]
+        labels[:] = BINARY_LABELS[rows]
+        meter.update(scores, labels)
+    assert meter.compute()["ece_ew"] == pytest.approx(compute_metrics(BINARY_SCORES, BINARY_LABELS)["ece_ew"],
+                                                      abs=1e-12)

@@ -102,7 +102,7 @@ def test_an_empty_thread_setting_means_the_cpu_count(monkeypatch, value):
     assert 1 <= scan_threads() <= 8
 
 
-@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5", "2 threads"])
+@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5", "2 threads", "2_0", "٢"])
 def test_an_unusable_thread_setting_is_refused_naming_the_variable(monkeypatch, value):
     monkeypatch.setenv(rows_module.THREADS_VARIABLE, value)
     with pytest.raises(InputError, match=rf"Expected ADACAL_NUM_THREADS to be a positive integer .*got {value!r}"):
@@ -224,3 +224,12 @@ def test_sort_keys_carry_each_hit_in_their_lowest_bit():
     ends = np.flatnonzero(np.diff(np.append(ordered, np.inf)) > 0) + 1  # the end of every group of tied values
     np.testing.assert_array_equal(cum[ends], np.cumsum(hits[order])[ends - 1])
     assert cum[0] == 0
+
+
+def test_train_refuses_an_unusable_thread_setting_before_any_work(tmp_path, monkeypatch):
+    from adacal.training import TrainConfig, train
+
+    monkeypatch.setenv(rows_module.THREADS_VARIABLE, "auto")
+    with pytest.raises(InputError, match="ADACAL_NUM_THREADS"):
+        train(TrainConfig(dataset="digits", device="cpu", epochs=1, out=str(tmp_path / "runs")))
+    assert not (tmp_path / "runs").exists()

@@ -147,3 +147,70 @@ def test_compare_calibrators_reads_its_two_splits_alike():
     explicit = compare_calibrators(columns(S_VAL), Y_VAL, columns(S_TEST), Y_TEST, methods=["temperature", "histogram"])
     assert json.dumps(mixed.results, sort_keys=True, default=str) == json.dumps(explicit.results, sort_keys=True,
                                                                                 default=str)
+
+
+def test_a_val_file_with_its_labels_beside_it_is_read_as_the_test_file(tmp_path):
+    """`--val val.npy` (labels in val_labels.npy beside it): the reading that finds the sibling labels keeps the
+    decision-score setting."""
+    np.save(tmp_path / "val.npy", S_VAL)
+    np.save(tmp_path / "val_labels.npy", Y_VAL)
+    np.savez(tmp_path / "test.npz", logits=S_TEST, labels=Y_TEST)
+    np.save(tmp_path / "val2.npy", columns(S_VAL))
+    np.save(tmp_path / "val2_labels.npy", Y_VAL)
+    np.savez(tmp_path / "test2.npz", logits=columns(S_TEST), labels=Y_TEST)
+    mixed = _calibrate_report(tmp_path, "mixed", tmp_path / "test.npz", "--val", tmp_path / "val.npy")
+    explicit = _calibrate_report(tmp_path, "explicit", tmp_path / "test2.npz", "--val", tmp_path / "val2.npy")
+    assert mixed["results"] == explicit["results"]
+
+
+def test_one_split_of_a_file_is_read_as_its_other_split_says(tmp_path):
+    """`evaluate` reads only the test split of a val_/test_ file, `calibrate` both: the test split's reading (and so
+    the uncalibrated metrics) must not depend on the command. Here the validation split lies outside [0, 1]."""
+    from adacal.evaluation import run_evaluate
+    from adacal.sources.formats import load_predictions
+
+    np.savez(tmp_path / "p.npz", val_logits=S_TEST[:200], val_labels=Y_VAL, test_logits=S_IN,
+             test_labels=Y_VAL[:80])
+    test = load_predictions(tmp_path / "p.npz")
+    np.testing.assert_array_equal(test.logits, columns(S_IN))
+    assert load_split_predictions(tmp_path / "p.npz")["test"].logits.tolist() == test.logits.tolist()
+    np.savez(tmp_path / "q.npz", test_logits=columns(S_IN), test_labels=Y_VAL[:80])
+    got = run_evaluate(tmp_path / "p.npz").report["results"]["metrics"]
+    assert got == run_evaluate(tmp_path / "q.npz").report["results"]["metrics"]
+
+
+def test_ood_reads_the_in_distribution_file_with_its_validation_split_with_or_without_fitting(tmp_path):
+    np.savez(tmp_path / "in.npz", val_logits=S_TEST[:200], val_labels=Y_VAL, test_logits=S_IN,
+             test_labels=Y_VAL[:80])
+    np.save(tmp_path / "out.npy", S_VAL[:70])
+    reports = []
+    for extra in ([], ["--temperature", "1.0"]):
+        target = tmp_path / f"r{len(reports)}.json"
+        result = runner.invoke(app, ["ood", "--in-preds", str(tmp_path / "in.npz"), "--out-preds",
+                                     str(tmp_path / "out.npy"), "--json", str(target), *extra])
+        assert result.exit_code == 0, result.output
+        reports.append(json.loads(target.read_text())["results"]["scores"]["entropy"]["pre"])
+    explicit = detect_ood(columns(S_IN), columns(S_VAL[:70]))["scores"]["entropy"]["pre"]
+    assert reports[0] == reports[1] == explicit
+
+
+def test_decision_scores_near_one_are_not_refused_as_truncated_probabilities(tmp_path):
+    near_one = RNG.uniform(0.9, 1.0, 200)
+    np.savez(tmp_path / "p.npz", val_logits=near_one, val_labels=Y_VAL, test_logits=S_TEST, test_labels=Y_TEST)
+    splits = load_split_predictions(tmp_path / "p.npz")
+    np.testing.assert_array_equal(splits["val"].logits, columns(near_one))
+    from adacal.calibrators import compare_calibrators
+
+    compare_calibrators(near_one, Y_VAL, S_TEST, Y_TEST, methods=["temperature"])
+
+
+def test_renormalize_takes_one_score_per_sample_only_as_probabilities(tmp_path):
+    from adacal.errors import InputError
+    from adacal.sources.formats import ReadOptions, load_predictions
+
+    np.savez(tmp_path / "p.npz", logits=S_VAL, labels=Y_VAL)
+    read = load_predictions(tmp_path / "p.npz", options=ReadOptions(renormalize=True))
+    np.testing.assert_allclose(read.logits, np.stack([1 - S_VAL, S_VAL], axis=1))
+    np.savez(tmp_path / "pct.npz", logits=100 * S_VAL, labels=Y_VAL)  # percentages: no row to divide by its sum
+    with pytest.raises(InputError, match=r"one score per sample\) in \[0, 1\] with --renormalize"):
+        load_predictions(tmp_path / "pct.npz", options=ReadOptions(renormalize=True))
