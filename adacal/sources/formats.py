@@ -50,8 +50,8 @@ from adacal.arrays import (
     check_scores,
     in_unit_interval,
     is_one_hot,
-    mixed_binary_kinds,
     looks_like_probs,
+    mixed_binary_kinds,
     probability_tolerance,
     to_numpy,
     value_range,
@@ -133,7 +133,7 @@ class ReadOptions:
     labels_file: Path | None = None
     renormalize: bool = False
     # A binary model's one score per sample as decision scores even when all in [0, 1]: set when another set of the
-    # same model's scores lies outside [0, 1] (`read_binary_alike`), so that one model's sets are read alike.
+    # same model's scores lies outside [0, 1] (`mixed_binary_readings`), so that one model's sets are read alike.
     decision_scores: bool = False
 
     def __post_init__(self) -> None:
