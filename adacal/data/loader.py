@@ -24,7 +24,11 @@ _SEED_LIMIT = 1 << 63
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
     """The one reading of --device: 'auto' (or None) → CUDA when available, else CPU; 'cpu'; 'cuda' or 'cuda:N'
-    (or a torch.device of those), checked against the CUDA devices torch finds."""
+    (or a torch.device of those), checked against the CUDA devices torch finds.
+
+    CUDA always comes back with its index ('cuda' → 'cuda:<current device>'): tensors live on 'cuda:0', and
+    torch.device('cuda') != torch.device('cuda:0'), so an index-less device made every batch look like it still had to
+    be moved (and pinned, which fails for GPU memory)."""
     if device is None:
         name = "auto"
     elif isinstance(device, torch.device):
@@ -32,7 +36,7 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     else:
         name = device.strip().lower() if isinstance(device, str) else device
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
     if name == "cpu" or (isinstance(name, str) and name.startswith("cpu:") and name[4:].isdigit()):
         return torch.device("cpu")  # torch.device("cpu", 0) names the one CPU device too
     if not isinstance(name, str) or not name.startswith("cuda"):
@@ -49,7 +53,7 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
         raise InputError(
             f"Expected --device {name} to name one of the {torch.cuda.device_count()} CUDA device(s), got {name}."
         )
-    return resolved
+    return resolved if resolved.index is not None else torch.device("cuda", torch.cuda.current_device())
 
 
 class BatchLoader:
@@ -223,8 +227,8 @@ class BatchLoader:
 
     def _fetch(self, source: Any, index: torch.Tensor) -> torch.Tensor:
         batch = source.index_select(0, index) if isinstance(source, torch.Tensor) else source[index]
-        if batch.device != self.device:
-            if self.device.type == "cuda":
+        if batch.device != self.device:  # also for "cuda" against a tensor already on "cuda:0"
+            if self.device.type == "cuda" and batch.device.type == "cpu":  # only host memory can be pinned
                 batch = batch.pin_memory().to(self.device, non_blocking=True)
             else:
                 batch = batch.to(self.device)

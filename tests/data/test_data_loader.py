@@ -14,6 +14,7 @@ from adacal.data import (
     crop_and_flip,
     draw_augmentation,
     load_dataset,
+    resolve_device,
 )
 from adacal.errors import InputError
 
@@ -210,3 +211,48 @@ def test_iterate_refuses_a_start_batch_past_the_epoch():
         next(loader.iterate(start_batch=4))
     with pytest.raises(InputError, match="start_batch"):
         next(loader.iterate(start_batch=-1))
+
+
+def test_cuda_devices_resolve_with_their_index(monkeypatch):
+    """Tensors on a GPU report 'cuda:N'; an index-less 'cuda' compares unequal to it, so every batch looked like it still
+    had to move (and was pinned, which GPU memory refuses: `adacal train` on a GPU failed at its first batch)."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    assert resolve_device("auto") == torch.device("cuda", 1)
+    assert resolve_device(None) == torch.device("cuda", 1)
+    assert resolve_device("cuda") == torch.device("cuda", 1)
+    assert resolve_device(torch.device("cuda")) == torch.device("cuda", 1)
+    assert resolve_device("cuda:0") == torch.device("cuda", 0)
+
+
+class _PlacedBatch:
+    """A stand-in for a batch tensor on any device (this machine may have no GPU): records pinning and moves."""
+
+    def __init__(self, device: str):
+        self.device, self.pinned, self.moved_to = torch.device(device), False, None
+
+    def pin_memory(self):
+        if self.device.type != "cpu":
+            raise RuntimeError(f"cannot pin '{self.device}' memory: only dense CPU tensors can be pinned")
+        self.pinned = True
+        return self
+
+    def to(self, device, non_blocking=False):
+        self.moved_to = torch.device(device)
+        return self
+
+
+@pytest.mark.parametrize("source, pinned, moved_to", [
+    ("cuda:0", False, None),      # already where it goes: untouched
+    ("cuda:1", False, "cuda:0"),  # another GPU: moved, not pinned
+    ("cpu", True, "cuda:0"),      # host memory: pinned, then copied without blocking
+])
+def test_batches_are_pinned_only_from_host_memory(source, pinned, moved_to):
+    split = Split(torch.zeros(4, 3), torch.zeros(4, dtype=torch.long))
+    loader = BatchLoader(split, 2, dataset=None, device="cpu")
+    loader.device = torch.device("cuda", 0)
+    batch = _PlacedBatch(source)
+    assert loader._fetch({"all": batch}, "all") is batch
+    assert batch.pinned is pinned
+    assert batch.moved_to == (None if moved_to is None else torch.device(moved_to))
