@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         return TrainConfig(
             dataset=DATASET, model="textcnn", loss=loss, loss_options=dict(options), epochs=args.epochs,
             batch_size=args.batch_size, lr=1e-3, milestones=(), optimizer="adam", weight_decay=0.0, seed=seed,
-            device="cpu", select="last", train_subset=args.train_subset,
+            device=args.device, select="last", train_subset=args.train_subset,
             update_every=qc.variant_schedule(name, epochs=args.epochs, milestones=(), default=args.update_every,
                                              batches_per_epoch=-(-(args.train_subset or TRAIN_DOCUMENTS) // args.batch_size)),
             val_size=args.val_size, data_dir=args.data_dir, **qc.arm_options(arm, fields))

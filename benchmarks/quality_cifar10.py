@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         return TrainConfig(
             dataset=DATASET, model=args.model, loss=loss, loss_options=dict(options), epochs=args.epochs,
             batch_size=128, lr=0.1, milestones=milestones, lr_decay=0.1, momentum=0.9, weight_decay=5e-4,
-            optimizer="sgd", seed=seed, device="cpu", channels_last=True, select="last",
+            optimizer="sgd", seed=seed, device=args.device, channels_last=True, select="last",
             update_every=qc.variant_schedule(name, epochs=args.epochs, milestones=milestones,
                                              batches_per_epoch=-(-args.train_subset // 128), default="epoch"),
             train_subset=args.train_subset, val_size=args.val_size, test_subset=args.test_subset,
@@ -107,10 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     return qc.run_benchmark(args, argv, dataset=DATASET, kind="benchmark-quality-cifar10", slug=DATASET, title=title,
                             make_config=make_config, folder_name=folder_name, protocol=protocol,
                             paper=qc.PAPER_CIFAR10_RESNET50, paper_note=PAPER_NOTE,
-                            score_ood=None if args.no_ood else functools.partial(score_ood, data_dir=args.data_dir))
+                            score_ood=None if args.no_ood else functools.partial(score_ood, data_dir=args.data_dir,
+                                                                                  device=args.device))
 
 
-def score_ood(run_dir: Path, temperature: float, data_dir: str) -> dict[str, Any]:
+def score_ood(run_dir: Path, temperature: float, data_dir: str, device: str = "cpu") -> dict[str, Any]:
     """Entropy / max-prob AUROC, CIFAR-10 test vs CIFAR-10-C Gaussian 5, pre and post T.
 
     Also written as <run>/ood-cifar10-c.json (the report `adacal ood --json` writes), for summarize_runs.py."""
@@ -118,7 +119,7 @@ def score_ood(run_dir: Path, temperature: float, data_dir: str) -> dict[str, Any
     from adacal.reports import write_json as write
 
     in_logits, out_logits, info = ood_from_model(run_dir, in_name="cifar10", out_name="cifar10-c",
-                                                 severity=5, data_dir=data_dir, device="cpu")
+                                                 severity=5, data_dir=data_dir, device=device)
     results = detect_ood(in_logits, out_logits, scores=("entropy", "max-prob"), temperature=temperature,
                          temperature_source="fitted", in_name="cifar10", out_name="cifar10-c")
     write(Path(run_dir) / "ood-cifar10-c.json", ood_report(results, config={

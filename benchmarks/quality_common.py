@@ -241,11 +241,16 @@ def arm_options(arm: str, fields: set[str] | None = None) -> dict[str, Any]:
     return {k: v for k, v in ARMS[arm].items() if k in fields}
 
 
-def machine_info() -> dict[str, Any]:
+def machine_info(device: str = "cpu") -> dict[str, Any]:
     import torch
 
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    gpu = None
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        gpu = torch.cuda.get_device_name(torch.device(device))
     return {
+        "device": str(device),
+        "gpu": gpu,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
@@ -672,7 +677,7 @@ def run_cell(cell: Cell, *, dataset: str, reuse: bool, commit: bool,
         entry["ood"] = score_ood(run_dir, entry["ts_ece_em"]["temperature"])
     timing["analysis_seconds"] = round(time.perf_counter() - started, 2)
     entry["timing"] = timing
-    entry["machine"] = machine_info()
+    entry["machine"] = machine_info(str(getattr(cell.config, "device", "cpu")))
     write_result(cell.result, entry)
     f = flat_figures(entry)
     print(f"  [{cell.label}] test error {100 * f['error']:.2f}%  ECE-EM {100 * f['ece_em']:.2f}% → "
@@ -757,9 +762,13 @@ def run_cells(cells: list[Cell], *, dataset: str, reuse: bool, commit: bool, job
 
 
 def _set_threads(threads: int) -> None:
+    """Torch threads of this process, and float32 arithmetic on CUDA (TF32 would make GPU seeds of a grid compute
+    with a 10-bit mantissa where the CPU seeds had 23)."""
     import torch
 
     torch.set_num_threads(threads)
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
 
 
 # ------------------------------------------------------------------------------------------------ summaries
@@ -802,9 +811,27 @@ def summarise(entries: list[dict[str, Any]], losses: list[str], arms: list[str])
                 continue
             flats = [flat_figures(e) for e in chosen]
             keys = list(dict.fromkeys(k for f in flats for k in f))
-            rows.append({"loss": loss, "arm": arm, "seeds": [e["seed"] for e in chosen],
-                         "figures": {k: mean_std([f.get(k) for f in flats]) for k in keys}})
+            devices = [device_of(e) for e in chosen]
+            rows.append({"loss": loss, "arm": arm, "seeds": [e["seed"] for e in chosen], "devices": devices,
+                         "figures": {k: mean_std([f.get(k) for f in flats]) for k in keys},
+                         # a GPU run takes a small fraction of a CPU run's time: times are only averaged per device
+                         "train_seconds_by_device": {
+                             d: mean_std([f.get("train_seconds") for f, e in zip(flats, devices) if e == d])
+                             for d in dict.fromkeys(devices)}})
     return rows
+
+
+def device_of(entry: dict[str, Any]) -> str:
+    """Where a result's run trained: its machine block's device (results written before it was recorded: the CPU,
+    the only device the grid ran on then)."""
+    return str((entry.get("machine") or {}).get("device") or "cpu")
+
+
+def _time_cell(row: dict[str, Any]) -> str:
+    by_device = row.get("train_seconds_by_device") or {}
+    if len(by_device) <= 1:
+        return _cell(row["figures"].get("train_seconds"), 1.0, 0)
+    return " · ".join(f"{_cell(stat, 1.0, 0)} ({device})" for device, stat in by_device.items())
 
 
 def _cell(stat: dict[str, Any] | None, scale: float = 100.0, digits: int = 2) -> str:
@@ -833,7 +860,7 @@ def table_rows(summary: list[dict[str, Any]], *, with_ood: bool) -> tuple[list[s
         f = row["figures"]
         rows.append([DISPLAY.get(row["loss"], row["loss"]), row["arm"], ",".join(map(str, row["seeds"]))]
                     + [_cell(f.get(key), scale, digits) for key, _, scale, digits in columns]
-                    + [_cell(f.get("train_seconds"), 1.0, 0)])
+                    + [_time_cell(row)])
     return header, rows
 
 
@@ -992,6 +1019,10 @@ def add_common_arguments(parser: Any, *, results: Path, dataset: str) -> None:
     parser.add_argument("--fresh", action="store_true",
                         help="retrain every cell, even those with a matching result file or finished run folder")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
+    parser.add_argument("--device", default="cpu",
+                        help="where runs train and are scored: cpu (default), cuda or cuda:N. Not part of a result's "
+                             "key (a seed is the same cell on any device); recorded in its machine block. On CUDA, "
+                             "TF32 is turned off so convolutions and matrix products stay float32, as on the CPU")
     parser.add_argument("--jobs", type=int, default=1, help="runs trained at the same time (default 1)")
     parser.add_argument("--commit", action="store_true",
                         help="git add + commit each result file as soon as it is written (never pushes)")
@@ -1009,6 +1040,14 @@ def check_common_arguments(args: Any) -> None:
         raise SystemExit("Error: --summary-only and --no-summary exclude each other.")
     if not Path(args.data_dir).is_dir() and not args.summary_only:
         raise SystemExit(f"Error: expected --data-dir to be a folder, got {args.data_dir!r}.")
+    device = str(getattr(args, "device", "cpu"))
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+        raise SystemExit(f"Error: expected --device to be cpu, cuda or cuda:N, got {device!r}.")
+    if device.startswith("cuda") and not args.summary_only:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise SystemExit(f"Error: --device {device} asks for CUDA, but this torch sees no CUDA device.")
 
 
 def redirect_quick_outputs(args: Any, *, results: Path, dataset: str) -> None:
@@ -1032,7 +1071,7 @@ def run_benchmark(args: Any, argv: list[str] | None, *, dataset: str, kind: str,
     import torch
 
     check_common_arguments(args)
-    torch.set_num_threads(args.threads)
+    _set_threads(args.threads)
     losses = parse_losses(args.losses)
     seeds = parse_ints(args.seeds, "--seeds")
     arms = parse_arms(args.arms)

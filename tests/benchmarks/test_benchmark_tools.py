@@ -1,4 +1,4 @@
-"""benchmarks/pack_cifar10.py: the JPEG pack that carries CIFAR-10 to a machine that cannot download it."""
+"""benchmarks/pack_cifar10.py: the JPEG and the lossless packs that carry CIFAR-10 to a machine that cannot download it."""
 
 from __future__ import annotations
 
@@ -91,4 +91,59 @@ def test_bad_input_is_one_error_line_and_writes_nothing(small_cifar, tmp_path, c
     assert pack_cifar10.main(["pack", str(small_cifar), str(target), "--quality", "0"]) == 2
     errors = capsys.readouterr().err.strip().splitlines()
     assert len(errors) == 3 and all(line.startswith("Error: ") for line in errors)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_lossless_pack_gives_back_every_image_bit_for_bit(small_cifar, tmp_path):
+    packed, unpacked = tmp_path / "cifar10.webp.npz", tmp_path / "data" / "cifar10.npz"
+    assert pack_cifar10.main(["pack", "--lossless", str(small_cifar), str(packed)]) == 0
+    assert packed.stat().st_size < small_cifar.stat().st_size
+    assert pack_cifar10.main(["unpack", str(packed), str(unpacked)]) == 0
+    with np.load(small_cifar) as before, np.load(unpacked) as after:
+        assert sorted(before.files) == sorted(after.files)
+        for key in before.files:
+            np.testing.assert_array_equal(before[key], after[key])
+
+
+def test_sheets_hold_any_count_of_images_in_order():
+    images = natural_images(130)  # two full sheet rows and a partial third
+    data, offsets = pack_cifar10.encode_sheets(images)
+    np.testing.assert_array_equal(pack_cifar10.decode_sheets(data, offsets, 130, (32, 32)), images)
+    with pytest.raises(ValueError, match="hold 192 images, 500 expected"):
+        pack_cifar10.decode_sheets(data, offsets, 500, (32, 32))
+
+
+def test_a_lossless_pack_for_some_seeds_loads_their_splits_exactly(small_cifar, tmp_path, capsys):
+    """Only the images seeds 1 and 2 draw travel; their train/val/test splits load identical to the original's,
+    while another seed's split meets the blanks the pack put in place of the images it left out."""
+    packed, unpacked = tmp_path / "cifar10.s12.npz", tmp_path / "data" / "cifar10.npz"
+    sizes = {"train_subset": 40, "val_size": 20}
+    assert pack_cifar10.main(["pack", "--lossless", "--seeds", "1,2", "--train-subset", "40", "--val-size", "20",
+                              str(small_cifar), str(packed)]) == 0
+    assert pack_cifar10.main(["unpack", str(packed), str(unpacked)]) == 0
+    out = capsys.readouterr().out
+    assert "training images are real (the training images of seeds 1,2 with train_subset=40 and val_size=20)" in out
+    original = tmp_path / "original"
+    original.mkdir()
+    (original / "cifar10.npz").write_bytes(small_cifar.read_bytes())
+    for seed in (1, 2):
+        expected = load_dataset("cifar10", data_dir=original, download=False, seed=seed, **sizes)
+        carried = load_dataset("cifar10", data_dir=unpacked.parent, download=False, seed=seed, **sizes)
+        for split in ("train", "val", "test"):
+            assert expected.split(split).inputs.equal(carried.split(split).inputs)
+            assert expected.split(split).labels.equal(carried.split(split).labels)
+    kept = pack_cifar10.training_images_in_use(small_cifar, [1, 2], **sizes)
+    with np.load(unpacked) as after:
+        train_x = after["train_x"]
+    blank = np.flatnonzero(train_x.reshape(len(train_x), -1).max(axis=1) == 0)
+    assert 60 <= len(kept) <= 120 and set(blank.tolist()) == set(range(len(train_x))) - set(kept.tolist())
+
+
+def test_bad_lossless_options_are_one_error_line_and_write_nothing(small_cifar, tmp_path, capsys):
+    target = tmp_path / "out.npz"
+    assert pack_cifar10.main(["pack", "--seeds", "1", str(small_cifar), str(target)]) == 2
+    assert pack_cifar10.main(["pack", "--lossless", "--seeds", "1,x", str(small_cifar), str(target)]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert errors == ["Error: --seeds keeps exact images only in a lossless pack: add --lossless",
+                      "Error: --seeds must be comma-separated integers, got '1,x'"]
     assert list(tmp_path.iterdir()) == []

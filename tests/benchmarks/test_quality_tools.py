@@ -272,6 +272,24 @@ def test_summary_is_mean_and_sample_std_over_seeds(finished):
     assert rows[0][header.index("ECE-EM")] == f"{100 * values.mean():.2f} ± {100 * values.std(ddof=1):.2f}"
 
 
+def test_training_time_is_averaged_per_device_only(finished):
+    """Seeds of one cell may run on the CPU and on a GPU (every other figure is the same protocol): their times are
+    not averaged together. A result without a device recorded ran on the CPU (the only device there was then)."""
+    _, _, entries = finished
+    gpu = {**entries[1], "machine": {**entries[1]["machine"], "device": "cuda"},
+           "timing": {**entries[1]["timing"], "train_wall_seconds": 12.0}}
+    cpu = {**entries[0], "machine": {k: v for k, v in entries[0]["machine"].items() if k != "device"},
+           "timing": {**entries[0]["timing"], "train_wall_seconds": 300.0}}
+    (row,) = qc.summarise([cpu, gpu], ["adafocal"], ["mean"])
+    assert row["devices"] == ["cpu", "cuda"]
+    assert row["train_seconds_by_device"]["cpu"]["mean"] == 300.0
+    assert row["train_seconds_by_device"]["cuda"]["mean"] == 12.0
+    header, rows = qc.table_rows([row], with_ood=False)
+    assert rows[0][header.index("train s/run")] == "300 (cpu) · 12 (cuda)"
+    (same,) = qc.summarise(entries, ["adafocal"], ["mean"])
+    assert qc.table_rows([same], with_ood=False)[1][0][-1] == qc._cell(same["figures"]["train_seconds"], 1.0, 0)
+
+
 def test_figures_are_drawn_from_the_result_files(finished, tmp_path):
     _, _, entries = finished
     written = qc.draw_figures(entries, ["adafocal"], ["mean"], tmp_path, slug="digits", title="digits")
@@ -333,6 +351,36 @@ def test_script_refuses_an_arm_this_adacal_cannot_train(monkeypatch, tmp_path):
     monkeypatch.setattr(qc, "train_config_fields", lambda: {"grad_clip"})
     with pytest.raises(SystemExit, match="arm 'sum-clip' needs TrainConfig option.*loss_reduction"):
         q20.main(["--arms", "sum-clip", "--summary-only", "--runs-dir", str(tmp_path)])
+
+
+def test_device_is_checked_before_any_work_and_recorded_in_each_result(finished, tmp_path):
+    import torch
+
+    _, cells, _ = finished
+    for cell in cells:
+        assert json.loads(cell.result.read_text())["machine"]["device"] == "cpu"
+        assert json.loads(cell.result.read_text())["machine"]["gpu"] is None
+    q20 = _load("quality_20newsgroups")
+    common = ["--arms", "mean", "--seeds", "0", "--losses", "ce", "--runs-dir", str(tmp_path), "--no-summary"]
+    with pytest.raises(SystemExit, match="expected --device to be cpu, cuda or cuda:N, got 'tpu'"):
+        q20.main(["--device", "tpu", *common])
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit, match="--device cuda asks for CUDA, but this torch sees no CUDA device"):
+            q20.main(["--device", "cuda", *common])
+    assert not list(tmp_path.iterdir())
+
+
+def test_benchmark_processes_compute_in_float32_on_cuda():
+    """A GPU seed of a grid whose other seeds ran on the CPU must not compute its convolutions in TF32."""
+    import torch
+
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    try:
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = True
+        qc._set_threads(torch.get_num_threads())
+        assert torch.backends.cudnn.allow_tf32 is False and torch.backends.cuda.matmul.allow_tf32 is False
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
 
 
 def test_summary_only_trains_nothing_and_lists_the_missing_runs(monkeypatch, tmp_path, capsys):
