@@ -155,9 +155,12 @@ def _scan_blocks(array: np.ndarray, starts: Iterator[int], step: int, top: np.nd
         for start in starts:
             stop = min(start + step, n)
             block, rows = array[start:stop], stop - start
-            block_sums = block_row_sums(block, out=sums[:rows])
+            # The argmax reads the block from memory, the row sums and the minimum then find it in cache: 10-20 %
+            # faster than summing first (interleaved A/B, N = 10^6, K = 100, 2 threads: float32 53 -> 44 ms, float64
+            # 44 -> 39 ms), as einsum's casting sum waits on memory where the argmax streams.
             block_top = top[start:stop]
             block.argmax(axis=1, out=block_top)
+            block_sums = block_row_sums(block, out=sums[:rows])
             block_probs = top_probs[start:stop]
             if flat:
                 np.add(block_top, offsets[:rows], out=index[:rows])
