@@ -41,4 +41,7 @@ def test_the_marker_selects_the_real_data_tests_only():
         "tests/benchmarks/test_benchmark_tools.py::test_pack_then_unpack_gives_the_same_labels_and_close_images_that_adacal_loads[real]",
         "tests/benchmarks/test_benchmark_tools.py::test_decoding_a_subset_matches_decoding_everything[real]",
         "tests/benchmarks/test_benchmark_tools.py::test_bad_input_is_one_error_line_and_writes_nothing[real]",
+        "tests/benchmarks/test_benchmark_tools.py::test_lossless_pack_gives_back_every_image_bit_for_bit[real]",
+        "tests/benchmarks/test_benchmark_tools.py::test_a_lossless_pack_for_some_seeds_loads_their_splits_exactly[real]",
+        "tests/benchmarks/test_benchmark_tools.py::test_bad_lossless_options_are_one_error_line_and_write_nothing[real]",
     ])
