@@ -1048,6 +1048,13 @@ def check_common_arguments(args: Any) -> None:
 
         if not torch.cuda.is_available():
             raise SystemExit(f"Error: --device {device} asks for CUDA, but this torch sees no CUDA device.")
+        from adacal.data import resolve_device
+        from adacal.errors import InputError
+
+        try:
+            resolve_device(device)  # cuda:N with N past the devices there are: refused here, not in every run
+        except InputError as error:
+            raise SystemExit(f"Error: {error}") from None
 
 
 def redirect_quick_outputs(args: Any, *, results: Path, dataset: str) -> None:

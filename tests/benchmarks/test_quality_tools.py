@@ -353,7 +353,7 @@ def test_script_refuses_an_arm_this_adacal_cannot_train(monkeypatch, tmp_path):
         q20.main(["--arms", "sum-clip", "--summary-only", "--runs-dir", str(tmp_path)])
 
 
-def test_device_is_checked_before_any_work_and_recorded_in_each_result(finished, tmp_path):
+def test_device_is_checked_before_any_work_and_recorded_in_each_result(finished, tmp_path, monkeypatch):
     import torch
 
     _, cells, _ = finished
@@ -367,6 +367,11 @@ def test_device_is_checked_before_any_work_and_recorded_in_each_result(finished,
     if not torch.cuda.is_available():
         with pytest.raises(SystemExit, match="--device cuda asks for CUDA, but this torch sees no CUDA device"):
             q20.main(["--device", "cuda", *common])
+    with monkeypatch.context() as patched:  # a machine with one GPU
+        patched.setattr(torch.cuda, "is_available", lambda: True)
+        patched.setattr(torch.cuda, "device_count", lambda: 1)
+        with pytest.raises(SystemExit, match="Expected --device cuda:1 to name one of the 1 CUDA device"):
+            q20.main(["--device", "cuda:1", *common])
     assert not list(tmp_path.iterdir())
 
 
