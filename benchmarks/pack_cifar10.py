@@ -11,7 +11,7 @@ writes the standard array file atomically. Labels and class names travel unchang
 
 Runs that must see exactly the images they would see here (more seeds of a committed benchmark) use the lossless
 pack instead: `pack --lossless --seeds 1,2 --train-subset 10000 --val-size 5000` keeps, bit for bit (WebP lossless
-sheets of 64 images a row, ~47 % of the raw bytes), only the training images the splits of those seeds draw (their
+sheets of 64 images a row, about half the raw bytes), only the training images the splits of those seeds draw (their
 training subset and validation split, found by loading the splits through adacal itself) and the whole test set.
 `unpack` puts them back at their own indices and fills the training images no kept split uses with zeros, so the
 file loads as the full dataset and those seeds' splits are identical to the original's; any other seed or split
@@ -41,7 +41,8 @@ FORMAT = "adacal-jpeg-pack-1"
 LOSSLESS_FORMAT = "adacal-webp-lossless-pack-1"
 TRANSFER_LIMIT = 64 * 2**20
 SHEET_COLUMNS = 64  # images a row of a lossless sheet
-SHEET_MAX_ROWS = 16383 // 32  # WebP's largest side is 16,383 pixels
+WEBP_MAX_SIDE = 16383
+MARKED_LIMIT = 1 << 24  # training images a 3-byte index mark can tell apart
 
 
 def encode_images(images: np.ndarray, quality: int) -> tuple[np.ndarray, np.ndarray]:
@@ -76,7 +77,10 @@ def encode_sheets(images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(images) == 0:
         return np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
     height, width = images.shape[1:3]
-    per_sheet = SHEET_COLUMNS * max(1, 16383 // height)
+    if SHEET_COLUMNS * width > WEBP_MAX_SIDE or height > WEBP_MAX_SIDE:
+        raise ValueError(f"images of {height}x{width} pixels do not fit a WebP sheet of {SHEET_COLUMNS} a row "
+                         f"(at most {WEBP_MAX_SIDE} pixels a side)")
+    per_sheet = SHEET_COLUMNS * max(1, WEBP_MAX_SIDE // height)
     streams: list[np.ndarray] = []
     for start in range(0, len(images), per_sheet):
         chunk = images[start : start + per_sheet]
@@ -121,6 +125,8 @@ def training_images_in_use(source: Path, seeds: list[int], *, train_subset: int 
     with np.load(source, allow_pickle=False) as npz:
         labels, test_count = npz["train_y"], len(npz["test_y"])
         shape = npz["train_x"].shape
+        if shape[0] > MARKED_LIMIT:
+            raise ValueError(f"--seeds can tell apart at most {MARKED_LIMIT} training images, got {shape[0]}")
         marked = np.zeros(shape, dtype=np.uint8)
         index = np.arange(shape[0])
         marked[:, 0, 0, 0], marked[:, 0, 0, 1], marked[:, 0, 0, 2] = index % 256, index // 256 % 256, index // 65536
@@ -177,6 +183,10 @@ def _unpack_lossless(npz: Any) -> dict[str, np.ndarray]:
     arrays = {"train_x": train_x, "train_y": npz["train_y"],
               "test_x": decode_sheets(npz["test_sheets"], npz["test_offsets"], int(npz["test_count"]), shape),
               "test_y": npz["test_y"]}
+    for split in SPLITS:
+        if len(arrays[f"{split}_x"]) != len(arrays[f"{split}_y"]):
+            raise ValueError(f"the pack's {split} split has {len(arrays[f'{split}_x'])} images but "
+                             f"{len(arrays[f'{split}_y'])} labels")
     if "classes" in npz.files:
         arrays["classes"] = npz["classes"]
     return arrays
@@ -239,9 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     packer = commands.add_parser("pack", help="prepared cifar10.npz -> JPEG-packed file")
     packer.add_argument("source", type=Path)
     packer.add_argument("target", type=Path)
-    packer.add_argument("--quality", type=int, default=85, help="JPEG quality 1-100 (default 85)")
+    packer.add_argument("--quality", type=int, default=None, help="JPEG quality 1-100 (default 85)")
     packer.add_argument("--lossless", action="store_true",
-                        help="WebP lossless sheets instead of JPEG: the images bit for bit (~47%% of the raw bytes)")
+                        help="WebP lossless sheets instead of JPEG: the images bit for bit (about half the raw bytes)")
     packer.add_argument("--seeds", default=None,
                         help="lossless only: keep just the training images the splits of these seeds draw (e.g. 1,2)")
     packer.add_argument("--train-subset", type=int, default=None, help="with --seeds: the runs' --train-subset")
@@ -251,9 +261,13 @@ def main(argv: list[str] | None = None) -> int:
     unpacker.add_argument("target", type=Path)
     args = parser.parse_args(argv)
     try:
+        if args.command == "pack" and args.seeds is None and (args.train_subset, args.val_size) != (None, None):
+            raise ValueError("--train-subset and --val-size only describe the splits of --seeds: add --seeds")
         if args.command == "pack" and (args.lossless or args.seeds is not None):
             if not args.lossless:
                 raise ValueError("--seeds keeps exact images only in a lossless pack: add --lossless")
+            if args.quality is not None:
+                raise ValueError("--quality sets JPEG's quality; a --lossless pack has none")
             seeds = None
             if args.seeds is not None:
                 try:
@@ -266,9 +280,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {args.target}: {mib:.1f} MiB, lossless; {figures['kept']} of {figures['train_count']} "
                   f"training images ({figures['kept_for']}) and every test image")
             if figures["bytes"] > TRANSFER_LIMIT - 4 * 2**20:
-                print(f"warning: {mib:.1f} MiB leaves little of a 64 MiB transfer; keep fewer seeds",
-                      file=sys.stderr)
+                advice = "keep fewer seeds" if seeds else "keep only some seeds' images (--seeds)"
+                print(f"warning: {mib:.1f} MiB {'exceeds' if figures['bytes'] > TRANSFER_LIMIT else 'leaves little of'} "
+                      f"a 64 MiB transfer; {advice}", file=sys.stderr)
         elif args.command == "pack":
+            args.quality = 85 if args.quality is None else args.quality
             if not 1 <= args.quality <= 100:
                 raise ValueError(f"--quality must be in 1..100, got {args.quality}")
             figures = pack(args.source, args.target, args.quality)

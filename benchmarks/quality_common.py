@@ -241,13 +241,21 @@ def arm_options(arm: str, fields: set[str] | None = None) -> dict[str, Any]:
     return {k: v for k, v in ARMS[arm].items() if k in fields}
 
 
-def machine_info(device: str = "cpu") -> dict[str, Any]:
+def gpu_name(device: str) -> str | None:
+    """The name of the GPU `device` names on this machine (None for the CPU or where torch sees no CUDA)."""
+    import torch
+
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        return torch.cuda.get_device_name(torch.device(device))
+    return None
+
+
+def machine_info(device: str = "cpu", gpu: str | None = None) -> dict[str, Any]:
+    """This machine, and where the run trained: `device` and `gpu` as recorded when it trained (a reused run folder may
+    have trained elsewhere)."""
     import torch
 
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    gpu = None
-    if str(device).startswith("cuda") and torch.cuda.is_available():
-        gpu = torch.cuda.get_device_name(torch.device(device))
     return {
         "device": str(device),
         "gpu": gpu,
@@ -428,14 +436,20 @@ def train_or_reuse(config: Any, *, folder: Path, label: str, reuse: bool) -> tup
         found = _finished_run(folder, options)
         if found is not None:
             print(f"  [{label}] reusing finished run {found}", flush=True)
-            return found, {"reused_run_folder": True, **_recorded_seconds(found)}
+            recorded = _recorded_seconds(found)
+            recorded.setdefault("device", _run_device(found))  # folders timed before the device was recorded
+            return found, {"reused_run_folder": True, **recorded}
         # A run cut short (a session's end, Ctrl-C) continues from its last checkpoint: adacal's resume is exact, so
         # the result is the one an uninterrupted run gives, and the epochs already trained are not paid again.
         resumed_from = _unfinished_run(folder, options)
     folder.mkdir(parents=True, exist_ok=True)
     config = dataclasses.replace(config, out=str(folder), resume=None if resumed_from is None else str(resumed_from))
+    device, gpu = _device_name(config.device), gpu_name(_device_name(config.device))
     if resumed_from is not None:
         print(f"  [{label}] resuming unfinished run {resumed_from}", flush=True)
+        before = _run_device(resumed_from)
+        if before != device:  # epochs on two devices: its time is neither's
+            device, gpu = "mixed", None
     printer = EpochPrinter(label)
     started = time.perf_counter()
     result = train(config, progress=printer)
@@ -446,6 +460,8 @@ def train_or_reuse(config: Any, *, folder: Path, label: str, reuse: bool) -> tup
         epoch_seconds = [float(line["seconds"]) for line in read_history(Path(result.run_dir)) if "seconds" in line]
         wall = sum(epoch_seconds) or wall
     timing = {
+        "device": device,
+        "gpu": gpu,
         "resumed_run_folder": resumed_from is not None,
         "train_wall_seconds": round(wall, 2),
         "train_loop_seconds": round(float(result.seconds), 2),
@@ -456,6 +472,25 @@ def train_or_reuse(config: Any, *, folder: Path, label: str, reuse: bool) -> tup
     }
     (Path(result.run_dir) / "benchmark_timing.json").write_text(json.dumps(timing))
     return Path(result.run_dir), {"reused_run_folder": False, **timing}
+
+
+def _device_name(device: Any) -> str:
+    """A run's device as the grid groups it: cpu, cuda or cuda:N as given; 'auto' as what it resolves to here."""
+    text = str(device or "cpu").strip().lower()
+    if text == "auto":
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return text
+
+
+def _run_device(run: Path) -> str:
+    """The device a run folder's config.json names (the last one it trained on); the CPU when it names none."""
+    try:
+        config = json.loads((run / "config.json").read_text()).get("config") or {}
+    except (OSError, ValueError):
+        config = {}
+    return _device_name(config.get("device"))
 
 
 def _torch_threads() -> int:
@@ -677,7 +712,8 @@ def run_cell(cell: Cell, *, dataset: str, reuse: bool, commit: bool,
         entry["ood"] = score_ood(run_dir, entry["ts_ece_em"]["temperature"])
     timing["analysis_seconds"] = round(time.perf_counter() - started, 2)
     entry["timing"] = timing
-    entry["machine"] = machine_info(str(getattr(cell.config, "device", "cpu")))
+    entry["machine"] = machine_info(timing.get("device") or str(getattr(cell.config, "device", "cpu")),
+                                    timing.get("gpu"))
     write_result(cell.result, entry)
     f = flat_figures(entry)
     print(f"  [{cell.label}] test error {100 * f['error']:.2f}%  ECE-EM {100 * f['ece_em']:.2f}% → "
@@ -812,8 +848,11 @@ def summarise(entries: list[dict[str, Any]], losses: list[str], arms: list[str])
             flats = [flat_figures(e) for e in chosen]
             keys = list(dict.fromkeys(k for f in flats for k in f))
             devices = [device_of(e) for e in chosen]
+            figures = {k: mean_std([f.get(k) for f in flats]) for k in keys}
+            if len(set(devices)) > 1:  # a mean of CPU and GPU times means nothing: per device only
+                figures.pop("train_seconds", None)
             rows.append({"loss": loss, "arm": arm, "seeds": [e["seed"] for e in chosen], "devices": devices,
-                         "figures": {k: mean_std([f.get(k) for f in flats]) for k in keys},
+                         "figures": figures,
                          # a GPU run takes a small fraction of a CPU run's time: times are only averaged per device
                          "train_seconds_by_device": {
                              d: mean_std([f.get("train_seconds") for f, e in zip(flats, devices) if e == d])
@@ -822,14 +861,19 @@ def summarise(entries: list[dict[str, Any]], losses: list[str], arms: list[str])
 
 
 def device_of(entry: dict[str, Any]) -> str:
-    """Where a result's run trained: its machine block's device (results written before it was recorded: the CPU,
-    the only device the grid ran on then)."""
-    return str((entry.get("machine") or {}).get("device") or "cpu")
+    """Where a result's run trained, as training times are grouped: the GPU's name for a CUDA run (cuda and cuda:0 on
+    the same card are one group, two kinds of card are two), 'cpu', or 'mixed' for a run resumed on another device.
+    Results written before the device was recorded ran on the CPU, the only device the grid ran on then."""
+    machine = entry.get("machine") or {}
+    device = str(machine.get("device") or "cpu")
+    if device.startswith("cuda"):
+        return str(machine.get("gpu") or "cuda")
+    return device
 
 
 def _time_cell(row: dict[str, Any]) -> str:
     by_device = row.get("train_seconds_by_device") or {}
-    if len(by_device) <= 1:
+    if not by_device or list(by_device) == ["cpu"]:
         return _cell(row["figures"].get("train_seconds"), 1.0, 0)
     return " · ".join(f"{_cell(stat, 1.0, 0)} ({device})" for device, stat in by_device.items())
 

@@ -266,7 +266,8 @@ def sorted_with_cumulative_hits(confidences: np.ndarray, correct: np.ndarray) ->
             np.bitwise_or(keys, hits, out=keys)
             keys.sort()
             # Counted in int64 in cum's own memory, then converted in place: exact either way (integers below 2^53),
-            # and 4x faster than numpy's cumsum casting each uint8 to float64.
+            # and 4x faster than numpy's cumsum casting each uint8 to float64. copyto between two views of one buffer
+            # is well defined: numpy detects the overlap (and buffers if it must).
             counts = cum[1:].view(np.int64)
             np.cumsum(_lowest_bits(keys), out=counts)
             np.copyto(cum[1:], counts, casting="unsafe")

@@ -111,6 +111,8 @@ def test_sheets_hold_any_count_of_images_in_order():
     np.testing.assert_array_equal(pack_cifar10.decode_sheets(data, offsets, 130, (32, 32)), images)
     with pytest.raises(ValueError, match="hold 192 images, 500 expected"):
         pack_cifar10.decode_sheets(data, offsets, 500, (32, 32))
+    with pytest.raises(ValueError, match="images of 8x300 pixels do not fit a WebP sheet"):
+        pack_cifar10.encode_sheets(np.zeros((2, 8, 300, 3), dtype=np.uint8))
 
 
 def test_a_lossless_pack_for_some_seeds_loads_their_splits_exactly(small_cifar, tmp_path, capsys):
@@ -143,7 +145,11 @@ def test_bad_lossless_options_are_one_error_line_and_write_nothing(small_cifar, 
     target = tmp_path / "out.npz"
     assert pack_cifar10.main(["pack", "--seeds", "1", str(small_cifar), str(target)]) == 2
     assert pack_cifar10.main(["pack", "--lossless", "--seeds", "1,x", str(small_cifar), str(target)]) == 2
+    assert pack_cifar10.main(["pack", "--val-size", "20", str(small_cifar), str(target)]) == 2
+    assert pack_cifar10.main(["pack", "--lossless", "--quality", "90", str(small_cifar), str(target)]) == 2
     errors = capsys.readouterr().err.strip().splitlines()
     assert errors == ["Error: --seeds keeps exact images only in a lossless pack: add --lossless",
-                      "Error: --seeds must be comma-separated integers, got '1,x'"]
+                      "Error: --seeds must be comma-separated integers, got '1,x'",
+                      "Error: --train-subset and --val-size only describe the splits of --seeds: add --seeds",
+                      "Error: --quality sets JPEG's quality; a --lossless pack has none"]
     assert list(tmp_path.iterdir()) == []

@@ -284,10 +284,45 @@ def test_training_time_is_averaged_per_device_only(finished):
     assert row["devices"] == ["cpu", "cuda"]
     assert row["train_seconds_by_device"]["cpu"]["mean"] == 300.0
     assert row["train_seconds_by_device"]["cuda"]["mean"] == 12.0
+    assert "train_seconds" not in row["figures"]  # no mean of the two in the JSON either
     header, rows = qc.table_rows([row], with_ood=False)
     assert rows[0][header.index("train s/run")] == "300 (cpu) · 12 (cuda)"
     (same,) = qc.summarise(entries, ["adafocal"], ["mean"])
     assert qc.table_rows([same], with_ood=False)[1][0][-1] == qc._cell(same["figures"]["train_seconds"], 1.0, 0)
+    # Runs on cuda and cuda:0 of one card are one group; a row all on a GPU says so.
+    on_card = [{**e, "machine": {**e["machine"], "device": d, "gpu": "H100"}} for e, d in zip(entries, ["cuda", "cuda:0"])]
+    (card,) = qc.summarise(on_card, ["adafocal"], ["mean"])
+    assert card["devices"] == ["H100", "H100"] and "train_seconds" in card["figures"]
+    assert qc.table_rows([card], with_ood=False)[1][0][-1].endswith("(H100)")
+
+
+def test_a_reused_run_folder_keeps_the_device_it_trained_on(finished, monkeypatch, tmp_path):
+    """--device is not part of a result's key, so a finished CPU run folder is reused under --device cuda: its result
+    must still say it trained on the CPU, and its time must count as a CPU time."""
+    import torch
+
+    _, cells, _ = finished
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "FAKE GPU")
+    import adacal.training
+
+    monkeypatch.setattr(adacal.training, "train", lambda *a, **k: pytest.fail("a finished run was trained again"))
+    on_gpu = dataclasses.replace(cells[0], config=dataclasses.replace(cells[0].config, device="cuda"),
+                                 result=tmp_path / "result.json")
+    entry = qc.run_cell(on_gpu, dataset="digits", reuse=True, commit=False)
+    assert entry["timing"]["reused_run_folder"] is True
+    assert entry["machine"]["device"] == "cpu" and entry["machine"]["gpu"] is None
+    assert qc.device_of(entry) == "cpu"
+
+
+def test_the_device_of_a_run_folder_is_read_from_its_config(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    assert qc._run_device(run) == "cpu"  # no config.json: the CPU
+    (run / "config.json").write_text(json.dumps({"config": {"device": "CUDA:1"}}))
+    assert qc._run_device(run) == "cuda:1"
+    assert qc._device_name("cpu") == "cpu" and qc._device_name(None) == "cpu"
 
 
 def test_figures_are_drawn_from_the_result_files(finished, tmp_path):
@@ -361,7 +396,8 @@ def test_device_is_checked_before_any_work_and_recorded_in_each_result(finished,
         assert json.loads(cell.result.read_text())["machine"]["device"] == "cpu"
         assert json.loads(cell.result.read_text())["machine"]["gpu"] is None
     q20 = _load("quality_20newsgroups")
-    common = ["--arms", "mean", "--seeds", "0", "--losses", "ce", "--runs-dir", str(tmp_path), "--no-summary"]
+    common = ["--arms", "mean", "--seeds", "0", "--losses", "ce", "--runs-dir", str(tmp_path), "--no-summary",
+              "--data-dir", str(ROOT / "tests")]  # any folder: a fresh clone has no shared data beside it
     with pytest.raises(SystemExit, match="expected --device to be cpu, cuda or cuda:N, got 'tpu'"):
         q20.main(["--device", "tpu", *common])
     if not torch.cuda.is_available():
