@@ -36,7 +36,7 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     else:
         name = device.strip().lower() if isinstance(device, str) else device
     if name == "auto":
-        return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+        return torch.device("cuda", _current_cuda_index()) if torch.cuda.is_available() else torch.device("cpu")
     if name == "cpu" or (isinstance(name, str) and name.startswith("cpu:") and name[4:].isdigit()):
         return torch.device("cpu")  # torch.device("cpu", 0) names the one CPU device too
     if not isinstance(name, str) or not name.startswith("cuda"):
@@ -53,7 +53,14 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
         raise InputError(
             f"Expected --device {name} to name one of the {torch.cuda.device_count()} CUDA device(s), got {name}."
         )
-    return resolved if resolved.index is not None else torch.device("cuda", torch.cuda.current_device())
+    return resolved if resolved.index is not None else torch.device("cuda", _current_cuda_index())
+
+
+def _current_cuda_index() -> int:
+    """The current CUDA device, without starting CUDA to ask (torch.cuda.current_device() initialises it, which would
+    happen in every torchrun rank before it picks its own GPU). torch.cuda.set_device initialises CUDA too, so a
+    process where CUDA is not initialised has set no device and is on device 0."""
+    return torch.cuda.current_device() if torch.cuda.is_initialized() else 0
 
 
 class BatchLoader:

@@ -218,12 +218,24 @@ def test_cuda_devices_resolve_with_their_index(monkeypatch):
     had to move (and was pinned, which GPU memory refuses: `adacal train` on a GPU failed at its first batch)."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
     assert resolve_device("auto") == torch.device("cuda", 1)
     assert resolve_device(None) == torch.device("cuda", 1)
     assert resolve_device("cuda") == torch.device("cuda", 1)
     assert resolve_device(torch.device("cuda")) == torch.device("cuda", 1)
     assert resolve_device("cuda:0") == torch.device("cuda", 0)
+
+
+def test_resolving_cuda_does_not_start_cuda(monkeypatch):
+    """Until CUDA is initialised (torch.cuda.set_device initialises it) the current device is 0; asking torch would
+    initialise CUDA in every torchrun rank before each rank picks its own GPU."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: pytest.fail("CUDA was asked (and so initialised)"))
+    assert resolve_device("auto") == torch.device("cuda", 0)
+    assert resolve_device("cuda") == torch.device("cuda", 0)
 
 
 class _PlacedBatch:
