@@ -150,14 +150,8 @@ def pack_lossless(source: Path, target: Path, seeds: list[int] | None, *, train_
                   val_size: int | None) -> dict[str, Any]:
     """The lossless pack: every test image, and every training image (or only those the seeds' splits draw)."""
     with np.load(source, allow_pickle=False) as npz:
-        missing = {f"{s}_{k}" for s in SPLITS for k in "xy"} - set(npz.files)
-        if missing:
-            raise ValueError(f"{source} lacks {', '.join(sorted(missing))}")
+        _check_source(npz, source)
         train_x = npz["train_x"]
-        for split in SPLITS:
-            images = npz[f"{split}_x"]
-            if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != np.uint8:
-                raise ValueError(f"{source}:{split}_x must be (N, H, W, 3) uint8, got {images.shape} {images.dtype}")
         kept = (np.arange(len(train_x)) if seeds is None else
                 training_images_in_use(source, seeds, train_subset=train_subset, val_size=val_size))
         kept_for = ("every training image" if seeds is None else
@@ -183,13 +177,28 @@ def _unpack_lossless(npz: Any) -> dict[str, np.ndarray]:
     arrays = {"train_x": train_x, "train_y": npz["train_y"],
               "test_x": decode_sheets(npz["test_sheets"], npz["test_offsets"], int(npz["test_count"]), shape),
               "test_y": npz["test_y"]}
-    for split in SPLITS:
-        if len(arrays[f"{split}_x"]) != len(arrays[f"{split}_y"]):
-            raise ValueError(f"the pack's {split} split has {len(arrays[f'{split}_x'])} images but "
-                             f"{len(arrays[f'{split}_y'])} labels")
     if "classes" in npz.files:
         arrays["classes"] = npz["classes"]
     return arrays
+
+
+def _check_source(npz: Any, source: Path) -> None:
+    """A prepared array file's train/test images and labels are there, images (N, H, W, 3) uint8."""
+    missing = {f"{s}_{k}" for s in SPLITS for k in "xy"} - set(npz.files)
+    if missing:
+        raise ValueError(f"{source} lacks {', '.join(sorted(missing))}")
+    for split in SPLITS:
+        images = npz[f"{split}_x"]
+        if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != np.uint8:
+            raise ValueError(f"{source}:{split}_x must be (N, H, W, 3) uint8, got {images.shape} {images.dtype}")
+
+
+def _check_label_counts(arrays: dict[str, np.ndarray], source: Path) -> None:
+    """An unpacked split has as many labels as images."""
+    for split in SPLITS:
+        if len(arrays[f"{split}_x"]) != len(arrays[f"{split}_y"]):
+            raise ValueError(f"{source}: {split} has {len(arrays[f'{split}_x'])} images but "
+                             f"{len(arrays[f'{split}_y'])} labels")
 
 
 def psnr(reference: np.ndarray, decoded: np.ndarray) -> float:
@@ -200,16 +209,12 @@ def psnr(reference: np.ndarray, decoded: np.ndarray) -> float:
 def pack(source: Path, target: Path, quality: int) -> dict[str, float]:
     arrays: dict[str, np.ndarray] = {"format": np.array(FORMAT), "quality": np.array(quality)}
     with np.load(source, allow_pickle=False) as npz:
-        missing = {f"{s}_{k}" for s in SPLITS for k in "xy"} - set(npz.files)
-        if missing:
-            raise ValueError(f"{source} lacks {', '.join(sorted(missing))}")
+        _check_source(npz, source)
         if "classes" in npz.files:
             arrays["classes"] = npz["classes"]
         sample_psnr = []
         for split in SPLITS:
             images = npz[f"{split}_x"]
-            if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != np.uint8:
-                raise ValueError(f"{source}:{split}_x must be (N, H, W, 3) uint8, got {images.shape} {images.dtype}")
             data, offsets = encode_images(images, quality)
             arrays[f"{split}_jpeg"], arrays[f"{split}_offsets"] = data, offsets
             arrays[f"{split}_y"] = npz[f"{split}_y"]
@@ -228,15 +233,14 @@ def unpack(source: Path, target: Path) -> dict[str, Any]:
             raise ValueError(f"{source} is not a file written by `pack_cifar10.py pack`")
         if kind == LOSSLESS_FORMAT:
             arrays = _unpack_lossless(npz)
+            _check_label_counts(arrays, source)
             atomic_write(target, lambda handle: np.savez(handle, **arrays), binary=True)
             return {"train": len(arrays["train_x"]), "test": len(arrays["test_x"]),
                     "kept": len(npz["train_kept"]), "kept_for": str(npz["kept_for"])}
         for split in SPLITS:
             arrays[f"{split}_x"] = decode_images(npz[f"{split}_jpeg"], npz[f"{split}_offsets"])
             arrays[f"{split}_y"] = npz[f"{split}_y"]
-            if len(arrays[f"{split}_x"]) != len(arrays[f"{split}_y"]):
-                raise ValueError(f"{source}: {split} has {len(arrays[f'{split}_x'])} images but "
-                                 f"{len(arrays[f'{split}_y'])} labels")
+        _check_label_counts(arrays, source)
         if "classes" in npz.files:
             arrays["classes"] = npz["classes"]
     atomic_write(target, lambda handle: np.savez(handle, **arrays), binary=True)

@@ -444,7 +444,8 @@ def train_or_reuse(config: Any, *, folder: Path, label: str, reuse: bool) -> tup
         resumed_from = _unfinished_run(folder, options)
     folder.mkdir(parents=True, exist_ok=True)
     config = dataclasses.replace(config, out=str(folder), resume=None if resumed_from is None else str(resumed_from))
-    device, gpu = _device_name(config.device), gpu_name(_device_name(config.device))
+    device = _device_name(config.device)
+    gpu = gpu_name(device)
     if resumed_from is not None:
         print(f"  [{label}] resuming unfinished run {resumed_from}", flush=True)
         before = _run_device(resumed_from)
@@ -1119,8 +1120,6 @@ def run_benchmark(args: Any, argv: list[str] | None, *, dataset: str, kind: str,
                   score_ood: Callable[[Path, float], dict[str, Any]] | None = None) -> int:
     """Run the grid (seeds × arms × losses) — skipping the cells whose result file holds their key — then rebuild the
     summary JSON, the tables and the figures from the result files."""
-    import torch
-
     check_common_arguments(args)
     _set_threads(args.threads)
     losses = parse_losses(args.losses)
