@@ -338,15 +338,21 @@ def row_sums(array: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
 
 def rounding_tolerance(num_classes: int) -> float:
-    """How far from 1 the float64 sum of `num_classes` probabilities can fall by rounding alone (K machine epsilons)."""
-    return num_classes * float(np.finfo(np.float64).eps)
+    """How far from 1 the float64 sum of a row of `num_classes` probabilities may fall by rounding alone: K float32
+    epsilons (probabilities computed and stored in float32, the precision models produce them in), at most
+    PROB_SUM_TOLERANCE. The same for every dtype, so float32 probabilities and their float64 copy are read alike; and
+    far above the rounding of the float64 sum itself (K float64 epsilons), so rows holding the same values in another
+    order (sums differing in the last bits) fall on one side of it unless their sum lies within a few float64
+    epsilons of the tolerance."""
+    return min(num_classes * float(np.finfo(np.float32).eps), PROB_SUM_TOLERANCE)
 
 
 def within_rounding(row_sums: np.ndarray, num_classes: int) -> np.ndarray:
-    """Rows whose float64 sum is 1 up to the rounding of summing `num_classes` float64 terms (`rounding_tolerance`).
+    """Rows whose float64 sum is 1 up to rounding (`rounding_tolerance`).
 
     Such rows are probabilities already and are used as given: dividing them by their sums would only add rounding,
-    and rows that hold the same values in another order (sums differing in the last bit) would stop being tied.
+    change float32 probabilities below float32's own precision, and make rows that hold the same values in another
+    order stop being tied.
     """
     return np.abs(row_sums - 1.0) <= rounding_tolerance(num_classes)
 

@@ -274,8 +274,9 @@ def prepare_predictions(scores: Any, labels: Any = None) -> PreparedPredictions:
     Rows all in [0, 1] summing to 1 (`arrays.looks_like_probs`) are taken as probabilities, anything else as logits,
     as `arrays.to_probs` decides, except that the tolerance on the row sums follows the input's dtype
     (`arrays.probability_tolerance`: float16 probabilities sum to 1 only within ~1e-3); the raw logits are kept so
-    that the NLL uses a log-softmax. Probability rows that sum to 1 within float64 rounding are used as given
-    (`arrays.within_rounding`), so tied rows stay tied. float16/32/64 scores are not copied.
+    that the NLL uses a log-softmax. Probability rows that sum to 1 within rounding (K float32 epsilons,
+    `arrays.within_rounding`) are used as given, so tied rows stay tied and float32 probabilities give the same
+    confidences as their float64 copy. float16/32/64 scores are not copied.
     """
     if isinstance(scores, PreparedPredictions):
         return scores

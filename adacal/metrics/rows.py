@@ -5,10 +5,13 @@ On large inputs reading the matrix from memory is the cost of every top-label me
 probability detection and top-1 extraction all come from this single pass over blocks of rows (each block read by
 several numpy reductions in turn while it is in cache), in the array's own dtype (no float64 copy of the matrix).
 The float64 row sums live only in a per-block buffer: each block's confidences are divided by them there and then,
-so the scan returns two N-sized vectors and no others. Large matrices are scanned by several threads, the
+so the scan returns two N-sized vectors and no others. A float32 block is summed in float32 first (a third of the
+cost): when that shows, with the float32 sum's rounding error bounded, that every row is within rounding of 1, its
+rows are used as given and no float64 sum is computed. Large matrices are scanned by several threads, the
 caller's among them, each claiming the next unscanned block when it is free (numpy releases the GIL inside each
-block's reductions). Every figure of a row depends on that row alone, so the result is the same bits whatever the
-number of threads, the block size or which thread scanned which block.
+block's reductions). Each row's argmax and top probability depend on that row alone, so they are the same bits
+whatever the number of threads, the block size or which thread scanned which block (as is the sum deviation
+whenever it exceeds the rounding tolerance).
 """
 
 
@@ -83,8 +86,10 @@ class RowScan(NamedTuple):
     top_probs: each row's maximum as float64, divided by the row's float64 sum unless the sum is 1 within rounding
         (`adacal.arrays.within_rounding`): the top-1 probability when the rows are probabilities.
     minimum: the smallest entry.
-    sum_deviation: the largest |row sum − 1| (float64 sums, as `adacal.arrays.row_sums` computes them); NaN or Inf
-        when an entry is NaN or Inf (they propagate into the sums) or a sum overflowed.
+    sum_deviation: the largest |row sum − 1| (float64 sums, as `adacal.arrays.row_sums` computes them) when that is
+        above the rounding tolerance (`adacal.arrays.rounding_tolerance`); otherwise a number between it and the
+        tolerance (float32 rows shown to be within rounding by their float32 sums get a bound, not their float64
+        sum). NaN or Inf when an entry is NaN or Inf (they propagate into the sums) or a sum overflowed.
     """
 
     top: np.ndarray
@@ -94,8 +99,8 @@ class RowScan(NamedTuple):
 
 
 def scan_rows(array: np.ndarray) -> RowScan:
-    """Scan a 2-D float array once (see `RowScan`). The argmax, maximum and minimum are exact in any dtype; sums
-    accumulate in float64 and equal `adacal.arrays.row_sums` bit for bit."""
+    """Scan a 2-D float array once (see `RowScan`). The argmax, maximum and minimum are exact in any dtype; where a
+    row's float64 sum is needed it equals `adacal.arrays.row_sums` bit for bit."""
     n, k = array.shape
     top = np.empty(n, dtype=np.int64)
     top_probs = np.empty(n)
@@ -135,16 +140,34 @@ class _SharedStarts:
             return next(self._starts)
 
 
+def float32_sum_error(num_classes: int) -> float:
+    """c such that a float32 row's float64 sum s64 (`adacal.arrays.row_sums`) lies within c · s32 of its float32 sum
+    s32 (einsum's, in any order of additions) when every entry is non-negative: the float32 sum is off the exact sum
+    by at most γ(K−1) times the sum of the entries (Higham's bound for any summation order, γ(n) = n·u / (1 − n·u),
+    u = 2^-24), the float64 sum by at most γ(K−1) with u = 2^-53, and the exact sum is at most s32 / (1 − γ)."""
+    n = num_classes - 1
+    gamma32 = n * 2.0**-24 / (1.0 - n * 2.0**-24)
+    gamma64 = n * 2.0**-53 / (1.0 - n * 2.0**-53)
+    return (gamma32 + gamma64) / (1.0 - gamma32) * (1.0 + 2.0**-40)  # the last factor covers this line's rounding
+
+
 def _scan_blocks(array: np.ndarray, starts: Iterator[int], step: int, top: np.ndarray,
                  top_probs: np.ndarray) -> tuple[float, float]:
     """Fill the rows of `top` and `top_probs` in the blocks [start, start + step) drawn from `starts`; return
-    (smallest entry, largest |row sum − 1|) of those rows."""
+    (smallest entry, largest |row sum − 1|, or a bound on it no larger than the rounding tolerance) of those rows."""
     n, k = array.shape
     minimum, deviation = np.inf, 0.0
     rounding = rounding_tolerance(k)
+    # float32 blocks of non-negative entries are first summed in float32 (a third of the cost of einsum's casting
+    # float64 sum): when every row is then provably within rounding of 1 (the float32 sum's error bounded), the rows
+    # are used as given, and their float64 sums, which would change nothing, are never computed. Otherwise, and for
+    # other dtypes, the float64 sums decide, as `adacal.arrays.normalise_probs` does.
+    sum_error = float32_sum_error(k)
+    screen = array.dtype == np.float32 and sum_error < rounding
     # Per-block buffers, reused: N-sized temporaries would cost page faults on every call.
     rows_here = min(step, n)
     sums, distance = np.empty(rows_here), np.empty(rows_here)
+    sums32 = np.empty(rows_here, dtype=np.float32) if screen else None
     outside = np.empty(rows_here, dtype=bool)
     # The maximum is gathered at the argmax (one flat `take` per block) rather than found by a second reduction: on
     # short rows numpy's max(axis=1) costs more than the argmax.
@@ -155,19 +178,28 @@ def _scan_blocks(array: np.ndarray, starts: Iterator[int], step: int, top: np.nd
         for start in starts:
             stop = min(start + step, n)
             block, rows = array[start:stop], stop - start
-            # The argmax reads the block from memory, the row sums and the minimum then find it in cache: 10-20 %
-            # faster than summing first (interleaved A/B, N = 10^6, K = 100, 2 threads: float32 53 -> 44 ms, float64
-            # 44 -> 39 ms), as einsum's casting sum waits on memory where the argmax streams.
+            # The argmax reads the block from memory, the other reductions then find it in cache: 10-20 % faster than
+            # summing first (interleaved A/B, N = 10^6, K = 100, 2 threads: float32 53 -> 44 ms, float64 44 -> 39 ms),
+            # as einsum's casting sum waits on memory where the argmax streams.
             block_top = top[start:stop]
             block.argmax(axis=1, out=block_top)
-            block_sums = block_row_sums(block, out=sums[:rows])
             block_probs = top_probs[start:stop]
             if flat:
                 np.add(block_top, offsets[:rows], out=index[:rows])
                 block_probs[:] = block.ravel().take(index[:rows])
             else:
                 block_probs[:] = np.take_along_axis(block, block_top[:, None], axis=1)[:, 0]
-            minimum = min(minimum, float(block.min()))
+            block_min = float(block.min())
+            minimum = min(minimum, block_min)
+            if screen and block_min >= 0.0:
+                block_sums32 = np.einsum("ij->i", block, out=sums32[:rows])
+                high, low = float(block_sums32.max()), float(block_sums32.min())
+                # |s64 − 1| ≤ |s32 − 1| + sum_error · s32 for every row, and |s32 − 1| is largest at the extremes.
+                bound = max(high - 1.0, 1.0 - low) + sum_error * high
+                if bound <= rounding:  # NaN or Inf sums are not
+                    deviation = max(deviation, bound)
+                    continue
+            block_sums = block_row_sums(block, out=sums[:rows])
             block_distance = np.abs(np.subtract(block_sums, 1.0, out=distance[:rows]), out=distance[:rows])
             deviation = float(np.maximum(deviation, block_distance.max()))  # NaN propagates
             # NaN sums are outside too: their rows fail validation later, so their quotient is never read.

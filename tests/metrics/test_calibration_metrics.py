@@ -255,7 +255,11 @@ def test_top_label_of_probabilities_is_that_of_the_normalised_rows():
     labels = rng.integers(0, 6, size=500)
     pred = prepare_predictions(probs, labels)
     assert pred.assumed == "probs"
-    normalised = probs / probs.sum(axis=1, keepdims=True)
+    # rows within K float32 epsilons of 1 are used as given, the others divided by their sums
+    sums = probs.sum(axis=1, keepdims=True)
+    within = np.abs(sums - 1.0) <= 6 * np.finfo(np.float32).eps
+    assert 0 < within.sum() < 50  # both kinds of row
+    normalised = np.where(within, probs, probs / sums)
     np.testing.assert_array_equal(pred.predicted_labels, normalised.argmax(axis=1))
     np.testing.assert_allclose(pred.confidences, normalised.max(axis=1), rtol=0, atol=1e-15)
 
