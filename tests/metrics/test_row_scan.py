@@ -84,6 +84,13 @@ def test_threaded_scan_reads_strided_views(monkeypatch, parallel_small):
     wide = _probs(600, 14, np.float32)
     view = wide[::2, ::2]  # neither C- nor F-contiguous
     _check_against_whole_array(scan_rows(view), view)
+    # probability rows read through strides (the float32 screen's path), and a column-major copy of them
+    padded = np.zeros((600, 14), dtype=np.float32)
+    padded[:, ::2] = _probs(600, 7, np.float32, seed=1)
+    for probabilities in (padded[:, ::2], np.asfortranarray(padded[:, ::2])):
+        scan = scan_rows(probabilities)
+        _check_against_whole_array(scan, probabilities)
+        np.testing.assert_array_equal(scan.top_probs, probabilities.max(axis=1))
 
 
 def test_metrics_do_not_depend_on_the_thread_count(monkeypatch, parallel_small):
