@@ -52,6 +52,7 @@ from adacal.arrays import (
     is_one_hot,
     looks_like_probs,
     mixed_binary_kinds,
+    normalise_probs,
     probability_tolerance,
     to_numpy,
     value_range,
@@ -551,8 +552,8 @@ def interpret_scores(values: Any, *, name: str, renormalize: bool = False,
             notes.append(f"{name}: rows renormalised to sum to 1 (they summed to {value_range(sums)})")
     elif tolerance > PROB_SUM_TOLERANCE and looks_like_probs(scores, tolerance=tolerance):
         # float16/bfloat16 probabilities sum to 1 only within their rounding: normalise them here, in float64, so
-        # that everything downstream takes them as probabilities (the normalisation changes no metric).
-        scores = scores / scores.sum(axis=1, keepdims=True)
+        # that everything downstream takes them as probabilities, by the metrics' own rule (so it changes no metric).
+        scores = normalise_probs(scores)
     elif not looks_like_probs(scores):
         # Read as logits: refuse what are surely probabilities off by more than rounding, or percentages.
         fix = "pass --renormalize to divide each row by its sum, or pass logits"

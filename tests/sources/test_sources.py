@@ -1215,3 +1215,20 @@ def test_a_runs_config_json_points_to_the_run_folder(tmp_path):
     (run / "config.json").write_text(json.dumps({"schema_version": 1, "kind": "train-config", "config": {}}))
     with pytest.raises(InputError, match=r"is a run's config.json \(options, not scores\); give the run folder"):
         load_predictions(run / "config.json")
+
+
+def test_float16_probabilities_read_from_a_file_score_as_the_array_itself(tmp_path):
+    """A float16 file is normalised on reading by the metrics' own rule (rows within rounding of 1 as given, the rest
+    over their sums), so every metric of the file equals that of the float16 array passed directly, bit for bit."""
+    from adacal.metrics import compute_metrics
+
+    rng = np.random.default_rng(6)
+    probs = softmax(rng.normal(size=(300, 6)) * 2).astype(np.float16)
+    probs[:40] = np.float16([0.5, 0.25, 0.125, 0.0625, 0.0625, 2.0**-22])  # summing to 1 + 2^-22: kept as given
+    probs[:40] = probs[:40, rng.permutation(6)]
+    labels = rng.integers(0, 6, size=300)
+    assert np.abs(probs.astype(np.float64).sum(axis=1) - 1.0).max() > 1e-4  # the rest: off by float16 rounding
+    path = tmp_path / "half.npz"
+    np.savez(path, probs=probs, labels=labels)
+    read = load_predictions(path)
+    assert compute_metrics(read.logits, read.labels) == compute_metrics(probs, labels)
