@@ -328,3 +328,24 @@ def test_train_refuses_an_unusable_thread_setting_before_any_work(tmp_path, monk
     with pytest.raises(InputError, match="ADACAL_NUM_THREADS"):
         train(TrainConfig(dataset="digits", device="cpu", epochs=1, out=str(tmp_path / "runs")))
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(("seed", "k"), enumerate([2, 3, 7, 16, 100, 900]))
+def test_float32_scan_equals_the_whole_array_rule_on_mixed_rows(monkeypatch, parallel_small, seed, k):
+    """Random float32 matrices mixing softmax rows, rows nudged to just inside / outside the rounding tolerance,
+    truncated rows, rows with a negative entry, huge entries whose float32 sum overflows, and uniform rows: whatever
+    blocks the screen can or cannot decide, the scan gives the whole-array rule's top class and probability."""
+    rng = np.random.default_rng(seed)
+    n = 300
+    array = _probs(n, k, np.float32, seed)
+    tolerance = rounding_tolerance(k)
+    kind = rng.integers(0, 8, size=n)
+    nudged = kind == 1
+    array[nudged] = _rows_summing_to(1.0 + rng.uniform(-2, 2, nudged.sum()) * tolerance, k, seed + 100)
+    array[kind == 2] *= np.float32(0.999)  # truncated probabilities
+    array[kind == 3, 0] = -np.float32(rng.uniform(1e-6, 1.0))  # a negative entry
+    array[kind == 4, -1] = np.float32(3e38)  # the float32 sum overflows, the float64 one does not
+    array[kind == 5] = np.float32(1.0 / k)  # tied maxima everywhere
+    for threads in (1, 3):
+        scan = _scan_with(monkeypatch, array, threads)
+        _check_against_whole_array(scan, array)
