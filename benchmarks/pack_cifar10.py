@@ -226,25 +226,24 @@ def pack(source: Path, target: Path, quality: int) -> dict[str, float]:
 
 
 def unpack(source: Path, target: Path) -> dict[str, Any]:
-    arrays: dict[str, np.ndarray] = {}
     with np.load(source, allow_pickle=False) as npz:
         kind = str(npz["format"]) if "format" in npz.files else None
         if kind not in (FORMAT, LOSSLESS_FORMAT):
             raise ValueError(f"{source} is not a file written by `pack_cifar10.py pack`")
         if kind == LOSSLESS_FORMAT:
             arrays = _unpack_lossless(npz)
-            _check_label_counts(arrays, source)
-            atomic_write(target, lambda handle: np.savez(handle, **arrays), binary=True)
-            return {"train": len(arrays["train_x"]), "test": len(arrays["test_x"]),
-                    "kept": len(npz["train_kept"]), "kept_for": str(npz["kept_for"])}
-        for split in SPLITS:
-            arrays[f"{split}_x"] = decode_images(npz[f"{split}_jpeg"], npz[f"{split}_offsets"])
-            arrays[f"{split}_y"] = npz[f"{split}_y"]
-        _check_label_counts(arrays, source)
-        if "classes" in npz.files:
-            arrays["classes"] = npz["classes"]
+            kept = {"kept": len(npz["train_kept"]), "kept_for": str(npz["kept_for"])}
+        else:
+            arrays = {}
+            for split in SPLITS:
+                arrays[f"{split}_x"] = decode_images(npz[f"{split}_jpeg"], npz[f"{split}_offsets"])
+                arrays[f"{split}_y"] = npz[f"{split}_y"]
+            if "classes" in npz.files:
+                arrays["classes"] = npz["classes"]
+            kept = {}
+    _check_label_counts(arrays, source)
     atomic_write(target, lambda handle: np.savez(handle, **arrays), binary=True)
-    return {split: len(arrays[f"{split}_x"]) for split in SPLITS}
+    return {**{split: len(arrays[f"{split}_x"]) for split in SPLITS}, **kept}
 
 
 def main(argv: list[str] | None = None) -> int:
