@@ -14,20 +14,40 @@ PROB_SUM_TOLERANCE = 1e-4
 NEAR_PROB_SUM_TOLERANCE = 0.1
 
 
-def to_numpy(values: Any, *, keep_float: bool = False) -> np.ndarray:
+# numpy dtype kinds of real numbers: what scores may be (booleans, complex numbers, timedelta64 / datetime64, void and
+# structured records are not; numpy counts timedelta64 as an integer, so `np.issubdtype` alone would let it through).
+REAL_KINDS = "iuf"
+# ... and what labels may be: class indices, as integers, booleans or integral floats.
+LABEL_KINDS = "biuf"
+_TEXT_KINDS = "OSUT"  # Python objects and strings: "not numeric"
+
+
+def to_numpy(values: Any, *, keep_float: bool = False, name: str | None = None) -> np.ndarray:
     """A numpy view or copy of `values`; torch floats become float64, or with `keep_float` keep float16/32/64
-    (numpy has no bfloat16, which always becomes float64)."""
+    (numpy has no bfloat16, which always becomes float64). A torch complex32 tensor becomes complex64 (numpy has
+    no complex32), for the caller's dtype check to refuse by name; a torch dtype numpy cannot hold (quantized, sub-byte)
+    is refused here, naming `name` when given."""
     if hasattr(values, "detach"):
         if getattr(getattr(values, "device", None), "type", None) == "meta":
             raise InputError(f"Expected a tensor holding values, got one on torch's meta device (shape "
                              f"{tuple(values.shape)}, no data).")
         values = values.detach().cpu()
-        if values.dtype.is_floating_point:
-            import torch
+        import torch
 
+        what = name or "a tensor"
+        if values.is_quantized:
+            raise InputError(f"Expected {what} to be real numbers, got a quantized tensor (dtype "
+                             f"{str(values.dtype).replace('torch.', '')}): dequantize it first (tensor.dequantize()).")
+        if values.dtype.is_floating_point:
             if not keep_float or values.dtype not in (torch.float16, torch.float32, torch.float64):
                 values = values.double()
-        return values.numpy()
+        elif values.dtype == torch.complex32:  # numpy has complex64 and complex128 only
+            values = values.to(torch.complex64)
+        try:
+            return values.numpy()
+        except TypeError:  # "Got unsupported ScalarType ...": a dtype numpy has no counterpart for
+            raise InputError(f"Expected {what} to be real numbers, got a tensor of dtype "
+                             f"{str(values.dtype).replace('torch.', '')}, which numpy cannot hold.") from None
     try:
         return np.asarray(values)
     except ValueError:  # ragged nested lists: numpy refuses to build an object array from them
@@ -54,9 +74,8 @@ def check_score_shape(scores: Any, *, name: str = "logits", keep_dtype: bool = F
     With `keep_dtype`, float16/32/64 input is returned in its own dtype (no copy): block-wise consumers convert one
     cache-sized block at a time instead of the whole matrix. Integers always become float64.
     """
-    array = to_numpy(scores, keep_float=keep_dtype)
-    if array.dtype == object or not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
-        raise InputError(f"Expected {name} to be numeric, got dtype {array.dtype}.")
+    array = to_numpy(scores, keep_float=keep_dtype, name=name)
+    _check_real(array, name)
     if not keep_dtype or array.dtype not in (np.float16, np.float32, np.float64):
         array = array.astype(np.float64, copy=False)
     if array.ndim != 2:
@@ -66,6 +85,16 @@ def check_score_shape(scores: Any, *, name: str = "logits", keep_dtype: bool = F
     if array.shape[1] < 2:
         raise InputError(f"Expected {name} to have at least 2 classes, got shape {array.shape}.")
     return array
+
+
+def _check_real(array: np.ndarray, name: str) -> None:
+    """Refuse scores that are not real numbers: strings and objects ("numeric"), and booleans, complex numbers,
+    timedelta64 / datetime64, void and structured records ("real numbers")."""
+    kind = array.dtype.kind
+    if kind in _TEXT_KINDS:
+        raise InputError(f"Expected {name} to be numeric, got dtype {array.dtype}.")
+    if kind not in REAL_KINDS:  # complex would lose its imaginary part to a cast, timedelta64 its unit: silently
+        raise InputError(f"Expected {name} to be real numbers, got dtype {array.dtype}.")
 
 
 def one_score_per_sample(scores: Any) -> bool:
@@ -81,8 +110,8 @@ def binary_score_columns(scores: Any, name: str = "scores", *, decision: bool = 
     s, read as [0, s] (softmax([0, s]) = sigmoid(s)). `decision`: decision scores whatever their range (another set
     of the same model's scores falls outside [0, 1]; see `mixed_binary_kinds`). NaN or Inf stay, for the finiteness
     check to report."""
-    array = to_numpy(scores)
-    if array.dtype.kind not in "iuf":  # complex would lose its imaginary part to the cast below, silently
+    array = to_numpy(scores, name=name)
+    if array.dtype.kind not in REAL_KINDS:  # complex would lose its imaginary part to the cast below, silently
         raise InputError(f"Expected {name} to be real numbers, got dtype {array.dtype}.")
     flat = np.asarray(array, dtype=np.float64).reshape(-1)
     probabilities = not decision and in_unit_interval(flat)
@@ -155,7 +184,10 @@ def check_labels(
     and one-hot rows (N, K) with K >= 2 (Keras' categorical targets), whose single 1 gives the class. Soft rows
     (label smoothing, mixup) are refused: they hold no class index.
     """
-    array = to_numpy(labels)
+    array = to_numpy(labels, name=name)
+    if array.dtype.kind not in LABEL_KINDS and (array.size or array.dtype.kind not in _TEXT_KINDS):
+        # Before one-hot rows are read: numpy counts timedelta64 (and complex) as numbers, and argmax would take them.
+        raise InputError(f"Expected {name} to be integers, got dtype {array.dtype}.")
     if array.ndim == 2 and array.shape[1] == 1:
         array = array[:, 0]
     elif array.ndim == 2 and array.shape[1] >= 2:

@@ -33,6 +33,7 @@ class CalibrationRun:
     written: Path | None = None  # the JSON report (RUN/calibrate.json or --json), None when not saved
     saved: Path | None = None  # the fitted calibrator (--save)
     notes: list[str] = field(default_factory=list)  # what was assumed reading the inputs
+    reading: list[str] = field(default_factory=list)  # how each input was read: one line per set (val, test)
 
 
 def calibration_methods(method: str) -> list[str]:
@@ -53,7 +54,7 @@ def _check_output_path(option: str, path: Path | None) -> None:
 
 def _describe_inputs(inputs: Any) -> dict[str, Any]:
     """Reading options and what was assumed reading the input, for the report's config."""
-    from adacal.sources.resolve import describe_options
+    from adacal.resolve import describe_options
 
     described = describe_options(inputs.options)
     if inputs.notes:
@@ -90,7 +91,9 @@ def run_calibrate(
     from adacal.calibrators.compare import DEFAULT_FOLDS, DEFAULT_SELECTION_METRIC, check_selection
     from adacal.reports import make_report, write_json
     from adacal.runs import CALIBRATE_FILE
-    from adacal.sources import ReadOptions, resolve_calibration_input
+    from adacal.interpretation import reading_lines
+    from adacal.resolve import resolve_calibration_input
+    from adacal.sources import ReadOptions
     from adacal.writing import check_output, is_stdout
 
     source = Path(source)
@@ -143,7 +146,10 @@ def run_calibrate(
               **({"val": str(val)} if val is not None else {}), **_describe_inputs(inputs)}
     if len(methods) > 1:
         config.update({"folds": folds, "select_metric": selection["metric"], "seed": seed})
-    report = make_report("calibrate", config=config, results=comparison.results, input_path=inputs.input_path)
+    results = {**comparison.results, "input": {name: split.interpretation.to_dict() for name, split in
+                                               (("val", inputs.val), ("test", inputs.test))
+                                               if split.interpretation is not None}}
+    report = make_report("calibrate", config=config, results=results, input_path=inputs.input_path)
 
     written = report_path
     if written is not None:
@@ -151,9 +157,10 @@ def run_calibrate(
     if save is not None:
         save_calibrator(comparison.fitted[comparison.best], save)
     return CalibrationRun(
-        report=report, results=comparison.results, best=comparison.best, n_val=len(inputs.val),
+        report=report, results=results, best=comparison.best, n_val=len(inputs.val),
         n_test=len(inputs.test), methods=methods, written=written, saved=save,
         notes=list(inputs.notes) + _missing_classes_note(inputs.val.labels, inputs.val.num_classes),
+        reading=reading_lines(inputs.val.interpretation, inputs.test.interpretation, names=("val", "test")),
     )
 
 

@@ -1,6 +1,6 @@
 """The library side of `adacal evaluate`: compute metrics and build the report of the predictions a path points to.
 
-Paths are resolved by `adacal.sources.resolve_evaluation_input` (re-exported here). A path may be
+Paths are resolved by `adacal.resolve_evaluation_input` (re-exported here). A path may be
 - a predictions file of any framework: .npz, .pt (weights_only=True), .npy or .csv, with `logits`/`labels` or
   their other spellings (or `val_*`/`test_*`: the test split is used), see `adacal.sources.formats`;
 - an adacal checkpoint (.pt whose "format" is "adacal-checkpoint") or a run folder: the run folder's
@@ -28,7 +28,7 @@ from adacal.metrics.bootstrap import bootstrap_prepared, check_confidence, check
 from adacal.metrics.calibration import compute_prepared, prepare_metric_inputs, resolve_metric_names
 from adacal.metrics.memory import check_bootstrap_fits
 from adacal.reports import make_report
-from adacal.sources.resolve import CHECKPOINT_FORMAT, INPUT_KINDS, EvaluationInput, resolve_evaluation_input
+from adacal.resolve import CHECKPOINT_FORMAT, INPUT_KINDS, EvaluationInput, resolve_evaluation_input
 
 __all__ = [
     "CHECKPOINT_FORMAT", "INPUT_KINDS", "EvaluationInput", "EvaluationRun", "calibrated_probs", "check_bootstrap",
@@ -201,6 +201,13 @@ class EvaluationRun:
         return list(self.source.predictions.notes) + unfinished + bins_note(int(self.report["config"]["n_bins"]))
 
     @property
+    def reading(self) -> list[str]:
+        """How the input was read (`adacal.interpretation.Interpretation.summary`), one line."""
+        from adacal.interpretation import reading_lines
+
+        return reading_lines(self.source.predictions.interpretation)
+
+    @property
     def kept_message(self) -> str | None:
         """The line saying why the run's evaluate.json was left as it is (None when nothing was kept)."""
         if self.kept is None:
@@ -309,6 +316,8 @@ def run_evaluate(
         scores, source.predictions.labels, n_bins=n_bins, metric_names=names, bootstrap=bootstrap, seed=seed,
         input_path=source.data_path, source=described, calibrator=calibrator, progress=progress,
     )
+    if source.predictions.interpretation is not None:
+        report["results"]["input"] = source.predictions.interpretation.to_dict()
 
     targets = [json_path] if json_path is not None else []
     kept = kept_by = kept_detail = not_written = not_written_reason = None
@@ -426,7 +435,8 @@ def _written_by(path: Path) -> tuple[str, str | None]:
         return "unreadable", str(exc).rstrip(".")
     config = report.get("config") if isinstance(report.get("config"), dict) else {}
     model = config.get("model")
-    if isinstance(model, dict) and isinstance(model.get("selected_epoch"), int):
+    selected = model.get("selected_epoch") if isinstance(model, dict) else None
+    if isinstance(selected, int) and not isinstance(selected, bool):
         return "train", None
     source = config.get("source") if isinstance(config.get("source"), dict) else {}
     checkpoint = source.get("checkpoint") if isinstance(source.get("checkpoint"), dict) else {}

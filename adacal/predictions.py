@@ -1,5 +1,5 @@
 """Model outputs (logits or probabilities, and labels): the `Predictions` type, reading them from any framework's
-files (see `adacal.sources.formats`, where the reading lives) and writing a run's predictions.npz."""
+files (see `adacal.interpretation`, where the reading is decided) and writing a run's predictions.npz."""
 
 from __future__ import annotations
 
@@ -10,13 +10,8 @@ import numpy as np
 
 from adacal.reports import atomic_write
 from adacal.runs import RUN_ID_KEY, run_id_array
-from adacal.sources.formats import (
-    Predictions,
-    ReadOptions,
-    load_predictions,
-    load_split_predictions,
-    read_arrays,
-)
+from adacal.interpretation import Predictions, load_predictions, load_split_predictions
+from adacal.sources.formats import ReadOptions, read_arrays
 
 __all__ = ["Predictions", "ReadOptions", "load_predictions", "load_split_predictions", "read_arrays",
            "save_split_predictions"]

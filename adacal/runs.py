@@ -89,14 +89,10 @@ def require_run_folder(path: str | os.PathLike) -> RunFolder:
 def selected_checkpoint(run: RunFolder) -> Path:
     """The checkpoint of the model training selected — best.pt for a run trained with --select best-val, else
     last.pt (falling back to the other when it is missing) — the one its predictions.npz and evaluate.json describe."""
-    from adacal.sources.documents import read_report  # here: the sources package itself reads run folders
-
     order = ["last", "best"]
-    try:
-        if read_report(run.config).get("config", {}).get("select") == "best-val":
-            order = ["best", "last"]
-    except InputError:
-        pass
+    recorded = (run_config(run) or {}).get("config") or {}
+    if recorded.get("select") == "best-val":
+        order = ["best", "last"]
     for which in order:
         if run.checkpoint(which).is_file():
             return run.checkpoint(which)
@@ -118,14 +114,70 @@ def predictions_are_from(run: RunFolder, checkpoint: dict[str, Any]) -> bool:
     return selected is not None and selected == epoch
 
 
-def run_config(run: RunFolder) -> dict[str, Any] | None:
-    """The run's config.json as read (None when it cannot be read: the checks that use it are then skipped)."""
-    from adacal.sources.documents import read_report
+# The fields of an adacal report: a config.json holding none of them records nothing adacal checks.
+_REPORT_FIELDS = ("schema_version", "results", "config")
 
-    try:
-        return read_report(run.config, kind="train-config")
-    except InputError:
+
+def _train_config_schemas() -> tuple[Any, Any]:
+    """The schemas of a config.json's `config` (every option `adacal train` records, as TrainConfig holds it; the
+    envelope's schema checks a few) and `results` (what resume, evaluate, calibrate and plot read back)."""
+    from adacal.sources import documents as d
+
+    name, path, count = d.nullable(d.string), d.nullable(d.string), d.nullable(d.integer(0))
+    size, number = d.nullable(d.integer(1)), d.nullable(d.number)
+    config = d.obj(optional={
+        **dict.fromkeys(("dataset", "model", "loss", "optimizer", "device", "preset", "loss_reduction", "name"), name),
+        **dict.fromkeys(("out", "resume", "data_dir"), path),
+        "select": d.nullable(d.one_of("last", "best-val")),
+        "model_options": d.nullable(d.OBJECT), "loss_options": d.nullable(d.OBJECT),
+        "epochs": count, "seed": count, "eval_test_every": count, "workers": count,
+        "batch_size": size, "train_subset": size, "val_size": size, "test_subset": size,
+        **dict.fromkeys(("lr", "lr_decay", "momentum", "weight_decay", "grad_clip"), number),
+        "milestones": d.nullable(d.list_of(d.integer(0))),
+        "amp": d.nullable(d.boolean), "channels_last": d.nullable(d.boolean),
+        # update_every: "epoch", "paper", a spec or a number of batches (checked in `run_config`)
+    })
+    results = d.obj(optional={
+        RUN_ID_KEY: d.string,  # 32 hex digits (checked in `run_config`)
+        "split": d.obj(optional={"sizes": d.mapping_of(d.integer(0))}),
+        "resumes": d.list_of(d.obj(optional={"from_epoch": d.integer(0), "from_batch": d.integer(0),
+                                             "epochs": d.integer(1)})),
+    })
+    return config, results
+
+
+def run_config(run: RunFolder, *, required: bool = False) -> dict[str, Any] | None:
+    """The run's config.json, read once and validated: the train-config report, its `config` (every option, by type)
+    and the `results` adacal reads back (run id, split sizes, resumes). A damaged or tampered file is refused in one
+    line naming config.json and the field: the checks that use it (another run's predictions or checkpoint copied
+    in, the selected checkpoint, the epochs trained) must not be skipped silently.
+
+    None, unless `required` (what `train --resume` and the plots need), when there is nothing to check: no
+    config.json, or a JSON object holding none of a report's fields (an empty `{}`, or another tool's config.json
+    beside a predictions file)."""
+    from adacal.sources.documents import check_report, read_json, validate
+
+    path = run.config
+    if not required and not path.exists():
         return None
+    document = read_json(path, f"a run's {CONFIG_FILE}")
+    if not required and isinstance(document, dict) and not any(key in document for key in _REPORT_FIELDS):
+        return None
+    report = check_report(document, path, kind="train-config")
+    config_schema, results_schema = _train_config_schemas()
+    if "config" in report:
+        validate(report["config"], config_schema, label=str(path), root="config")
+    validate(report["results"], results_schema, label=str(path), root="results")
+    every = (report.get("config") or {}).get("update_every")
+    if every is not None and (isinstance(every, bool) or not isinstance(every, (str, int)) or (
+            isinstance(every, int) and every < 1)):
+        raise InputError(f"Expected 'config.update_every' in {path} to be 'epoch', 'paper', a schedule or a positive "
+                         f"number of batches, got {every!r:.40}.")
+    run_id = report["results"].get(RUN_ID_KEY)
+    if run_id is not None and not _RUN_ID.fullmatch(run_id):
+        raise InputError(f"Expected 'results.{RUN_ID_KEY}' in {path} to be a run id (32 lowercase hex digits), got "
+                         f"{run_id!r:.40}.")
+    return report
 
 
 def new_run_id() -> str:
@@ -198,8 +250,9 @@ def _selected_epoch(run: RunFolder, checkpoint: dict[str, Any]) -> int | None:
     except InputError:
         config = {}
     for holder in (config, config.get("model")):
-        if isinstance(holder, dict) and isinstance(holder.get("selected_epoch"), int):
-            return int(holder["selected_epoch"])
+        selected = holder.get("selected_epoch") if isinstance(holder, dict) else None
+        if isinstance(selected, int) and not isinstance(selected, bool):
+            return selected
     # The run's own target (config.json, which a --resume to more epochs raises) before the checkpoint's: a best.pt
     # saved before such a resume records the old target, and would pass for the final model.
     recorded = (run_config(run) or {}).get("config")

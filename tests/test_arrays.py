@@ -248,11 +248,11 @@ def test_complex_one_score_per_sample_is_refused_not_cast():
     import warnings
 
     from adacal.metrics import ece_em
-    from adacal.sources.formats import interpret_scores
+    from adacal.interpretation.kind import read_binary_kind
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(InputError, match=r"Expected scores to be real numbers, got dtype complex128\."):
             ece_em(np.array([0.5 + 1j, 0.2]), [0, 1])
         with pytest.raises(InputError, match=r"Expected p\.npz:probs to be real numbers, got dtype complex128\."):
-            interpret_scores(np.array([[0.5 + 1j], [0.2]]), name="p.npz:probs")
+            read_binary_kind(np.array([[0.5 + 1j], [0.2]]), name="p.npz:probs")

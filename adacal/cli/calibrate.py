@@ -10,7 +10,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from adacal.cli.common import ForceOption, guarded, metrics_line, number
-from adacal.cli.inputs import LabelsFile, LabelsKey, LogitsKey, Renormalize, print_notes, read_options
+from adacal.cli.inputs import LabelsFile, LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, print_notes, read_options
 from adacal.conventions import DEFAULT_N_BINS
 
 HELP = (
@@ -250,6 +250,10 @@ def calibrate(
     labels_key: LabelsKey = None,
     labels: LabelsFile = None,
     renormalize: Renormalize = False,
+    scores_kind: ScoresKind = "auto",
+    header: Header = None,
+    separator: Separator = None,
+    pt_items: PtItems = None,
 ) -> None:
     """Fit post-hoc calibrators on validation predictions and compare test metrics before and after."""
     from adacal.calibrate import run_calibrate
@@ -260,9 +264,10 @@ def calibrate(
         run = run_calibrate(
             source, method=method, objective=objective, n_bins=n_bins, folds=folds, select_metric=select_metric,
             seed=seed, json_path=json_path, save=save, force=force, val=val,
-            options=read_options(logits_key, labels_key, labels, renormalize), progress=steps,
+            options=read_options(logits_key, labels_key, labels, renormalize, scores_kind, header, separator,
+                                 pt_items), progress=steps,
         )
-    print_notes(run.notes, quiet)
+    print_notes(run.notes, quiet, run.reading)
     if is_stdout(json_path) or is_stdout(save):
         # The JSON is the whole of stdout; what the table would have warned about goes to stderr.
         for line in _selection_warnings(run) + _bound_warnings(run.results):

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from adacal.cli.common import ForceOption, guarded, metrics_line, number
-from adacal.cli.inputs import LabelsFile, LabelsKey, LogitsKey, Renormalize, print_notes, read_options
+from adacal.cli.inputs import LabelsFile, LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, print_notes, read_options
 from adacal.conventions import DEFAULT_N_BINS
 
 HELP = """Measure calibration of a model's test predictions: ECE (equal-width, equal-mass, debiased, sweep, smooth), MCE,
@@ -174,6 +174,10 @@ def evaluate(
     labels_key: LabelsKey = None,
     labels: LabelsFile = None,
     renormalize: Renormalize = False,
+    scores_kind: ScoresKind = "auto",
+    header: Header = None,
+    separator: Separator = None,
+    pt_items: PtItems = None,
 ) -> None:
     from adacal.evaluation import run_evaluate
     from adacal.runs import EVALUATE_FILE
@@ -183,9 +187,9 @@ def evaluate(
         run = run_evaluate(
             predictions, n_bins=n_bins, metrics=metrics, bootstrap=bootstrap, seed=seed, json_path=json_path,
             calibrator=calibrator, data_dir=data_dir, device=device, force=force,
-            options=read_options(logits_key, labels_key, labels, renormalize), progress=progress,
+            options=read_options(logits_key, labels_key, labels, renormalize, scores_kind, header, separator, pt_items), progress=progress,
         )
-    print_notes(run.notes, quiet)
+    print_notes(run.notes, quiet, run.reading)
     if is_stdout(json_path):
         return  # the report is the whole of stdout
     if quiet:

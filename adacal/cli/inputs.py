@@ -34,15 +34,51 @@ Renormalize = Annotated[
 ]
 
 
-def read_options(logits_key: str | None, labels_key: str | None, labels: Path | None, renormalize: bool) -> Any:
+ScoresKind = Annotated[
+    str,
+    typer.Option("--scores-kind", help="What the scores are: logits, probs, or auto (decided by the rules of "
+                                       "docs/inputs.md: probabilities when every row is one, logits when (almost) "
+                                       "none is; a matrix whose rows disagree is refused)."),
+]
+Header = Annotated[
+    bool | None,
+    typer.Option("--header/--no-header", help="Whether the first line of a .csv/.tsv is a header (default: decided "
+                                              "from the file; a first line that could be either is refused).",
+                 show_default=False),
+]
+Separator = Annotated[
+    str | None,
+    typer.Option("--separator", help="The separator of a text table: comma, semicolon, tab or space (default: "
+                                     "decided from the file; two that both read it are refused).", show_default=False),
+]
+PtItems = Annotated[
+    str | None,
+    typer.Option("--pt-items", help="How a list in a .pt file is read: batches (concatenated), samples (stacked) or "
+                                    "pair (two tensors: scores, labels) (default: decided; refused when both fit).",
+                 show_default=False),
+]
+SEPARATOR_NAMES = {"comma": ",", "semicolon": ";", "tab": "\t", "space": " ", ",": ",", ";": ";", "\\t": "\t",
+                   "\t": "\t", " ": " "}
+
+
+def read_options(logits_key: str | None, labels_key: str | None, labels: Path | None, renormalize: bool,
+                 scores_kind: str = "auto", header: bool | None = None, separator: str | None = None,
+                 pt_items: str | None = None) -> Any:
+    from adacal.errors import InputError
     from adacal.sources import ReadOptions
 
-    return ReadOptions(logits_key=logits_key, labels_key=labels_key, labels_file=labels, renormalize=renormalize)
+    if separator is not None and separator.lower() not in SEPARATOR_NAMES:
+        raise InputError(f"Expected --separator to be comma, semicolon, tab or space, got {separator!r}.")
+    return ReadOptions(logits_key=logits_key, labels_key=labels_key, labels_file=labels, renormalize=renormalize,
+                       scores_kind=scores_kind.lower(), header=header,
+                       separator=None if separator is None else SEPARATOR_NAMES[separator.lower()],
+                       pt_items=None if pt_items is None else pt_items.lower())
 
 
-def print_notes(notes: Any, quiet: bool) -> None:
-    """What was assumed reading the input (binary scores, class names, renormalised rows): one line each, on stderr."""
+def print_notes(notes: Any, quiet: bool, reading: Any = ()) -> None:
+    """How each input was read (`adacal.interpretation.Interpretation.summary`), then what was assumed reading it
+    (binary scores, class names, renormalised rows): one `Note:` line each, on stderr."""
     if quiet:
         return
-    for note in dict.fromkeys(notes):
-        typer.echo(f"Note: {note}.", err=True)
+    for note in dict.fromkeys([*reading, *notes]):
+        typer.echo(f"Note: {note.rstrip('.')}.", err=True)

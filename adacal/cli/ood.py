@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from adacal.cli.common import ForceOption, guarded
-from adacal.cli.inputs import LabelsKey, LogitsKey, Renormalize, read_options
+from adacal.cli.inputs import LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, read_options
 
 HELP = (
     "Out-of-distribution detection: how well a classifier's softmax tells its test set from an OOD set.\n\n"
@@ -99,6 +99,10 @@ def ood(
     logits_key: LogitsKey = None,
     labels_key: LabelsKey = None,
     renormalize: Renormalize = False,
+    scores_kind: ScoresKind = "auto",
+    header: Header = None,
+    separator: Separator = None,
+    pt_items: PtItems = None,
 ) -> None:
     """Out-of-distribution detection before and after temperature scaling."""
     from adacal.ood import run_ood
@@ -109,8 +113,11 @@ def ood(
         corruption=corruption, severity=severity, scores=scores, temperature=temperature,
         fit_temperature=fit_temperature, data_dir=data_dir, download=download, device=device,
         batch_size=batch_size, limit=limit, seed=seed, json_path=json_path, force=force,
-        options=read_options(logits_key, labels_key, None, renormalize), status=_status(quiet),
+        options=read_options(logits_key, labels_key, None, renormalize, scores_kind, header, separator, pt_items), status=_status(quiet),
     )
+    if not quiet:
+        for line in run.reading:  # how the saved sets were read, as evaluate and calibrate say it
+            typer.echo(f"Note: {line}.", err=True)
     if is_stdout(json_path):
         for note in run.notes:  # the report is the whole of stdout; what it assumed still reaches the user
             typer.echo(f"Note: {note}", err=True)

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from adacal.cli.common import OneLineErrorGroup, guarded
-from adacal.cli.inputs import LabelsKey, LogitsKey, Renormalize
+from adacal.cli.inputs import LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError, unknown_name
 
@@ -216,6 +216,10 @@ def reliability(
     logits_key: LogitsKey = None,
     labels_key: LabelsKey = None,
     renormalize: Renormalize = False,
+    scores_kind: ScoresKind = "auto",
+    header: Header = None,
+    separator: Separator = None,
+    pt_items: PtItems = None,
     out: OutOption = None,
     force: ForceOption = False,
     dpi: DpiOption = 150,
@@ -225,7 +229,8 @@ def reliability(
     from adacal.cli.inputs import print_notes, read_options
 
     notes: list[str] = []
-    options = read_options(logits_key, labels_key, labels_file, renormalize)
+    options = read_options(logits_key, labels_key, labels_file, renormalize, scores_kind, header, separator,
+                           pt_items)
 
     def build() -> Any:
         panels = plots.reliability_inputs(

@@ -197,7 +197,7 @@ def _load_npy(path: Path) -> np.ndarray:
     """A memory-mapped .npy (only the rows indexed later are read); a damaged file is an InputError."""
     try:
         return np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, OverflowError) as exc:  # OverflowError: a declared shape past any index
         raise InputError(f"Expected {path} to be a .npy array file, but it could not be read ({exc}).") from None
 
 

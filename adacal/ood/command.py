@@ -33,6 +33,7 @@ class OodRun:
     report: dict[str, Any]
     written: Path | None = None  # the run folder's ood-<set>.json or --json; None when not saved
     notes: list[str] = field(default_factory=list)
+    reading: list[str] = field(default_factory=list)  # how each saved set was read: one line per set
 
     @property
     def results(self) -> dict[str, Any]:
@@ -95,6 +96,7 @@ def run_ood(
     score_names = check_score_names(scores)
     check_device_name(device)  # a typo is refused even when no model runs (--in-preds/--out-preds), as by evaluate
     read_notes: list[str] = []  # what reading --in-preds / --out-preds assumed
+    records: dict[str, Any] = {}  # how --in-preds / --out-preds (and their validation split) were read
     if json_path is not None and json_path.is_dir():
         raise InputError(f"Expected --json to be a file path, but {json_path} is a folder.")
     if model is not None and (in_preds is not None or out_preds is not None):
@@ -107,8 +109,11 @@ def run_ood(
         raise InputError(f"Expected --severity to be an integer from 1 to 5, got {severity}.")
 
     if model is not None:
-        if options.logits_key is not None or options.labels_key is not None or options.renormalize:
-            raise InputError("Expected --logits-key, --labels-key and --renormalize only with --in-preds/--out-preds.")
+        from adacal.resolve import describe_options
+
+        if describe_options(options):
+            raise InputError("Expected --logits-key, --labels-key, --renormalize, --scores-kind, --header, --separator "
+                             "and --pt-items only with --in-preds/--out-preds.")
         if out_name is None:
             raise InputError("Expected --out (the OOD set: a dataset name, cifar10-c or an .npz of inputs) with --model.")
         in_name, out_name, corruption, severity = check_ood_options(
@@ -148,7 +153,8 @@ def run_ood(
             if given is not None:
                 raise InputError(f"Expected {flag} only with --model, not with --in-preds/--out-preds.")
         in_logits, out_logits, val = _read_saved_outputs(in_preds, out_preds, options=options,
-                                                         with_val=fit_temperature, notes_out=read_notes)
+                                                         with_val=fit_temperature, notes_out=read_notes,
+                                                         records_out=records)
         value, source = resolve_temperature(temperature=temperature, fit=fit_temperature, val=val)
         in_name = in_name or in_preds.stem
         out_name = out_name or out_preds.stem
@@ -168,10 +174,15 @@ def run_ood(
               "temperature_edge": edge}
     if read_notes:
         config["assumed"] = list(dict.fromkeys(read_notes))  # as evaluate's config.source.assumed
+    if records:
+        results["input"] = {name: record.to_dict() for name, record in records.items()}
     report = ood_report(results, config=config)
     written = write_json(target, report) if target is not None else None
+    from adacal.interpretation import reading_lines
+
     return OodRun(report=report, written=written,
-                  notes=[f"{note}." for note in dict.fromkeys(read_notes)] + ood_notes(results, config))
+                  notes=[f"{note}." for note in dict.fromkeys(read_notes)] + ood_notes(results, config),
+                  reading=reading_lines(*records.values(), names=tuple(records)))
 
 
 def _default_data_dir() -> Path:
@@ -203,7 +214,7 @@ def _data_inputs(json_path: Path | None, out_name: str | None, data_dir: str | o
 def _sibling_labels(*paths: Path | None) -> list[Path]:
     """The labels files the readers look for beside an .npy or text file of scores (`<stem>_labels.npy`,
     `labels.npy`): inputs too, which a report must not replace."""
-    from adacal.sources.formats import sibling_labels
+    from adacal.interpretation import sibling_labels
 
     found = []
     for path in paths:
@@ -233,15 +244,16 @@ def _is_ood_report(path: Path) -> bool:
 
 
 def _read_saved_outputs(
-    in_preds: Path, out_preds: Path, *, options: ReadOptions, with_val: bool, notes_out: list[str]
+    in_preds: Path, out_preds: Path, *, options: ReadOptions, with_val: bool, notes_out: list[str],
+    records_out: dict[str, Any] | None = None,
 ) -> tuple[Any, Any, Any]:
     """(in-distribution scores, OOD scores, validation predictions or None) of `--in-preds` / `--out-preds`
-    (`adacal.sources.resolve_ood_inputs`); the validation split, which the temperature is fitted on, must have as
+    (`adacal.resolve_ood_inputs`); the validation split, which the temperature is fitted on, must have as
     many classes as the sets it is applied to."""
-    from adacal.sources import resolve_ood_inputs
+    from adacal.resolve import resolve_ood_inputs
 
     in_scores, out_scores, val = resolve_ood_inputs(in_preds, out_preds, options=options, with_val=with_val,
-                                                    notes_out=notes_out)
+                                                    notes_out=notes_out, records_out=records_out)
     if val is not None and val.num_classes != in_scores.shape[1]:
         raise InputError(
             f"Expected the validation logits in {in_preds.name} to have as many classes as its test logits and "

@@ -16,8 +16,8 @@ from adacal.errors import InputError, unknown_name
 from adacal.ood.scores import DEFAULT_CORRUPTION, DEFAULT_SEVERITY, OOD_REPORT_PREFIX, SEVERITIES
 from adacal.runs import OOD_FILE, RunFolder, check_predictions_of_run, predictions_are_from, require_run_folder
 from adacal.sources.files import check_regular_file
-from adacal.sources.formats import Predictions, load_split_predictions
-from adacal.sources.resolve import resolve_checkpoint as _resolve_checkpoint
+from adacal.interpretation import Predictions, load_split_predictions
+from adacal.resolve import resolve_checkpoint as _resolve_checkpoint
 
 def check_ood_options(
     *,

@@ -29,8 +29,9 @@ from adacal.checks import name_items
 from adacal.errors import InputError, unknown_name
 from adacal.metrics.ood import OOD_SCORES as SCORE_REGISTRY
 from adacal.reports import make_report, read_report
-from adacal.sources.formats import Predictions, ReadOptions
-from adacal.sources.resolve import load_ood_scores, load_validation_split
+from adacal.interpretation import Predictions
+from adacal.sources.formats import ReadOptions
+from adacal.resolve import load_ood_scores, load_validation_split
 
 OOD_SCORES = tuple(SCORE_REGISTRY.names())  # every score adacal.metrics.ood registers
 DEFAULT_CORRUPTION = "gaussian_noise"

@@ -37,8 +37,10 @@ from adacal.runs import (
     is_run_folder,
     load_history,
     require_run_folder,
+    run_config,
 )
-from adacal.sources import ReadOptions, check_report, load_predictions, read_report
+from adacal.interpretation import load_predictions
+from adacal.sources import ReadOptions, check_report, read_report
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,8 @@ def _path_list(paths: Any) -> list[Any]:
 def read_run(path: str | os.PathLike) -> RunInfo:
     """The run folder at (or holding) `path`, with its resolved training options."""
     run = require_run_folder(path)
-    report = read_report(run.config, kind="train-config")
-    config = report.get("config")
+    report = run_config(run, required=True)  # config.json validated once, as every reader of a run reads it
+    config = report.get("config") if report is not None else None
     if not isinstance(config, Mapping):
         raise InputError(f"Expected {run.config} to hold the training options under 'config'.")
     return RunInfo(root=run.root, config=config)
@@ -84,7 +86,57 @@ def read_adafocal_run(path: str | os.PathLike, command: str = "gamma") -> tuple[
     info = read_run(path)
     if info.loss != "adafocal":
         raise InputError(f"{path} was trained with --loss {info.loss}; plot {command} needs an adafocal run.")
-    return info, info.history
+    history = info.history
+    _check_adafocal_values(history, info.root / HISTORY_FILE)
+    return info, history
+
+
+def _check_adafocal_values(records: list[dict[str, Any]], path: Path) -> None:
+    """The values of the AdaFocal records the γ and correspondence plots draw, within their ranges (the history's
+    schema checks their types): edges rising within [0, 1], confidences and accuracies in [0, 1], γ within float32's
+    range (the loss computes in float32; matplotlib fails on values near float64's), and bin counts adding up to at
+    most `MAX_SAMPLES`. A damaged or hand-edited history is refused in one line naming the epoch and field, never
+    drawn as a plausible figure."""
+    from adacal.training.config import FLOAT32_MAX
+
+    def values(items: Any) -> np.ndarray:
+        return np.array([np.nan if v is None else v for v in items or ()], dtype=np.float64)
+
+    def refuse(epoch: int, field: str, expected: str, found: str) -> InputError:
+        return InputError(f"Expected 'adafocal.{field}' of epoch {epoch} in {path} to be {expected}, got {found}.")
+
+    def fractions(epoch: int, field: str, items: Any) -> None:
+        known = values(items)
+        known = known[~np.isnan(known)]  # null: a bin without a value
+        if known.size and (known.min() < -_SLACK or known.max() > 1.0 + _SLACK):
+            raise refuse(epoch, field, "fractions in [0, 1]", f"values from {known.min():.6g} to {known.max():.6g}")
+
+    def counts(epoch: int, field: str, items: Any) -> None:
+        total = sum(int(v) for v in items or ())  # integers >= 0 (the history's schema)
+        if total > MAX_SAMPLES:
+            raise refuse(epoch, field, "bin counts adding up to at most 2**53", _count_text(total))
+
+    for record in records:
+        block, epoch = record.get("adafocal"), record["epoch"]
+        if not isinstance(block, Mapping):
+            continue
+        for i, update in enumerate(block.get("updates") or ()):
+            where = f"updates[{i}]"
+            edges = values(update.get("edges"))
+            if edges.size and not (bool((np.diff(edges) >= 0).all()) and edges.min() >= -_SLACK
+                                   and edges.max() <= 1.0 + _SLACK):
+                raise refuse(epoch, f"{where}.edges", "edges rising from 0 to 1",
+                             f"values from {np.nanmin(edges):.6g} to {np.nanmax(edges):.6g}")
+            gammas = values(update.get("gammas"))
+            known = gammas[~np.isnan(gammas)]
+            if known.size and np.abs(known).max() > FLOAT32_MAX:
+                raise refuse(epoch, f"{where}.gammas", f"within float32's range (|γ| <= {FLOAT32_MAX:.2g})",
+                             f"{known[np.argmax(np.abs(known))]:.6g}")
+            for field in ("val_confidence", "val_accuracy"):
+                fractions(epoch, f"{where}.{field}", update.get(field))
+            counts(epoch, f"{where}.counts", update.get("counts"))
+        fractions(epoch, "train_confidence", block.get("train_confidence"))
+        counts(epoch, "train_counts", block.get("train_counts"))
 
 
 def _unique(labels: list[str], details: list[tuple[str, ...]]) -> list[str]:
@@ -133,28 +185,65 @@ def _evaluate_bins(path: Path, binning: str, n_bins: int | None) -> tuple[BinSta
     if not isinstance(bins, Mapping) or not isinstance(bins.get(key), Mapping):
         raise InputError(f"Expected {path} to hold results.bins.{key} (bin statistics), found none.")
 
-    def stats(entry: Mapping[str, Any]) -> BinStatistics:
+    n_samples = results.get("n_samples")
+
+    def stats(entry: Mapping[str, Any], which: str) -> BinStatistics:
+        where = f"results.bins.{which}"
         try:
+            counts = [int(count) for count in entry["counts"]]  # integers >= 0 (the report's schema)
+            total = sum(counts)
+            if isinstance(n_samples, int) and not isinstance(n_samples, bool) and total != n_samples:
+                raise InputError(f"Expected the counts of {where} in {path} to add up to results.n_samples "
+                                 f"({n_samples}), got {_count_text(total)}.")
+            if total > MAX_SAMPLES:
+                raise InputError(f"Expected the counts of {where} in {path} to add up to at most 2**53 samples, got "
+                                 f"{_count_text(total)}.")
             result = BinStatistics(
                 edges=_finite(entry["edges"]),
-                counts=np.asarray(entry["counts"], dtype=np.int64),
+                counts=np.asarray(counts, dtype=np.int64),
                 mean_confidence=_finite(entry["mean_confidence"]),
                 accuracy=_finite(entry["accuracy"]),
             )
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             raise InputError(f"Expected the bins in {path} to hold edges, counts, mean_confidence and accuracy.") from None
         m = result.counts.size
+        if m < 1:
+            raise InputError(f"Expected {where} in {path} to hold at least one bin, got none.")
         if result.edges.size != m + 1 or result.mean_confidence.size != m or result.accuracy.size != m:
             raise InputError(f"Expected the bins in {path} to have M + 1 edges and M values per statistic.")
+        edges = result.edges
+        rising = bool((np.diff(edges) >= 0).all())
+        if not (rising and edges.min() >= -_SLACK and edges.max() <= 1.0 + _SLACK):
+            order = "" if rising else ", out of order"
+            raise InputError(f"Expected the edges of {where} in {path} to rise from 0 to 1 (confidences), got values "
+                             f"from {edges.min():.6g} to {edges.max():.6g}{order}.")
+        for field in ("mean_confidence", "accuracy"):
+            values = getattr(result, field)
+            known = values[~np.isnan(values)]  # null: a bin without a value
+            if known.size and (known.min() < -_SLACK or known.max() > 1.0 + _SLACK):
+                raise InputError(f"Expected {where}.{field} in {path} to be fractions in [0, 1], got values from "
+                                 f"{known.min():.6g} to {known.max():.6g}.")
         return result
 
-    chosen = stats(bins[key])
+    chosen = stats(bins[key], key)
     if n_bins is not None and n_bins != chosen.n_bins:
         raise InputError(
             f"{path} holds {chosen.n_bins} {binning} bins; --n-bins {n_bins} needs a predictions file or run folder."
         )
-    histogram = stats(bins["equal_width"]) if isinstance(bins.get("equal_width"), Mapping) else None
+    histogram = stats(bins["equal_width"], "equal_width") if isinstance(bins.get("equal_width"), Mapping) else None
     return chosen, histogram
+
+
+# The most samples an evaluate.json's bins may count in all: integers up to 2**53 are exact in float64, which the
+# diagram's histogram and weights compute in (no data set comes near; 10**30 is a damaged or hand-made file).
+MAX_SAMPLES = 2**53
+# How far past [0, 1] a confidence or accuracy written by `evaluate` may lie by rounding.
+_SLACK = 1e-6
+
+
+def _count_text(count: int) -> str:
+    """A count as a message shows it: in full up to 15 digits, else as a power of ten (10**30 from a damaged file)."""
+    return str(count) if count < 10**15 else f"{count:.3g}"
 
 
 def _load_calibrator(path: Path, method: str) -> tuple[Any, str]:
@@ -191,7 +280,8 @@ def _load_calibrator(path: Path, method: str) -> tuple[Any, str]:
 
     params = entry.get("params") if isinstance(entry.get("params"), Mapping) else {}
     temperature = params.get("temperature")
-    described = f"{name} (T = {temperature:.2f})" if isinstance(temperature, (int, float)) else str(name)
+    shown = isinstance(temperature, (int, float)) and not isinstance(temperature, bool)  # true is not a temperature
+    described = f"{name} (T = {temperature:.2f})" if shown else str(name)
     return Calibrator.from_dict(dict(state)), described
 
 
@@ -245,7 +335,7 @@ def _split_predictions(path: Path, split: str, options: ReadOptions) -> Any:
     split, and plotting its other arrays under that name would mislead); "test" from `test_` or plain arrays."""
     if split != "val":
         return load_predictions(path, split=split, options=options)
-    from adacal.sources import load_validation_split
+    from adacal.interpretation import load_validation_split
 
     predictions = load_validation_split(path, options=options)
     if predictions is None:
@@ -560,7 +650,8 @@ def roc_inputs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None 
     for path, _ in expanded:
         report = read_report(path, kind="ood")
         info = read_run(path.parent) if is_run_folder(path.parent) else None
-        loss = info.loss if info is not None else str(report.get("config", {}).get("loss") or "")
+        recorded = report.get("config", {}).get("loss")  # the ood report's config: an object, its loss any value
+        loss = info.loss if info is not None else (recorded if isinstance(recorded, str) else "")
         names.append(display_name(loss) if loss and loss != "?" else path.stem)
         details.append(_run_details(info, path))
         losses.append(loss or None)

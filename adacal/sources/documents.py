@@ -64,12 +64,39 @@ def _non_finite(text: str) -> float:
     return float(text)  # NaN, Infinity, -Infinity: Python's json.dumps writes them by default
 
 
+class _DuplicateKey(ValueError):
+    """Raised by `_unique_keys`: one key given twice in one object (json.loads would keep the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        counts: dict[str, int] = {}
+        for key, _ in pairs:
+            counts[key] = counts.get(key, 0) + 1
+        key = next(key for key, _ in pairs if counts[key] > 1)
+        times = "twice" if counts[key] == 2 else f"{counts[key]} times"
+        keys = ", ".join(_short(name) for name in list(counts)[:6]) + (", ..." if len(counts) > 6 else "")
+        raise _DuplicateKey(f"{_short(key)} appears {times} (in an object with the keys {keys})")
+    return value
+
+
+def _short(key: str) -> str:
+    shown = repr(key)
+    return shown if len(shown) <= 40 else shown[:36] + "...'"
+
+
 def parse_json(text: str | bytes, *, label: str, non_finite: bool = False) -> Any:
     """One JSON value from `text`, refused in one sentence (naming `label`) when it is not strict, bounded JSON.
 
     `non_finite` admits the NaN / Infinity literals and overflowing numbers that Python's json module writes by default
     (predictions files from other tools: a NaN in a field adacal never reads must not refuse the file; the scores and
-    labels are validated for finiteness afterwards). adacal's own documents stay strict."""
+    labels are validated for finiteness afterwards). adacal's own documents stay strict. A key given twice in one
+    object is refused (json.loads keeps the last one silently).
+
+    >>> parse_json('{"probs": [0.2, 0.8], "label": 1}', label="p.json")
+    {'probs': [0.2, 0.8], 'label': 1}
+    """
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -81,7 +108,10 @@ def parse_json(text: str | bytes, *, label: str, non_finite: bool = False) -> An
         text = text[1:]
     try:
         value = json.loads(text, parse_float=float if non_finite else _parse_float, parse_int=_parse_int,
-                           parse_constant=_non_finite if non_finite else _parse_constant)
+                           parse_constant=_non_finite if non_finite else _parse_constant,
+                           object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise InputError(f"Expected {label} to name each key once, but {exc}.") from None
     except _Refused as exc:
         raise InputError(f"Expected {label} to hold strict JSON, but it has {exc}.") from None
     except json.JSONDecodeError as exc:

@@ -31,6 +31,9 @@ _KINDS = (
 )
 # Largest npy header numpy itself reads by default (np.lib.format), for the same reason: a header is metadata.
 MAX_NPY_HEADER = 10_000
+# Most dimensions a declared shape may have: numpy 1.x's limit (NPY_MAXDIMS; numpy 2 allows 64). Arrays of scores and
+# labels have one or two; a header declaring more is damaged or not an array adacal reads.
+MAX_NDIM = 32
 
 
 def human_bytes(n: float) -> str:
@@ -55,6 +58,44 @@ def check_allocation(nbytes: int, *, what: str) -> None:
             f"Expected {what} to fit in memory, but it would need {human_bytes(nbytes)} and "
             f"{human_bytes(budget)} is available."
         )
+
+
+def _shown_shape(shape: Any) -> str:
+    """A declared shape as a message shows it: a tuple, cut short when a hostile header lists many dimensions."""
+    text = str(tuple(shape)) if isinstance(shape, (list, tuple)) else repr(shape)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def check_declared_shape(shape: Any, itemsize: int, *, what: str, budget: int | None = None,
+                         error: type[InputError] = InputError) -> tuple[int, ...]:
+    """`shape` as a tuple of ints when a file may declare it for `what` ("FILE:KEY"), checked before anything is
+    allocated: every dimension a non-negative integer (not a bool), at most `MAX_NDIM` of them, and the dimensions of
+    an empty array within memory all the same.
+
+    The memory an array needs is the caller's check (its own words: "it would need ..."); but an array with a
+    zero-length dimension needs 0 bytes whatever its other dimensions declare, and numpy fails on (0, 10**30) or
+    (0, 2**62) with a traceback (OverflowError, "array is too big") after such a check passed. So here the non-zero
+    dimensions times the item size (at least 1 byte) must be within `budget` (default `memory_budget()`, never above
+    the largest array index) even when another dimension is 0.
+    """
+    if not isinstance(shape, (list, tuple)) or not all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)) for d in shape):
+        raise error(f"Expected {what} to declare a shape of non-negative integers, got {_shown_shape(shape)}.")
+    dims = tuple(int(d) for d in shape)
+    if any(d < 0 for d in dims):
+        raise error(f"Expected {what} to declare a shape of non-negative integers, got {_shown_shape(dims)}.")
+    if len(dims) > MAX_NDIM:
+        raise error(f"Expected {what} to declare at most {MAX_NDIM} dimensions, got {len(dims)}.")
+    if 0 in dims:
+        limit = min(memory_budget() if budget is None else budget, int(np.iinfo(np.intp).max))
+        span = math.prod(d for d in dims if d) * max(int(itemsize), 1)
+        if span > limit:
+            raise error(
+                f"Expected every dimension of {what} to fit in memory, but its shape {_shown_shape(dims)} has "
+                f"dimensions besides the zero-length one that would need {human_bytes(span)} and {human_bytes(limit)} "
+                "is available: its header is damaged."
+            )
+    return dims
 
 
 def _describe_stat(mode: int) -> str | None:
@@ -145,8 +186,8 @@ def _npy_header(handle: IO[bytes], label: str) -> tuple[tuple[int, ...], bool, n
             f"Expected {label} to be a readable .npz/.npy array of numbers, but it holds Python objects (dtype "
             f"{dtype}), which need pickle to load and could run code."
         )
-    nbytes = math.prod(int(s) for s in shape) * dtype.itemsize
-    return tuple(int(s) for s in shape), bool(fortran), dtype, nbytes
+    dims = check_declared_shape(shape, dtype.itemsize, what=f"{label} ({dtype})")
+    return dims, bool(fortran), dtype, math.prod(dims) * dtype.itemsize
 
 
 def _read_npy_body(handle: IO[bytes], shape: tuple[int, ...], dtype: np.dtype, nbytes: int, label: str) -> np.ndarray:
@@ -372,3 +413,5 @@ def check_tensors(value: Any, path: Path, *, error: type[InputError] = Checkpoin
                     f"Expected {name} to fit in memory, but its shape {tuple(item.shape)} would need "
                     f"{human_bytes(nbytes)} and {human_bytes(budget)} is available."
                 )
+            # An empty tensor too: shape (0, 2**62) holds nothing, but numpy fails on it later with a traceback.
+            check_declared_shape(tuple(item.shape), item.element_size(), what=name, budget=budget, error=error)

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from adacal.errors import InputError
-from adacal.sources.files import NamedArrayFile, check_allocation, open_regular
+from adacal.sources.files import NamedArrayFile, check_allocation, check_declared_shape, open_regular
 
 # Bytes per element of each MATLAB class scipy reads (char: up to 4 bytes per character once decoded).
 CLASS_BYTES = {
@@ -83,6 +83,9 @@ class MatFile(NamedArrayFile):
                 f"Expected {self.path}:{key} to be a numeric, logical or char array, got a MATLAB {kind}: save the "
                 "scores and labels as plain arrays."
             )
+        # The dimensions a header declares (int32 in the format, so a damaged one may be negative) are checked before
+        # anything is read: non-negative, and within memory on their own even when another one is 0.
+        shape = check_declared_shape(shape, CLASS_BYTES[kind], what=f"{self.path}:{key}")
         check_allocation(math.prod(shape) * CLASS_BYTES[kind], what=f"{self.path}:{key}")
         self._handle.seek(0)
         try:

@@ -20,7 +20,9 @@ import numpy as np
 
 from adacal.errors import InputError
 from adacal.sources.documents import parse_json
-from adacal.sources.files import NamedArrayFile, check_allocation, human_bytes, open_regular
+from adacal.sources.files import (
+    MAX_NDIM, NamedArrayFile, check_allocation, check_declared_shape, human_bytes, open_regular,
+)
 
 # The reference implementation refuses headers above 100 MB: a header is metadata, never data.
 MAX_HEADER_BYTES = 100_000_000
@@ -34,6 +36,10 @@ DTYPES = {
     "F16": np.dtype("<f2"), "BF16": np.dtype("<u2"),
     "F32": np.dtype("<f4"), "F64": np.dtype("<f8"),
 }
+
+
+# numpy's largest array index (and byte count): no array, not even an empty one, has dimensions past it.
+_LARGEST_INDEX = int(np.iinfo(np.intp).max)
 
 
 class SafetensorsFile(NamedArrayFile):
@@ -92,15 +98,23 @@ class SafetensorsFile(NamedArrayFile):
             raise self._fail(f"tensor {name!r} has dtype {dtype_name!r}, which adacal does not read (it reads {known})")
         if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
                                                   for d in shape):
-            raise self._fail(f"tensor {name!r} has shape {shape!r}, not a list of non-negative integers")
+            raise self._fail(f"tensor {name!r} has shape {_shown(shape)}, not a list of non-negative integers")
+        if len(shape) > MAX_NDIM:
+            raise self._fail(f"tensor {name!r} has {len(shape)} dimensions, more than the {MAX_NDIM} adacal reads")
         if (not isinstance(offsets, list) or len(offsets) != 2
                 or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
                 or not 0 <= offsets[0] <= offsets[1]):
-            raise self._fail(f"tensor {name!r} has data_offsets {offsets!r}, not [begin, end] with begin <= end")
+            raise self._fail(f"tensor {name!r} has data_offsets {_shown(offsets)}, not [begin, end] with "
+                             "0 <= begin <= end")
         dtype = DTYPES[dtype_name]
+        if 0 in shape and math.prod(d for d in shape if d) * dtype.itemsize > _LARGEST_INDEX:
+            # An empty tensor needs no bytes, but numpy cannot build (0, 10**30) either: the header is damaged. (The
+            # memory its dimensions would need is checked when it is asked for, by `check_declared_shape`.)
+            raise self._fail(f"tensor {name!r} has shape {_shown(shape)}, whose dimensions no array can have (the "
+                             "product of the non-zero ones is past the largest array index)")
         expected = math.prod(shape) * dtype.itemsize
         if offsets[1] - offsets[0] != expected:
-            raise self._fail(f"tensor {name!r} ({dtype_name}, shape {tuple(shape)}) needs {expected:,} bytes but its "
+            raise self._fail(f"tensor {name!r} ({dtype_name}, shape {_shown(tuple(shape))}) needs {expected:,} bytes but its "
                              f"data_offsets span {offsets[1] - offsets[0]:,}")
         return dtype, dtype_name, tuple(shape), offsets[0], offsets[1]
 
@@ -109,6 +123,7 @@ class SafetensorsFile(NamedArrayFile):
         dtype, dtype_name, shape, begin, end = self._index[key]
         nbytes = end - begin
         check_allocation(nbytes, what=f"{self.path}:{key}")
+        check_declared_shape(shape, dtype.itemsize, what=f"{self.path}:{key}")  # an empty one's dimensions too
         self._handle.seek(self._start + begin)
         data = self._handle.read(nbytes)
         if len(data) != nbytes:  # the file shrank since its header was checked
@@ -119,3 +134,9 @@ class SafetensorsFile(NamedArrayFile):
 
             return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
         return array
+
+
+def _shown(value: Any) -> str:
+    """A header value as a message shows it: cut short (a hostile header may hold a long list or a huge number)."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

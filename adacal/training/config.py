@@ -34,7 +34,7 @@ import numpy as np
 
 from adacal.checks import check_integer, integer_kind, is_integer, renamed_options
 from adacal.conventions import DEFAULT_RUNS_DIR, LOSS_OPTION_ALIASES, LOSS_OPTION_FLAGS
-from adacal.errors import InputError
+from adacal.errors import CheckpointError, InputError
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
 REDUCTIONS = ("mean", "sum")
@@ -149,8 +149,12 @@ class TrainConfig:
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         values = {key: value for key, value in data.items() if key in known}
-        if values.get("milestones") is not None:
-            values["milestones"] = tuple(int(m) for m in values["milestones"])
+        milestones = values.get("milestones")
+        if isinstance(milestones, (list, tuple)) and all(
+                isinstance(m, (int, np.integer)) and not isinstance(m, bool) for m in milestones):
+            values["milestones"] = tuple(int(m) for m in milestones)
+        # Anything else (a string, 1.5, a number) stays as given, for `check_structure` to refuse: int("15") would
+        # make epochs 1 and 5, int(1.5) epoch 1.
         return cls(**values)
 
 
@@ -535,9 +539,15 @@ def check_model_options(config: TrainConfig) -> None:
         raise InputError(f"Expected --embeddings to be a GloVe text file, but {embeddings} {what}.")
 
 
-def merge_resume_config(saved: dict[str, Any], given: TrainConfig) -> TrainConfig:
-    """The saved run's config with the options that may change on resume; a conflicting option is an error."""
+def merge_resume_config(saved: dict[str, Any], given: TrainConfig, *, source: str = "the checkpoint") -> TrainConfig:
+    """The saved run's config with the options that may change on resume; a conflicting option is an error. The saved
+    options (read from `source`, a checkpoint) have their types checked as a TrainConfig built in Python has
+    (`check_structure`): names and paths as strings, option dicts as dicts, milestones as epoch numbers."""
     base = TrainConfig.from_dict(saved)
+    try:
+        check_structure(base)
+    except InputError as exc:
+        raise CheckpointError(f"{str(exc).rstrip('.')} (in the options saved in {source}).") from None
     if base.loss_reduction is None:  # a saved config without loss_reduction trained with the mean
         base.loss_reduction = "mean"
     given_values = given.to_dict()

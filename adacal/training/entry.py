@@ -24,8 +24,8 @@ import numpy as np
 import torch
 
 from adacal.errors import InputError
-from adacal.reports import make_report, new_run_dir, read_report
-from adacal.runs import RUN_ID_KEY, RunFolder, new_run_id, require_run_folder, run_id_of
+from adacal.reports import make_report, new_run_dir
+from adacal.runs import RUN_ID_KEY, RunFolder, new_run_id, require_run_folder, run_config, run_id_of
 from adacal.training.checkpoints import (
     check_checkpoint_of_run,
     check_resume_split,
@@ -151,7 +151,7 @@ def resolved_config(config: TrainConfig) -> dict[str, Any]:
         run = find_run_folder(checkpoint_path)
         if run is not None:
             check_checkpoint_of_run(run, checkpoint_path, checkpoint, _check_run_documents(run))
-        resolved = merge_resume_config(checkpoint["config"], config)
+        resolved = merge_resume_config(checkpoint["config"], config, source=str(checkpoint_path))
         _check_resume_epochs(resolved, checkpoint, checkpoint_path)
         _continue_interrupted_epoch(checkpoint_path, checkpoint, resolved.epochs)
         check_names(resolved)
@@ -195,13 +195,13 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
         checkpoint_path = resolve_checkpoint_path(config.resume)
         checkpoint = load_checkpoint(checkpoint_path)  # safe (weights_only) and checked before anything else
         run = require_run_folder(checkpoint_path)
-        run_config = _check_run_documents(run)  # config.json and every history line, before anything is written
-        check_checkpoint_of_run(run, checkpoint_path, checkpoint, run_config)
-        resolved = merge_resume_config(checkpoint["config"], config)
+        run_report = _check_run_documents(run)  # config.json and every history line, before anything is written
+        check_checkpoint_of_run(run, checkpoint_path, checkpoint, run_report)
+        resolved = merge_resume_config(checkpoint["config"], config, source=str(checkpoint_path))
         _check_resume_epochs(resolved, checkpoint, checkpoint_path)
         chosen_path, checkpoint = _continue_interrupted_epoch(checkpoint_path, checkpoint, resolved.epochs)
         if chosen_path != checkpoint_path:
-            check_checkpoint_of_run(run, chosen_path, checkpoint, run_config)
+            check_checkpoint_of_run(run, chosen_path, checkpoint, run_report)
     else:
         resolved = resolve_config(config)
     check_names(resolved)
@@ -394,7 +394,9 @@ def _check_run_documents(run: RunFolder) -> dict[str, Any] | None:
     config.json's report (None when the folder has none)."""
     from adacal.sources import read_history
 
-    report = read_report(run.config, kind="train-config") if run.config.exists() else None
+    # Validated once here (every field resume and _write_config read back, results.resumes included), before
+    # anything is loaded or written.
+    report = run_config(run, required=True) if run.config.exists() else None
     if run.history.exists():
         read_history(run.history, torn_tail=True)
     return report
@@ -406,8 +408,8 @@ def _write_config(
     run = writer.folder
     results: dict[str, Any] = {"split": checkpoint_safe(dataset.split_info), "versions": versions()}
     if resumed_from is not None and run.config.exists():
-        previous = read_report(run.config, kind="train-config")["results"]
-        resumes = list(previous.get("resumes", []))
+        previous = run_config(run, required=True)["results"]
+        resumes = list(previous.get("resumes", []))  # a list of resume records (run_config checked)
         resume: dict[str, Any] = {"from_epoch": resumed_from}
         if resumed_batch is not None:  # from a mid-epoch checkpoint: epoch from_epoch + 1 after this batch
             resume["from_batch"] = resumed_batch

@@ -153,7 +153,7 @@ def test_missing_names_default_in_the_results(logits):
 def test_validation_logits_of_another_width_are_refused_for_fit_temperature(logits, tmp_path):
     in_logits, out_logits = logits
     labels = np.arange(40) % 3
-    np.savez(tmp_path / "in.npz", logits=in_logits, val_logits=np.eye(3)[labels] * 4.0, val_labels=labels)
+    np.savez(tmp_path / "in.npz", test_logits=in_logits, val_logits=np.eye(3)[labels] * 4.0, val_labels=labels)
     np.savez(tmp_path / "out.npz", logits=out_logits)
     before = snapshot(tmp_path)
     result = runner.invoke(app, ["ood", "--in-preds", str(tmp_path / "in.npz"), "--out-preds",

@@ -8,7 +8,7 @@ import pytest
 import scipy.io
 
 from adacal.errors import InputError
-from adacal.sources import load_predictions
+from adacal.interpretation import load_predictions
 
 RNG = np.random.default_rng(11)
 LOGITS = RNG.normal(size=(30, 3))

@@ -13,7 +13,7 @@ import torch
 
 from adacal.cli import app
 from adacal.errors import InputError
-from adacal.sources import load_predictions, load_scores
+from adacal.interpretation import load_predictions, load_scores
 
 from cli_helpers import one_line_error, runner, snapshot
 

@@ -14,7 +14,8 @@ import torch
 from adacal.arrays import softmax
 from adacal.errors import InputError
 from adacal.evaluation import evaluate_predictions
-from adacal.sources import ReadOptions, load_predictions, load_split_predictions
+from adacal.interpretation import load_predictions, load_split_predictions
+from adacal.sources import ReadOptions
 from adacal.sources.safetensors_file import SafetensorsFile
 
 

@@ -26,9 +26,10 @@ import torch
 from adacal.arrays import softmax
 from adacal.errors import InputError
 from adacal.evaluation import evaluate_predictions
+from adacal.interpretation import load_predictions, load_scores, load_split_predictions
+from adacal.resolve import resolve_calibration_input
 from adacal.sources import (
-    NpzArchive, ReadOptions, load_predictions, load_scores, load_split_predictions, open_regular, parse_json,
-    read_history, read_json, read_npy, read_report, resolve_calibration_input,
+    NpzArchive, ReadOptions, open_regular, parse_json, read_history, read_json, read_npy, read_report,
 )
 from adacal.sources.documents import MAX_DEPTH, MAX_INT_DIGITS
 
@@ -51,8 +52,11 @@ def same(pred, logits=LOGITS, labels=LABELS):
     (s, l) for s in ("logits", "probs", "probabilities", "scores") for l in ("labels", "targets", "y")
 ] + [("test_logits", "test_labels"), ("test_probs", "test_targets"), ("test_scores", "test_y")])
 def test_every_key_spelling(tmp_path, score_key, label_key):
-    np.savez(tmp_path / "p.npz", **{score_key: LOGITS, label_key: LABELS})
-    same(load_predictions(tmp_path / "p.npz"))
+    """A key that names probabilities holds probabilities (its values are checked against the name)."""
+    probabilities = "prob" in score_key
+    scores = softmax(LOGITS.astype(np.float64)) if probabilities else LOGITS
+    np.savez(tmp_path / "p.npz", **{score_key: scores, label_key: LABELS})
+    same(load_predictions(tmp_path / "p.npz"), logits=scores)
 
 
 @pytest.mark.parametrize("score_key, label_key", [
@@ -61,20 +65,27 @@ def test_every_key_spelling(tmp_path, score_key, label_key):
     ("outputs", "target"), ("test_predictions", "test_label_ids"),
 ])
 def test_other_frameworks_key_spellings(tmp_path, score_key, label_key):
-    np.savez(tmp_path / "p.npz", **{score_key: LOGITS, label_key: LABELS})
-    same(load_predictions(tmp_path / "p.npz"))
+    scores = softmax(LOGITS.astype(np.float64)) if "prob" in score_key else LOGITS
+    np.savez(tmp_path / "p.npz", **{score_key: scores, label_key: LABELS})
+    same(load_predictions(tmp_path / "p.npz"), logits=scores)
 
 
-def test_the_first_spelling_wins_over_later_ones(tmp_path):
+def test_two_spellings_of_the_scores_or_labels_are_refused_and_the_keys_options_choose(tmp_path):
     np.savez(tmp_path / "p.npz", predictions=LOGITS * 0, logits=LOGITS, label=(LABELS + 1) % K, labels=LABELS)
-    same(load_predictions(tmp_path / "p.npz"))
+    with pytest.raises(InputError, match=r"one key for the scores in p\.npz, found logits, predictions: pass "
+                                         r"--logits-key"):
+        load_predictions(tmp_path / "p.npz")
+    with pytest.raises(InputError, match=r"one key for the labels in p\.npz, found labels, label: pass --labels-key"):
+        load_predictions(tmp_path / "p.npz", options=ReadOptions(logits_key="logits"))
+    same(load_predictions(tmp_path / "p.npz", options=ReadOptions(logits_key="logits", labels_key="labels")))
 
 
 @pytest.mark.parametrize("scores_key, labels_key", [("pred_probs", "labels"), ("preds", "target"),
                                                     ("y_pred", "y_true"), ("logits", "true_labels")])
 def test_cleanlab_torchmetrics_and_keras_key_names(tmp_path, scores_key, labels_key):
-    np.savez(tmp_path / "p.npz", **{scores_key: LOGITS, labels_key: LABELS})
-    same(load_predictions(tmp_path / "p.npz"))
+    scores = softmax(LOGITS.astype(np.float64)) if "prob" in scores_key else LOGITS
+    np.savez(tmp_path / "p.npz", **{scores_key: scores, labels_key: LABELS})
+    same(load_predictions(tmp_path / "p.npz"), logits=scores)
 
 
 @pytest.mark.parametrize("key", ["y_pred", "preds", "test_predictions"])
@@ -162,7 +173,14 @@ def test_pt_lists_of_per_sample_outputs_are_stacked(tmp_path, layout):
     if layout == "rows alone, --labels":
         np.save(tmp_path / "y.npy", LABELS)
         options = ReadOptions(labels_file=tmp_path / "y.npy")
-        np.testing.assert_allclose(load_scores(tmp_path / "samples.pt"), LOGITS, rtol=1e-6)  # an OOD set: no labels
+    if layout in ("pairs, one-hot labels", "dict of lists, one-hot", "rows alone, --labels"):
+        # (K,) rows beside one-hot (K,) labels, or alone, are also batches of K binary scores: refused, --pt-items says
+        with pytest.raises(InputError, match=r"both readings fit: pass --pt-items batches, samples or pair"):
+            load_predictions(tmp_path / "samples.pt", options=options)
+        options = ReadOptions(labels_file=options.labels_file, pt_items="samples")
+    if layout == "rows alone, --labels":
+        np.testing.assert_allclose(load_scores(tmp_path / "samples.pt", options=ReadOptions(pt_items="samples")),
+                                   LOGITS, rtol=1e-6)  # an OOD set: no labels
     pred = load_predictions(tmp_path / "samples.pt", options=options)
     same(pred)
     assert any(f"{N} " in note and "one sample" in note for note in pred.notes), pred.notes
@@ -209,7 +227,7 @@ def test_named_keys_win_and_missing_named_key_is_refused(tmp_path):
 
 
 def test_pt_dict_pair_tuple_and_single_tensor(tmp_path):
-    torch.save({"probs": torch.tensor(LOGITS), "targets": torch.tensor(LABELS)}, tmp_path / "d.pt")
+    torch.save({"scores": torch.tensor(LOGITS), "targets": torch.tensor(LABELS)}, tmp_path / "d.pt")
     same(load_predictions(tmp_path / "d.pt"))
     torch.save((torch.tensor(LOGITS), torch.tensor(LABELS)), tmp_path / "t.pt")
     same(load_predictions(tmp_path / "t.pt"))
@@ -493,20 +511,31 @@ def test_adacal_reports_stay_strict_json(tmp_path):
 def test_csv_files_as_pandas_writes_them_without_column_names(tmp_path):
     """`pd.DataFrame(array).to_csv(index=False)` writes 0, 1, 2, ... as a header and `pd.Series(y).to_csv(index=False)`
     a first line 0: they were read as a sample (501 samples, or a label K out of range)."""
+    from adacal.sources.text_tables import read_csv_with_notes
+
     columns = ",".join(str(i) for i in range(K))
-    (tmp_path / "scores.csv").write_text(columns + "\n" + "\n".join(",".join(f"{v:.9g}" for v in row) for row in LOGITS) + "\n")
+    body = "\n".join(",".join(f"{v:.9g}" for v in row) for row in LOGITS) + "\n"
+    (tmp_path / "scores.csv").write_text(columns + "\n" + body)
+    (tmp_path / "bare.csv").write_text(body)
     (tmp_path / "labels.csv").write_text("0\n" + "\n".join(map(str, LABELS)) + "\n")
-    pred = load_predictions(tmp_path / "scores.csv", options=ReadOptions(labels_file=tmp_path / "labels.csv"))
+    pred = load_predictions(tmp_path / "bare.csv", options=ReadOptions(labels_file=tmp_path / "labels.csv"))
     same(pred)
-    assert any("scores.csv: first line 0,1,2,3 read as pandas' column numbers" in note for note in pred.notes)
     assert any("labels.csv: first line '0' read as pandas' column name" in note for note in pred.notes)
+    # Scores only (no label column): a first line 0,1,2,3 may be pandas' column numbers or a sample of logits
+    # (text_tables rule 3): refused, and --header reads it.
+    with pytest.raises(InputError, match=r"first line 0,1,2,3 is either pandas' column numbers or a sample: pass "
+                                         r"--header or --no-header\.$"):
+        load_predictions(tmp_path / "scores.csv", options=ReadOptions(labels_file=tmp_path / "labels.csv"))
+    table, _ = read_csv_with_notes(tmp_path / "scores.csv", scores_only=True, header=True)
+    np.testing.assert_allclose(table["scores"], LOGITS, rtol=1e-6)
+    assert table["classes"].tolist() == columns.split(",")
     stacked = np.column_stack([LOGITS, LABELS.astype(float)])
     (tmp_path / "stack.csv").write_text(",".join(str(i) for i in range(K + 1)) + "\n"
                                         + "\n".join(",".join(f"{v:.9g}" for v in row) for row in stacked) + "\n")
     same(load_predictions(tmp_path / "stack.csv"))
     # A labels file as long as the scores keeps its first 0: it is a label
     (tmp_path / "plain.csv").write_text("\n".join(map(str, np.r_[0, LABELS[1:]])) + "\n")
-    labelled = load_predictions(tmp_path / "scores.csv", options=ReadOptions(labels_file=tmp_path / "plain.csv"))
+    labelled = load_predictions(tmp_path / "bare.csv", options=ReadOptions(labels_file=tmp_path / "plain.csv"))
     np.testing.assert_array_equal(labelled.labels, np.r_[0, LABELS[1:]])
 
 
@@ -650,7 +679,7 @@ def test_renormalize_rounded_probabilities(tmp_path):
     with pytest.raises(InputError, match="renormalise them"):
         evaluate_predictions(rounded, LABELS)
     # Read from a file, for any command: refused at once, naming the option that fixes it.
-    with pytest.raises(InputError, match=r"r\.npz:probs .* rows sum to 1, got values in \[0, 1\] whose rows sum to "
+    with pytest.raises(InputError, match=r"r\.npz:probs .* rows sum to 1, as its name says, got values in \[0, 1\] whose rows sum to "
                                          r"0\.9\d+ to 1\.0\d+: pass --renormalize"):
         load_predictions(tmp_path / "r.npz")
     pred = load_predictions(tmp_path / "r.npz", options=ReadOptions(renormalize=True))
@@ -700,10 +729,13 @@ def test_a_probability_key_whose_rows_do_not_sum_to_1_is_refused_not_read_as_log
     (tmp_path / "llm.jsonl").write_text("\n".join(lines) + "\n")
     with pytest.raises(InputError, match="as its name says"):
         load_predictions(tmp_path / "llm.jsonl")
-    # Log-probabilities under a probability key are read as the logits they are, with a note
+    # Log-probabilities under a probability key contradict the name: refused, and --scores-kind logits reads them
     np.savez(tmp_path / "logp.npz", **{key: np.log(probs), labels_key: LABELS})
-    pred = load_predictions(tmp_path / "logp.npz")
-    assert f"logp.npz:{key}: named as probabilities but holds values outside [0, 1]; read as logits" in pred.notes
+    with pytest.raises(InputError, match=r"as its name says, got values from -\d.* --scores-kind logits"):
+        load_predictions(tmp_path / "logp.npz")
+    pred = load_predictions(tmp_path / "logp.npz", options=ReadOptions(scores_kind="logits"))
+    np.testing.assert_allclose(softmax(pred.logits), probs, atol=1e-12)
+    assert pred.interpretation.kind == "logits" and pred.interpretation.kind_rule == "--scores-kind logits"
     # Under a neutral key, such values stay logits (a model's raw outputs may lie in [0, 1])
     np.savez(tmp_path / "neutral.npz", logits=probs * 0.5, labels=LABELS)
     np.testing.assert_allclose(load_predictions(tmp_path / "neutral.npz").logits, probs * 0.5)
@@ -1115,8 +1147,8 @@ def test_no_import_cycle_among_adacal_modules():
         if node not in state:
             visit(node, [node])
     assert not cycles, " ; ".join(" → ".join(cycle) for cycle in cycles)
-    assert "adacal.training.inference" in graph["adacal.sources.resolve"]
-    assert not any(m == "adacal.training" for m in graph["adacal.evaluation"] | graph["adacal.sources.resolve"])
+    assert "adacal.training.inference" in graph["adacal.resolve"]
+    assert not any(m == "adacal.training" for m in graph["adacal.evaluation"] | graph["adacal.resolve"])
 
 
 def test_every_reader_module_imports_first_in_a_fresh_interpreter():
@@ -1177,7 +1209,9 @@ def test_binary_assumption_is_said_on_stderr_and_in_the_report(tmp_path):
     np.savez(tmp_path / "b.npz", probs=p, labels=RNG.integers(0, 2, N))
     result = _cli("evaluate", tmp_path / "b.npz", "--json", tmp_path / "b.json")
     assert result.exit_code == 0, result.output
-    assert result.stderr.count("Note: ") == 1 and "positive-class probabilities" in result.stderr
+    assumed = [line for line in result.stderr.splitlines() if line.startswith("Note: ") and "read " not in line[:11]]
+    assert len(assumed) == 1 and "positive-class probabilities" in assumed[0]
+    assert result.stderr.count("Note: read ") == 1  # and how the file was read
     assumed = json.loads((tmp_path / "b.json").read_text())["config"]["source"]["assumed"]
     assert "positive-class probabilities" in assumed[0]
 

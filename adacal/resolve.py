@@ -19,10 +19,11 @@ from adacal.runs import (
     require_run_folder, selected_checkpoint,
 )
 from adacal.sources.files import check_regular_file
-from adacal.sources.formats import (
-    DEFAULT_OPTIONS, Predictions, ReadOptions, load_predictions, load_split_predictions, mixed_binary_readings,
-    open_arrays,
+from adacal.interpretation import (
+    Predictions, load_predictions, load_scores, load_split_predictions, load_validation_split, mixed_binary_readings,
+    model_interpretation, read_predictions,
 )
+from adacal.sources.formats import DEFAULT_OPTIONS, ReadOptions, torch_arrays
 
 CHECKPOINT_FORMAT = "adacal-checkpoint"
 INPUT_KINDS = ("predictions", "checkpoint", "run")
@@ -67,6 +68,10 @@ def describe_options(options: ReadOptions) -> dict[str, Any]:
         described["labels_file"] = str(options.labels_file)
     if options.renormalize:
         described["renormalize"] = True
+    for name in ("scores_kind", "header", "separator", "pt_items"):
+        value, default = getattr(options, name), getattr(DEFAULT_OPTIONS, name)
+        if value != default:
+            described[name] = value
     return described
 
 
@@ -92,7 +97,10 @@ def _predict(checkpoint: Path, splits: tuple[str, ...], options: dict[str, Any],
     """The checkpoint's model run on `splits` (`contents`: the file already loaded, not read again)."""
     from adacal.training.inference import predict_checkpoint_splits
 
-    return predict_checkpoint_splits(checkpoint, splits, contents=contents, **options)
+    predicted = predict_checkpoint_splits(checkpoint, splits, contents=contents, **options)
+    return {split: replace(found, interpretation=model_interpretation(str(checkpoint), split, len(found),
+                                                                      found.num_classes))
+            for split, found in predicted.items()}
 
 
 def check_checkpoint_of_run(run: RunFolder, path: Path, contents: Any) -> None:
@@ -123,7 +131,8 @@ def _forbid_options(options: ReadOptions, what: str) -> None:
     used = describe_options(options)
     if used:
         flags = {"logits_key": "--logits-key", "labels_key": "--labels-key", "labels_file": "--labels",
-                 "renormalize": "--renormalize"}
+                 "renormalize": "--renormalize", "scores_kind": "--scores-kind", "header": "--header",
+                 "separator": "--separator", "pt_items": "--pt-items"}
         flag = flags[next(iter(used))]
         raise InputError(f"Expected {flag} only with a predictions file, not with {what}.")
 
@@ -153,9 +162,7 @@ def resolve_evaluation_input(
                                    path, None, "checkpoint", checkpoint=contents)
         return _predictions_of_run(run, path, path, "checkpoint", contents, predict_options)
     if contents is not None:  # a .pt of predictions, already loaded: not read twice
-        from adacal.sources.formats import predictions_from, torch_arrays
-
-        predictions = predictions_from(torch_arrays(path, contents), options=options)
+        predictions = read_predictions(torch_arrays(path, contents, options.pt_items), options=options)
     else:
         predictions = load_predictions(path, options=options)
     return EvaluationInput(predictions, "predictions", path, path, None, "file", options)
@@ -241,11 +248,12 @@ def resolve_calibration_input(
         _check_exists(val, "a predictions file of validation outputs (--val)")
         test_predictions = load_predictions(source, options=options)
         # --labels names the labels of the test file; the validation file carries its own (or <stem>_labels.npy).
-        val_predictions = load_predictions(val, options=replace(options, labels_file=None))
+        val_predictions = load_predictions(val, split="val", options=replace(options, labels_file=None))
         if not options.renormalize and mixed_binary_readings(val_predictions.notes, test_predictions.notes):
             # One model's sets, read alike.
             test_predictions = load_predictions(source, options=replace(options, decision_scores=True))
-            val_predictions = load_predictions(val, options=replace(options, labels_file=None, decision_scores=True))
+            val_predictions = load_predictions(val, split="val",
+                                               options=replace(options, labels_file=None, decision_scores=True))
         if val_predictions.num_classes != test_predictions.num_classes:
             raise InputError(
                 f"Expected the validation ({val.name}) and test ({source.name}) predictions to have the same number "
@@ -292,35 +300,39 @@ def resolve_calibration_input(
 
 
 def load_ood_scores(path: str | os.PathLike, *, split: str = "test", options: ReadOptions = DEFAULT_OPTIONS,
-                    notes_out: list[str] | None = None):
+                    notes_out: list[str] | None = None, records_out: list[Any] | None = None):
     """Scores (N, K) of a saved set of model outputs (labels optional), for `ood --in-preds/--out-preds`; what
-    reading them assumed goes to `notes_out`, when given."""
-    from adacal.sources.formats import load_scores
-
-    return load_scores(path, split=split, options=options, notes_out=notes_out)
+    reading them assumed goes to `notes_out`, and the record of the reading to `records_out`, when given."""
+    return load_scores(path, split=split, options=options, notes_out=notes_out, records_out=records_out)
 
 
 def resolve_ood_inputs(
     in_preds: str | os.PathLike, out_preds: str | os.PathLike, *, options: ReadOptions = DEFAULT_OPTIONS,
-    with_val: bool = False, notes_out: list[str] | None = None,
+    with_val: bool = False, notes_out: list[str] | None = None, records_out: dict[str, Any] | None = None,
 ) -> tuple[Any, Any, Predictions | None]:
     """(in-distribution scores, OOD scores, validation predictions or None) for `ood --in-preds/--out-preds`: both
     sets of the same number of classes; with `with_val`, the validation split of `in_preds` (needed, not optional).
-    What reading the two files assumed goes to `notes_out`, when given."""
+    What reading the files assumed goes to `notes_out`, and how each set was read to `records_out` ("in", "out",
+    "val"), when given."""
     in_preds, out_preds = Path(in_preds), Path(out_preds)
-    in_notes, out_notes = [], []
-    in_scores = load_ood_scores(in_preds, options=options, notes_out=in_notes)
-    out_scores = load_ood_scores(out_preds, options=options, notes_out=out_notes)
-    val = load_validation_split(in_preds, options=options) if with_val else None
+
+    def read(alike: ReadOptions) -> tuple[Any, Any, Predictions | None, list[str], list[str], list[Any]]:
+        in_notes, out_notes, records = [], [], []
+        in_scores = load_ood_scores(in_preds, options=alike, notes_out=in_notes, records_out=records)
+        out_scores = load_ood_scores(out_preds, options=alike, notes_out=out_notes, records_out=records)
+        val = load_validation_split(in_preds, options=alike) if with_val else None
+        return in_scores, out_scores, val, in_notes, out_notes, records
+
+    in_scores, out_scores, val, in_notes, out_notes, records = read(options)
     if not options.renormalize and mixed_binary_readings(in_notes, out_notes, () if val is None else val.notes):
         # One model's sets: a binary model's scores outside [0, 1] in one make the others decision scores too.
-        alike = replace(options, decision_scores=True)
-        in_notes, out_notes = [], []
-        in_scores = load_ood_scores(in_preds, options=alike, notes_out=in_notes)
-        out_scores = load_ood_scores(out_preds, options=alike, notes_out=out_notes)
-        val = load_validation_split(in_preds, options=alike) if with_val else None
+        in_scores, out_scores, val, in_notes, out_notes, records = read(replace(options, decision_scores=True))
     if notes_out is not None:
         notes_out.extend([*in_notes, *out_notes])
+    if records_out is not None:
+        records_out.update({"in": records[0], "out": records[1]})
+        if val is not None and val.interpretation is not None:
+            records_out["val"] = val.interpretation
     if in_scores.shape[1] != out_scores.shape[1]:
         raise InputError(
             f"Expected {in_preds.name} and {out_preds.name} to have the same number of classes, "
@@ -329,16 +341,6 @@ def resolve_ood_inputs(
     if with_val and val is None:
         raise InputError(f"Expected val_logits and val_labels in {in_preds} to fit the temperature (--fit-temperature).")
     return in_scores, out_scores, val
-
-
-def load_validation_split(path: str | os.PathLike, *, options: ReadOptions = DEFAULT_OPTIONS) -> Predictions | None:
-    """`val_*` scores and labels from a predictions file, or None when it holds no validation split."""
-    from adacal.sources.formats import _prefixed, has_split
-
-    with open_arrays(path, labels_key=options.labels_key) as arrays:
-        if not has_split(arrays, "val", options):
-            return None
-        return _prefixed(arrays, "val", options)
 
 
 def resolve_checkpoint(model_path: str | os.PathLike) -> tuple[Path, RunFolder | None]:
