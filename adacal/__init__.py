@@ -5,6 +5,7 @@
     adacal.losses.build_loss("adafocal")                       # training losses by name
     adacal.calibrators.build_calibrator("temperature")         # post-hoc calibrators by name
     adacal.plots                                               # figures (matplotlib is imported only here)
+    adacal.commands.run_evaluate("runs/my-run")                # every command as one library call
 
 The subpackages load on first use, so `import adacal` stays fast and imports neither torch nor matplotlib.
 """
@@ -17,14 +18,15 @@ from typing import TYPE_CHECKING, Any
 from adacal.version import __version__
 
 # Public subpackages and modules, imported on first attribute access (PEP 562).
-_SUBMODULES = ("calibrate", "calibrators", "data", "evaluation", "losses", "metrics", "models", "ood", "plots",
-               "sources", "training")
+_SUBMODULES = ("calibrators", "commands", "data", "evaluation", "interpretation", "losses", "metrics", "models", "ood",
+               "plots", "sources", "training")
 
 __all__ = ["__version__", *_SUBMODULES]
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real modules
     from adacal import (  # noqa: F401
-        calibrate, calibrators, data, evaluation, losses, metrics, models, ood, plots, sources, training,
+        calibrators, commands, data, evaluation, interpretation, losses, metrics, models, ood, plots, sources,
+        training,
     )
 
 

@@ -51,7 +51,8 @@ def to_numpy(values: Any, *, keep_float: bool = False, name: str | None = None) 
     try:
         return np.asarray(values)
     except ValueError:  # ragged nested lists: numpy refuses to build an object array from them
-        raise InputError("Expected an array (rows of equal length), got nested sequences of different lengths.") from None
+        raise InputError("Expected an array (rows of equal length), got nested sequences of different "
+                         "lengths.") from None
 
 
 def check_scores(scores: Any, *, name: str = "logits") -> np.ndarray:

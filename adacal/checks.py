@@ -8,6 +8,7 @@ One message template names the argument, what was expected and what was found, a
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -156,3 +157,15 @@ def _same_value(first: Any, second: Any) -> bool:
             return bool(first == second)
         except (TypeError, ValueError):
             return False
+
+
+_DEVICE_NAME = re.compile(r"auto|cpu(:\d+)?|cuda(:\d+)?")
+
+
+def check_device_name(device: Any, name: str = "--device") -> str:
+    """A --device that names a device kind (auto, cpu, cuda, cuda:N), checked whether or not a model will run: a typo
+    is refused even for a predictions file. Whether that CUDA device exists is checked only when a model runs."""
+    text = device.strip().lower() if isinstance(device, str) else None
+    if text is None or not _DEVICE_NAME.fullmatch(text):
+        raise InputError(f"Expected {name} to be auto, cpu, cuda or cuda:N, got {device!r}.")
+    return text

@@ -1,40 +1,27 @@
-"""The library side of `adacal evaluate`: compute metrics and build the report of the predictions a path points to.
-
-Paths are resolved by `adacal.resolve_evaluation_input` (re-exported here). A path may be
-- a predictions file of any framework: .npz, .pt (weights_only=True), .npy or .csv, with `logits`/`labels` or
-  their other spellings (or `val_*`/`test_*`: the test split is used), see `adacal.sources.formats`;
-- an adacal checkpoint (.pt whose "format" is "adacal-checkpoint") or a run folder: the run folder's
-  predictions.npz test split when it exists, otherwise the checkpoint's model is run on its dataset's test split
-  (`adacal.training.predict_checkpoint`).
-"""
+"""Evaluation reports, the pure part of `adacal evaluate` that training uses too: metrics of (scores, labels), with
+bootstrap intervals and per-bin statistics, in the report envelope. Reading a user's path and writing the report is
+the command's (`adacal.commands.evaluate`)."""
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from adacal.arrays import check_not_near_probs, check_scores, looks_like_probs
-from adacal.checks import check_non_negative_int, check_positive_int
+from adacal.checks import check_non_negative_int
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
-from adacal.metrics.binning import check_n_bins
+from adacal.metrics.allocation import check_bootstrap_fits
 from adacal.metrics.bootstrap import bootstrap_prepared, check_confidence, check_seed
 from adacal.metrics.calibration import compute_prepared, prepare_metric_inputs, resolve_metric_names
-from adacal.metrics.memory import check_bootstrap_fits
 from adacal.reports import make_report
-from adacal.resolve import CHECKPOINT_FORMAT, INPUT_KINDS, EvaluationInput, resolve_evaluation_input
 
-__all__ = [
-    "CHECKPOINT_FORMAT", "INPUT_KINDS", "EvaluationInput", "EvaluationRun", "calibrated_probs", "check_bootstrap",
-    "check_evaluate_options", "evaluate_predictions", "evaluation_config", "evaluation_report",
-    "resolve_evaluation_input", "run_evaluate",
-]
+__all__ = ["bins_note", "calibrated_probs", "check_bootstrap", "evaluate_predictions", "evaluation_config",
+           "evaluation_report"]
 
 
 # Per-bin statistics in a report (four numbers per bin, for each binning) stop here: --n-bins 10^7 wrote 1.2 GB of
@@ -47,7 +34,8 @@ def check_bootstrap(n_resamples: Any, *, name: str = "bootstrap") -> int:
     return check_non_negative_int(n_resamples, name)
 
 
-def calibrated_probs(calibrator: Any, logits: np.ndarray, *, calibrator_path: str | os.PathLike = "calibrator") -> np.ndarray:
+def calibrated_probs(calibrator: Any, logits: np.ndarray, *,
+                     calibrator_path: str | os.PathLike = "calibrator") -> np.ndarray:
     """Probabilities from a fitted calibrator, applied to logits or probabilities (vector and matrix scaling only to
     the kind they were fitted on: `Calibrator.transform` says so, naming the file here)."""
     logits = check_scores(logits)
@@ -168,279 +156,3 @@ def evaluation_report(
         source=source, calibrator=calibrator,
     )
     return make_report("evaluate", config=config, results=results, input_path=input_path)
-
-
-# ------------------------------------------------------------------------------------------------- the command
-
-
-@dataclass(frozen=True)
-class EvaluationRun:
-    """What `run_evaluate` did: the report, where it was written and what it left alone."""
-
-    report: dict[str, Any]
-    source: EvaluationInput
-    written: list[Path] = field(default_factory=list)  # --json, and a run's evaluate.json when it had none
-    kept: Path | None = None  # the run's evaluate.json that was there already: never replaced
-    calibrated: bool = False  # the report describes the scores after --calibrator
-    # Who wrote `kept`: "train" (the run's own report), "evaluate" (an earlier `adacal evaluate` of a run that had
-    # none) or "unreadable" (not a readable evaluate report); `kept_detail` says more (the epoch scored, the problem).
-    kept_by: str | None = None
-    kept_detail: str | None = None
-    # The run's evaluate.json left unwritten (there was none) because the scored checkpoint is not the model the run
-    # stands for (best.pt of another epoch than a finished run selected); `not_written_reason` says so.
-    not_written: Path | None = None
-    not_written_reason: str | None = None
-
-    @property
-    def notes(self) -> list[str]:
-        """What was assumed reading the input (binary scores, class names, renormalised rows), which epoch's
-        checkpoint was scored when training had not finished, and per-bin statistics left out of a report with very
-        many bins."""
-        checkpoint = (self.report["config"].get("source") or {}).get("checkpoint") or {}
-        unfinished = [checkpoint["note"]] if checkpoint.get("note") else []
-        return list(self.source.predictions.notes) + unfinished + bins_note(int(self.report["config"]["n_bins"]))
-
-    @property
-    def reading(self) -> list[str]:
-        """How the input was read (`adacal.interpretation.Interpretation.summary`), one line."""
-        from adacal.interpretation import reading_lines
-
-        return reading_lines(self.source.predictions.interpretation)
-
-    @property
-    def kept_message(self) -> str | None:
-        """The line saying why the run's evaluate.json was left as it is (None when nothing was kept)."""
-        if self.kept is None:
-            return None
-        if self.kept_by == "train":
-            return f"Kept {self.kept} as train wrote it; give --json PATH to save this report."
-        if self.kept_by == "evaluate":
-            detail = f" ({self.kept_detail})" if self.kept_detail else ""
-            return (f"Kept {self.kept}, which an earlier 'adacal evaluate' wrote{detail}; give --json PATH to save "
-                    "this report.")
-        detail = f" ({self.kept_detail})" if self.kept_detail else ""
-        return (f"Kept {self.kept} unchanged, though it is not a readable evaluate report{detail}; give --json PATH to "
-                "save this report.")
-
-    @property
-    def not_written_message(self) -> str | None:
-        """The line saying why the run's missing evaluate.json was not written (None when it was, or was there)."""
-        if self.not_written is None:
-            return None
-        return f"Not writing {self.not_written}: {self.not_written_reason}; give --json PATH to save this report."
-
-
-_DEVICE_NAME = re.compile(r"auto|cpu(:\d+)?|cuda(:\d+)?")
-
-
-def check_device_name(device: Any, name: str = "--device") -> str:
-    """A --device that names a device kind (auto, cpu, cuda, cuda:N), checked whether or not a model will run: a typo
-    is refused even for a predictions file. Whether that CUDA device exists is checked only when a model runs."""
-    text = device.strip().lower() if isinstance(device, str) else None
-    if text is None or not _DEVICE_NAME.fullmatch(text):
-        raise InputError(f"Expected {name} to be auto, cpu, cuda or cuda:N, got {device!r}.")
-    return text
-
-
-def check_evaluate_options(
-    n_bins: Any, bootstrap: Any, seed: Any, json_path: str | os.PathLike | None = None,
-    calibrator: str | os.PathLike | None = None, n_metrics: int = 1, device: Any = "auto",
-) -> None:
-    """`adacal evaluate`'s cheap checks, before anything is loaded: bins and resamples that fit in memory, a seed,
-    --json a file path, --calibrator a regular file, --device a device name."""
-    check_device_name(device)
-    check_positive_int(n_bins, "--n-bins")
-    check_n_bins(n_bins, name="--n-bins")  # refuses bins that cannot fit in memory
-    check_non_negative_int(bootstrap, "--bootstrap", note=" (0 = no intervals)")
-    if bootstrap:
-        check_bootstrap_fits(bootstrap, 0, n_metrics, name="--bootstrap")
-    check_non_negative_int(seed, "--seed")
-    if json_path is not None and Path(json_path).is_dir():
-        raise InputError(f"Expected --json to be a file path, but {json_path} is a folder.")
-    if calibrator is not None:
-        from adacal.sources import check_regular_file
-
-        check_regular_file(calibrator, "a calibrator file (--calibrator)")
-
-
-def run_evaluate(
-    predictions: str | os.PathLike,
-    *,
-    n_bins: int = DEFAULT_N_BINS,
-    metrics: str | Iterable[str] | None = None,
-    bootstrap: int = 0,
-    seed: int = 0,
-    json_path: str | os.PathLike | None = None,
-    calibrator: str | os.PathLike | None = None,
-    data_dir: str | os.PathLike | None = None,
-    device: str = "auto",
-    force: bool = False,
-    options: Any = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> EvaluationRun:
-    """Everything `adacal evaluate` does, without printing.
-
-    Measures the predictions at `predictions` (a predictions file of any framework, a checkpoint or a run folder;
-    `options` is a `adacal.sources.ReadOptions`), after `calibrator` (a file saved by `adacal calibrate`) when
-    given. The report goes to `json_path` ("-": standard output) and, for a run folder without an evaluate.json
-    (training interrupted) and no calibrator, to its evaluate.json; the evaluate.json train wrote is never
-    replaced. `progress(done, total)` is called after each bootstrap resample. Every cheap check runs before
-    anything is loaded, and nothing is written before the report exists.
-    """
-    from adacal.runs import EVALUATE_FILE
-    from adacal.reports import write_json
-    from adacal.sources import ReadOptions
-    from adacal.writing import check_output
-
-    predictions = Path(predictions)
-    json_path = None if json_path is None else Path(json_path)
-    calibrator = None if calibrator is None else Path(calibrator)
-    options = options or ReadOptions()
-    check_output(json_path, flag="--json", inputs=(predictions, calibrator, options.labels_file), force=force)
-    names = resolve_metric_names(metrics)
-    check_evaluate_options(n_bins, bootstrap, seed, json_path, calibrator, len(names), device)
-    fitted = None
-    if calibrator is not None:
-        from adacal.calibrators import load_calibrator
-
-        fitted = load_calibrator(calibrator)
-
-    source = resolve_evaluation_input(predictions, data_dir=data_dir, device=device, options=options)
-    scores = source.predictions.logits
-    if fitted is not None:
-        scores = calibrated_probs(fitted, scores, calibrator_path=calibrator)
-    described = source.describe()
-    if source.source == "checkpoint":
-        described["checkpoint"] = checkpoint_progress(source.data_path, source.run, contents=source.checkpoint)
-    report = evaluation_report(
-        scores, source.predictions.labels, n_bins=n_bins, metric_names=names, bootstrap=bootstrap, seed=seed,
-        input_path=source.data_path, source=described, calibrator=calibrator, progress=progress,
-    )
-    if source.predictions.interpretation is not None:
-        report["results"]["input"] = source.predictions.interpretation.to_dict()
-
-    targets = [json_path] if json_path is not None else []
-    kept = kept_by = kept_detail = not_written = not_written_reason = None
-    if source.run is not None and fitted is None:
-        run_report = source.run.report(EVALUATE_FILE)
-        if run_report.exists():
-            kept = run_report  # evaluate never replaces it: train wrote it, or an earlier evaluate of this run
-            kept_by, kept_detail = _written_by(run_report)
-        elif json_path is not None and run_report.resolve() == json_path.resolve():
-            pass  # --json names it: written once, above
-        else:
-            not_written_reason = _not_the_runs_model(source, described.get("checkpoint") or {})
-            if not_written_reason is None:
-                targets.append(run_report)  # an interrupted run has none yet
-            else:
-                not_written = run_report
-    for target in targets:
-        write_json(target, report)
-    return EvaluationRun(report=report, source=source, written=targets, kept=kept, calibrated=fitted is not None,
-                         kept_by=kept_by, kept_detail=kept_detail, not_written=not_written,
-                         not_written_reason=not_written_reason)
-
-
-def _not_the_runs_model(source: EvaluationInput, progress: dict[str, Any]) -> str | None:
-    """Why a report may not stand as the run's evaluate.json, or None when it may: it scored the run's selected
-    model (its predictions.npz, or the selected checkpoint), or a checkpoint of a training that has not finished
-    (the report notes its epoch). A checkpoint of another epoch than a finished run selected (best.pt of a
-    --select last run) is scored, but its report is not the run's."""
-    from adacal.runs import selected_checkpoint
-
-    if source.source != "checkpoint" or source.kind == "run" or progress.get("finished") is False:
-        return None
-    try:
-        if source.run is not None and _same_file(selected_checkpoint(source.run), source.data_path):
-            return None
-    except InputError:
-        pass
-    epoch = progress.get("epoch")
-    held = f" (epoch {epoch})" if isinstance(epoch, int) else ""
-    return f"{source.data_path}{held} is not the model the finished run selected"
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
-def checkpoint_progress(path: str | os.PathLike, run: Any = None, contents: Any = None) -> dict[str, Any]:
-    """Which point of training the scored checkpoint holds: {"path", "epoch", "epochs" (the run's target),
-    "finished" (whether training had reached it)}, plus "batch" for a mid-epoch checkpoint (interrupted.pt) and a
-    "note" when training had not finished (an epoch-0 checkpoint holds the untrained initial weights)."""
-    from adacal.runs import run_config
-    from adacal.sources.files import safe_torch_load
-
-    checkpoint = contents  # the file as the caller loaded it; else read for these few fields only
-    if checkpoint is None:
-        try:
-            checkpoint = safe_torch_load(path, what="torch checkpoint")
-        except InputError:
-            return {"path": str(path)}
-    epoch = checkpoint.get("epoch") if isinstance(checkpoint, dict) else None
-    if not isinstance(epoch, int) or isinstance(epoch, bool):
-        return {"path": str(path)}
-    config = checkpoint.get("config") if isinstance(checkpoint.get("config"), dict) else {}
-    epochs = config.get("epochs")
-    if run is not None:  # the run's own target, which a later --resume may have raised
-        recorded = (run_config(run) or {}).get("config")
-        if isinstance(recorded, dict):
-            epochs = recorded.get("epochs", epochs)
-    epochs = int(epochs) if isinstance(epochs, int) and not isinstance(epochs, bool) else None
-    partial = checkpoint.get("partial_epoch")
-    batch = int(partial["batch"]) if isinstance(partial, dict) else None
-    if batch is not None:
-        finished: bool | None = False
-    else:  # None: the checkpoint records no target (not written by adacal train)
-        finished = None if epochs is None else max(epoch, _epochs_trained(run)) >= epochs
-    progress: dict[str, Any] = {"path": str(path), "epoch": epoch, "epochs": epochs, "finished": finished}
-    if batch is not None:
-        progress["batch"] = batch
-    if finished is False:
-        target = f" of {epochs}" if epochs is not None else ""
-        if batch is not None:
-            held = f"epoch {epoch}{target} and {batch} batch(es) of epoch {epoch + 1}"
-        elif epoch == 0:
-            held = f"epoch 0{target} (the untrained initial weights)"
-        else:
-            held = f"epoch {epoch}{target}"
-        progress["note"] = f"training has not finished; scored {path}, the model of {held}"
-    return progress
-
-
-def _epochs_trained(run: Any) -> int:
-    """The last epoch a run's history.jsonl records (a best.pt of an earlier epoch is scored after training ended)."""
-    if run is None or not run.history.is_file():
-        return 0
-    from adacal.sources.documents import read_history
-
-    try:
-        records = read_history(run.history, torn_tail=True)
-    except InputError:
-        return 0
-    return max((int(r["epoch"]) for r in records), default=0)
-
-
-def _written_by(path: Path) -> tuple[str, str | None]:
-    """Who wrote a run's evaluate.json: ("train", None) — train's report names the epoch it selected —,
-    ("evaluate", what it scored) or ("unreadable", why)."""
-    from adacal.sources.documents import read_report
-
-    try:
-        report = read_report(path, kind="evaluate")
-    except InputError as exc:
-        return "unreadable", str(exc).rstrip(".")
-    config = report.get("config") if isinstance(report.get("config"), dict) else {}
-    model = config.get("model")
-    selected = model.get("selected_epoch") if isinstance(model, dict) else None
-    if isinstance(selected, int) and not isinstance(selected, bool):
-        return "train", None
-    source = config.get("source") if isinstance(config.get("source"), dict) else {}
-    checkpoint = source.get("checkpoint") if isinstance(source.get("checkpoint"), dict) else {}
-    epoch = checkpoint.get("epoch")
-    if isinstance(epoch, int) and not isinstance(epoch, bool):
-        return "evaluate", f"from the checkpoint of epoch {epoch}"
-    return "evaluate", None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adacal.reports import atomic_write
+from adacal.writing import write_file
 from adacal.runs import RUN_ID_KEY, run_id_array
 from adacal.interpretation import Predictions, load_predictions, load_split_predictions
 from adacal.sources.formats import ReadOptions, read_arrays
@@ -29,4 +29,4 @@ def save_split_predictions(path: str | os.PathLike, *, run_id: str | None = None
             continue
         arrays[f"{name}_logits"] = np.asarray(predictions.logits, dtype=np.float32)
         arrays[f"{name}_labels"] = np.asarray(predictions.labels, dtype=np.int64)
-    return atomic_write(path, lambda handle: np.savez(handle, **arrays), binary=True)
+    return write_file(path, lambda handle: np.savez(handle, **arrays), binary=True)

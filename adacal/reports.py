@@ -1,4 +1,7 @@
-"""JSON reports and safe file I/O: nothing adacal writes is ever left half-written, nothing it reads can run code."""
+"""JSON reports: the envelope every report carries (`make_report`), strict JSON written through adacal's one writer
+(`write_json`, `adacal.writing.write_file`: never left half-written), torch saves, and new run folders.
+
+Reports are read back by `adacal.sources.documents.read_report`, which checks their envelope, kind and schema."""
 
 from __future__ import annotations
 
@@ -7,14 +10,15 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from adacal.version import __version__
 from adacal.errors import InputError
+from adacal.version import __version__
+from adacal.writing import check_name_lengths, write_file
 
 SCHEMA_VERSION = 1
 _NUMPY_FLOATS = ("torch.float16", "torch.float32", "torch.float64")
@@ -55,32 +59,19 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], *, binary: bool = False) -> Path:
-    """Write through `write(file)` with adacal's one writer (`adacal.writing.write_file`): a temp file beside the
-    target renamed over it (readers see old or new, never half), links written through, devices and FIFOs written in
-    place, `-` to stdout. The file gets the permissions a plain `open(path, "w")` would give (those of the file it replaces, else 0o666
-    less the umask)."""
-    from adacal.writing import write_file
-
-    return write_file(path, write, binary=binary)
-
-
 def write_json(path: str | os.PathLike, obj: Any) -> Path:
+    """`obj` as strict JSON (`to_jsonable`), indented, written atomically by `adacal.writing.write_file` (`-`:
+    stdout)."""
     text = json.dumps(to_jsonable(obj), indent=2, allow_nan=False) + "\n"
-    return atomic_write(path, lambda handle: handle.write(text))
+    return write_file(path, lambda handle: handle.write(text))
 
 
 def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
+    """`torch.save(obj)` written atomically by `adacal.writing.write_file` (read back with
+    `adacal.sources.files.safe_torch_load`)."""
     import torch
 
-    return atomic_write(path, lambda handle: torch.save(obj, handle), binary=True)
-
-
-def safe_torch_load(path: str | os.PathLike, *, what: str = "torch file") -> Any:
-    """`torch.load(weights_only=True)` on the CPU of a regular file: see `adacal.sources.files.safe_torch_load`."""
-    from adacal.sources.files import safe_torch_load as load
-
-    return load(path, what=what)
+    return write_file(path, lambda handle: torch.save(obj, handle), binary=True)
 
 
 def file_sha256(path: str | os.PathLike) -> str:
@@ -119,20 +110,6 @@ def make_report(
     return report
 
 
-def read_json(path: str | os.PathLike) -> Any:
-    """A JSON document, parsed strictly with limits: see `adacal.sources.documents.read_json`."""
-    from adacal.sources.documents import read_json as read
-
-    return read(path)
-
-
-def read_report(path: str | os.PathLike, kind: str | None = None) -> dict[str, Any]:
-    """An adacal report, its envelope, kind (when given) and schema checked: see `adacal.sources.documents`."""
-    from adacal.sources.documents import read_report as read
-
-    return read(path, kind)
-
-
 def _check_run_name(name: Any, unique: bool) -> None:
     """A run folder name is one plain folder name: not empty, no separator, not `.` or `..` (which would put the run
     outside --out, or make `root/name` the root itself)."""
@@ -148,8 +125,6 @@ def _check_run_name(name: Any, unique: bool) -> None:
 def new_run_dir(root: str | os.PathLike, name: str, *, unique: bool = True) -> Path:
     """Create a fresh run folder `root/name`; when taken, add -2, -3, ... (`unique`) or refuse (an explicit --name).
     Never reuses an existing folder."""
-    from adacal.writing import check_name_lengths
-
     root = Path(root)
     _check_run_name(name, unique)
     check_name_lengths(root / name, "--name" if not unique else None)

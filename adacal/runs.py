@@ -279,3 +279,16 @@ def load_history(path: str | os.PathLike) -> list[dict[str, Any]]:
     if not records:
         raise InputError(f"Expected {path} to hold at least one epoch record, but it is empty.")
     return records
+
+
+def resolve_checkpoint(model_path: str | os.PathLike) -> tuple[Path, RunFolder | None]:
+    """(checkpoint file, run folder or None) from a run folder or a checkpoint file (a regular file)."""
+    path = Path(model_path).expanduser()
+    if path.is_dir():
+        run = require_run_folder(path)
+        return selected_checkpoint(run), run
+    from adacal.errors import CheckpointError
+    from adacal.sources.files import check_regular_file
+
+    check_regular_file(path, "a run folder or checkpoint", error=CheckpointError)
+    return path, find_run_folder(path)

@@ -314,7 +314,8 @@ def write_file(path: str | os.PathLike, write: Callable[[Any], None], *, binary:
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise InputError(f"Cannot write {path}: cannot create the folder {directory} ({exc.strerror or exc}).") from None
+            raise InputError(f"Cannot write {path}: cannot create the folder {directory} "
+                             f"({exc.strerror or exc}).") from None
         remove_stale_temp_files(target)
         mode = _FILE_MODE
         if target.is_file():  # replacing a file keeps its permissions, as open(path, "w") would
@@ -343,4 +344,5 @@ def write_file(path: str | os.PathLike, write: Callable[[Any], None], *, binary:
     return path
 
 
-__all__ = ["STDOUT", "TRAIN_FILES", "check_name_lengths", "check_output", "is_stdout", "remove_stale_temp_files", "train_file", "write_file"]
+__all__ = ["STDOUT", "TRAIN_FILES", "check_name_lengths", "check_output", "is_stdout", "remove_stale_temp_files",
+           "train_file", "write_file"]

@@ -8,7 +8,8 @@ Everything runs in one process on the same arrays; each figure is the median of 
 0. Per dtype (float32, float64), probabilities (N, K): every adacal ECE (ew, em, debias, sweep-ew, sweep-em; input
    validation and probability detection included) as a multiple of one `probs.max(axis=1)` pass over the same array
    (target ≤ 3×) and of one read of every entry on the scan's threads (a flat max: the memory floor, so a metric's
-   "x read" says how much of its time is more than reading its input), and against the fastest of torchmetrics' `multiclass_calibration_error` and netcal's `ECE` (target:
+   "x read" says how much of its time is more than reading its input), and against the fastest of torchmetrics' \
+`multiclass_calibration_error` and netcal's `ECE` (target:
    adacal ≥ 3× faster; both are equal-width top-label ECEs, compared with adacal's ece-ew). Logits of the same dtype
    (a block-wise softmax is needed) are timed too. torchmetrics / netcal are optional (`pip install .[bench]`); a
    missing one is skipped with a message.
@@ -257,7 +258,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         name_of_dtype = np.dtype(dtype).name
         logits, labels = make_logits(args.n, args.k, args.seed, dtype)
         probs = probs_of(logits)
-        print(f"\n{name_of_dtype} probabilities, N = {args.n:,}, K = {args.k}   (seconds; x = multiple of one max pass)")
+        print(f"\n{name_of_dtype} probabilities, N = {args.n:,}, K = {args.k}   (seconds; x = multiple of one max "
+              "pass)")
         # Round-robin: every repeat times the max pass, each adacal ECE and each peer once, in turn, so that a change
         # in the machine's load during the run weighs on all of them alike (a loaded, shared machine drifts).
         contenders: dict[str, Callable[[], Any]] = {"max": lambda: probs.max(axis=1),
@@ -305,12 +307,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"  {SINGLE_THREAD:34s} {t_single:9.3f} {t_single / t_max:8.2f}x max   (not a target: "
               f"the other figures use {results['machine']['adacal_scan_threads']} scan thread(s), "
               f"torchmetrics {results['machine'].get('torch_threads', '?')})")
-        del probs
+        # Freed here, before the logits timing; not `del`: the timed lambdas above still name it (ruff F821).
+        probs = None
         t_logits, _ = median_time(lambda: ece_ew(logits, labels), args.repeats)
         block["ece-ew from logits"] = {"adacal_s": t_logits, "x_max_pass": t_logits / t_max}
         print(f"  {'ece-ew from logits (softmax)':34s} {t_logits:9.3f} {t_logits / t_max:8.2f}x max")
         by_dtype[name_of_dtype] = block
-        del logits, labels
+        logits = labels = None
     results["by_dtype"] = by_dtype
     results["machine"]["load_average_after_dtype_section"] = list(os.getloadavg())
     if args.dtype_only:
@@ -344,7 +347,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         block["validation + top-1 (shared)"] = {"adacal_s": t_prep}
         print(row("  of which validation + top-1", t_prep, None))
         end_to_end[str(n)] = block
-        del probs, labels
+        probs = labels = None
     results["end_to_end"] = end_to_end
 
     # ---------------------------------------------------------------------------- 2. core: from top-1 arrays

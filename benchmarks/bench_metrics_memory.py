@@ -28,7 +28,6 @@ import argparse
 import ctypes
 import gc
 import json
-import os
 import platform
 import subprocess
 import sys

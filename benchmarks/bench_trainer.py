@@ -11,9 +11,9 @@
 2. Whole-epoch overhead of AdaFocal over cross-entropy, both with one validation pass per epoch
    (`Trainer.epoch_record`: train, LR step, validation forward, metrics, γ-update and C_train statistics; checkpoint
    writes excluded since they are disk noise and the same for both): 2048 training / 1000 validation images on a
-   GPU, 1024 / 500 on a CPU (to stay within 4 minutes on 2 busy cores), interleaved epochs, medians (target <= 1 %). Because 1 % is below the run-to-run noise of a busy machine, the
-   AdaFocal-only pieces are also timed directly (γ-update, C_train read-out, loss forward+backward vs CE), giving
-   an estimate that noise does not swamp.
+   GPU, 1024 / 500 on a CPU (to stay within 4 minutes on 2 busy cores), interleaved epochs, medians (target <= 1 %).
+   Because 1 % is below the run-to-run noise of a busy machine, the AdaFocal-only pieces are also timed directly
+   (γ-update, C_train read-out, loss forward+backward vs CE), giving an estimate that noise does not swamp.
 
 Data: a CIFAR-10 slice from the shared data folder (../shared/data/cifar10.npz beside the checkout) when present,
 else random uint8 images (the JSON says which). Writes benchmarks/results/bench_trainer.json atomically.
@@ -231,8 +231,10 @@ def main() -> None:
     parser.add_argument("--device", default="auto", help="auto, cpu or cuda")
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds per comparison (CPU 5, GPU 7)")
     parser.add_argument("--batches", type=int, default=None, help="batches of 128 per throughput epoch (CPU 3, GPU 40)")
-    parser.add_argument("--train-size", type=int, default=None, help="overhead epoch training images (CPU 1024, GPU 2048)")
-    parser.add_argument("--val-size", type=int, default=None, help="overhead epoch validation images (CPU 500, GPU 1000)")
+    parser.add_argument("--train-size", type=int, default=None,
+                        help="overhead epoch training images (CPU 1024, GPU 2048)")
+    parser.add_argument("--val-size", type=int, default=None,
+                        help="overhead epoch validation images (CPU 500, GPU 1000)")
     args = parser.parse_args()
     device = resolve_device(args.device)
     on_gpu = device.type == "cuda"

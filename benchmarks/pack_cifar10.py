@@ -4,10 +4,11 @@
     python benchmarks/pack_cifar10.py unpack .data/cifar10.jpeg.npz data/cifar10.npz               # there
 
 The prepared array file (`train_x/train_y/test_x/test_y/classes`, uint8 HWC, the format adacal's loaders read) is
-170 MB and does not compress losslessly below ~80 MB; JPEG at quality 85 (Pillow's libjpeg, which torchvision brings) brings it to
-~58 MiB at ~40 dB PSNR against the input (quality 90: 61 MiB, 42 dB, too close to the limit with the working tree
-beside it) — well above the ~30 dB that the shared copy itself carries against the original CIFAR-10. `pack` prints the size and the PSNR it measured (decoding a sample of what it wrote), `unpack`
-writes the standard array file atomically. Labels and class names travel unchanged. No pickle anywhere.
+170 MB and does not compress losslessly below ~80 MB; JPEG at quality 85 (Pillow's libjpeg, which torchvision brings)
+brings it to ~58 MiB at ~40 dB PSNR against the input (quality 90: 61 MiB, 42 dB, too close to the limit with the
+working tree beside it) — well above the ~30 dB that the shared copy itself carries against the original CIFAR-10.
+`pack` prints the size and the PSNR it measured (decoding a sample of what it wrote), `unpack` writes the standard array
+file atomically. Labels and class names travel unchanged. No pickle anywhere.
 
 Runs that must see exactly the images they would see here (more seeds of a committed benchmark) use the lossless
 pack instead: `pack --lossless --seeds 1,2 --train-subset 10000 --val-size 5000` keeps, bit for bit (WebP lossless
@@ -34,7 +35,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
 from adacal.errors import AdacalError  # noqa: E402
-from adacal.reports import atomic_write  # noqa: E402
+from adacal.writing import write_file  # noqa: E402
 
 SPLITS = ("train", "test")
 FORMAT = "adacal-jpeg-pack-1"
@@ -165,7 +166,7 @@ def pack_lossless(source: Path, target: Path, seeds: list[int] | None, *, train_
         arrays["test_sheets"], arrays["test_offsets"] = encode_sheets(npz["test_x"])
         if "classes" in npz.files:
             arrays["classes"] = npz["classes"]
-    atomic_write(target, lambda handle: np.savez(handle, **arrays), binary=True)
+    write_file(target, lambda handle: np.savez(handle, **arrays), binary=True)
     return {"bytes": target.stat().st_size, "kept": len(kept), "train_count": len(train_x), "kept_for": kept_for}
 
 
@@ -221,7 +222,7 @@ def pack(source: Path, target: Path, quality: int) -> dict[str, float]:
             # PSNR on a seeded sample of what was written (decoding all of it would double the time)
             picks = np.sort(np.random.default_rng(0).choice(len(images), size=min(2000, len(images)), replace=False))
             sample_psnr.append(psnr(images[picks], decode_images(data, offsets, picks)))
-    atomic_write(target, lambda handle: np.savez(handle, **arrays), binary=True)
+    write_file(target, lambda handle: np.savez(handle, **arrays), binary=True)
     return {"bytes": target.stat().st_size, "psnr_db": float(np.mean(sample_psnr))}
 
 
@@ -242,7 +243,7 @@ def unpack(source: Path, target: Path) -> dict[str, Any]:
                 arrays["classes"] = npz["classes"]
             kept = {}
     _check_label_counts(arrays, source)
-    atomic_write(target, lambda handle: np.savez(handle, **arrays), binary=True)
+    write_file(target, lambda handle: np.savez(handle, **arrays), binary=True)
     return {**{split: len(arrays[f"{split}_x"]) for split in SPLITS}, **kept}
 
 
@@ -284,8 +285,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"training images ({figures['kept_for']}) and every test image")
             if figures["bytes"] > TRANSFER_LIMIT - 4 * 2**20:
                 advice = "keep fewer seeds" if seeds else "keep only some seeds' images (--seeds)"
-                print(f"warning: {mib:.1f} MiB {'exceeds' if figures['bytes'] > TRANSFER_LIMIT else 'leaves little of'} "
-                      f"a 64 MiB transfer; {advice}", file=sys.stderr)
+                print(f"warning: {mib:.1f} MiB "
+                      f"{'exceeds' if figures['bytes'] > TRANSFER_LIMIT else 'leaves little of'} a 64 MiB transfer; "
+                      f"{advice}", file=sys.stderr)
         elif args.command == "pack":
             args.quality = 85 if args.quality is None else args.quality
             if not 1 <= args.quality <= 100:

@@ -1,4 +1,5 @@
-"""Calibration quality on real 20 Newsgroups at CPU scale: CE vs focal (γ = 3) vs FLSD-53 vs AdaFocal, text CNN, 3 seeds.
+"""Calibration quality on real 20 Newsgroups at CPU scale: CE vs focal (γ = 3) vs FLSD-53 vs AdaFocal, text CNN, \
+3 seeds.
 
     python benchmarks/quality_20newsgroups.py --jobs 2 --commit   # the grid below; resumes where it stopped
     python benchmarks/quality_20newsgroups.py --summary-only      # rebuild the summary and figures, train nothing
@@ -51,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "epoch, ~30 updates in 6 epochs, near the paper's 50 per-epoch updates in 50 epochs")
     qc.add_common_arguments(parser, results=RESULTS, dataset=DATASET)
     parser.add_argument("--quick", action="store_true",
-                        help="smoke test: 1 epoch on 1,000 documents, γ-update every 4 batches, everything under <out>_quick")
+                        help="smoke test: 1 epoch on 1,000 documents, γ-update every 4 batches, everything under "
+                             "<out>_quick")
     return parser
 
 
@@ -72,8 +74,9 @@ def main(argv: list[str] | None = None) -> int:
             dataset=DATASET, model="textcnn", loss=loss, loss_options=dict(options), epochs=args.epochs,
             batch_size=args.batch_size, lr=1e-3, milestones=(), optimizer="adam", weight_decay=0.0, seed=seed,
             device=args.device, select="last", train_subset=args.train_subset,
-            update_every=qc.variant_schedule(name, epochs=args.epochs, milestones=(), default=args.update_every,
-                                             batches_per_epoch=-(-(args.train_subset or TRAIN_DOCUMENTS) // args.batch_size)),
+            update_every=qc.variant_schedule(
+                name, epochs=args.epochs, milestones=(), default=args.update_every,
+                batches_per_epoch=-(-(args.train_subset or TRAIN_DOCUMENTS) // args.batch_size)),
             val_size=args.val_size, data_dir=args.data_dir, **qc.arm_options(arm, fields))
 
     def folder_name(name: str, arm: str, seed: int) -> str:

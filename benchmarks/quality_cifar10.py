@@ -38,10 +38,10 @@ import quality_common as qc  # noqa: I001  (sets sys.path to the checkout)
 DATASET = "cifar10"
 RESULTS = qc.RESULTS_DIR / "quality_cifar10.json"
 
-PAPER_NOTE = ("The paper's figures (Ghosh et al. 2022, paper/adafocal.tex): CIFAR-10 ResNet-50, 350 epochs on 45k images, "
-              "5 seeds, GPU — a different scale, for orientation only; % . * post-T with T fitted on validation ECE-EW; "
-              "† CIFAR-10 → CIFAR-10-C Gaussian 5 with ResNet-110 (the paper has no ResNet-50 OOD entry), "
-              "post-T with T on ECE-EW. FL-3 has no CIFAR-10 ResNet-50 calibration entry.")
+PAPER_NOTE = ("The paper's figures (Ghosh et al. 2022, paper/adafocal.tex): CIFAR-10 ResNet-50, 350 epochs on 45k "
+              "images, 5 seeds, GPU — a different scale, for orientation only; % . * post-T with T fitted on "
+              "validation ECE-EW; † CIFAR-10 → CIFAR-10-C Gaussian 5 with ResNet-110 (the paper has no ResNet-50 OOD "
+              "entry), post-T with T on ECE-EW. FL-3 has no CIFAR-10 ResNet-50 calibration entry.")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,11 +96,13 @@ def main(argv: list[str] | None = None) -> int:
         "dataset": DATASET, "model": args.model, "epochs": args.epochs, "batch_size": 128, "optimizer": "sgd",
         "lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4, "milestones": list(milestones), "lr_decay": 0.1,
         "train_subset": args.train_subset, "val_size": args.val_size, "test_subset": args.test_subset,
-        "select": "last", "update_every": "epoch", "channels_last": True, "augmentation": "random crop (pad 4) + h-flip",
+        "select": "last", "update_every": "epoch", "channels_last": True,
+        "augmentation": "random crop (pad 4) + h-flip",
         "losses": qc.loss_protocol(),
         "temperature": "per run, on its validation logits: grid 0.1..10 step 0.1 minimising ECE-EM (15 equal-mass "
                        "bins), and the T minimising NLL",
-        "ood": None if args.no_ood else "softmax entropy, CIFAR-10 test (in) vs CIFAR-10-C gaussian_noise severity 5 (out)",
+        "ood": None if args.no_ood else "softmax entropy, CIFAR-10 test (in) vs CIFAR-10-C gaussian_noise severity 5 "
+                                        "(out)",
         "quick": args.quick,
     }
     title = f"CIFAR-10, {args.model}, {args.train_subset} train images, {args.epochs} epochs"

@@ -977,7 +977,8 @@ def draw_figures(entries: list[dict[str, Any]], losses: list[str], arms: list[st
                      for loss in shown}
         save(training_curves(histories, split="val", losses={DISPLAY[loss]: LOSS_SPECS[loss][0] for loss in shown},
                              title=f"{title}, {arm} arm: validation curves"), f"curves_{arm.replace('-', '_')}")
-        ada = sorted((e for e in mine if e["loss"] == "adafocal" and "adafocal_final_bins" in e), key=lambda e: e["seed"])
+        ada = sorted((e for e in mine if e["loss"] == "adafocal" and "adafocal_final_bins" in e),
+                     key=lambda e: e["seed"])
         if ada:
             save(gamma_dynamics(ada[0]["history"], GAMMA_PLOT_BINS,
                                 title=f"AdaFocal, {title}, {arm} arm, seed {ada[0]['seed']}: E_val and γ per bin"),
@@ -991,7 +992,8 @@ def draw_figures(entries: list[dict[str, Any]], losses: list[str], arms: list[st
 # ------------------------------------------------------------------------------------------------ the paper's figures
 # Ghosh, Schaaf & Gormley, NeurIPS 2022 (paper/adafocal.tex): means over 5 seeds, in %. ECE-EM post-T uses T fitted on
 # validation ECE-EM (Table "adaptive ECE"); ECE-debias / ECE-sweep-EM post-T use T fitted on validation ECE-EW (their
-# appendix tables); OOD is CIFAR-10 → CIFAR-10-C Gaussian 5 with ResNet-110 (no ResNet-50 entry), post-T with T on ECE-EW.
+# appendix tables); OOD is CIFAR-10 → CIFAR-10-C Gaussian 5 with ResNet-110 (no ResNet-50 entry), post-T with T on
+# ECE-EW.
 
 PAPER_CIFAR10_RESNET50: dict[str, dict[str, float]] = {
     "ce": {"error": 4.95, "ece_em_pre": 4.24, "ece_em_post": 2.11, "temperature": 2.52, "ece_debias_pre": 4.05,
@@ -1027,7 +1029,9 @@ PAPER_COLUMNS = (("error", "error"), ("ece_em_pre", "ECE-EM"), ("ece_debias_pre"
                  ("ood_auroc_pre", "OOD AUROC†"), ("ood_auroc_post", "OOD AUROC post-T†"))
 
 
-def paper_rows(paper: dict[str, dict[str, float]], losses: list[str], *, with_ood: bool) -> tuple[list[str], list[list[str]]]:
+def paper_rows(
+    paper: dict[str, dict[str, float]], losses: list[str], *, with_ood: bool
+) -> tuple[list[str], list[list[str]]]:
     columns = [c for c in PAPER_COLUMNS if with_ood or not c[0].startswith("ood")]
     header = ["loss (paper)"] + [title for _, title in columns]
     rows = []
@@ -1185,5 +1189,7 @@ def run_benchmark(args: Any, argv: list[str] | None, *, dataset: str, kind: str,
         "paper_percent": {"note": paper_note, "figures": paper, "table": {"header": paper_header, "rows": paper_table}},
         "plots": plots, "wall_seconds_this_invocation": round(time.perf_counter() - started, 1),
     }))
-    print(f"\nwrote {_rel(Path(args.results))}" + (f"; {len(failed)} run(s) failed: {', '.join(failed)}" if failed else ""))
+    print(
+        f"\nwrote {_rel(Path(args.results))}"
+        + (f"; {len(failed)} run(s) failed: {', '.join(failed)}" if failed else ""))
     return 1 if failed else 0

@@ -4,11 +4,12 @@
     python benchmarks/summarize_runs.py runs_a runs_b --markdown --json summary.json
 
 Reads only what the commands wrote: config.json and evaluate.json (`adacal train`), calibrate.json (`adacal calibrate
-RUN --method temperature --objective ece-em`, the paper's grid: T and test ECE after scaling) and any ood*.json (`adacal ood ... --json RUN/ood-<set>.json`,
-keyed by the OOD set's name in the report: entropy AUROC before and after T). A missing report gives "–". Used by
-benchmarks/paper.sh; works on the runs of benchmarks/quality_cifar10.py too, and on the per-run result files the
-quality benchmarks commit (benchmarks/results/quality_runs/<dataset>/<loss>-<arm>-seed<k>.json: T there is the
-paper's grid fit on validation ECE-EM), which need no run folder.
+RUN --method temperature --objective ece-em`, the paper's grid: T and test ECE after scaling) and any ood*.json (`adacal
+ood ... --json RUN/ood-<set>.json`, keyed by the OOD set's name in the report: entropy AUROC before and after T). A
+missing report gives "–". Used by benchmarks/paper.sh; works on the runs of benchmarks/quality_cifar10.py too, and on
+the per-run result files the quality benchmarks commit
+(benchmarks/results/quality_runs/<dataset>/<loss>-<arm>-seed<k>.json: T there is the paper's grid fit on validation
+ECE-EM), which need no run folder.
 """
 
 from __future__ import annotations

@@ -39,7 +39,8 @@ def test_to_numpy_handles_torch_lists_and_bfloat16():
         (np.ones((2, 2, 2)), r"Expected logits to be 2-D \(samples, classes\), got shape \(2, 2, 2\)\."),
         (np.ones((0, 3)), r"Expected logits to hold at least one sample, got shape \(0, 3\)\."),
         (np.ones((4, 1)), r"Expected logits to have at least 2 classes, got shape \(4, 1\)\."),
-        (np.array([[np.nan, 0.0], [np.inf, 1.0], [0.0, 1.0]]), r"Expected logits to be finite, found NaN or Inf in 2 row\(s\)\."),
+        (np.array([[np.nan, 0.0], [np.inf, 1.0], [0.0, 1.0]]),
+         r"Expected logits to be finite, found NaN or Inf in 2 row\(s\)\."),
     ],
 )
 def test_check_scores_messages(scores, message):

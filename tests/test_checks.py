@@ -33,7 +33,8 @@ def test_positive_int_refuses_with_one_sentence(value, found):
 
 def test_integer_kinds_and_bounds():
     assert check_non_negative_int(0, "--seed") == 0
-    with pytest.raises(InputError, match=r"^Expected --bootstrap to be a non-negative integer \(0 = no intervals\), got -1\.$"):
+    with pytest.raises(InputError, match=r"^Expected --bootstrap to be a non-negative integer \(0 = no intervals\), "
+                                         r"got -1\.$"):
         check_non_negative_int(-1, "--bootstrap", note=" (0 = no intervals)")
     with pytest.raises(InputError, match=r"^Expected --folds to be an integer >= 2, got 1\.$"):
         check_integer(1, "--folds", minimum=2)
@@ -51,7 +52,8 @@ def test_finite_and_range():
             check_finite(bad, "--lr")
     assert check_in_range(1.0, "level", 0.0, 1.0) == 1.0
     for bad in (0.0, 1.0, math.nan, 2):
-        with pytest.raises(InputError, match=r"^Expected level to be a number strictly between 0 and 1 such as 0\.9, got "):
+        with pytest.raises(InputError, match=r"^Expected level to be a number strictly between 0 and 1 such as 0\.9, "
+                                             r"got "):
             check_in_range(bad, "level", 0.0, 1.0, inclusive=False, example=" such as 0.9")
 
 

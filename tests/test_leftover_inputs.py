@@ -159,18 +159,18 @@ BAD_BINS = [
 
 @pytest.mark.parametrize("field, value, message", BAD_BINS)
 def test_plot_reliability_refuses_bad_bin_statistics(tmp_path, evaluate_json, field, value, message):
-    from adacal.plots import reliability_inputs
+    from adacal.plots import ReliabilityRequest, reliability_inputs
 
     path = _report_with(tmp_path, evaluate_json, field, 1, value)
     with pytest.raises(InputError, match=_escaped(message)):
-        reliability_inputs([path])
+        reliability_inputs(ReliabilityRequest([path]))
     out = tmp_path / "rel.png"
     one_line_error(runner.invoke(app, ["plot", "reliability", str(path), "--out", str(out)]), "ev.json", message)
     assert not out.exists()
 
 
 def test_counts_without_n_samples_are_bounded_too(tmp_path, evaluate_json):
-    from adacal.plots import reliability_inputs
+    from adacal.plots import ReliabilityRequest, reliability_inputs
 
     report = json.loads(json.dumps(evaluate_json))
     del report["results"]["n_samples"]
@@ -179,20 +179,20 @@ def test_counts_without_n_samples_are_bounded_too(tmp_path, evaluate_json):
     path.write_text(json.dumps(report))
     with pytest.raises(InputError, match=r"results\.bins\.equal_mass in .* to add up to at most 2\*\*53 samples, "
                                          r"got 1e\+30"):
-        reliability_inputs([path], binning="equal-mass")
+        reliability_inputs(ReliabilityRequest([path], binning="equal-mass"))
     report["results"]["bins"]["equal_mass"]["counts"] = []
     path.write_text(json.dumps(report))
     with pytest.raises(InputError, match=r"to hold at least one bin"):
-        reliability_inputs([path], binning="equal-mass")
+        reliability_inputs(ReliabilityRequest([path], binning="equal-mass"))
 
 
 def test_the_report_as_written_is_drawn_with_its_own_counts(tmp_path, evaluate_json):
-    from adacal.plots import reliability_inputs
+    from adacal.plots import ReliabilityRequest, reliability_inputs
 
     path = tmp_path / "ev.json"
     path.write_text(json.dumps(evaluate_json))
     for binning in ("equal-width", "equal-mass"):
-        (panel,) = reliability_inputs([path], binning=binning)
+        (panel,) = reliability_inputs(ReliabilityRequest([path], binning=binning))
         stored = evaluate_json["results"]["bins"][binning.replace("-", "_")]
         assert panel.stats.counts.tolist() == stored["counts"] and sum(stored["counts"]) == 200
         np.testing.assert_allclose(panel.stats.edges, stored["edges"])
@@ -340,7 +340,7 @@ def test_resume_appends_to_the_resumes_it_finds(tmp_path, trained, one_torch_thr
 ])
 def test_resume_refuses_a_checkpoint_whose_saved_options_have_the_wrong_type(tmp_path, trained, change, message):
     from adacal.training import TrainConfig
-    from adacal.training.config import merge_resume_config
+    from adacal.training.resume_config import merge_resume_config
 
     run = _copy(trained, tmp_path)
     checkpoint = torch.load(run / "checkpoints" / "last.pt", weights_only=True)

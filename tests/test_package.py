@@ -7,7 +7,7 @@ import pytest
 
 import adacal
 
-PUBLIC = ("metrics", "losses", "calibrators", "plots", "calibrate", "evaluation", "sources")
+PUBLIC = ("metrics", "losses", "calibrators", "plots", "commands", "evaluation", "interpretation", "sources")
 
 
 def _fresh(code: str) -> str:

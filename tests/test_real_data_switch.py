@@ -22,7 +22,8 @@ def test_unset_skips_with_the_reason_at_the_test():
     result = _pytest(TEST, "-k", "real_cifar10")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 skipped" in result.stdout
-    assert f"SKIPPED [1] {TEST}:" in result.stdout and "set ADACAL_TEST_DATA to a folder holding cifar10.npz" in result.stdout
+    assert (f"SKIPPED [1] {TEST}:" in result.stdout
+            and "set ADACAL_TEST_DATA to a folder holding cifar10.npz" in result.stdout)
 
 
 def test_a_folder_without_the_file_fails(tmp_path):
@@ -32,7 +33,8 @@ def test_a_folder_without_the_file_fails(tmp_path):
 
 
 def test_the_marker_selects_the_real_data_tests_only():
-    result = _pytest("--collect-only", "-m", "real_data", TEST, "tests/data/test_data_text.py", "tests/benchmarks/test_benchmark_tools.py")
+    result = _pytest("--collect-only", "-m", "real_data", TEST, "tests/data/test_data_text.py",
+                     "tests/benchmarks/test_benchmark_tools.py")
     assert result.returncode == 0, result.stdout + result.stderr
     collected = sorted(line for line in result.stdout.splitlines() if "::" in line)
     assert collected == sorted([

@@ -19,11 +19,11 @@ from adacal.reports import (
     file_sha256,
     make_report,
     new_run_dir,
-    read_json,
-    read_report,
     to_jsonable,
     write_json,
 )
+from adacal.sources.documents import read_json, read_report
+from adacal.writing import write_file
 
 
 def listing(folder):
@@ -51,7 +51,9 @@ def test_failed_serialisation_keeps_the_old_file(tmp_path, monkeypatch):
     assert listing(tmp_path) == ["report.json"]
 
 
-@pytest.mark.parametrize("error, expected", [(OSError(28, "No space left on device"), InputError), (KeyboardInterrupt(), KeyboardInterrupt)])
+@pytest.mark.parametrize("error, expected",
+                         [(OSError(28, "No space left on device"), InputError),
+                          (KeyboardInterrupt(), KeyboardInterrupt)])
 def test_failed_rename_keeps_the_old_file_and_removes_the_temp(tmp_path, monkeypatch, error, expected):
     target = tmp_path / "report.json"
     write_json(target, {"version": "old"})
@@ -74,7 +76,7 @@ def test_failure_while_writing_removes_the_temp(tmp_path):
         raise ValueError("boom")
 
     with pytest.raises(ValueError, match="boom"):
-        reports.atomic_write(tmp_path / "x.txt", write)
+        write_file(tmp_path / "x.txt", write)
     assert listing(tmp_path) == []
 
 
@@ -127,7 +129,8 @@ def test_read_report_checks_envelope_and_kind(tmp_path):
     path = tmp_path / "report.json"
     write_json(path, make_report("evaluate", config={}, results={"metrics": {"ece_em": 0.1}}))
     assert read_report(path, kind="evaluate")["results"] == {"metrics": {"ece_em": 0.1}}
-    with pytest.raises(InputError, match=r"Expected .*report.json to be a report of kind 'calibrate', got one of kind 'evaluate'\."):
+    with pytest.raises(InputError, match=r"Expected .*report.json to be a report of kind 'calibrate', got one of kind "
+                                         r"'evaluate'\."):
         read_report(path, kind="calibrate")
     write_json(path, {"results": {}})
     with pytest.raises(InputError, match="no schema_version/results"):
@@ -181,7 +184,7 @@ def test_temp_files_of_dead_writers_are_cleaned_and_live_ones_kept(tmp_path):
         other = tmp_path / f".other.png.{dead.pid}.abcd1234.tmp"  # not this file's
         for path in (stale, busy, other):
             path.write_bytes(b"half")
-        reports.atomic_write(target, lambda handle: handle.write(b"png"), binary=True)
+        write_file(target, lambda handle: handle.write(b"png"), binary=True)
         assert target.read_bytes() == b"png"
         assert not stale.exists() and busy.exists() and other.exists()
     finally:
@@ -222,7 +225,7 @@ def test_new_run_dir_named_refuses_a_taken_name(tmp_path):
         new_run_dir(tmp_path, "ce", unique=False)
     assert new_run_dir(tmp_path, "ce") == tmp_path / "ce-2"
 def test_read_json_is_strict_and_bounded(tmp_path):
-    """reports.read_json / read_report go through adacal.sources: strict JSON, regular files only, schemas."""
+    """Reports are read back through adacal.sources: strict JSON, regular files only, schemas."""
     path = tmp_path / "doc.json"
     path.write_text('{"a": NaN}')
     with pytest.raises(InputError, match="NaN is not a JSON number"):

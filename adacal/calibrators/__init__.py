@@ -28,14 +28,36 @@ from adacal.calibrators.compare import CalibrationComparison, build_calibrators,
 
 
 def build_calibrator(name: str, **options: Any) -> Calibrator:
-    """An unfitted calibrator by name (unknown name, option or option value → InputError listing the choices)."""
+    """An unfitted calibrator by name, its options checked.
+
+    Args:
+        name: a registered name (`calibrator_names()`), e.g. "temperature", "ets", "dirichlet", "isotonic".
+        **options: the calibrator's keyword-only options.
+
+    Returns:
+        The unfitted calibrator. An unknown name, option or option value is an InputError listing the choices.
+
+    Example:
+        >>> from adacal.calibrators import build_calibrator
+        >>> build_calibrator("temperature", objective="ece-em")
+        TemperatureScaling(objective='ece-em', n_bins=15) (not fitted)
+    """
     calibrator = CALIBRATORS.build(name, **options)
     calibrator.check_options()
     return calibrator
 
 
 def calibrator_names() -> list[str]:
-    """The registered calibrator names, as `build_calibrator` and `adacal calibrate --method` take them."""
+    """The registered calibrator names, as `build_calibrator` and `adacal calibrate --method` take them.
+
+    Returns:
+        A list of names.
+
+    Example:
+        >>> from adacal.calibrators import calibrator_names
+        >>> "temperature" in calibrator_names(), "dirichlet" in calibrator_names()
+        (True, True)
+    """
     return CALIBRATORS.names()
 
 

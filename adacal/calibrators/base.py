@@ -164,7 +164,18 @@ def positive_float(params: dict[str, Any], key: str) -> float:
 
 
 class Calibrator:
-    """Base class: maps logits (N, K) to calibrated probabilities (N, K). Subclasses implement `_fit`/`_transform`."""
+    """Base class of the post-hoc calibrators: `fit` on validation logits, `transform` logits (N, K) into calibrated
+    probabilities (N, K), `to_dict` / `from_dict` through plain JSON types (scikit-learn's conventions, see the
+    module doc). Subclasses implement `_fit`, `_transform`, `_get_params` and `_set_params`.
+
+    Example:
+        >>> import numpy as np
+        >>> logits, labels = np.array([[2.0, 0.0]] * 4), np.array([0, 0, 0, 1])  # 3 of 4 right
+        >>> from adacal.calibrators import Calibrator, TemperatureScaling
+        >>> saved = TemperatureScaling().fit(logits, labels).to_dict()
+        >>> Calibrator.from_dict(saved).transform(logits)[0].round(4).tolist()  # any registered method
+        [0.75, 0.25]
+    """
 
     name: ClassVar[str] = ""
     # Whether the predicted class of every row is always kept (true of monotone maps of the whole row and of the
@@ -259,7 +270,16 @@ class Calibrator:
             )
 
     def fit(self, logits: Any, labels: Any) -> Calibrator:
-        """Learn the calibration map from validation logits (N, K) and labels (N,); returns self."""
+        """Learn the calibration map from validation data.
+
+        Args:
+            logits: validation logits (N, K), numpy or torch; probabilities are read as log-probabilities and a
+                binary model's one score per sample as two columns.
+            labels: validation class indices (N,).
+
+        Returns:
+            self, fitted: the learned attributes end in `_`.
+        """
         self.check_options()
         scores, kind = checked_scores(logits)
         labels = check_labels(labels, n=scores.shape[0], num_classes=scores.shape[1])
@@ -269,7 +289,14 @@ class Calibrator:
         return self
 
     def transform(self, logits: Any) -> np.ndarray:
-        """Calibrated probabilities (N, K), float64, rows summing to 1."""
+        """Calibrated probabilities of logits.
+
+        Args:
+            logits: logits (N, K) with the K of `fit` (or probabilities, read as log-probabilities).
+
+        Returns:
+            float64 probabilities (N, K), rows summing to 1. Using it before `fit` raises NotFittedError.
+        """
         self._check_fitted()
         fitted_on = getattr(self, "fitted_on_", None) or "logits"  # calibrators saved before it was recorded: logits
         scores, kind = checked_scores(logits, binary_kind=fitted_on)
@@ -361,12 +388,17 @@ def _json_scalar(value: Any) -> Any:
 
 
 class TopLabelCalibrator(Calibrator):
-    """A calibrator of the top-class confidence only (spline, histogram binning, isotonic regression).
+    """Base class of the calibrators of the top-class confidence only (spline, histogram binning, isotonic).
 
-    It learns a map confidence → calibrated confidence from (top-class probability, top class correct) pairs. To
-    keep rows summing to 1 and the predicted class unchanged, `complete_top_label` builds the full row: the new top
-    probability t is clamped to [1/K + 1e-6, 1]; the other classes share the remaining mass 1 - t in proportion to
-    their original probabilities, mixed with a uniform share just enough that none reaches t.
+    It learns a map confidence → calibrated confidence from (top-class probability, top class correct) pairs, and
+    `complete_top_label` rebuilds each row, so rows sum to 1 and keep their predicted class.
+
+    Example:
+        >>> import numpy as np
+        >>> logits, labels = np.array([[2.0, 0.0]] * 4), np.array([0, 0, 0, 1])  # 3 of 4 right
+        >>> from adacal.calibrators import HistogramBinning
+        >>> HistogramBinning(n_bins=1).fit(logits, labels).calibrate_confidences([0.9]).tolist()
+        [0.75]
     """
 
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
@@ -385,7 +417,14 @@ class TopLabelCalibrator(Calibrator):
         raise NotImplementedError
 
     def calibrate_confidences(self, confidences: Any) -> np.ndarray:
-        """The learned map applied to top-class confidences (N,), clipped to [0, 1] (before the 1/K floor)."""
+        """The learned map applied to top-class confidences.
+
+        Args:
+            confidences: top-class confidences (N,).
+
+        Returns:
+            The calibrated confidences (N,), clipped to [0, 1] (before `complete_top_label`'s 1/K floor).
+        """
         self._check_fitted()
         values = np.asarray(confidences, dtype=np.float64).reshape(-1)
         return np.clip(self._map_confidences(values), 0.0, 1.0)
@@ -394,11 +433,23 @@ class TopLabelCalibrator(Calibrator):
 def complete_top_label(probs: np.ndarray, new_top: np.ndarray, *, top_index: np.ndarray | None = None) -> np.ndarray:
     """Rows with the top probability replaced by `new_top`; the argmax is kept and rows sum to 1.
 
-    new_top is clamped to [1/K + 1e-6, 1]. The other classes share 1 - t: in proportion to their original
-    probabilities, mixed with the uniform share (1 - t)/(K - 1) by the smallest λ in [0, 1] that keeps every one of
-    them below t (λ = 0 whenever the proportional share already does). Their order among themselves is kept.
-    `top_index` is each row's argmax (`row_top`) when the caller has it.
+    Args:
+        probs: probabilities (N, K).
+        new_top: the new top-class probabilities t (N,), clamped to [1/K + 1e-6, 1].
+        top_index: each row's argmax (`row_top`), when the caller has it.
+
+    Returns:
+        float64 probabilities (N, K): the other classes share 1 − t in proportion to their original probabilities
+        (mixed with a uniform share where one would reach t), keeping their order.
+
+    Example:
+        >>> import numpy as np
+        >>> from adacal.calibrators import complete_top_label
+        >>> complete_top_label(np.array([[0.6, 0.3, 0.1]]), np.array([0.5])).round(4).tolist()  # 0.5 shared 3 : 1
+        [[0.5, 0.375, 0.125]]
     """
+    # The mix: the uniform share (1 − t)/(K − 1) by the smallest λ in [0, 1] that keeps every other class below t
+    # (λ = 0 whenever the proportional share already does).
     n, k = probs.shape
     rows = np.arange(n)
     if top_index is None:

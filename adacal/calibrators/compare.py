@@ -25,7 +25,21 @@ DEFAULT_SELECTION_METRIC = "ece-em"
 
 @dataclass(frozen=True)
 class CalibrationComparison:
-    """`results` is the calibrate.json results object; `fitted` the calibrators by name, the selected one first."""
+    """What `compare_calibrators` returns.
+
+    Args:
+        results: the calibrate.json results object: "calibrators", "best" and "selection".
+        fitted: the fitted calibrators by name, the selected one first.
+        best: the name of the selected calibrator.
+
+    Example:
+        >>> import numpy as np
+        >>> from adacal.calibrators import compare_calibrators
+        >>> logits, labels = np.array([[2.0, 0.0]] * 4), np.array([0, 0, 0, 1])
+        >>> comparison = compare_calibrators(logits, labels, logits, labels, methods=["temperature"])
+        >>> comparison.best, sorted(comparison.results), list(comparison.fitted)
+        ('temperature', ['best', 'calibrators', 'selection'], ['temperature'])
+    """
 
     results: dict[str, Any]
     fitted: dict[str, Calibrator]
@@ -35,7 +49,21 @@ class CalibrationComparison:
 def build_calibrators(
     methods: list[str], *, objective: str | None = None, n_bins: int = DEFAULT_N_BINS
 ) -> dict[str, Calibrator]:
-    """Unfitted calibrators by name, each given the shared options it takes (n_bins; objective for temperature)."""
+    """Unfitted calibrators by name, each given the shared options it takes.
+
+    Args:
+        methods: registered calibrator names.
+        objective: temperature scaling's objective, or None for its default.
+        n_bins: passed to every calibrator that takes `n_bins` (default 15).
+
+    Returns:
+        {name: unfitted calibrator}, in the order of `methods`.
+
+    Example:
+        >>> from adacal.calibrators import build_calibrators
+        >>> build_calibrators(["temperature", "histogram"], n_bins=10)["histogram"]
+        HistogramBinning(n_bins=10) (not fitted)
+    """
     n_bins = check_int("n_bins", n_bins, minimum=1)
     if objective is not None:
         check_choice("temperature objective", objective, TEMPERATURE_OBJECTIVES)
@@ -122,21 +150,40 @@ def compare_calibrators(
 ) -> CalibrationComparison:
     """Fit each method on validation data, choose one by cross-validation on validation data only, measure on test.
 
-    Selection (`results["selection"]`): with more than one method, each is scored by `folds`-fold cross-validation
-    inside the validation split (seeded by `seed`, stratified by label, see `stratified_folds`): refitted on the
-    other folds, its calibrated predictions on each held-out fold are scored by `metric` (any compute_metrics name,
-    lower is better; default ECE-EM), and the method with the lowest mean wins (ties: by name). A method that cannot
-    be fitted on a fold (e.g. too few samples for a spline) gets no score and is not chosen. The test split plays no
-    part in the choice: it only gives the test metrics shown beside it (and `test_rank`, the rank by test `metric`,
-    the paper-style ranking). With one method there is nothing to choose: folds = 0 and no scores.
+    Args:
+        val_logits: validation logits (N, K).
+        val_labels: validation class indices (N,).
+        test_logits: test logits (M, K).
+        test_labels: test class indices (M,).
+        methods: calibrator names (default: all registered).
+        objective: temperature scaling's objective (default "nll").
+        n_bins: bins of the metrics, the ECE objectives and histogram binning (default 15).
+        folds: folds of the stratified cross-validation that chooses between several methods (default 5).
+        metric: the selection metric, any `compute_metrics` name, lower is better (default "ece-em").
+        seed: seed of the folds (default 0).
+        progress: called as progress(done, total, description) after each fold fit and each final fit, or None.
 
-    Every method is then refitted on the whole validation split. Results: {"calibrators": {name: {"params",
-    "calibrator", "val", "test_pre", "test_post", "cv", "test_rank"}}, "best": the selected name, "selection":
-    {"method", "metric", "folds", "split": "validation", "seed", "stratified": True, "cv_scores": {name: mean or None},
-    "cv_fold_scores": {name: [per fold]}, "errors": {name: message}}}, calibrators ordered by cross-validation score,
-    best first. `objective` is temperature scaling's; `n_bins` is used by the metrics, the ECE objectives and
-    histogram binning. `progress(done, total, description)` is called after each fold fit and each final fit.
+    Returns:
+        A `CalibrationComparison`: the calibrate.json results ({"calibrators", "best", "selection"}), the
+        calibrators refitted on all the validation data (best first) and the selected name.
+
+    Example:
+        >>> import numpy as np
+        >>> from adacal.calibrators import compare_calibrators
+        >>> logits, labels = np.array([[2.0, 0.0]] * 4), np.array([0, 0, 0, 1])
+        >>> comparison = compare_calibrators(logits, labels, logits, labels, methods=["temperature"])
+        >>> comparison.best, round(comparison.results["calibrators"]["temperature"]["params"]["temperature"], 4)
+        ('temperature', 1.8205)
     """
+    # Selection: with more than one method, each is refitted on all but one fold of the validation split (seeded,
+    # stratified by label: `stratified_folds`) and scored by `metric` on the held-out fold; the lowest mean wins (ties:
+    # by name). A method that cannot be fitted on a fold (e.g. too few samples for a spline) gets no score and is not
+    # chosen. The test split plays no part in the choice: it gives the test metrics beside it and `test_rank` (the
+    # rank by test `metric`, the paper-style ranking). With one method there is nothing to choose: folds = 0.
+    # Results: {"calibrators": {name: {"params", "calibrator", "val", "test_pre", "test_post", "cv", "test_rank"}},
+    # "best", "selection": {"method", "metric", "folds", "split": "validation", "seed", "stratified": True,
+    # "cv_scores": {name: mean or None}, "cv_fold_scores": {name: [per fold]}, "errors": {name: message}}},
+    # calibrators ordered by cross-validation score, best first.
     from adacal.metrics import compute_metrics, metric_key, resolve_metric_names
 
     names = list(methods) if methods else CALIBRATORS.names()
@@ -232,7 +279,8 @@ def compare_calibrators(
     order = sorted(entries, key=lambda name: (_finite_or_inf(cv_scores.get(name)), name)) if n_folds else list(entries)
     if n_folds and cv_scores.get(order[0]) is None:
         raise InputError(
-            f"Expected at least one calibrator to fit on every validation fold and on all of it, but none did: {errors}."
+            "Expected at least one calibrator to fit on every validation fold and on all of it, but none did: "
+            f"{errors}."
         )
     best = order[0]
     selection = {

@@ -81,7 +81,17 @@ def fit_ets_weights(gram: np.ndarray, linear: np.ndarray) -> np.ndarray:
 
 @CALIBRATORS.register("ets")
 class EnsembleTemperatureScaling(Calibrator):
-    """Mix of temperature-scaled, raw and uniform probabilities (Zhang et al. 2020); learns temperature_, weights_."""
+    """Ensemble temperature scaling (Zhang et al. 2020): w0 · softmax(logits / T) + w1 · softmax(logits) + w2 / K.
+
+    Takes no options; learns `temperature_` (by NLL) and `weights_` (on the simplex, minimising the Brier score).
+
+    Example:
+        >>> import numpy as np
+        >>> logits, labels = np.array([[2.0, 0.0]] * 4), np.array([0, 0, 0, 1])  # 3 of 4 right
+        >>> from adacal.calibrators import EnsembleTemperatureScaling
+        >>> EnsembleTemperatureScaling().fit(logits, labels).transform(logits)[0].round(4).tolist()
+        [0.75, 0.25]
+    """
 
     name = "ets"
 

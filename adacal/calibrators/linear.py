@@ -125,7 +125,7 @@ class _LinearCalibrator(Calibrator):
     def _check_fit_memory(self, n: int, k: int) -> None:
         """Refuse, before allocating anything, a fit whose parameters (K² + K for the full maps: 10⁸ at K = 10⁴),
         L-BFGS-B's history of them and the (N, K) work arrays cannot fit in the memory available now."""
-        from adacal.metrics.memory import check_fits
+        from adacal.metrics.allocation import check_fits
 
         n_params = 2 * k if self.diagonal else k * k + k
         needed = BYTES_PER_PARAM * n_params + BYTES_PER_SCORE * n * k
@@ -214,8 +214,20 @@ class _LinearCalibrator(Calibrator):
 
 @CALIBRATORS.register("vector-scaling")
 class VectorScaling(_LinearCalibrator):
-    """probs = softmax(logits · weights_ + bias_): a scale and an intercept per class (Guo et al. 2017), the
-    intercepts L2-regularised by `reg_mu` (0: Guo et al.'s unregularised form)."""
+    """Vector scaling (Guo et al. 2017): probs = softmax(logits · weights_ + bias_), a scale and an intercept per
+    class. It may change the predicted class.
+
+    Args:
+        reg_mu: the L2 penalty on the intercepts, ≥ 0 (default 1.0; 0 is Guo et al.'s unregularised form).
+        max_iter: the most L-BFGS-B iterations (default 500).
+
+    Example:
+        >>> import numpy as np
+        >>> logits, labels = np.array([[2.0, 0.0]] * 4), np.array([0, 0, 0, 1])  # 3 of 4 right
+        >>> from adacal.calibrators import VectorScaling
+        >>> VectorScaling().fit(logits, labels).transform(logits)[0].round(4).tolist()
+        [0.75, 0.25]
+    """
 
     name = "vector-scaling"
     diagonal = True
@@ -251,14 +263,42 @@ class _OdirCalibrator(_LinearCalibrator):
 
 @CALIBRATORS.register("matrix-scaling")
 class MatrixScaling(_OdirCalibrator):
-    """probs = softmax(logits · weights_ᵀ + bias_): a full K × K map with ODIR (Kull et al. 2019)."""
+    """Matrix scaling: probs = softmax(logits · weights_ᵀ + bias_), a full K × K map regularised by ODIR (Kull et
+    al. 2019). It may change the predicted class.
+
+    Args:
+        reg_lambda: the ODIR penalty on the off-diagonal weights, ≥ 0 (default 1.0).
+        reg_mu: the ODIR penalty on the intercepts, ≥ 0 (default 1.0).
+        max_iter: the most L-BFGS-B iterations (default 500).
+
+    Example:
+        >>> import numpy as np
+        >>> logits, labels = np.array([[2.0, 0.0]] * 4), np.array([0, 0, 0, 1])  # 3 of 4 right
+        >>> from adacal.calibrators import MatrixScaling
+        >>> MatrixScaling().fit(logits, labels).transform(logits)[0].round(4).tolist()
+        [0.75, 0.25]
+    """
 
     name = "matrix-scaling"
 
 
 @CALIBRATORS.register("dirichlet")
 class DirichletCalibration(_OdirCalibrator):
-    """probs = softmax(log(p) · weights_ᵀ + bias_), p = softmax(logits), with ODIR (Kull et al. 2019)."""
+    """Dirichlet calibration (Kull et al. 2019): probs = softmax(log(p) · weights_ᵀ + bias_), p = softmax(logits),
+    regularised by ODIR. It may change the predicted class.
+
+    Args:
+        reg_lambda: the ODIR penalty on the off-diagonal weights, ≥ 0 (default 1.0).
+        reg_mu: the ODIR penalty on the intercepts, ≥ 0 (default 1.0).
+        max_iter: the most L-BFGS-B iterations (default 500).
+
+    Example:
+        >>> import numpy as np
+        >>> logits, labels = np.array([[2.0, 0.0]] * 4), np.array([0, 0, 0, 1])  # 3 of 4 right
+        >>> from adacal.calibrators import DirichletCalibration
+        >>> DirichletCalibration().fit(logits, labels).transform(logits)[0].round(4).tolist()
+        [0.75, 0.25]
+    """
 
     name = "dirichlet"
     uses_log_probs = True

@@ -52,7 +52,21 @@ def fit_spline_map(confidences: np.ndarray, correct: np.ndarray, n_knots: int) -
 
 @CALIBRATORS.register("spline")
 class SplineCalibration(TopLabelCalibrator):
-    """Top-label spline recalibration (Gupta et al. 2021); learns knot_values_, scores_ → calibrated_ map."""
+    """Spline recalibration of the top-class confidence (Gupta et al. 2021); learns `knot_values_` and the map
+    `scores_` → `calibrated_`.
+
+    Args:
+        n_knots: the number of equally spaced knots of the natural cubic spline, ≥ 3 (default 6); fitting needs at
+            least as many validation samples.
+
+    Example:
+        >>> import numpy as np
+        >>> logits, labels = np.array([[3.0, 0.0], [2.0, 0.0], [0.0, 2.0], [0.0, 3.0]]), np.array([0, 1, 1, 1])
+        >>> from adacal.calibrators import SplineCalibration
+        >>> probs = SplineCalibration(n_knots=3).fit(logits, labels).transform(logits)
+        >>> probs.argmax(axis=1).tolist(), probs.sum(axis=1).round(4).tolist()  # predicted class kept, rows sum to 1
+        ([0, 0, 1, 1], [1.0, 1.0, 1.0, 1.0])
+    """
 
     name = "spline"
 

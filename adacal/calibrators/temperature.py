@@ -92,7 +92,23 @@ def fit_temperature_nll(logits: np.ndarray, labels: np.ndarray) -> float:
 
 @CALIBRATORS.register("temperature")
 class TemperatureScaling(Calibrator):
-    """probs = softmax(logits / temperature_), T fitted on validation data by `objective` (see the module doc)."""
+    """Temperature scaling (Guo et al. 2017): probs = softmax(logits / temperature_), one T > 0.
+
+    Learns `temperature_` and `at_bound_` (True when T is at the edge of the range searched).
+
+    Args:
+        objective: "nll" (default) minimises validation NLL; "ece-em" / "ece-ew" take the T of the grid
+            0.1, 0.2, ..., 10 with the lowest validation ECE over equal-mass / equal-width bins (the AdaFocal paper).
+        n_bins: the number of bins of the ECE objectives (default 15).
+
+    Example:
+        >>> import numpy as np
+        >>> logits, labels = np.array([[2.0, 0.0]] * 4), np.array([0, 0, 0, 1])  # 3 of 4 right
+        >>> from adacal.calibrators import TemperatureScaling
+        >>> calibrator = TemperatureScaling().fit(logits, labels)
+        >>> round(calibrator.temperature_, 4), calibrator.transform(logits)[0].round(4).tolist()  # T = 2 / ln 3
+        (1.8205, [0.75, 0.25])
+    """
 
     name = "temperature"
 

@@ -10,16 +10,18 @@ from typing import Annotated, Any, Optional
 import typer
 
 from adacal.cli.common import ForceOption, guarded, metrics_line, number
-from adacal.cli.inputs import LabelsFile, LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, print_notes, read_options
+from adacal.cli.inputs import (
+    LabelsFile, LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, print_notes, read_options,
+)
 from adacal.conventions import DEFAULT_N_BINS
 
 HELP = (
     "Fit post-hoc calibrators on validation logits and judge them on test.\n\n"
     "RUN_OR_PREDICTIONS is a run folder written by 'adacal train' (or a checkpoint or predictions.npz inside one), "
     "or a predictions file (.npz or .pt) holding val_logits, val_labels, test_logits and test_labels, or the test "
-    "predictions of any framework with --val FILE for the validation ones (formats as in 'adacal evaluate'). For a run, its "
-    "predictions.npz is used (for a checkpoint, only when it holds that checkpoint's outputs); otherwise the logits "
-    "are recomputed from the checkpoint (for a run folder, the one training selected). The report is written to "
+    "predictions of any framework with --val FILE for the validation ones (formats as in 'adacal evaluate'). For a "
+    "run, its predictions.npz is used (for a checkpoint, only when it holds that checkpoint's outputs); otherwise the "
+    "logits are recomputed from the checkpoint (for a run folder, the one training selected). The report is written to "
     "calibrate.json in the run folder; nothing else there is touched. For a predictions file the results are only "
     "printed unless --json is given.\n\n"
     "Methods: temperature (temperature scaling, by NLL unless --objective says otherwise), ets (ensemble "
@@ -256,8 +258,8 @@ def calibrate(
     pt_items: PtItems = None,
 ) -> None:
     """Fit post-hoc calibrators on validation predictions and compare test metrics before and after."""
-    from adacal.calibrate import run_calibrate
-    from adacal.writing import is_stdout
+    from adacal.commands.calibrate import run_calibrate
+    from adacal.commands import is_stdout
 
     steps = _RichSteps() if _show_progress(quiet, method == "all") else None
     with steps if steps is not None else contextlib.nullcontext():
@@ -275,7 +277,8 @@ def calibrate(
         return
     if quiet:
         best = run.results["calibrators"][run.best]
-        typer.echo(f"{run.best}: test {metrics_line(best['test_post'])} (uncalibrated: {metrics_line(best['test_pre'])})")
+        typer.echo(f"{run.best}: test {metrics_line(best['test_post'])} (uncalibrated: "
+                   f"{metrics_line(best['test_pre'])})")
         return
     _print_table(run.results, n_val=run.n_val, n_test=run.n_test)
     selection = run.results["selection"]

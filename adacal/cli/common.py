@@ -46,7 +46,7 @@ def number(value: float, decimals: int) -> str:
 def metrics_line(metrics: dict[str, Any], names: Any = None) -> str:
     """The one summary line `-q` prints: the metrics a user asked for (`names`, as `--metrics` takes them), else
     error, ECE-EM, ECE-EW (%) and NLL; those that were computed."""
-    from adacal.metrics.calibration import display_name, resolve_metric_names
+    from adacal.commands import display_name, resolve_metric_names
 
     keys = [name.replace("-", "_") for name in resolve_metric_names(names)] if names else _HEADLINE_METRICS
     parts = []
@@ -59,7 +59,8 @@ def metrics_line(metrics: dict[str, Any], names: Any = None) -> str:
 
 
 def reflow(help_text: str) -> str:
-    """Join a docstring's wrapped lines into paragraphs (Typer keeps single line breaks); indented lines stay as typed."""
+    """Join a docstring's wrapped lines into paragraphs (Typer keeps single line breaks); indented lines stay as
+    typed."""
     paragraphs = []
     for paragraph in help_text.strip().split("\n\n"):
         lines = paragraph.split("\n")
@@ -104,7 +105,7 @@ def _check_path_names(kwargs: dict[str, Any]) -> None:
     otherwise surface as an OSError (ENAMETOOLONG) from wherever the path is first touched."""
     from pathlib import Path
 
-    from adacal.writing import check_name_lengths
+    from adacal.commands import check_name_lengths
 
     try:  # Typer >= 0.20 vendors click
         from typer._click.globals import get_current_context
@@ -142,9 +143,11 @@ class OneLineErrorGroup(typer.core.TyperGroup):
 
         readable_types(self)  # help shows TEXT / INTEGER / PATH, not <str> / <list[Path]>
 
-    def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None, standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None, standalone_mode: bool = True,
+             **extra: Any) -> Any:
         try:
-            result = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra)
+            result = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
+                                  **extra)
         except click.exceptions.ClickException as exc:
             if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
                 sys.exit(0)  # the help text is already printed: a bare `adacal` asks for it

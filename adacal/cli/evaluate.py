@@ -10,19 +10,22 @@ from typing import Annotated, Any
 import typer
 
 from adacal.cli.common import ForceOption, guarded, metrics_line, number
-from adacal.cli.inputs import LabelsFile, LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, print_notes, read_options
+from adacal.cli.inputs import (
+    LabelsFile, LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, print_notes, read_options,
+)
 from adacal.conventions import DEFAULT_N_BINS
 
-HELP = """Measure calibration of a model's test predictions: ECE (equal-width, equal-mass, debiased, sweep, smooth), MCE,
-classwise ECE, NLL, Brier score and top-1 error, optionally with bootstrap confidence intervals.
+HELP = """Measure calibration of a model's test predictions: ECE (equal-width, equal-mass, debiased, sweep, smooth),
+MCE, classwise ECE, NLL, Brier score and top-1 error, optionally with bootstrap confidence intervals.
 
 PREDICTIONS is a predictions file of any framework (.npz or .pt with `logits`/`probs`/`scores` and
 `labels`/`targets`/`y` (also Hugging Face's `predictions`/`label_ids`, scikit-learn's `y_prob`/`y_true`), or
 `test_logits`/`test_labels` like a run's predictions.npz; a .pt (logits, labels) pair or a list of per-batch
 outputs; an .npy of scores with --labels FILE or <stem>_labels.npy (or labels.npy) beside it, or such a .txt as
 np.savetxt writes; a .csv/.tsv with one column per class and a label column; a .json of arrays or of per-sample
-objects, or a .jsonl with one object per sample; a .safetensors of named tensors or a .mat of MATLAB variables; the text formats gzipped too, e.g.
-.csv.gz), a checkpoint, or a run folder written by 'adacal train'. Labels may be class indices (1-D or one column),
+objects, or a .jsonl with one object per sample; a .safetensors of named tensors or a .mat of MATLAB variables;
+the text formats gzipped too, e.g. .csv.gz), a checkpoint, or a run folder written by 'adacal train'. Labels may be
+class indices (1-D or one column),
 one-hot rows or booleans. 1-D (or one-column) binary scores are taken as positive-class probabilities when all in
 [0, 1], else as decision scores (logits); string labels are mapped through a `classes` array (or a .csv header).
 Rows that are all in [0, 1] and sum to 1 are taken as probabilities, anything else as logits; the table and JSON say
@@ -49,7 +52,7 @@ _UNITS = {"nll": "nats", "brier": ""}
 
 
 def _format(name: str, value: float) -> str:
-    from adacal.metrics import FRACTION_METRICS
+    from adacal.commands import FRACTION_METRICS
 
     return number(100 * value, 2) if name in FRACTION_METRICS else number(value, 4)
 
@@ -60,7 +63,7 @@ def _print_table(report: dict[str, Any], label: str, calibrated_from: str | None
     from rich.console import Console
     from rich.table import Table
 
-    from adacal.metrics import FRACTION_METRICS, display_name, metric_key
+    from adacal.commands import FRACTION_METRICS, display_name, metric_key
 
     results = report["results"]
     config = report["config"]
@@ -139,7 +142,8 @@ def evaluate(
     predictions: Annotated[
         Path,
         typer.Argument(
-            help="Predictions file (.npz, .pt, .npy, .txt, .safetensors, .mat, .csv, .tsv, .json or .jsonl), checkpoint, or run folder.",
+            help="Predictions file (.npz, .pt, .npy, .txt, .safetensors, .mat, .csv, .tsv, .json or .jsonl), "
+                 "checkpoint, or run folder.",
             show_default=False,
         ),
     ],
@@ -156,7 +160,9 @@ def evaluate(
         int, typer.Option("--bootstrap", help="Bootstrap resamples for 95% confidence intervals (0 = none).")
     ] = 0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")] = 0,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON report to this file ('-': to stdout, and nothing else goes there).")] = None,
+    json_path: Annotated[Path | None, typer.Option("--json",
+                                                   help="Write the JSON report to this file ('-': to stdout, and "
+                                                        "nothing else goes there).")] = None,
     calibrator: Annotated[
         Path | None,
         typer.Option("--calibrator", help="Calibrator file saved by 'adacal calibrate': evaluate its output."),
@@ -179,15 +185,16 @@ def evaluate(
     separator: Separator = None,
     pt_items: PtItems = None,
 ) -> None:
-    from adacal.evaluation import run_evaluate
-    from adacal.runs import EVALUATE_FILE
-    from adacal.writing import is_stdout
+    from adacal.commands.evaluate import run_evaluate
+    from adacal.commands import EVALUATE_FILE
+    from adacal.commands import is_stdout
 
     with _bootstrap_progress(bootstrap, quiet) as progress:
         run = run_evaluate(
             predictions, n_bins=n_bins, metrics=metrics, bootstrap=bootstrap, seed=seed, json_path=json_path,
             calibrator=calibrator, data_dir=data_dir, device=device, force=force,
-            options=read_options(logits_key, labels_key, labels, renormalize, scores_kind, header, separator, pt_items), progress=progress,
+            options=read_options(logits_key, labels_key, labels, renormalize, scores_kind, header, separator, pt_items),
+            progress=progress,
         )
     print_notes(run.notes, quiet, run.reading)
     if is_stdout(json_path):
@@ -197,9 +204,9 @@ def evaluate(
         return
     calibrated_from = None
     if run.calibrated:
-        from adacal.arrays import looks_like_probs
-
-        calibrated_from = "probabilities" if looks_like_probs(run.source.predictions.logits) else "logits"
+        reading = run.source.predictions.interpretation
+        calibrated_from = "probabilities" if reading is not None and reading.kind.endswith("probabilities") else (
+            "logits")
     _print_table(run.report, str(predictions), calibrated_from)
     for target in run.written:
         typer.echo(f"Wrote {target}")

@@ -65,7 +65,7 @@ def read_options(logits_key: str | None, labels_key: str | None, labels: Path | 
                  scores_kind: str = "auto", header: bool | None = None, separator: str | None = None,
                  pt_items: str | None = None) -> Any:
     from adacal.errors import InputError
-    from adacal.sources import ReadOptions
+    from adacal.commands import ReadOptions
 
     if separator is not None and separator.lower() not in SEPARATOR_NAMES:
         raise InputError(f"Expected --separator to be comma, semicolon, tab or space, got {separator!r}.")

@@ -26,9 +26,9 @@ HELP = (
     "  adacal ood --out cifar10-c --corruption fog --severity 5 --model runs/RUN --data-dir DIR\n\n"
     "CIFAR-10-C: Hendrycks' published files are read from --data-dir (DIR/CIFAR-10-C/<corruption>.npy and "
     "labels.npy; all 19 corruptions); without them gaussian_noise is generated (the report says which).\n\n"
-    "From saved outputs of any model (.npz, .pt, .npy, .txt, .safetensors, .mat, .csv, .tsv, .json or .jsonl with `logits`, `probs` or `scores`, or `test_logits` as "
-    "in predictions.npz, or the key --logits-key names; labels optional), printing the table, and writing a report "
-    "only with --json PATH:\n\n"
+    "From saved outputs of any model (.npz, .pt, .npy, .txt, .safetensors, .mat, .csv, .tsv, .json or .jsonl with "
+    "`logits`, `probs` or `scores`, or `test_logits` as in predictions.npz, or the key --logits-key names; labels "
+    "optional), printing the table, and writing a report only with --json PATH:\n\n"
     "  adacal ood --in-preds cifar10_logits.npz --out-preds svhn_logits.npz --json ood.json"
 )
 
@@ -59,8 +59,8 @@ def ood(
     ] = None,
     corruption: Annotated[
         str | None,
-        typer.Option("--corruption", help="Corruption of the OOD images (default for --out cifar10-c): any of Hendrycks' "
-                                          "19 from the CIFAR-10-C files, or gaussian_noise generated. "
+        typer.Option("--corruption", help="Corruption of the OOD images (default for --out cifar10-c): any of "
+                                          "Hendrycks' 19 from the CIFAR-10-C files, or gaussian_noise generated. "
                                           "[default: gaussian_noise]"),
     ] = None,
     severity: Annotated[
@@ -105,15 +105,16 @@ def ood(
     pt_items: PtItems = None,
 ) -> None:
     """Out-of-distribution detection before and after temperature scaling."""
-    from adacal.ood import run_ood
-    from adacal.writing import is_stdout
+    from adacal.commands.ood import run_ood
+    from adacal.commands import is_stdout
 
     run = run_ood(
         in_name=in_name, out_name=out_name, model=model, in_preds=in_preds, out_preds=out_preds,
         corruption=corruption, severity=severity, scores=scores, temperature=temperature,
         fit_temperature=fit_temperature, data_dir=data_dir, download=download, device=device,
         batch_size=batch_size, limit=limit, seed=seed, json_path=json_path, force=force,
-        options=read_options(logits_key, labels_key, None, renormalize, scores_kind, header, separator, pt_items), status=_status(quiet),
+        options=read_options(logits_key, labels_key, None, renormalize, scores_kind, header, separator, pt_items),
+        status=_status(quiet),
     )
     if not quiet:
         for line in run.reading:  # how the saved sets were read, as evaluate and calibrate say it
@@ -166,7 +167,8 @@ def _print_table(results: dict[str, Any], written: Path | None, notes: list[str]
     )
     table = Table(title=escape(title), caption=escape(caption))  # names come from file names: never markup
     table.add_column("score")
-    columns = [("auroc", "AUROC %"), ("aupr_in", "AUPR-in %"), ("aupr_out", "AUPR-out %"), ("fpr_at_95_tpr", "FPR@95 %")]
+    columns = [("auroc", "AUROC %"), ("aupr_in", "AUPR-in %"), ("aupr_out", "AUPR-out %"),
+               ("fpr_at_95_tpr", "FPR@95 %")]
     for _, label in columns:
         table.add_column(f"{label} pre", justify="right")
         if post:

@@ -1,20 +1,13 @@
 """`adacal plot`: reliability diagrams, AdaFocal's γ dynamics, C_train/C_val correspondence, training and ROC curves.
 
-Only options live here; reading inputs and drawing is `adacal.plots`. Every subcommand checks the output path and
-its inputs before drawing, and writes the figure atomically, so a failed command leaves nothing behind. Where figures
-go by default and what may be replaced there is `adacal.plots.outputs`: a figure of several inputs goes to a
-`plots/compare-<kind>-<names>.png` of its own in the current folder, and an existing file is replaced only when it is a figure of the same
-kind (else `--force`). Warnings raised while drawing (numpy, matplotlib) are held back: after a failure only the
-`Error:` line is printed, after a success they follow the "Wrote" line on stderr.
+Only options live here; each subcommand is one call of `adacal.commands.plot` (which checks the output path and the
+inputs before drawing and writes the figure atomically, so a failed command leaves nothing behind). Warnings raised
+while drawing are held back: after a failure only the `Error:` line is printed, after a success they follow the
+"Wrote" line on stderr.
 """
 
 from __future__ import annotations
 
-import logging
-import re
-import warnings
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -23,7 +16,7 @@ import typer
 from adacal.cli.common import OneLineErrorGroup, guarded
 from adacal.cli.inputs import LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems
 from adacal.conventions import DEFAULT_N_BINS
-from adacal.errors import InputError, unknown_name
+from adacal.errors import unknown_name
 
 try:  # Typer >= 0.20 vendors click; its exceptions are not the `click` package's.
     from typer import _click as click
@@ -84,93 +77,13 @@ LabelsOption = Annotated[
 ]
 BinsOption = Annotated[
     Optional[str],
-    typer.Option("--bins", help="Comma-separated validation-bin indices to draw, e.g. 0,7,14, at most 30 (one panel each; default: all bins, or 30 evenly spaced from first to last when there are more).",
+    typer.Option("--bins", help="Comma-separated validation-bin indices to draw, e.g. 0,7,14, at most 30 (one panel "
+                                "each; default: all bins, or 30 evenly spaced from first to last when there are more).",
                  show_default=False),
 ]
 AdaFocalRunArgument = Annotated[
     Path, typer.Argument(metavar="RUN", help="A run folder trained with --loss adafocal.", show_default=False)
 ]
-
-
-def check_dpi(dpi: Any) -> int:
-    """--dpi as an int in [10, 2400]."""
-    if isinstance(dpi, bool) or not isinstance(dpi, int) or not 10 <= dpi <= 2400:
-        raise InputError(f"Expected --dpi to be an integer between 10 and 2400, got {dpi!r}.")
-    return dpi
-
-
-def parse_bins(text: str | None) -> list[int] | None:
-    """Bin indices from "0,7,14" (None or "" → all bins)."""
-    if text is None or not text.strip():
-        return None
-    bins = []
-    for token in text.split(","):
-        token = token.strip()
-        # ASCII digits only: str.isdigit() also admits "²" or "١", which int() then refuses with a traceback
-        if not re.fullmatch(r"[+-]?[0-9]+", token):
-            raise InputError(f"Expected --bins to be comma-separated bin indices such as 0,7,14, got {text!r}.")
-        bins.append(int(token))
-    return bins
-
-
-def parse_labels(text: str | None, count: int) -> list[str] | None:
-    """Panel labels from "a,b,c"; there must be one per input."""
-    if text is None:
-        return None
-    labels = [label.strip() for label in text.split(",")]
-    if len(labels) != count or not all(labels):
-        raise InputError(f"Expected --labels to give {count} non-empty label(s) separated by commas, got {text!r}.")
-    return labels
-
-
-@contextmanager
-def _held_warnings() -> Iterator[list[str]]:
-    """Collect Python warnings and matplotlib's logged warnings instead of printing them as they happen."""
-    held: list[str] = []
-
-    class Collect(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            held.append(record.getMessage())
-
-    logger = logging.getLogger("matplotlib")
-    handler, propagate = Collect(logging.WARNING), logger.propagate
-    logger.addHandler(handler)
-    logger.propagate = False
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            yield held
-            held.extend(f"{w.category.__name__}: {w.message}" for w in caught)
-    finally:
-        logger.removeHandler(handler)
-        logger.propagate = propagate
-
-
-def _draw(kind: str, inputs: Sequence[Path], out: Optional[Path], dpi: int, force: bool,
-          build: Callable[[], Any], *, name: str | None = None, extra_inputs: Sequence[Path | None] = ()) -> None:
-    """Check the output path, build the figure (which reads and checks the inputs), then write it atomically.
-
-    `name` is the default file name's kind when it differs from `kind` (a reliability figure with a calibrated
-    panel)."""
-    from adacal import plots
-    from adacal.writing import check_output
-
-    if out is not None:
-        target = out
-    elif len(inputs) > 1:
-        target = plots.comparison_output(inputs, name or kind)
-    else:
-        target = plots.default_output(inputs[0], name or kind)
-    plots.figure_format(target)
-    check_dpi(dpi)
-    check_output(target, flag="--out", inputs=(*inputs, *extra_inputs), force=force)
-    plots.check_replace(target, kind, force=force)
-    with _held_warnings() as held:
-        figure = build()
-        written = plots.save_figure(figure, target, dpi=dpi, kind=kind)
-    typer.echo(f"Wrote {written}")
-    for message in dict.fromkeys(held):
-        typer.echo(f"Warning: {' '.join(message.split())}", err=True)
 
 
 @plot_app.command(
@@ -187,13 +100,15 @@ def reliability(
     inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help="Run folders, predictions files or "
                                                  "evaluate.json reports.", show_default=False)],
     binning: Annotated[str, typer.Option("--binning", help="Bins: equal-width or equal-mass.")] = "equal-width",
-    n_bins: Annotated[Optional[int], typer.Option("--n-bins", help=f"Number of bins (default {DEFAULT_N_BINS}, at most 1,000; an "
-                                                  "evaluate.json keeps its own).", show_default=False)] = None,
+    n_bins: Annotated[Optional[int], typer.Option("--n-bins", help=f"Number of bins (default {DEFAULT_N_BINS}, at "
+                                                  "most 1,000; an evaluate.json keeps its own).",
+                                                  show_default=False)] = None,
     split: Annotated[str, typer.Option("--split", help="Split of a file holding val_/test_ arrays: test or val.")]
     = "test",
     calibrated: Annotated[Optional[Path], typer.Option("--calibrated", help="A calibrate.json, or a calibrator "
                                                        "`adacal calibrate --save` wrote: add a panel after its "
-                                                       "calibrator (vector / matrix scaling: on the kind of scores they were fitted on).", show_default=False)] = None,
+                                                       "calibrator (vector / matrix scaling: on the kind of scores "
+                                                       "they were fitted on).", show_default=False)] = None,
     method: Annotated[str, typer.Option("--method", help="Calibrator in --calibrated to apply ('best': the one "
                                         "the report picked).")] = "best",
     bands: Annotated[str, typer.Option("--bands", help="Uncertainty drawn on each bin: consistency (where a "
@@ -225,41 +140,33 @@ def reliability(
     dpi: DpiOption = 150,
     title: TitleOption = None,
 ) -> None:
-    from adacal import plots
     from adacal.cli.inputs import print_notes, read_options
+    from adacal.commands.plot import run_plot_reliability
 
-    notes: list[str] = []
     options = read_options(logits_key, labels_key, labels_file, renormalize, scores_kind, header, separator,
                            pt_items)
+    run = run_plot_reliability(
+        inputs, binning=binning, n_bins=n_bins, split=split, calibrated=calibrated, method=method, bands=bands,
+        band_samples=band_samples, band_level=band_level, seed=seed, smooth=smooth, min_bin_count=min_bin_count,
+        labels=labels, options=options, out=out, force=force, dpi=dpi, title=title,
+    )
+    _report(run)
+    print_notes(run.notes, quiet=False)
 
-    def build() -> Any:
-        panels = plots.reliability_inputs(
-            inputs, binning=binning, n_bins=n_bins, split=split, labels=parse_labels(labels, len(inputs)),
-            calibrated=calibrated, method=method, bands=bands, band_samples=band_samples, band_level=band_level,
-            seed=seed, smooth=smooth, notes_out=notes, options=options,
-        )
-        return plots.reliability_diagram(panels, title=title, min_count=min_bin_count)
 
-    from adacal.plots.readers import unique_inputs
-
-    # An input given twice is drawn once (reliability_inputs notes it), so it is named like one input, too.
-    _draw("reliability", unique_inputs(inputs)[0], out, dpi, force, build,
-          name="reliability-calibrated" if calibrated is not None else None, extra_inputs=(calibrated,))
-    print_notes(notes, quiet=False)
+def _report(run: Any) -> None:
+    """The "Wrote" line, then the warnings held back while drawing, on stderr."""
+    typer.echo(f"Wrote {run.written}")
+    for message in run.warnings:
+        typer.echo(f"Warning: {message}", err=True)
 
 
 def _draw_adafocal_run(kind: str, run: Path, bins: str | None, out: Path | None, dpi: int, title: str | None,
                        force: bool) -> None:
     """`plot gamma` and `plot correspondence`: per-bin panels from an AdaFocal run's history."""
-    from adacal import plots
+    from adacal.commands.plot import run_plot_adafocal
 
-    def build() -> Any:
-        chosen = parse_bins(bins)
-        _, history = plots.read_adafocal_run(run, kind)
-        draw = plots.gamma_dynamics if kind == "gamma" else plots.correspondence
-        return draw(history, chosen, title=title)
-
-    _draw(kind, [run], out, dpi, force, build)
+    _report(run_plot_adafocal(kind, run, bins=bins, out=out, dpi=dpi, title=title, force=force))
 
 
 @plot_app.command(
@@ -304,22 +211,12 @@ def curves(
     dpi: DpiOption = 150,
     title: TitleOption = None,
 ) -> None:
-    from adacal import plots
     from adacal.cli.inputs import print_notes
+    from adacal.commands.plot import run_plot_curves
 
-    notes: list[str] = []
-
-    def build() -> Any:
-        from adacal.plots.curves import check_curve_split
-
-        check_curve_split(split)  # before reading the runs
-        inputs = plots.curve_inputs(runs)
-        figure = plots.training_curves(inputs.runs, split=split, losses=inputs.losses, title=title)
-        notes.extend(inputs.notes + plots.curve_notes(inputs.runs, split=split, folders=inputs.folders))
-        return figure
-
-    _draw("curves", runs, out, dpi, force, build)
-    print_notes(notes, quiet=False)
+    run = run_plot_curves(runs, split=split, out=out, force=force, dpi=dpi, title=title)
+    _report(run)
+    print_notes(run.notes, quiet=False)
 
 
 @plot_app.command(
@@ -340,10 +237,6 @@ def roc(
     dpi: DpiOption = 150,
     title: TitleOption = None,
 ) -> None:
-    from adacal import plots
+    from adacal.commands.plot import run_plot_roc
 
-    def build() -> Any:
-        items = plots.roc_inputs(reports, parse_labels(labels, len(reports)))
-        return plots.roc_curves(items, score=score, title=title)
-
-    _draw("roc", reports, out, dpi, force, build)
+    _report(run_plot_roc(reports, score=score, labels=labels, out=out, force=force, dpi=dpi, title=title))

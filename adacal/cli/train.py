@@ -12,13 +12,14 @@ from typing import Annotated, Any
 import typer
 
 from adacal.cli.common import EXIT_INTERRUPTED, guarded
-from adacal.conventions import DEFAULT_N_BINS, LOSS_OPTION_FLAGS
+from adacal.commands.train import LOSS_FLAGS  # each loss flag's parameter name → the loss option it sets
+from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 
 HELP = """Train a classifier with a calibration-aware loss and write a run folder.
 
-The run folder (runs/<time>-<dataset>-<model>-<loss>/ under --out, or --name) holds config.json, history.jsonl (one line per
-epoch, with AdaFocal's bins and gammas), checkpoints/last.pt and best.pt, predictions.npz and evaluate.json.
+The run folder (runs/<time>-<dataset>-<model>-<loss>/ under --out, or --name) holds config.json, history.jsonl (one line
+per epoch, with AdaFocal's bins and gammas), checkpoints/last.pt and best.pt, predictions.npz and evaluate.json.
 
 Options left out come from the preset: 'quick' by default (digits: 30 epochs of SGD, seconds on a laptop CPU),
 or 'paper' (--preset paper) for the paper's protocol on cifar10, cifar100, tiny-imagenet, imagenet, 20newsgroups.
@@ -43,8 +44,6 @@ Examples:
   adacal train --resume runs/20250101-120000-cifar10-resnet50-adafocal --epochs 350
 """
 
-# Each loss flag's parameter name here → the loss option it sets (from the one table of loss flags).
-LOSS_FLAGS = {flag[2:].replace("-", "_"): option for option, flag in LOSS_OPTION_FLAGS.items()}
 # Defaults shown in --help. The CLI module stays free of torch (fast start-up), so they are written out here;
 # tests/cli/test_train.py checks them against adacal.training.config and the losses' signatures.
 LOSS_DEFAULTS_HELP = {
@@ -78,19 +77,6 @@ TABLE_METRICS = (
 NOT_PERCENT = ("nll", "brier")
 
 
-def parse_milestones(text: str | None) -> tuple[int, ...] | None:
-    """"150,250" → (150, 250); "none" or "" → () (no decay); None → not given."""
-    if text is None:
-        return None
-    cleaned = text.strip().lower()
-    if cleaned in ("", "none"):
-        return ()
-    try:
-        return tuple(int(part) for part in cleaned.split(","))
-    except ValueError:
-        raise InputError(f"Expected --milestones to be comma-separated epoch numbers like 150,250, got {text!r}.") from None
-
-
 def _percent(name: str, value: float) -> str:
     return f"{value:.4f}" if name in NOT_PERCENT else f"{100 * value:.2f}"
 
@@ -106,7 +92,7 @@ def _epoch_line(record: dict[str, Any], epochs: int, seconds: float) -> str:
     )
     if "test" in record:
         line += f"  test err {100 * record['test']['error']:.2f}%  test ECE-EM {100 * record['test']['ece_em']:.2f}%"
-    from adacal.losses.records import UPDATES_KEY, BinnedLossEpoch  # loaded by training already; keeps --help light
+    from adacal.commands import UPDATES_KEY, BinnedLossEpoch  # loaded by training already; keeps --help light
 
     section = next((v for v in record.values() if isinstance(v, dict) and UPDATES_KEY in v), None)
     updates = BinnedLossEpoch.from_dict(section).updates if section is not None else ()
@@ -218,8 +204,9 @@ def _print_summary(result: Any, quiet: bool) -> None:
     metrics = result.test_metrics
     if quiet:
         typer.echo(
-            f"test error {100 * metrics.get('error', float('nan')):.2f}%  ECE-EM {100 * metrics.get('ece_em', float('nan')):.2f}%  "
-            f"ECE-EW {100 * metrics.get('ece_ew', float('nan')):.2f}%  NLL {metrics.get('nll', float('nan')):.4f}"
+            f"test error {100 * metrics.get('error', float('nan')):.2f}%  ECE-EM "
+            f"{100 * metrics.get('ece_em', float('nan')):.2f}%  ECE-EW "
+            f"{100 * metrics.get('ece_ew', float('nan')):.2f}%  NLL {metrics.get('nll', float('nan')):.4f}"
         )
         typer.echo(str(result.run_dir))
         return
@@ -227,7 +214,8 @@ def _print_summary(result: Any, quiet: bool) -> None:
     from rich.table import Table
 
     table = Table(
-        title="Test metrics", caption=f"% except nll and brier; model of epoch {result.selected_epoch} ({result.select})"
+        title="Test metrics", caption=f"% except nll and brier; model of epoch {result.selected_epoch} "
+                                      f"({result.select})"
     )
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -246,68 +234,126 @@ def _print_summary(result: Any, quiet: bool) -> None:
 
 @guarded
 def train(
-    dataset: Annotated[str | None, typer.Option(help="Dataset name: digits (default), cifar10, cifar100, svhn, tiny-imagenet, imagenet, 20newsgroups.")] = None,
-    model: Annotated[str | None, typer.Option(help="Model name (resnet20, resnet50, resnet110, wrn-26-10, densenet121, mlp, textcnn, torchvision:<name>); default per dataset.")] = None,
-    loss: Annotated[str | None, typer.Option(help="Loss: adafocal (default), ce, focal, flsd-53, inverse-focal, calfocal, brier, mmce, label-smoothing.")] = None,
-    embeddings: Annotated[Path | None, typer.Option(help="GloVe text file ('word v1 v2 ...' per line, .gz too) whose vectors initialise --model textcnn's embeddings (the words of the training vocabulary it has); default: trained from scratch.")] = None,
+    dataset: Annotated[str | None, typer.Option(
+        help="Dataset name: digits (default), cifar10, cifar100, svhn, tiny-imagenet, imagenet, 20newsgroups.")] = None,
+    model: Annotated[str | None, typer.Option(
+        help="Model name (resnet20, resnet50, resnet110, wrn-26-10, densenet121, mlp, textcnn, torchvision:<name>); "
+             "default per dataset.")] = None,
+    loss: Annotated[str | None, typer.Option(
+        help="Loss: adafocal (default), ce, focal, flsd-53, inverse-focal, calfocal, brier, mmce, "
+             "label-smoothing.")] = None,
+    embeddings: Annotated[Path | None, typer.Option(
+        help="GloVe text file ('word v1 v2 ...' per line, .gz too) whose vectors initialise --model textcnn's "
+             "embeddings (the words of the training vocabulary it has); default: trained from scratch.")] = None,
     gamma: Annotated[float | None, typer.Option(help="γ of focal / inverse-focal." + _loss_default("gamma"))] = None,
-    lam: Annotated[float | None, typer.Option(help="λ of the AdaFocal γ-update (and CalFocal); paper: 1." + _loss_default("lam"))] = None,
-    gamma_max: Annotated[float | None, typer.Option(help="AdaFocal upper bound on γ; paper: 20." + _loss_default("gamma_max"))] = None,
-    gamma_min: Annotated[float | None, typer.Option(help="AdaFocal lower bound on γ (negative = inverse focal); paper: -2." + _loss_default("gamma_min"))] = None,
-    switch_threshold: Annotated[float | None, typer.Option(help="AdaFocal |γ| below which focal and inverse focal switch; paper: 0.2." + _loss_default("switch_threshold"))] = None,
-    n_bins: Annotated[int | None, typer.Option(help="Number of AdaFocal / CalFocal validation bins; paper: " + str(DEFAULT_N_BINS) + "." + _loss_default("n_bins"))] = None,
+    lam: Annotated[float | None, typer.Option(
+        help="λ of the AdaFocal γ-update (and CalFocal); paper: 1." + _loss_default("lam"))] = None,
+    gamma_max: Annotated[float | None, typer.Option(
+        help="AdaFocal upper bound on γ; paper: 20." + _loss_default("gamma_max"))] = None,
+    gamma_min: Annotated[float | None, typer.Option(
+        help="AdaFocal lower bound on γ (negative = inverse focal); paper: -2." + _loss_default("gamma_min"))] = None,
+    switch_threshold: Annotated[float | None, typer.Option(
+        help="AdaFocal |γ| below which focal and inverse focal switch; paper: 0.2."
+             + _loss_default("switch_threshold"))] = None,
+    n_bins: Annotated[int | None, typer.Option(
+        help="Number of AdaFocal / CalFocal validation bins; paper: " + str(DEFAULT_N_BINS) + "."
+             + _loss_default("n_bins"))] = None,
     num_bins: Annotated[int | None, typer.Option(hidden=True, help="Another spelling of --n-bins.")] = None,
-    gamma_init: Annotated[float | None, typer.Option(help="AdaFocal initial γ per bin; paper: 1." + _loss_default("gamma_init"))] = None,
-    mmce_weight: Annotated[float | None, typer.Option(help="Weight of the MMCE term added to cross-entropy (--loss mmce)." + _loss_default("mmce_weight"))] = None,
-    smoothing: Annotated[float | None, typer.Option(help="Label-smoothing α (--loss label-smoothing); paper: 0.05." + _loss_default("smoothing"))] = None,
-    epochs: Annotated[int | None, typer.Option(help="Epochs in total (with --resume: total to reach)." + _preset_default("epochs"))] = None,
-    batch_size: Annotated[int | None, typer.Option(help="Training batch size (per process under torchrun)." + _preset_default("batch_size"))] = None,
+    gamma_init: Annotated[float | None, typer.Option(
+        help="AdaFocal initial γ per bin; paper: 1." + _loss_default("gamma_init"))] = None,
+    mmce_weight: Annotated[float | None, typer.Option(
+        help="Weight of the MMCE term added to cross-entropy (--loss mmce)." + _loss_default("mmce_weight"))] = None,
+    smoothing: Annotated[float | None, typer.Option(
+        help="Label-smoothing α (--loss label-smoothing); paper: 0.05." + _loss_default("smoothing"))] = None,
+    epochs: Annotated[int | None, typer.Option(
+        help="Epochs in total (with --resume: total to reach)." + _preset_default("epochs"))] = None,
+    batch_size: Annotated[int | None, typer.Option(
+        help="Training batch size (per process under torchrun)." + _preset_default("batch_size"))] = None,
     lr: Annotated[float | None, typer.Option(help="Initial learning rate." + _preset_default("lr"))] = None,
-    milestones: Annotated[str | None, typer.Option(help="Epochs after which the learning rate is multiplied by --lr-decay, e.g. 150,250 ('none' for a constant rate). Milestones at or past --epochs never fire." + _preset_default("milestones"))] = None,
-    lr_decay: Annotated[float | None, typer.Option(help="Learning-rate factor at each milestone." + _preset_default("lr_decay"))] = None,
-    momentum: Annotated[float | None, typer.Option(help="SGD momentum (sgd only)." + _preset_default("momentum"))] = None,
-    weight_decay: Annotated[float | None, typer.Option(help="Weight decay (L2)." + _preset_default("weight_decay"))] = None,
+    milestones: Annotated[str | None, typer.Option(
+        help="Epochs after which the learning rate is multiplied by --lr-decay, e.g. 150,250 ('none' for a constant "
+             "rate). Milestones at or past --epochs never fire." + _preset_default("milestones"))] = None,
+    lr_decay: Annotated[float | None, typer.Option(
+        help="Learning-rate factor at each milestone." + _preset_default("lr_decay"))] = None,
+    momentum: Annotated[float | None, typer.Option(
+        help="SGD momentum (sgd only)." + _preset_default("momentum"))] = None,
+    weight_decay: Annotated[float | None, typer.Option(
+        help="Weight decay (L2)." + _preset_default("weight_decay"))] = None,
     optimizer: Annotated[str | None, typer.Option(help="sgd, adam or adamw." + _preset_default("optimizer"))] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed for the validation split, weights, data order and augmentation (default 0).")] = None,
-    device: Annotated[str | None, typer.Option(help="auto (CUDA when available), cpu, cuda or cuda:N. (default: auto)")] = None,
-    amp: Annotated[bool | None, typer.Option("--amp/--no-amp", help="Mixed precision: bf16 (or fp16 with loss scaling) on CUDA; bf16 autocast on CPU (often slower there). (default: --no-amp)")] = None,
-    channels_last: Annotated[bool | None, typer.Option("--channels-last/--no-channels-last", help="channels_last memory format for image models (faster convolutions on recent GPUs). (default: --no-channels-last)")] = None,
-    update_every: Annotated[str | None, typer.Option(help="When AdaFocal updates γ: 'epoch' (default), N (every N batches), 'paper' (= 'epoch:25,100:40,1': every epoch to epoch 25, every 100 batches to 40, then every batch) or such a spec.")] = None,
-    select: Annotated[str | None, typer.Option(help="Model to evaluate at the end: last (default) or best-val (best validation accuracy). best.pt is kept either way." + _preset_default("select"))] = None,
-    grad_clip: Annotated[float | None, typer.Option(help="Clip the gradient norm to this value before each optimiser step (with --amp after unscaling). (default: none; 2 with --preset paper on image datasets, as the reference code)")] = None,
-    eval_test_every: Annotated[int | None, typer.Option(help="Also compute test metrics every K epochs (0 = only at the end). (default: 0)")] = None,
+    seed: Annotated[int | None, typer.Option(
+        help="Seed for the validation split, weights, data order and augmentation (default 0).")] = None,
+    device: Annotated[str | None, typer.Option(
+        help="auto (CUDA when available), cpu, cuda or cuda:N. (default: auto)")] = None,
+    amp: Annotated[bool | None, typer.Option(
+        "--amp/--no-amp",
+        help="Mixed precision: bf16 (or fp16 with loss scaling) on CUDA; bf16 autocast on CPU (often slower there). "
+             "(default: --no-amp)")] = None,
+    channels_last: Annotated[bool | None, typer.Option(
+        "--channels-last/--no-channels-last",
+        help="channels_last memory format for image models (faster convolutions on recent GPUs). (default: "
+             "--no-channels-last)")] = None,
+    update_every: Annotated[str | None, typer.Option(
+        help="When AdaFocal updates γ: 'epoch' (default), N (every N batches), 'paper' (= 'epoch:25,100:40,1': every "
+             "epoch to epoch 25, every 100 batches to 40, then every batch) or such a spec.")] = None,
+    select: Annotated[str | None, typer.Option(
+        help="Model to evaluate at the end: last (default) or best-val (best validation accuracy). best.pt is kept "
+             "either way." + _preset_default("select"))] = None,
+    grad_clip: Annotated[float | None, typer.Option(
+        help="Clip the gradient norm to this value before each optimiser step (with --amp after unscaling). (default: "
+             "none; 2 with --preset paper on image datasets, as the reference code)")] = None,
+    eval_test_every: Annotated[int | None, typer.Option(
+        help="Also compute test metrics every K epochs (0 = only at the end). (default: 0)")] = None,
     out: Annotated[Path | None, typer.Option(help="Folder that receives the run folder (default ./runs).")] = None,
-    resume: Annotated[Path | None, typer.Option(help="Continue a run (its folder or a checkpoint in it) up to --epochs in total; other options come from the run (giving a different value is an error; --device, --workers and --data-dir may change). (default: start a new run)")] = None,
-    workers: Annotated[int | None, typer.Option(help="Data is held as tensors (no loader workers); this is passed only to dataset loaders that take it. Image-folder sets decode with one thread per CPU core. (default: 0)")] = None,
-    data_dir: Annotated[Path | None, typer.Option(help="Where datasets are (default $ADACAL_DATA or ~/.cache/adacal).")] = None,
-    train_subset: Annotated[int | None, typer.Option(help="Train on N training samples only: the first N of the seeded shuffle of the training split (a random sample, not balanced by class; val and test unchanged). At most the training split's size. (default: all of them)")] = None,
-    val_size: Annotated[int | None, typer.Option(help="Validation samples split off the training set (default per dataset).")] = None,
-    test_subset: Annotated[int | None, typer.Option(help="Score only a fixed seeded sample of N test samples, every class represented: N must be at least the number of classes and at most the test split's size (quick experiments; the full test set by default).")] = None,
-    preset: Annotated[str | None, typer.Option(help="quick (default) or paper: where options you leave out come from.")] = None,
-    loss_reduction: Annotated[str | None, typer.Option(help="How the training loss combines a batch: mean, or sum (the reference code's choice: a batch-size times larger gradient, usually with --grad-clip). γ-updates and validation metrics do not depend on it. (default: mean; --preset paper on image datasets: sum (brier: mean), as the reference code)")] = None,
-    name: Annotated[str | None, typer.Option(help="Name of the run folder under --out (e.g. --out runs --name ce gives runs/ce); a name that is taken is refused. (default: <time>-<dataset>-<model>-<loss>, with -2, -3, ... when taken)")] = None,
-    print_config: Annotated[bool, typer.Option("--print-config", help="Print the fully resolved configuration (presets and loss defaults filled in) as JSON and exit: a dry run that writes nothing and loads no data.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final summary line and the run folder.")] = False,
+    resume: Annotated[Path | None, typer.Option(
+        help="Continue a run (its folder or a checkpoint in it) up to --epochs in total; other options come from the "
+             "run (giving a different value is an error; --device, --workers and --data-dir may change). (default: "
+             "start a new run)")] = None,
+    workers: Annotated[int | None, typer.Option(
+        help="Data is held as tensors (no loader workers); this is passed only to dataset loaders that take it. "
+             "Image-folder sets decode with one thread per CPU core. (default: 0)")] = None,
+    data_dir: Annotated[Path | None, typer.Option(
+        help="Where datasets are (default $ADACAL_DATA or ~/.cache/adacal).")] = None,
+    train_subset: Annotated[int | None, typer.Option(
+        help="Train on N training samples only: the first N of the seeded shuffle of the training split (a random "
+             "sample, not balanced by class; val and test unchanged). At most the training split's size. (default: all "
+             "of them)")] = None,
+    val_size: Annotated[int | None, typer.Option(
+        help="Validation samples split off the training set (default per dataset).")] = None,
+    test_subset: Annotated[int | None, typer.Option(
+        help="Score only a fixed seeded sample of N test samples, every class represented: N must be at least the "
+             "number of classes and at most the test split's size (quick experiments; the full test set by "
+             "default).")] = None,
+    preset: Annotated[str | None, typer.Option(
+        help="quick (default) or paper: where options you leave out come from.")] = None,
+    loss_reduction: Annotated[str | None, typer.Option(
+        help="How the training loss combines a batch: mean, or sum (the reference code's choice: a batch-size times "
+             "larger gradient, usually with --grad-clip). γ-updates and validation metrics do not depend on it. "
+             "(default: mean; --preset paper on image datasets: sum (brier: mean), as the reference code)")] = None,
+    name: Annotated[str | None, typer.Option(
+        help="Name of the run folder under --out (e.g. --out runs --name ce gives runs/ce); a name that is taken is "
+             "refused. (default: <time>-<dataset>-<model>-<loss>, with -2, -3, ... when taken)")] = None,
+    print_config: Annotated[bool, typer.Option(
+        "--print-config",
+        help="Print the fully resolved configuration (presets and loss defaults filled in) as JSON and exit: a dry run "
+             "that writes nothing and loads no data.")] = False,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", "-q", help="Print only the final summary line and the run folder.")] = False,
 ) -> None:
-    from adacal.training import TrainConfig
+    from adacal.commands.train import train_config
 
     if num_bins is not None:
         if n_bins is not None and n_bins != num_bins:
             raise InputError(f"Expected one of --n-bins and --num-bins (the same option), got {n_bins} and {num_bins}.")
         n_bins = num_bins
     options = locals()
-    given_loss = {key: options[flag] for flag, key in LOSS_FLAGS.items() if options[flag] is not None}
-    config = TrainConfig(
-        dataset=dataset, model=model, loss=loss, loss_options=given_loss or None,
-        model_options={"embeddings": str(embeddings)} if embeddings is not None else None, epochs=epochs,
-        batch_size=batch_size, lr=lr, milestones=parse_milestones(milestones), lr_decay=lr_decay,
+    config = train_config(
+        dataset=dataset, model=model, loss=loss, embeddings=embeddings, epochs=epochs,
+        batch_size=batch_size, lr=lr, milestones=milestones, lr_decay=lr_decay,
         momentum=momentum, weight_decay=weight_decay, optimizer=optimizer, seed=seed, device=device, amp=amp,
         channels_last=channels_last, update_every=update_every, select=select, grad_clip=grad_clip,
-        eval_test_every=eval_test_every, out=str(out) if out is not None else None,
-        resume=str(resume) if resume is not None else None, workers=workers,
-        data_dir=str(data_dir) if data_dir is not None else None, train_subset=train_subset, val_size=val_size,
-        test_subset=test_subset,
-        preset=preset, loss_reduction=loss_reduction, name=name,
+        eval_test_every=eval_test_every, out=out, resume=resume, workers=workers, data_dir=data_dir,
+        train_subset=train_subset, val_size=val_size, test_subset=test_subset, preset=preset,
+        loss_reduction=loss_reduction, name=name, **{flag: options[flag] for flag in LOSS_FLAGS},
     )
     with _flags_as_typed({"--n-bins": "--num-bins"} if num_bins is not None else {}):
         _run(config, print_config=print_config, quiet=quiet)
@@ -328,15 +374,12 @@ def _flags_as_typed(spellings: dict[str, str]) -> Iterator[None]:
 
 
 def _run(config: Any, *, print_config: bool, quiet: bool) -> None:
-    from adacal.training import TrainingInterrupted
-    from adacal.training import train as run_training
+    from adacal.commands.train import TrainingInterrupted, milestone_notes, resolved_train_config, run_train
 
     if print_config:
         import json
 
-        from adacal.training import resolved_config
-
-        typer.echo(json.dumps(resolved_config(config), indent=2))
+        typer.echo(json.dumps(resolved_train_config(config), indent=2))
         return
     if quiet:
         progress: Any = None
@@ -344,16 +387,14 @@ def _run(config: Any, *, print_config: bool, quiet: bool) -> None:
         progress = RichProgress()
     else:
         progress = PlainProgress()
-    if progress is not None and not config.resume:
-        from adacal.training.config import resolve_config, unreached_milestones
-
-        progress.notes = tuple(unreached_milestones(resolve_config(config)))
+    if progress is not None:
+        progress.notes = milestone_notes(config)
     try:
         if isinstance(progress, RichProgress):
             with progress:
-                result = run_training(config, progress=progress)
+                result = run_train(config, progress=progress)
         else:
-            result = run_training(config, progress=progress)
+            result = run_train(config, progress=progress)
     except TrainingInterrupted as interrupted:
         typer.echo(interrupted.message, err=True)
         raise typer.Exit(code=EXIT_INTERRUPTED) from None

@@ -51,12 +51,14 @@ class Split:
     def __post_init__(self) -> None:
         if isinstance(self.inputs, np.ndarray):  # numpy arrays work like the tensors they become
             if self.inputs.dtype.kind not in "biuf":
-                raise InputError(f"Expected the inputs of a split to be numbers, got a numpy array of dtype {self.inputs.dtype}.")
+                raise InputError("Expected the inputs of a split to be numbers, got a numpy array of dtype "
+                                 f"{self.inputs.dtype}.")
             self.inputs = torch.from_numpy(np.ascontiguousarray(self.inputs))
         self.labels = _split_labels(self.labels)
         if len(self.inputs) != len(self.labels):
             raise InputError(
-                f"Expected as many labels as inputs in a split, got {len(self.labels)} labels for {len(self.inputs)} inputs."
+                f"Expected as many labels as inputs in a split, got {len(self.labels)} labels for {len(self.inputs)} "
+                "inputs."
             )
 
     def __len__(self) -> int:
@@ -76,7 +78,8 @@ def _split_labels(labels: Any) -> torch.Tensor:
         array = np.asarray(labels)
         if array.dtype.kind not in "iu":
             raise InputError(
-                f"Expected the labels of a split to be 1-D integer class indices, got dtype {array.dtype} shape {array.shape}."
+                f"Expected the labels of a split to be 1-D integer class indices, got dtype {array.dtype} shape "
+                f"{array.shape}."
             )
         labels = torch.from_numpy(np.ascontiguousarray(array, dtype=np.int64))
     if labels.ndim != 1 or labels.dtype.is_floating_point or labels.dtype.is_complex or labels.dtype == torch.bool:

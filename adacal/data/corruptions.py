@@ -85,7 +85,8 @@ def gaussian_noise(images: Any, *, severity: int, seed: int = 0, layout: str = "
     if array.dtype != np.uint8:
         raise InputError(f"Expected uint8 images, got dtype {array.dtype}.")
     if array.ndim != 4:
-        raise InputError(f"Expected a batch of images with 4 axes (N, H, W, C) or (N, C, H, W), got shape {array.shape}.")
+        raise InputError("Expected a batch of images with 4 axes (N, H, W, C) or (N, C, H, W), got shape "
+                         f"{array.shape}.")
     order = _layout(array.shape, layout)
     hwc = array if order == "nhwc" else array.transpose(0, 2, 3, 1)
     sigma = GAUSSIAN_NOISE_SIGMAS[severity - 1]
@@ -216,8 +217,9 @@ def load_cifar_c(
     `<folder>/<corruption>.npy` holds 5 x n images (severity s = rows (s-1)n ... sn-1) and `<folder>/labels.npy` their
     5 x n labels. `check_cifar_c_arrays` checks them first against `dataset` ("cifar10" or "cifar100"): shapes, labels
     below its number of classes, and each severity's labels equal to `test_labels` (the clean test set's, so n is
-    its size and the rows are its images in order) when given, else to the first severity's. `select(n, labels)` (the severity's n labels) may return the indices (into its n images)
-    to keep; only those rows are read from disk, so memory follows the selection, not the file.
+    its size and the rows are its images in order) when given, else to the first severity's. `select(n, labels)` (the
+    severity's n labels) may return the indices (into its n images) to keep; only those rows are read from disk, so
+    memory follows the selection, not the file.
     """
     folder = Path(folder)
     corruption = check_corruption(corruption)
@@ -254,9 +256,10 @@ def check_cifar_c_arrays(
 
     `images` (only its header is looked at; memory-map it) must be uint8 (5n, 32, 32, 3) and `labels` integers (5n,)
     in 0 ... K-1, K the dataset's classes. With the clean `test_labels` (the dataset's test set, e.g. `test_y` of
-    cifar10.npz; `test_source` names where they came from), n must be their number and each severity's n labels must equal them in order — the rows are then
-    the corrupted test images in the test set's order; without them, each severity's labels must equal the first
-    severity's. Anything else is a one-line InputError naming the file and what differs.
+    cifar10.npz; `test_source` names where they came from), n must be their number and each severity's n labels must
+    equal them in order — the rows are then the corrupted test images in the test set's order; without them, each
+    severity's labels must equal the first severity's. Anything else is a one-line InputError naming the file and what
+    differs.
     """
     spec = SPECS[dataset]
     title = spec.title
@@ -372,12 +375,12 @@ def load_ood_set(
       default), uint8 HWC images, corrupted when asked; "vector", float feature vectors (N, *input_shape) in the
       training dataset's own representation (digits: the 64 pixel intensities 0-16 divided by 16), scored as given;
       "text" is refused (token ids of the model's training vocabulary, which a checkpoint does not keep).
-    `select(n, labels)` (the set's n labels) may return indices into its n samples to keep (None: all); they are taken before any
-    corruption is generated. `test_labels`, the clean test set's labels (`cifar_test_labels` reads them from
+    `select(n, labels)` (the set's n labels) may return indices into its n samples to keep (None: all); they are taken
+    before any corruption is generated. `test_labels`, the clean test set's labels (`cifar_test_labels` reads them from
     `<data-dir>/cifar10.npz`; `test_source` says where they came from, for messages), are what each severity of
     Hendrycks' files must hold in order (`check_cifar_c_arrays`); without them those files are checked for shape,
-    label range and five equal severities only. Images come back uint8 NCHW, vectors float32; feed them through `BatchLoader(split, ...,
-    dataset=<training dataset>)` so images get the in-distribution normalisation.
+    label range and five equal severities only. Images come back uint8 NCHW, vectors float32; feed them through
+    `BatchLoader(split, ..., dataset=<training dataset>)` so images get the in-distribution normalisation.
     """
     text = str(name)
     key = text.lower()
@@ -417,8 +420,8 @@ def load_ood_set(
             raise InputError(_TEXT_FILE_MESSAGE.format(path=path, shape=_shape_text(input_shape, "L")))
         if input_kind == "vector":
             if corruption is not None:
-                raise InputError(f"Expected images for corruption '{corruption}', but {path} is read as feature vectors "
-                                 "(the model reads vectors): leave out --corruption and --severity.")
+                raise InputError(f"Expected images for corruption '{corruption}', but {path} is read as feature "
+                                 "vectors (the model reads vectors): leave out --corruption and --severity.")
             split = _load_npz_vectors(path, input_shape)
         else:
             split = _load_npz_images(path)
@@ -478,7 +481,8 @@ def _read_ood_npz(path: Path, what: str) -> tuple[dict[str, np.ndarray], str, st
     key = "x" if "x" in arrays else "test_x" if "test_x" in arrays else None
     if key is None:
         raise InputError(
-            f"Expected {path} to hold OOD {what} under key 'x' or 'test_x'; it has {', '.join(sorted(arrays)) or 'no arrays'}."
+            f"Expected {path} to hold OOD {what} under key 'x' or 'test_x'; it has "
+            f"{', '.join(sorted(arrays)) or 'no arrays'}."
         )
     return arrays, key, "y" if key == "x" else "test_y"
 
@@ -512,7 +516,8 @@ def _load_npz_vectors(path: Path, input_shape: Sequence[int] | None) -> Split:
                 f"got {values.dtype} of shape {tuple(values.shape)}."
             )
     elif values.ndim < 2:
-        raise InputError(f"Expected {name} to be feature vectors (N, D), got {values.dtype} of shape {tuple(values.shape)}.")
+        raise InputError(f"Expected {name} to be feature vectors (N, D), got {values.dtype} of shape "
+                         f"{tuple(values.shape)}.")
     if values.dtype.kind != "f":
         raise InputError(
             f"Expected {name} to be float features {_shape_text(values.shape[1:], 'D')} as the model's dataset loader "

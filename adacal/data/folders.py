@@ -3,10 +3,11 @@
 Tiny-ImageNet (`<data-dir>/tiny-imagenet-200/`, or `<data-dir>` itself): train/<wnid>/images/*.JPEG and
 val/images/*.JPEG with val/val_annotations.txt. Paper split: 50 images per class of the official training set
 (seeded, class-stratified; `val_size` total, default a tenth) are the validation split, the official val set
-(10,000) is the test split; 90,000 / 10,000 / 10,000. Images are decoded once (on `workers` threads) into uint8 64x64 arrays (resized when a
-file is another size) and cached as `<data-dir>/tiny-imagenet.npz` (the prepared-array format) when the folder is
-writable, so later runs load in seconds; that .npz, when present, is used instead of the folder unless the folder
-changed after it was written (images, classes or annotations added, removed or rewritten: decoded again).
+(10,000) is the test split; 90,000 / 10,000 / 10,000. Images are decoded once (on `workers` threads) into uint8 64x64
+arrays (resized when a file is another size) and cached as `<data-dir>/tiny-imagenet.npz` (the prepared-array format)
+when the folder is writable, so later runs load in seconds; that .npz, when present, is used instead of the folder
+unless the folder changed after it was written (images, classes or annotations added, removed or rewritten: decoded
+again).
 
 ImageNet (`<data-dir>/imagenet/` or `<data-dir>`): train/<wnid>/*.JPEG and val/<wnid>/*.JPEG (the val images sorted
 into class folders, as torchvision's ImageFolder and the usual `valprep.sh` expect). Paper split: the official train
@@ -215,11 +216,13 @@ def _read_tiny_folder(root: Path, workers: int | None) -> dict[str, np.ndarray]:
         fields = line.split("\t") if "\t" in line else line.split()  # tabs, as published; else any whitespace
         if len(fields) < 2 or fields[1].strip() not in class_index:
             raise InputError(
-                f"Expected line {number} of {annotations} to be '<file>\\t<wnid>' with a wnid of train/, got {line[:80]!r}."
+                f"Expected line {number} of {annotations} to be '<file>\\t<wnid>' with a wnid of train/, got "
+                f"{line[:80]!r}."
             )
         image = root / "val" / "images" / fields[0].strip()
         if not image.is_file():  # found now, not after decoding the 100,000 training images
-            raise InputError(f"Expected the image {image} that line {number} of {annotations} names, but it does not exist.")
+            raise InputError(f"Expected the image {image} that line {number} of {annotations} names, but it does not "
+                             "exist.")
         val_paths.append(str(image))
         val_labels.append(class_index[fields[1].strip()])
     if not val_paths:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adacal.reports import atomic_write
+from adacal.writing import write_file
 from adacal.errors import InputError
 
 IMAGE_NPZ_KEYS = ("train_x", "train_y", "test_x", "test_y", "classes")
@@ -61,7 +61,8 @@ def read_image_npz(
     arrays = read_npz(path)
     missing = [key for key in IMAGE_NPZ_KEYS if key not in arrays]
     if missing:
-        renames = [f"{theirs} → {ours}" for theirs, ours in _OTHER_KEY_NAMES.items() if theirs in arrays and ours in missing]
+        renames = [f"{theirs} → {ours}" for theirs, ours in _OTHER_KEY_NAMES.items() if theirs in arrays
+                   and ours in missing]
         hint = f"; rename {', '.join(renames)}" if renames else ""
         raise InputError(
             f"Expected {path} to hold the keys {', '.join(IMAGE_NPZ_KEYS)}; missing {', '.join(missing)} (it has "
@@ -69,7 +70,8 @@ def read_image_npz(
         )
     classes = arrays["classes"]
     if classes.ndim != 1 or classes.dtype.kind not in "US":
-        raise InputError(f"Expected 'classes' in {path} to be a 1-D array of names, got {classes.dtype} {classes.shape}.")
+        raise InputError(f"Expected 'classes' in {path} to be a 1-D array of names, got {classes.dtype} "
+                         f"{classes.shape}.")
     if num_classes is not None and len(classes) != num_classes:
         raise InputError(f"Expected {num_classes} class names in 'classes' of {path}, got {len(classes)}.")
     k = len(classes)
@@ -99,7 +101,8 @@ def check_images(images: np.ndarray, *, name: str, image_size: tuple[int, int] |
     if images.ndim != 4 or images.shape[-1] not in (1, 3):
         hint = (": channels first (N, C, H, W), it seems; store x.transpose(0, 2, 3, 1)"
                 if images.ndim == 4 and images.shape[1] in (1, 3) else "")
-        raise InputError(f"Expected {name} to be images of shape (N, H, W, C) with C = 1 or 3, got {images.shape}{hint}.")
+        raise InputError(f"Expected {name} to be images of shape (N, H, W, C) with C = 1 or 3, got "
+                         f"{images.shape}{hint}.")
     if len(images) == 0:
         raise InputError(f"Expected {name} to hold at least one image, got shape {images.shape}.")
     if image_size is not None and tuple(images.shape[1:3]) != tuple(image_size):
@@ -109,7 +112,8 @@ def check_images(images: np.ndarray, *, name: str, image_size: tuple[int, int] |
 
 
 def check_image_labels(labels: np.ndarray, *, n: int, num_classes: int | None, name: str) -> np.ndarray:
-    """Integer labels (N,) as int64; a column (N, 1) is read as 1-D (Keras' `cifar10.load_data()` holds its labels so)."""
+    """Integer labels (N,) as int64; a column (N, 1) is read as 1-D (Keras' `cifar10.load_data()` holds its labels
+    so)."""
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
     if labels.ndim != 1 or labels.dtype.kind not in "iu":
@@ -142,4 +146,4 @@ def write_image_npz(
         "test_y": np.asarray(test_y, dtype=np.int64),
         "classes": np.asarray([str(c) for c in classes]),
     }
-    return atomic_write(path, lambda handle: np.savez(handle, **arrays), binary=True)
+    return write_file(path, lambda handle: np.savez(handle, **arrays), binary=True)

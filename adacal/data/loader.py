@@ -122,7 +122,8 @@ class BatchLoader:
         self.augment = bool(augment) and self.kind == "image"
         self.padding = int(dataset.extra.get("augment_padding", 4)) if isinstance(dataset, Dataset) else 4
         self._scale = self._shift = None
-        if self.kind == "vector" and len(inputs.shape) == 4 and dataset is not None and normalization(dataset) is not None:
+        if (self.kind == "vector" and len(inputs.shape) == 4 and dataset is not None
+                and normalization(dataset) is not None):
             # Float (N, C, H, W) batches would pass through as "vectors": neither normalised nor augmented, silently.
             raise InputError(
                 f"Expected uint8 images (N, C, H, W) for the normalisation of {getattr(dataset, 'name', dataset)}, got "

@@ -61,7 +61,8 @@ def strip_header(text: str) -> str:
 
 
 def build_vocab(token_lists: Iterable[Sequence[str]], *, min_count: int = 2, max_vocab: int = 30000) -> list[str]:
-    """[PAD, UNK, words...] — words with count >= min_count, most frequent first (ties alphabetical), max_vocab in all."""
+    """[PAD, UNK, words...] — words with count >= min_count, most frequent first (ties alphabetical), max_vocab in
+    all."""
     counts = Counter()
     for tokens in token_lists:
         counts.update(tokens)
@@ -90,23 +91,27 @@ def read_newsgroups_jsonl(path: Path) -> list[dict[str, Any]]:
         with gzip.open(path, "rb") as handle:
             for number, raw in enumerate(handle, start=1):
                 try:
-                    # utf-8-sig on the first line: a byte-order mark (Windows editors write one) is not part of the JSON.
+                    # utf-8-sig on the first line: a byte-order mark (Windows editors write one) is not part of the
+                    # JSON.
                     line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
                 except UnicodeDecodeError as exc:
                     raise InputError(
                         f"Expected {path} to be UTF-8 text, but line {number} holds the byte "
-                        f"{raw[exc.start:exc.start + 1]!r}, which is not (save the file as UTF-8; json.dumps writes it)."
+                        f"{raw[exc.start:exc.start + 1]!r}, which is not (save the file as UTF-8; json.dumps writes "
+                        "it)."
                     ) from None
                 if not line.strip():
                     continue
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError:
-                    raise InputError(f"Expected line {number} of {path} to be a JSON object, got invalid JSON.") from None
+                    raise InputError(f"Expected line {number} of {path} to be a JSON object, got invalid "
+                                     "JSON.") from None
                 if not isinstance(record, dict) or not {"split", "label", "text"} <= set(record):
                     raise InputError(f"Expected line {number} of {path} to have keys split, label, text (and group).")
                 if record["split"] not in ("train", "test"):
-                    raise InputError(f"Expected 'split' on line {number} of {path} to be train or test, got {record['split']!r}.")
+                    raise InputError(f"Expected 'split' on line {number} of {path} to be train or test, got "
+                                     f"{record['split']!r}.")
                 label = record["label"]
                 if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < NEWSGROUPS_CLASSES:
                     raise InputError(f"Expected 'label' on line {number} of {path} to be a class index in [0, "
@@ -178,7 +183,8 @@ def load_20newsgroups(
     train_records = [r for r in records if r["split"] == "train"]
     test_records = [r for r in records if r["split"] == "test"]
     if not train_records or not test_records:
-        raise InputError(f"Expected both train and test records in {source}, got {len(train_records)} and {len(test_records)}.")
+        raise InputError(f"Expected both train and test records in {source}, got {len(train_records)} and "
+                         f"{len(test_records)}.")
     labels_all = sorted({r["label"] for r in records})
     num_classes = labels_all[-1] + 1
     names: dict[int, str] = {}
@@ -235,5 +241,6 @@ def load_20newsgroups(
             strip_headers=strip_headers,
             vocab_size=len(vocab),
         ),
-        extra={"vocab_size": len(vocab), "vocab": vocab, "max_length": max_length, "pad_id": PAD_ID, "unknown_id": UNKNOWN_ID},
+        extra={"vocab_size": len(vocab), "vocab": vocab, "max_length": max_length, "pad_id": PAD_ID,
+               "unknown_id": UNKNOWN_ID},
     )

@@ -22,7 +22,8 @@ DIGITS_TEST_SEED = 0
 
 @DATASETS.register("digits")
 def load_digits_dataset(
-    *, data_dir: Path, seed: int = 0, train_subset: int | None = None, download: bool = True, val_size: int | None = None
+    *, data_dir: Path, seed: int = 0, train_subset: int | None = None, download: bool = True,
+    val_size: int | None = None
 ) -> Dataset:
     """sklearn.datasets.load_digits split 1,077 / 360 / 360 (see the module docstring)."""
     from sklearn.datasets import load_digits

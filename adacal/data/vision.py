@@ -181,7 +181,8 @@ _SHUFFLE_METHOD = (
 def _register(spec: ArrayDatasetSpec) -> None:
     @DATASETS.register(spec.name)
     def load(
-        *, data_dir: Path, seed: int = 0, train_subset: int | None = None, download: bool = True, val_size: int | None = None
+        *, data_dir: Path, seed: int = 0, train_subset: int | None = None, download: bool = True,
+        val_size: int | None = None
     ) -> Dataset:
         arrays, source = load_image_arrays(spec, data_dir, download=download)
         return build_image_dataset(

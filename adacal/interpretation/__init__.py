@@ -20,5 +20,6 @@ from adacal.interpretation.split import WHOLE_FILE, split_keys
 __all__ = [
     "Interpretation", "Predictions", "SCORES_KINDS", "ScoresReading", "WHOLE_FILE", "interpret_labels",
     "load_predictions", "load_scores", "load_split_predictions", "load_validation_split", "mixed_binary_readings",
-    "model_interpretation", "read_matrix_kind", "reading_lines", "read_predictions", "read_scores", "sibling_labels", "split_keys",
+    "model_interpretation", "read_matrix_kind", "reading_lines", "read_predictions", "read_scores", "sibling_labels",
+    "split_keys",
 ]

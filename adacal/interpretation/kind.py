@@ -99,7 +99,9 @@ def _claimed_probabilities(scores: np.ndarray, sums: np.ndarray, probability_row
     raise InputError(f"Expected {name} to be probabilities whose rows sum to 1, {claim}, {found}: {fix} ({rows}).")
 
 
-def _renormalized(scores: np.ndarray, sums: np.ndarray, *, name: str, tolerance: float) -> tuple[np.ndarray, int, list[str]]:
+def _renormalized(
+    scores: np.ndarray, sums: np.ndarray, *, name: str, tolerance: float
+) -> tuple[np.ndarray, int, list[str]]:
     bad = np.flatnonzero((scores.min(axis=1) < 0) | ~(sums > 0))
     if bad.size:
         raise InputError(
@@ -212,9 +214,9 @@ def read_binary_kind(values: Any, *, name: str, spelled: str = "1-D scores", kin
         if claimed and outside.any():
             where = np.flatnonzero(outside)
             raise InputError(
-                f"Expected {name} (one score per sample) to be probabilities in [0, 1], but {where.size} values are not (value "
-                f"{flat[where[0]]:.6g} at row {where[0]}): give P(class 1) in [0, 1] (percentages / 100), or "
-                "--scores-kind logits if they are decision scores."
+                f"Expected {name} (one score per sample) to be probabilities in [0, 1], but {where.size} values are "
+                f"not (value {flat[where[0]]:.6g} at row {where[0]}): give P(class 1) in [0, 1] (percentages / 100), "
+                "or --scores-kind logits if they are decision scores."
             )
         probabilities = claimed
         rule = ("--scores-kind probs" if kind == "probs" else "--renormalize" if renormalize else

@@ -78,7 +78,7 @@ def _scores(arrays: Arrays, keys: SplitKeys, options: ReadOptions) -> ScoresRead
     name = arrays.label(key)
     one_per_sample = np.ndim(raw) == 1 or tuple(np.shape(raw)[1:]) == (1,)  # a binary model's single score
     dtype = to_numpy(raw).dtype
-    if dtype.kind in "OUSV" or dtype == bool:
+    if dtype.kind in "OUSV" or dtype.kind == "b":
         raise InputError(f"Expected {name} to be numeric, got dtype {dtype}.")
     if dtype.kind not in "iuf":
         raise InputError(f"Expected {name} to be real numbers, got dtype {dtype}.")
@@ -102,7 +102,8 @@ def _record(arrays: Arrays, keys: SplitKeys, reading: ScoresReading, labels_key:
         file=str(arrays.path), format=arrays.kind,
         # A table's "scores" and "labels" are its columns, not keys the file names: recorded as None.
         scores_key=None if keys.scores in (None, WHOLE) or arrays.kind == "csv" else keys.scores,
-        labels_key=None if arrays.kind == "csv" else labels_key, labels_file=None if labels_file is None else str(labels_file), split=keys.split,
+        labels_key=None if arrays.kind == "csv" else labels_key,
+        labels_file=None if labels_file is None else str(labels_file), split=keys.split,
         kind=reading.kind, kind_rule=reading.rule, n=int(n), k=int(k), renormalized_rows=reading.renormalized_rows,
         notes=notes,
     )

@@ -67,8 +67,8 @@ def _one(arrays: Arrays, candidates: list[str], what: str, flag: str) -> str | N
     return candidates[0] if candidates else None
 
 
-def _present(arrays: Arrays, names: tuple[str, ...], prefix: str) -> list[str]:
-    return [f"{prefix}{name}" for name in names if f"{prefix}{name}" in arrays]
+def _present(keys: set[str], names: tuple[str, ...], prefix: str) -> list[str]:
+    return [f"{prefix}{name}" for name in names if f"{prefix}{name}" in keys]
 
 
 def split_keys(arrays: Arrays, split: str, options: ReadOptions) -> SplitKeys:
@@ -84,10 +84,11 @@ def split_keys(arrays: Arrays, split: str, options: ReadOptions) -> SplitKeys:
                          split)
     score_names = (options.logits_key,) if options.logits_key else SCORE_KEYS
     label_names = (options.labels_key,) if options.labels_key else LABEL_KEYS
-    if options.logits_key and options.logits_key in arrays and f"{split}_{options.logits_key}" not in arrays:
-        return _named_scores(arrays, split, options, label_names)
-    plain = _present(arrays, score_names, "") + _present(arrays, label_names, "")
-    by_split = {name: _present(arrays, score_names, f"{name}_") + _present(arrays, label_names, f"{name}_")
+    keys = set(arrays.keys())
+    if options.logits_key and options.logits_key in keys and f"{split}_{options.logits_key}" not in keys:
+        return _named_scores(arrays, keys, split, options, label_names)
+    plain = _present(keys, score_names, "") + _present(keys, label_names, "")
+    by_split = {name: _present(keys, score_names, f"{name}_") + _present(keys, label_names, f"{name}_")
                 for name in SPLITS}
     prefixed = by_split["val"] + by_split["test"]
     if plain and prefixed:
@@ -105,15 +106,16 @@ def split_keys(arrays: Arrays, split: str, options: ReadOptions) -> SplitKeys:
             f"Expected {split}_ arrays ({split}_logits, {split}_labels) in {arrays.path.name}, which holds only "
             f"{other}_ ones ({', '.join(by_split[other][:3])}): {use}."
         )
-    scores = [key for key in _present(arrays, score_names, prefix)]
+    scores = _present(keys, score_names, prefix)
     if len(scores) > 1:
         scores = [key for key in scores if not _hard_predictions(arrays, key)] or scores
     score_key = _one(arrays, scores, "scores", "--logits-key")
-    label_key = _one(arrays, _present(arrays, label_names, prefix), "labels", "--labels-key")
+    label_key = _one(arrays, _present(keys, label_names, prefix), "labels", "--labels-key")
     return SplitKeys(split if prefixed else WHOLE_FILE, score_key, label_key, split)
 
 
-def _named_scores(arrays: Arrays, split: str, options: ReadOptions, label_names: tuple[str, ...]) -> SplitKeys:
+def _named_scores(arrays: Arrays, keys: set[str], split: str, options: ReadOptions,
+                  label_names: tuple[str, ...]) -> SplitKeys:
     """--logits-key naming a key exactly (`test_logits`, `my_scores`): its split is its prefix, if any."""
     key = options.logits_key
     found = _split_of(key)
@@ -121,9 +123,9 @@ def _named_scores(arrays: Arrays, split: str, options: ReadOptions, label_names:
         use = "scores test data" if split == "test" else "fits on validation data only"
         raise InputError(f"Expected --logits-key to name {split} scores here (this command {use}), got {key}.")
     prefix = f"{found}_" if found else ""
-    if options.labels_key and options.labels_key in arrays and f"{prefix}{options.labels_key}" not in arrays:
+    if options.labels_key and options.labels_key in keys and f"{prefix}{options.labels_key}" not in keys:
         return SplitKeys(found or WHOLE_FILE, key, options.labels_key, split)
-    label_key = _one(arrays, _present(arrays, label_names, prefix), "labels", "--labels-key")
+    label_key = _one(arrays, _present(keys, label_names, prefix), "labels", "--labels-key")
     return SplitKeys(found or WHOLE_FILE, key, label_key, split)
 
 
@@ -134,9 +136,10 @@ def plain_label_key(arrays: Arrays, options: ReadOptions) -> str | None:
     if arrays.kind == "csv":
         return "labels" if "labels" in arrays else None
     names = (options.labels_key,) if options.labels_key else LABEL_KEYS
-    return _one(arrays, _present(arrays, names, ""), "labels", "--labels-key")
+    return _one(arrays, _present(set(arrays.keys()), names, ""), "labels", "--labels-key")
 
 
 def has_split(arrays: Arrays, split: str, options: ReadOptions) -> bool:
     names = SCORE_KEYS + LABEL_KEYS + tuple(k for k in (options.logits_key, options.labels_key) if k)
-    return any(f"{split}_{name}" in arrays for name in names)
+    keys = set(arrays.keys())
+    return any(f"{split}_{name}" in keys for name in names)

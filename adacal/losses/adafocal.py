@@ -54,15 +54,34 @@ def adafocal_gamma_update(
     gamma_max: float = 20.0,
     switch_threshold: float = 0.2,
 ) -> np.ndarray:
-    """One AdaFocal γ-update (Algorithm 1) for every bin, given E_i = C_val,i − A_val,i and the validation counts.
+    """One AdaFocal γ update (Algorithm 1) for every bin, from its calibration error E_i = C_val,i − A_val,i.
 
-    γ_i ≥ 0: γ_i ← γ_i · exp(λ E_i); if |γ_i| < S_th, γ_i ← −S_th (switch to inverse focal).
-    γ_i < 0: γ_i ← γ_i · exp(−λ E_i); if |γ_i| < S_th, γ_i ← +S_th (switch back to focal).
-    Then γ_i is clipped to [γ_min, γ_max] (switch-then-clip, as in the reference code). With γ_max ≥ S_th and
-    γ_min ≤ −S_th (which AdaFocalLoss requires) this equals Algorithm 1's clip-then-switch exactly. A bin with no
-    validation samples keeps its γ. A γ of 0 (gamma_init=0) stays 0 under the product, so its first update switches
-    it to −S_th whatever E_i; a bin still over-confident then flips to +S_th at the next update.
+    γ_i ≥ 0: γ_i ← γ_i · exp(λ E_i), and if |γ_i| < S_th then γ_i ← −S_th (switch to inverse focal).
+    γ_i < 0: γ_i ← γ_i · exp(−λ E_i), and if |γ_i| < S_th then γ_i ← +S_th (switch back to focal).
+    Then γ_i is clipped to [γ_min, γ_max]. A bin with no validation samples keeps its γ.
+
+    Args:
+        gammas: the current γ per bin (M,).
+        gaps: E_i per bin (M,).
+        counts: validation samples per bin (M,).
+        lam: λ, the step (default 1.0).
+        gamma_min: the smallest γ (default −2.0).
+        gamma_max: the largest γ (default 20.0).
+        switch_threshold: S_th (default 0.2).
+
+    Returns:
+        The new γ per bin, a float64 array (M,).
+
+    Example:
+        >>> from adacal.losses import adafocal_gamma_update
+        >>> new = adafocal_gamma_update([1.0, 1.0, 0.3], [0.1, 0.5, -2.0], [5, 0, 5])
+        >>> new.round(4).tolist()  # 1 · e^0.1; an empty bin keeps its γ; 0.3 · e^−2 < 0.2 switches to −0.2
+        [1.1052, 1.0, -0.2]
     """
+    # Switch-then-clip, as in the reference code. With γ_max ≥ S_th and γ_min ≤ −S_th (which AdaFocalLoss requires)
+    # this equals Algorithm 1's clip-then-switch exactly. A γ of 0 (gamma_init=0) stays 0 under the product, so its
+    # first update switches it to −S_th whatever E_i; a bin still over-confident then flips to +S_th at the next
+    # update.
     gammas = np.asarray(gammas, dtype=np.float64)
     gaps = np.asarray(gaps, dtype=np.float64)
     counts = np.asarray(counts)
@@ -85,10 +104,29 @@ def adafocal_gamma_update(
 @LOSSES.register("adafocal")
 @accepts_deprecated_options
 class AdaFocalLoss(ValidationBinnedLoss):
-    """Calibration-aware adaptive focal loss with one γ per validation bin (negative γ = inverse focal).
+    """AdaFocal: focal loss with one γ per validation bin, moved by each `update` (negative γ: inverse focal).
 
     State (all in `state_dict()`): `bin_edges` (n_bins + 1), `gammas` (n_bins), the training-confidence
     accumulators, and `history` (the update records, in the extra state).
+
+    Args:
+        n_bins: the number of validation bins M (default 15).
+        lam: λ > 0, the step of the γ update (default 1.0).
+        gamma_init: the starting γ of every bin (default 1.0, as the paper).
+        gamma_max: the largest γ (default 20.0; at least switch_threshold).
+        gamma_min: the smallest γ (default −2.0; at most −switch_threshold).
+        switch_threshold: S_th > 0; a |γ| below it switches between focal and inverse focal (default 0.2).
+
+    Example:
+        >>> import torch
+        >>> from adacal.losses import AdaFocalLoss, FocalLoss
+        >>> logits, labels = torch.tensor([[2.0, 0.0], [0.0, 1.0], [1.0, 3.0]]), torch.tensor([0, 1, 0])
+        >>> loss = AdaFocalLoss(n_bins=2)
+        >>> round(loss(logits, labels).item(), 4) == round(FocalLoss(gamma=1.0)(logits, labels).item(), 4)  # γ = 1
+        True
+        >>> record = loss.update(logits, labels)  # usually the validation set, e.g. once per epoch
+        >>> len(record["gammas"]), len(loss.history)
+        (2, 1)
     """
 
     name = "adafocal"
@@ -140,8 +178,16 @@ class AdaFocalLoss(ValidationBinnedLoss):
         return signed_focal_terms(log_p, log_q, self.gammas[index]).mean()
 
     def update(self, val_logits: Any, val_labels: Any) -> BinUpdate:
-        """Recompute the validation bins and update every γ; returns the record also appended to `history`
-        (edges, gammas after the update, val_confidence, val_accuracy, counts)."""
+        """Recompute the equal-mass validation bins and update every γ (`adafocal_gamma_update`).
+
+        Args:
+            val_logits: validation logits (N, K), a tensor or an array.
+            val_labels: validation class indices (N,).
+
+        Returns:
+            The `BinUpdate` record, also appended to `history`: edges, gammas after the update, val_confidence,
+            val_accuracy and counts.
+        """
         stats, old_gammas = self._validation_statistics(val_logits, val_labels, carry=self.gammas)
         new_gammas = adafocal_gamma_update(
             old_gammas,

@@ -20,17 +20,38 @@ _WIDE_UNSIGNED = tuple(getattr(torch, name) for name in ("uint16", "uint32", "ui
 
 
 class CalibrationLoss(nn.Module):
-    """Base class: `forward(logits, labels)` checks shapes, upcasts fp16/bf16 logits to float32 with autocast off,
-    and returns the scalar mean loss computed by `_forward`.
+    """Base class of every adacal loss: `forward(logits, labels)` checks the batch, upcasts float16/bfloat16 logits
+    to float32 with autocast off, and returns the scalar mean loss computed by `_forward`, which subclasses implement.
 
     Losses that learn from the validation set set `needs_validation = True` and implement
-    `update(val_logits, val_labels) -> dict`.
+    `update(val_logits, val_labels) -> record`.
+
+    Args:
+        none of its own: subclasses take keyword-only options, checked in `__init__`.
+
+    Example:
+        >>> import torch
+        >>> from adacal.losses import CalibrationLoss
+        >>> class MeanLogit(CalibrationLoss):
+        ...     def _forward(self, logits, labels):
+        ...         return logits.mean()
+        >>> MeanLogit()(torch.tensor([[1.0, 3.0]]), torch.tensor([0])).item()
+        2.0
     """
 
     name: str = ""
     needs_validation: bool = False
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The mean loss of a batch.
+
+        Args:
+            logits: float tensor (N, K), N ≥ 1, K ≥ 2; float16/bfloat16 are computed in float32.
+            labels: integer class indices (N,) in [0, K), on the device of `logits`.
+
+        Returns:
+            A scalar tensor (float32 even under autocast), differentiable with respect to `logits`.
+        """
         labels = check_batch(logits, labels)
         device_type = logits.device.type
         if device_type in _AUTOCAST_DEVICES and torch.is_autocast_enabled(device_type):

@@ -45,7 +45,19 @@ def accepts_deprecated_options(cls: LossClass) -> LossClass:
 
 
 class ValidationBinnedLoss(CalibrationLoss):
-    """Base class holding `bin_edges` (a float64 buffer of n_bins + 1 edges) and `history` (the `BinUpdate`s)."""
+    """Base class of the losses that learn from validation bins (CalFocal, AdaFocal): it holds `bin_edges` (a
+    float64 buffer of n_bins + 1 edges, equal-width until the first `update`) and `history` (the `BinUpdate`s).
+
+    Args:
+        n_bins: the number of validation bins, a positive integer.
+
+    Example:
+        >>> import torch
+        >>> from adacal.losses import AdaFocalLoss
+        >>> loss = AdaFocalLoss(n_bins=2)  # a ValidationBinnedLoss
+        >>> loss.bin_edges.tolist(), loss.bin_index(torch.tensor([0.3, 0.5, 0.9])).tolist()
+        ([0.0, 0.5, 1.0], [0, 0, 1])
+    """
 
     needs_validation = True
 
@@ -232,7 +244,9 @@ def _as_tensor(values: Any, name: str) -> torch.Tensor:
 
 def _check_label_range(lowest: float, highest: float, num_classes: int) -> None:
     if lowest < 0 or highest >= num_classes:
-        raise InputError(f"Expected val_labels in [0, {num_classes - 1}], got values from {int(lowest)} to {int(highest)}.")
+        raise InputError(
+            f"Expected val_labels in [0, {num_classes - 1}], got values from {int(lowest)} to {int(highest)}."
+        )
 
 
 def _top1_host(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:

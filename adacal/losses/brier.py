@@ -10,7 +10,21 @@ from adacal.losses.registry import LOSSES
 
 
 def brier_score(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean over samples of Σ_k (p_k − y_k)², with p = softmax(logits) and y the one-hot label."""
+    """Brier score of logits: the mean over samples of Σ_k (p_k − y_k)², p = softmax(logits), y the one-hot label.
+
+    Args:
+        logits: float tensor (N, K).
+        labels: int64 class indices (N,).
+
+    Returns:
+        A scalar tensor in [0, 2].
+
+    Example:
+        >>> import torch
+        >>> from adacal.losses import brier_score
+        >>> brier_score(torch.zeros(1, 2), torch.tensor([0])).item()  # (0.5 − 1)² + 0.5²
+        0.5
+    """
     probs = torch.softmax(logits, dim=1)
     one_hot = F.one_hot(labels, num_classes=logits.shape[1]).to(probs.dtype)
     return (probs - one_hot).pow(2).sum(dim=1).mean()
@@ -18,7 +32,14 @@ def brier_score(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 @LOSSES.register("brier")
 class BrierLoss(CalibrationLoss):
-    """Brier score loss (sum over classes, mean over samples)."""
+    """Brier score loss: Σ_k (p_k − 1[y = k])², averaged over the batch (`brier_score`; takes no options).
+
+    Example:
+        >>> import torch
+        >>> from adacal.losses import BrierLoss
+        >>> BrierLoss()(torch.zeros(1, 2), torch.tensor([0])).item()  # (0.5 − 1)² + 0.5²
+        0.5
+    """
 
     name = "brier"
 

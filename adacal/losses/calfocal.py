@@ -33,7 +33,24 @@ _MAX_LOG_GAMMA = 30.0
 @LOSSES.register("calfocal")
 @accepts_deprecated_options
 class CalFocalLoss(ValidationBinnedLoss):
-    """Focal loss whose γ follows the validation calibration gap (per sample or per validation bin)."""
+    """CalFocal: focal loss whose γ follows the validation calibration gap, per validation bin or per sample.
+
+    Args:
+        lam: λ > 0, how strongly γ follows the gap (default 10.0).
+        n_bins: the number of equal-mass validation bins (default 15).
+        mode: "bin" (default), γ_b = exp(λ (C_val,b − A_val,b)); or "sample", γ_n = exp(λ (p_n − A_val,b)).
+
+    Example:
+        >>> import torch
+        >>> from adacal.losses import CalFocalLoss, FocalLoss
+        >>> logits, labels = torch.tensor([[2.0, 0.0], [0.0, 1.0], [1.0, 3.0]]), torch.tensor([0, 1, 0])
+        >>> loss = CalFocalLoss(n_bins=2)
+        >>> round(loss(logits, labels).item(), 4) == round(FocalLoss(gamma=1.0)(logits, labels).item(), 4)  # γ = 1
+        True
+        >>> record = loss.update(logits, labels)  # usually the validation set, e.g. once per epoch
+        >>> len(record["gammas"]), len(loss.history)
+        (2, 1)
+    """
 
     name = "calfocal"
 
@@ -63,8 +80,16 @@ class CalFocalLoss(ValidationBinnedLoss):
         return signed_focal_terms(log_p, log_q, gamma).mean()
 
     def update(self, val_logits: Any, val_labels: Any) -> BinUpdate:
-        """Recompute the validation bins and their C_val, A_val; returns the record also appended to `history`
-        (edges, gammas: per-bin γ_b in mode "bin", None in mode "sample", val_confidence, val_accuracy, counts)."""
+        """Recompute the equal-mass validation bins and their mean confidence C_val and accuracy A_val.
+
+        Args:
+            val_logits: validation logits (N, K), a tensor or an array.
+            val_labels: validation class indices (N,).
+
+        Returns:
+            The `BinUpdate` record, also appended to `history`: edges, gammas (per-bin γ_b in mode "bin", None in
+            mode "sample"), val_confidence, val_accuracy and counts.
+        """
         stats, _ = self._validation_statistics(val_logits, val_labels)
         self.bin_edges.copy_(torch.from_numpy(stats.edges))
         self.val_confidence.copy_(torch.from_numpy(stats.mean_confidence))

@@ -29,7 +29,19 @@ _LOG_HALF = -math.log(2.0)
 def true_class_log_probs(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """log p and log(1 − p) of each sample's true-class probability p, both accurate for p near 0 and near 1.
 
-    `logits` (N, K) with K >= 2 and finite values, `labels` (N,) int64. Returns two (N,) tensors, both <= 0.
+    Args:
+        logits: finite float tensor (N, K), K ≥ 2.
+        labels: int64 class indices (N,).
+
+    Returns:
+        (log p, log(1 − p)): two (N,) tensors, both ≤ 0.
+
+    Example:
+        >>> import torch
+        >>> from adacal.losses import true_class_log_probs
+        >>> log_p, log_q = true_class_log_probs(torch.zeros(1, 2), torch.tensor([0]))  # p = 1 − p = 0.5
+        >>> round(log_p.item(), 4), round(log_q.item(), 4)
+        (-0.6931, -0.6931)
     """
     index = labels.unsqueeze(1)
     log_probs = torch.log_softmax(logits, dim=1)
@@ -42,7 +54,23 @@ def true_class_log_probs(logits: torch.Tensor, labels: torch.Tensor) -> tuple[to
 
 
 def signed_focal_terms(log_p: torch.Tensor, log_q: torch.Tensor, gamma: torch.Tensor | float) -> torch.Tensor:
-    """Per-sample −w · log p, w = (1−p)^γ for γ ≥ 0 and (1+p)^|γ| for γ < 0 (γ a number or an (N,) tensor)."""
+    """Per-sample focal terms −w · log p, with w = (1 − p)^γ for γ ≥ 0 and (1 + p)^|γ| for γ < 0 (inverse focal).
+
+    Args:
+        log_p: log p of the true class (N,).
+        log_q: log(1 − p) (N,), as `true_class_log_probs` returns it.
+        gamma: γ, a number or an (N,) tensor (one per sample).
+
+    Returns:
+        An (N,) tensor of losses.
+
+    Example:
+        >>> import math, torch
+        >>> from adacal.losses import signed_focal_terms
+        >>> half = torch.tensor([math.log(0.5)])  # log p = log(1 − p) at p = 0.5
+        >>> round(signed_focal_terms(half, half, 2.0).item(), 4)  # (1 − 0.5)² · ln 2
+        0.1733
+    """
     if not isinstance(gamma, torch.Tensor):
         gamma = float(gamma)
         if gamma == 0:
@@ -58,7 +86,23 @@ def signed_focal_terms(log_p: torch.Tensor, log_q: torch.Tensor, gamma: torch.Te
 def signed_focal_loss(
     logits: torch.Tensor, labels: torch.Tensor, gamma: torch.Tensor | float, *, reduction: str = "mean"
 ) -> torch.Tensor:
-    """Focal (γ ≥ 0) or inverse focal (γ < 0) loss from logits; `reduction` is "mean", "sum" or "none"."""
+    """Focal (γ ≥ 0) or inverse focal (γ < 0) loss from logits; γ = 0 is exactly `F.cross_entropy`.
+
+    Args:
+        logits: float tensor (N, K).
+        labels: int64 class indices (N,).
+        gamma: γ, a number or an (N,) tensor (one per sample).
+        reduction: "mean" (default), "sum" or "none".
+
+    Returns:
+        A scalar tensor, or the (N,) per-sample losses with reduction="none".
+
+    Example:
+        >>> import torch
+        >>> from adacal.losses import signed_focal_loss
+        >>> round(signed_focal_loss(torch.zeros(1, 2), torch.tensor([0]), -1.0).item(), 4)  # (1 + 0.5) · ln 2
+        1.0397
+    """
     check_choice("reduction", reduction, ("mean", "sum", "none"))
     if not isinstance(gamma, torch.Tensor) and float(gamma) == 0:
         # γ = 0 is cross-entropy: the same kernel, so the values agree bit for bit (a mean of −log p can differ in
@@ -75,7 +119,14 @@ def signed_focal_loss(
 
 @LOSSES.register("ce")
 class CrossEntropyLoss(CalibrationLoss):
-    """Cross-entropy −log p of the true class."""
+    """Cross-entropy −log p of the true class, averaged over the batch (`build_loss("ce")`; takes no options).
+
+    Example:
+        >>> import torch
+        >>> from adacal.losses import CrossEntropyLoss
+        >>> round(CrossEntropyLoss()(torch.zeros(1, 2), torch.tensor([0])).item(), 4)  # p = 0.5: ln 2
+        0.6931
+    """
 
     name = "ce"
 
@@ -88,7 +139,20 @@ class CrossEntropyLoss(CalibrationLoss):
 
 @LOSSES.register("focal")
 class FocalLoss(CalibrationLoss):
-    """Focal loss FL-γ: −(1−p)^γ log p with a fixed γ ≥ 0 (γ = 0 is cross-entropy)."""
+    """Focal loss FL-γ: −(1 − p)^γ log p of the true-class probability p, averaged over the batch.
+
+    Args:
+        gamma: the focusing parameter γ ≥ 0 (default 3.0); γ = 0 is cross-entropy.
+
+    Example:
+        >>> import torch
+        >>> from adacal.losses import CrossEntropyLoss, FocalLoss
+        >>> logits, labels = torch.tensor([[2.0, 0.0], [0.0, 1.0], [1.0, 3.0]]), torch.tensor([0, 1, 0])
+        >>> FocalLoss(gamma=0.0)(logits, labels).item() == CrossEntropyLoss()(logits, labels).item()
+        True
+        >>> round(FocalLoss(gamma=2.0)(torch.zeros(1, 2), torch.tensor([0])).item(), 4)  # (1 − 0.5)² · ln 2
+        0.1733
+    """
 
     name = "focal"
 
@@ -105,7 +169,17 @@ class FocalLoss(CalibrationLoss):
 
 @LOSSES.register("inverse-focal")
 class InverseFocalLoss(CalibrationLoss):
-    """Inverse focal loss InvFL-γ: −(1+p)^γ log p with γ ≥ 0; larger gradients for easy samples."""
+    """Inverse focal loss InvFL-γ: −(1 + p)^γ log p with γ ≥ 0; larger gradients for easy samples.
+
+    Args:
+        gamma: γ ≥ 0 (default 1.0); γ = 0 is cross-entropy.
+
+    Example:
+        >>> import torch
+        >>> from adacal.losses import InverseFocalLoss
+        >>> round(InverseFocalLoss(gamma=1.0)(torch.zeros(1, 2), torch.tensor([0])).item(), 4)  # (1 + 0.5) · ln 2
+        1.0397
+    """
 
     name = "inverse-focal"
 
@@ -122,9 +196,15 @@ class InverseFocalLoss(CalibrationLoss):
 
 @LOSSES.register("flsd-53")
 class FLSD53Loss(CalibrationLoss):
-    """Sample-dependent focal loss of Mukhoti et al. (2020): γ = 5 when p_true < 0.2, otherwise γ = 3.
+    """Sample-dependent focal loss of Mukhoti et al. (2020): γ = 5 when p_true < 0.2, otherwise γ = 3 (no options).
 
     γ is chosen from the detached p_true, so it acts as a per-sample constant (as in the reference code).
+
+    Example:
+        >>> import torch
+        >>> from adacal.losses import FLSD53Loss
+        >>> round(FLSD53Loss()(torch.zeros(1, 2), torch.tensor([0])).item(), 4)  # p = 0.5, γ = 3: 0.5³ · ln 2
+        0.0866
     """
 
     name = "flsd-53"

@@ -11,7 +11,20 @@ from adacal.losses.registry import LOSSES
 
 @LOSSES.register("label-smoothing")
 class LabelSmoothingLoss(CalibrationLoss):
-    """Cross-entropy with label smoothing α in [0, 1] (the paper's baseline is LS-0.05)."""
+    """Cross-entropy against smoothed labels (1 − α) · one-hot + α / K (the AdaFocal paper's baseline is LS-0.05).
+
+    Args:
+        alpha: the smoothing α in [0, 1] (default 0.05).
+
+    Example:
+        >>> import torch
+        >>> import torch.nn.functional as F
+        >>> from adacal.losses import LabelSmoothingLoss
+        >>> logits, labels = torch.tensor([[2.0, 0.0], [0.0, 1.0]]), torch.tensor([0, 0])
+        >>> loss = LabelSmoothingLoss(alpha=0.1)(logits, labels)
+        >>> loss.item() == F.cross_entropy(logits, labels, label_smoothing=0.1).item()
+        True
+    """
 
     name = "label-smoothing"
 

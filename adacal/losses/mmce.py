@@ -28,7 +28,24 @@ _SQUARED_FLOOR = 1e-14
 
 
 def mmce_weighted(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """The weighted MMCE penalty MMCE_w of a batch (a scalar), as in the authors' code (see the module docstring)."""
+    """The weighted MMCE penalty MMCE_w of a batch, as in the authors' code (see the module docstring).
+
+    Args:
+        logits: float tensor (N, K).
+        labels: int64 class indices (N,).
+
+    Returns:
+        A scalar tensor ≥ 0; 0 when the batch is all correct or all wrong.
+
+    Example:
+        >>> import torch
+        >>> from adacal.losses import mmce_weighted
+        >>> logits = torch.tensor([[2.0, 0.0], [0.0, 1.0], [1.0, 3.0]])
+        >>> mmce_weighted(logits, torch.tensor([0, 1, 1])).item()  # every prediction right
+        0.0
+        >>> round(mmce_weighted(logits, torch.tensor([0, 1, 0])).item(), 4)
+        0.8062
+    """
     probs = torch.softmax(logits, dim=1)
     confidences, predicted = probs.max(dim=1)
     correct = (predicted == labels).to(confidences.dtype)
@@ -46,7 +63,19 @@ def mmce_weighted(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 @LOSSES.register("mmce")
 class MMCELoss(CalibrationLoss):
-    """Cross-entropy + weight · MMCE_w (weight 2.0 as in Mukhoti et al. 2020 and the AdaFocal paper's baseline)."""
+    """Cross-entropy + weight · MMCE_w (Kumar et al. 2018), averaged over the batch.
+
+    Args:
+        weight: the weight of the MMCE_w penalty, ≥ 0 (default 2.0, as Mukhoti et al. 2020 and the AdaFocal paper).
+
+    Example:
+        >>> import torch
+        >>> import torch.nn.functional as F
+        >>> from adacal.losses import MMCELoss
+        >>> logits, labels = torch.tensor([[2.0, 0.0], [0.0, 1.0]]), torch.tensor([0, 1])
+        >>> MMCELoss()(logits, labels).item() == F.cross_entropy(logits, labels).item()  # all right: MMCE_w = 0
+        True
+    """
 
     name = "mmce"
 

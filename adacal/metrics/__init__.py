@@ -1,8 +1,11 @@
 """Calibration and OOD metrics as pure functions of (probs or logits, labels), plus binning and bootstrap intervals.
 
     >>> from adacal.metrics import compute_metrics, ece_em
-    >>> ece_em(logits, labels)                      # a fraction, e.g. 0.0123 (= 1.23 %)
-    >>> compute_metrics(logits, labels, names=["ece-em", "nll"])   # {"ece_em": ..., "nll": ...}
+    >>> probs, labels = [[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]], [0, 1, 1, 1]
+    >>> round(ece_em(probs, labels, n_bins=2), 4)                  # a fraction: 0.3 is 30 %
+    0.3
+    >>> sorted(compute_metrics(probs, labels, names=["ece-em", "nll"]))   # report keys are snake_case
+    ['ece_em', 'nll']
 
 Registry keys are hyphenated ("ece-em"); report keys are snake_case ("ece_em"); tables show "ECE-EM"
 (`display_name`); any of the three spellings is accepted as input. `CalibrationMeter` accumulates every metric batch
@@ -12,7 +15,7 @@ statistics and `top_label(scores, labels)` the one top-1 helper.
 Modules: `binning` (the only code that assigns bins), `prepared` (validating scores and labels once; top-1
 quantities), `ece` (the ECE family, MCE, classwise ECE, reliability), `sweep` (ECE_SWEEP's bin count), `smooth`
 (smooth ECE), `scoring` (NLL, Brier, error), `calibration` (the metric registry and `compute_metrics`), `meter`
-(streaming), `bootstrap` (intervals), `ood` (OOD scores and AUROC), `memory` (size checks before allocating).
+(streaming), `bootstrap` (intervals), `ood` (OOD scores and AUROC), `allocation` (size checks before allocating).
 """
 
 from adacal.metrics.binning import (

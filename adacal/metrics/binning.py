@@ -26,7 +26,7 @@ import numpy as np
 from adacal.arrays import to_numpy
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
-from adacal.metrics.memory import check_bins_fit
+from adacal.metrics.allocation import check_bins_fit
 
 BINNINGS = ("equal-width", "equal-mass")
 
@@ -94,13 +94,38 @@ def check_n_bins(n_bins: Any, *, name: str = "n_bins") -> int:
 
 
 def equal_width_edges(n_bins: int) -> np.ndarray:
-    """Edges 0, 1/M, ..., 1 computed as i / M (not linspace) so they match the published reference bit for bit."""
+    """Equal-width bin edges 0, 1/M, ..., 1.
+
+    Args:
+        n_bins: the number of bins M, a positive integer.
+
+    Returns:
+        A float64 array of M + 1 edges, computed as i / M (not linspace) to match the published reference bit for bit.
+
+    Example:
+        >>> from adacal.metrics import equal_width_edges
+        >>> equal_width_edges(4).tolist()
+        [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
     n_bins = check_n_bins(n_bins)
     return np.arange(n_bins + 1, dtype=np.float64) / n_bins
 
 
 def equal_mass_edges(confidences: Any, n_bins: int) -> np.ndarray:
-    """Edges that split the sorted confidences into `n_bins` groups of equal count (±1), cut at midpoints."""
+    """Edges that split the sorted confidences into `n_bins` groups of equal count (±1), cut at midpoints.
+
+    Args:
+        confidences: 1-D confidences (numpy, torch or a list).
+        n_bins: the number of bins, a positive integer.
+
+    Returns:
+        A float64 array of n_bins + 1 edges from 0 to 1. Tied confidences are never split, so bins may be empty.
+
+    Example:
+        >>> from adacal.metrics import equal_mass_edges
+        >>> equal_mass_edges([0.25, 0.5, 0.75, 1.0], 2).tolist()  # cut halfway between 0.5 and 0.75
+        [0.0, 0.625, 1.0]
+    """
     n_bins = check_n_bins(n_bins)
     return equal_mass_edges_of_sorted(np.sort(_as_1d_float(confidences, "confidences")), n_bins)
 
@@ -123,7 +148,20 @@ def equal_mass_edges_of_sorted(sorted_conf: np.ndarray, n_bins: int) -> np.ndarr
 
 
 def assign_bins(values: Any, edges: Any) -> np.ndarray:
-    """Bin index of each value under the (lower, upper] convention; out-of-range values go to the end bins."""
+    """Bin index of each value: bin i covers (edges[i], edges[i + 1]], the first bin also holds edges[0].
+
+    Args:
+        values: 1-D values to place.
+        edges: bin edges, 1-D, sorted, at least two.
+
+    Returns:
+        An int array of bin indices in [0, len(edges) - 2]; values outside the edges go to the end bins.
+
+    Example:
+        >>> from adacal.metrics import assign_bins
+        >>> assign_bins([0.0, 0.5, 0.75, 1.0], [0.0, 0.5, 1.0]).tolist()
+        [0, 0, 1, 1]
+    """
     return bin_index(_as_1d_float(values, "values"), _check_edges(edges))
 
 
@@ -142,7 +180,20 @@ def bin_edges(confidences: Any, n_bins: int, binning: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class BinStatistics:
-    """Per-bin counts, mean confidence and accuracy (0 for empty bins), with the edges that defined the bins."""
+    """Per-bin counts, mean confidence and accuracy, with the edges that defined the bins (see `bin_statistics`).
+
+    Args:
+        edges: the n_bins + 1 bin edges.
+        counts: samples per bin.
+        mean_confidence: mean confidence per bin (0 for an empty bin).
+        accuracy: mean correctness per bin (0 for an empty bin).
+
+    Example:
+        >>> from adacal.metrics import bin_statistics
+        >>> stats = bin_statistics([0.8, 0.8, 0.9, 0.9], [1, 1, 1, 0], n_bins=5)
+        >>> stats.counts.tolist(), stats.gaps.round(4).tolist()  # gap = mean confidence - accuracy
+        ([0, 0, 0, 2, 2], [0.0, 0.0, 0.0, -0.2, 0.4])
+    """
 
     edges: np.ndarray
     counts: np.ndarray
@@ -178,11 +229,21 @@ NORMS = ("l1", "l2", "max")
 def calibration_error(stats: BinStatistics, norm: str = "l1", *, debias: bool = False) -> float:
     """The calibration error of binned statistics: the one kernel every binned ECE in adacal uses.
 
-    norm="l1": Σ_b n_b/N |C_b − A_b| (ECE); "l2": sqrt(Σ_b n_b/N (C_b − A_b)²); "max": max_b |C_b − A_b| over
-    non-empty bins (MCE). With debias=True (l2 only) each bin's squared gap loses the sampling variance of its
-    accuracy, A_b(1 − A_b)/(n_b − 1), bins with n_b < 2 are left out and a negative total counts as 0: the debiased
-    estimator of Kumar et al. 2019 (`unbiased_square_ce` of the uncertainty-calibration package). Empty bins
-    contribute nothing; no samples at all give 0.
+    Args:
+        stats: per-bin statistics (`bin_statistics`).
+        norm: "l1" for Σ_b n_b/N |C_b − A_b| (ECE), "l2" for sqrt(Σ_b n_b/N (C_b − A_b)²), "max" for the largest
+            |C_b − A_b| over non-empty bins (MCE).
+        debias: with norm="l2" only, subtract each bin's sampling variance A_b(1 − A_b)/(n_b − 1) (Kumar et al.
+            2019); bins with n_b < 2 are left out and a negative total counts as 0.
+
+    Returns:
+        The error as a float; empty bins contribute nothing and no samples at all give 0.0.
+
+    Example:
+        >>> from adacal.metrics import bin_statistics, calibration_error
+        >>> stats = bin_statistics([0.8, 0.8, 0.9, 0.9], [1, 1, 1, 0], n_bins=5)
+        >>> round(calibration_error(stats), 4), round(calibration_error(stats, "max"), 4)  # (0.2 + 0.4) / 2, 0.4
+        (0.3, 0.4)
     """
     if norm not in NORMS:
         raise InputError(f"Expected norm to be one of {', '.join(NORMS)}, got {norm!r}.")
@@ -196,6 +257,7 @@ def calibration_error(stats: BinStatistics, norm: str = "l1", *, debias: bool = 
         return float(np.dot(stats.weights, np.abs(gaps)))
     if not debias:
         return float(np.sqrt(np.dot(stats.weights, gaps**2)))
+    # The debiased estimator is `unbiased_square_ce` of Kumar et al.'s uncertainty-calibration package.
     return float(np.sqrt(max(debiased_square_error(stats), 0.0))) + 0.0  # + 0.0: never -0.0
 
 
@@ -293,9 +355,23 @@ def bin_statistics(
     binning: str = "equal-width",
     edges: Any = None,
 ) -> BinStatistics:
-    """Statistics of `correct` (0/1, or any target in [0, 1]) against `confidences` in bins.
+    """Counts, mean confidence and accuracy of `confidences` and `correct` in bins.
 
-    `edges` overrides `n_bins`/`binning` (e.g. to place new samples into bins fitted elsewhere).
+    Args:
+        confidences: 1-D confidences (numpy, torch or a list).
+        correct: 1-D correctness of the same length: 0/1, or any target in [0, 1].
+        n_bins: the number of bins (default 15).
+        binning: "equal-width" (default) or "equal-mass".
+        edges: explicit bin edges, overriding `n_bins` and `binning` (e.g. bins fitted elsewhere).
+
+    Returns:
+        A `BinStatistics`.
+
+    Example:
+        >>> from adacal.metrics import bin_statistics
+        >>> stats = bin_statistics([0.8, 0.8, 0.9, 0.9], [1, 1, 1, 0], n_bins=5)
+        >>> stats.counts.tolist(), stats.accuracy.tolist()
+        ([0, 0, 0, 2, 2], [0.0, 0.0, 0.0, 1.0, 0.5])
     """
     confidences, correct = _checked_pairs(confidences, correct)
     edges = bin_edges(confidences, n_bins, binning) if edges is None else _check_edges(edges)

@@ -10,6 +10,7 @@ import numpy as np
 
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
+from adacal.metrics.allocation import check_bootstrap_fits
 from adacal.metrics.calibration import (
     PreparedPredictions,
     check_not_probability_like,
@@ -17,7 +18,6 @@ from adacal.metrics.calibration import (
     metric_key,
     prepare_metric_inputs,
 )
-from adacal.metrics.memory import check_bootstrap_fits
 
 
 def check_n_resamples(n_resamples: Any, *, name: str = "n_resamples") -> int:
@@ -82,14 +82,31 @@ def bootstrap(
     n_bins: int = DEFAULT_N_BINS,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Percentile bootstrap intervals: {"ece_em": {"low", "high", "std"}, ...} (fractions, like the metrics).
+    """Percentile bootstrap intervals of metrics, resampling the rows (samples) with replacement.
 
-    Rows (samples) are resampled with replacement `n_resamples` times with `numpy.random.default_rng(seed)`, so the
-    same seed gives the same intervals; `low`/`high` are the (1 ± confidence)/2 quantiles of the resampled values
-    and `std` their standard deviation. Inputs are validated and turned into probabilities once.
-    `progress(done, total)`, when given, is called after each resample (the CLI draws a progress bar with it).
-    Sizes whose resampled values or bins cannot fit in memory are refused before any work.
+    Args:
+        scores: probabilities or logits (N, K), numpy or torch.
+        labels: class indices (N,).
+        metric_names: the metrics, as `resolve_metric_names` takes them (None: all).
+        n_resamples: how many resamples (default 1000).
+        seed: seed of `numpy.random.default_rng`: the same seed gives the same intervals.
+        confidence: the interval's coverage, in (0, 1) (default 0.95).
+        n_bins: the number of bins of the binned metrics (default 15).
+        progress: called as progress(done, total) after each resample, or None.
+
+    Returns:
+        {report key: {"low", "high", "std"}}: the (1 ∓ confidence) / 2 quantiles of the resampled values and their
+        standard deviation, fractions like the metrics.
+
+    Example:
+        >>> from adacal.metrics import bootstrap
+        >>> probs = [[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]]
+        >>> interval = bootstrap(probs, [0, 1, 1, 1], "error", n_resamples=200, seed=0)["error"]
+        >>> sorted(interval), interval["low"] <= 0.25 <= interval["high"]  # the sample's own error is 0.25
+        (['high', 'low', 'std'], True)
     """
+    # Inputs are validated and turned into probabilities once; sizes whose resampled values or bins cannot fit in
+    # memory are refused before any work.
     n_resamples = check_n_resamples(n_resamples)
     seed = check_seed(seed)
     confidence = check_confidence(confidence)

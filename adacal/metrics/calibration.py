@@ -46,7 +46,7 @@ from adacal.metrics.ece import (  # noqa: F401
     smooth_reliability,
 )
 from adacal.metrics.binning import check_n_bins
-from adacal.metrics.memory import check_bins_fit
+from adacal.metrics.allocation import check_bins_fit
 from adacal.metrics.prepared import (  # noqa: F401
     PROB_FLOOR,
     PreparedPredictions,
@@ -105,12 +105,36 @@ DISPLAY_NAMES: dict[str, str] = {
 
 
 def metric_key(name: str) -> str:
-    """Report (JSON) key of a metric, from any accepted spelling: "ece-em", "ECE-EM", "ece_em" → "ece_em"."""
+    """The report (JSON) key of a metric, from any accepted spelling.
+
+    Args:
+        name: a registry key ("ece-em"), report key ("ece_em") or display name ("ECE-EM").
+
+    Returns:
+        The snake_case report key.
+
+    Example:
+        >>> from adacal.metrics import metric_key
+        >>> metric_key("ECE-EM")
+        'ece_em'
+    """
     return _canonical(name).replace("-", "_")
 
 
 def display_name(name: str) -> str:
-    """Table spelling of a metric, from any accepted spelling: "ece_em" → "ECE-EM"."""
+    """How tables and figures spell a metric, from any accepted spelling.
+
+    Args:
+        name: a registry key ("ece-em"), report key ("ece_em") or display name ("ECE-EM").
+
+    Returns:
+        The display name (`DISPLAY_NAMES`; an unknown name upper-cased).
+
+    Example:
+        >>> from adacal.metrics import display_name
+        >>> display_name("ece_em")
+        'ECE-EM'
+    """
     canonical = _canonical(name)
     return DISPLAY_NAMES.get(canonical, canonical.upper())
 
@@ -122,7 +146,19 @@ def _canonical(name: str) -> str:
 
 
 def resolve_metric_names(names: str | Iterable[str] | None) -> tuple[str, ...]:
-    """Metric names from "ece-em,nll", a sequence, or None (all); snake_case is accepted; unknown names are errors."""
+    """Registry keys of the metrics asked for, checked, in the order given and without repeats.
+
+    Args:
+        names: comma-separated names ("ece-em,nll"), a sequence of names, or None for every metric; any spelling.
+
+    Returns:
+        A tuple of registry keys. An unknown name is an error listing the choices.
+
+    Example:
+        >>> from adacal.metrics import resolve_metric_names
+        >>> resolve_metric_names("ece_em,NLL")
+        ('ece-em', 'nll')
+    """
     if names is None:
         return METRIC_NAMES
     resolved: list[str] = []
@@ -161,7 +197,24 @@ def prepare_metric_inputs(
 def compute_metrics(
     scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, names: str | Iterable[str] | None = None
 ) -> dict[str, float]:
-    """Several metrics at once, validating the input once: {"ece_em": 0.0123, ...} (fractions; nll in nats)."""
+    """Several metrics at once, validating the input once.
+
+    Args:
+        scores: probabilities or logits (N, K), numpy or torch.
+        labels: class indices (N,).
+        n_bins: the number of bins of the binned metrics (default 15).
+        names: the metrics, as `resolve_metric_names` takes them (default: all, in report order).
+
+    Returns:
+        {report key: value}, e.g. {"ece_em": 0.0123, ...}: fractions, nll in nats, brier in [0, 2].
+
+    Example:
+        >>> from adacal.metrics import compute_metrics
+        >>> probs = [[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]]
+        >>> metrics = compute_metrics(probs, [0, 1, 1, 1], names="error,brier")
+        >>> {key: round(value, 4) for key, value in metrics.items()}  # 1 of 4 wrong; (0.02 + 1.62 + 2 * 0.08) / 4
+        {'error': 0.25, 'brier': 0.45}
+    """
     pred, names, n_bins = prepare_metric_inputs(scores, labels, names, n_bins)
     check_not_probability_like(pred)
     return compute_prepared(pred, names, n_bins)

@@ -20,6 +20,7 @@ import numpy as np
 
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
+from adacal.metrics.allocation import check_bins_fit
 from adacal.metrics.binning import (
     BINNINGS,
     BinStatistics,
@@ -29,7 +30,6 @@ from adacal.metrics.binning import (
     equal_mass_edges,
     equal_width_edges,
 )
-from adacal.metrics.memory import check_bins_fit
 from adacal.metrics.prepared import (
     PreparedPredictions,
     check_not_probability_like,
@@ -49,7 +49,22 @@ def _ece_ew(pred: PreparedPredictions, n_bins: int) -> float:
 
 ece_ew = metric_function(
     _ece_ew,
-    "Expected calibration error over `n_bins` equal-width bins of the top-1 confidence (L1; Guo et al. 2017).",
+    """Expected calibration error over equal-width bins of the top-1 confidence (L1; Guo et al. 2017).
+
+    Args:
+        scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
+        labels: class indices (N,).
+        n_bins: the number of equal-width bins (default 15).
+
+    Returns:
+        Σ_b n_b/N |mean confidence_b − accuracy_b|, a fraction in [0, 1].
+
+    Example:
+        >>> from adacal.metrics import ece_ew
+        >>> probs = [[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]]  # confidences 0.9, 0.9, 0.8, 0.8
+        >>> round(ece_ew(probs, [0, 1, 1, 1], n_bins=10), 4)  # |0.9 − 0.5| / 2 + |0.8 − 1.0| / 2
+        0.3
+    """,
 )
 
 
@@ -58,7 +73,23 @@ def _ece_em(pred: PreparedPredictions, n_bins: int) -> float:
 
 
 ece_em = metric_function(
-    _ece_em, "ECE over `n_bins` equal-mass bins of the top-1 confidence (AdaECE; the paper's headline ECE_EM)."
+    _ece_em,
+    """ECE over equal-mass bins of the top-1 confidence (AdaECE; the AdaFocal paper's headline ECE_EM).
+
+    Args:
+        scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
+        labels: class indices (N,).
+        n_bins: the number of equal-mass bins (default 15).
+
+    Returns:
+        Σ_b n_b/N |mean confidence_b − accuracy_b|, a fraction in [0, 1].
+
+    Example:
+        >>> from adacal.metrics import ece_em
+        >>> probs = [[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]]  # confidences 0.9, 0.9, 0.8, 0.8
+        >>> round(ece_em(probs, [0, 1, 1, 1], n_bins=2), 4)  # bins {0.8, 0.8}, {0.9, 0.9}: 0.2 / 2 + 0.4 / 2
+        0.3
+    """,
 )
 
 
@@ -67,7 +98,23 @@ def _mce(pred: PreparedPredictions, n_bins: int) -> float:
 
 
 mce = metric_function(
-    _mce, "Maximum calibration error: the largest |confidence − accuracy| over non-empty equal-width bins."
+    _mce,
+    """Maximum calibration error: the largest |mean confidence − accuracy| over non-empty equal-width bins.
+
+    Args:
+        scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
+        labels: class indices (N,).
+        n_bins: the number of equal-width bins (default 15).
+
+    Returns:
+        The MCE, a fraction in [0, 1].
+
+    Example:
+        >>> from adacal.metrics import mce
+        >>> probs = [[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]]  # confidences 0.9, 0.9, 0.8, 0.8
+        >>> round(mce(probs, [0, 1, 1, 1], n_bins=10), 4)  # the 0.9 bin is right half the time
+        0.4
+    """,
 )
 
 
@@ -86,11 +133,41 @@ def _ece_sweep_ew(pred: PreparedPredictions, n_bins: int) -> float:
 
 ece_sweep_em = metric_function(
     _ece_sweep_em,
-    "ECE_SWEEP with equal-mass bins (Roelofs et al. 2021); picks its own number of bins, so `n_bins` is unused.",
+    """ECE_SWEEP with equal-mass bins (Roelofs et al. 2021).
+
+    Args:
+        scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
+        labels: class indices (N,).
+        n_bins: unused: the sweep picks its own number of bins (`sweep_bins`).
+
+    Returns:
+        The L1 ECE at the largest bin count whose bin accuracies still rise monotonically, a fraction in [0, 1].
+
+    Example:
+        >>> from adacal.metrics import ece_sweep_em
+        >>> probs = [[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]]  # confidences 0.9, 0.9, 0.8, 0.8
+        >>> round(ece_sweep_em(probs, [0, 1, 1, 1]), 4)  # all in one bin: |0.85 − 0.75|
+        0.1
+    """,
 )
 ece_sweep_ew = metric_function(
     _ece_sweep_ew,
-    "ECE_SWEEP with equal-width bins (Roelofs et al. 2021); picks its own number of bins, so `n_bins` is unused.",
+    """ECE_SWEEP with equal-width bins (Roelofs et al. 2021).
+
+    Args:
+        scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
+        labels: class indices (N,).
+        n_bins: unused: the sweep picks its own number of bins (`sweep_bins`).
+
+    Returns:
+        The L1 ECE at the largest bin count whose bin accuracies still rise monotonically, a fraction in [0, 1].
+
+    Example:
+        >>> from adacal.metrics import ece_sweep_ew
+        >>> probs = [[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]]  # confidences 0.9, 0.9, 0.8, 0.8
+        >>> round(ece_sweep_ew(probs, [0, 1, 1, 1]), 4)  # all in one bin: |0.85 − 0.75|
+        0.1
+    """,
 )
 
 
@@ -111,10 +188,24 @@ def _ece_debias(pred: PreparedPredictions, n_bins: int, mode: str = "top-label")
 def ece_debias(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, mode: str = "top-label") -> float:
     """Debiased L2 calibration error (Kumar et al. 2019) over equal-mass bins.
 
-    mode="top-label" (default; the ECE_DEBIAS of the AdaFocal paper) bins the top-1 confidence;
-    mode="marginal" does it per class on p_k vs 1[y = k] and returns the root of the mean squared error over classes
-    (what `calibration.get_calibration_error(probs, labels)` computes on continuous scores).
+    Args:
+        scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
+        labels: class indices (N,).
+        n_bins: the number of equal-mass bins (default 15).
+        mode: "top-label" (default; the AdaFocal paper's ECE_DEBIAS) bins the top-1 confidence; "marginal" bins each
+            p_k against 1[y = k] and returns the root of the mean squared error over classes.
+
+    Returns:
+        The debiased error, a fraction in [0, 1] (0.0 when the bias correction exceeds the squared gaps).
+
+    Example:
+        >>> from adacal.metrics import ece_debias
+        >>> probs = [[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]]  # confidences 0.9, 0.9, 0.8, 0.8
+        >>> ece_debias(probs, [0, 1, 1, 1], n_bins=2)  # (0.2² − 0) / 2 + (0.4² − 0.25) / 2 < 0
+        0.0
     """
+    # mode="marginal" is what `calibration.get_calibration_error(probs, labels)` of Kumar et al.'s package computes on
+    # continuous scores.
     if mode not in DEBIAS_MODES:
         raise InputError(f"Expected mode to be one of {', '.join(DEBIAS_MODES)}, got {mode!r}.")
     pred, n_bins = check_prepared(scores, labels, n_bins)
@@ -145,7 +236,22 @@ def classwise_error(conf_sum: np.ndarray, hit_sum: np.ndarray, n_samples: int, n
 
 
 def classwise_ece(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS) -> float:
-    """Classwise ECE (Kull et al. 2019): per class k the equal-width ECE of p_k against 1[y = k], averaged over k."""
+    """Classwise ECE (Kull et al. 2019): per class k the equal-width ECE of p_k against 1[y = k], averaged over k.
+
+    Args:
+        scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
+        labels: class indices (N,).
+        n_bins: the number of equal-width bins per class (default 15).
+
+    Returns:
+        The classwise ECE, a fraction in [0, 1].
+
+    Example:
+        >>> from adacal.metrics import classwise_ece
+        >>> probs = [[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]]  # confidences 0.9, 0.9, 0.8, 0.8
+        >>> round(classwise_ece(probs, [0, 1, 1, 1], n_bins=10), 4)  # (0.8 + 0.4 + 0.8 + 0.4) / (N · K = 8)
+        0.3
+    """
     pred, n_bins = check_prepared(scores, labels, n_bins)
     check_bins_fit(n_bins, num_classes=pred.num_classes, classwise=True)
     return _classwise_ece(pred, n_bins)
@@ -156,9 +262,22 @@ def _ece_smooth(pred: PreparedPredictions, n_bins: int) -> float:
 
 
 def smooth_ece(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, bandwidth: float | None = None) -> float:
-    """Smooth ECE (Błasiok & Nakkiran 2023; relplot's `smECE`) of the top-1 confidence: kernel-smoothed residuals
-    with a reflected Gaussian kernel, at the automatic bandwidth σ = smECE_σ unless `bandwidth` is given.
-    Binning-free, so `n_bins` is unused. See `adacal.metrics.smooth`."""
+    """Smooth ECE (Błasiok & Nakkiran 2023; relplot's `smECE`) of the top-1 confidence (see `adacal.metrics.smooth`).
+
+    Args:
+        scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
+        labels: class indices (N,).
+        n_bins: unused (the smooth ECE is binning-free).
+        bandwidth: the Gaussian kernel's width in (0, 1], or None (default) for the automatic σ with smECE_σ = σ.
+
+    Returns:
+        The smooth ECE, a fraction in [0, 1].
+
+    Example:
+        >>> from adacal.metrics import smooth_ece
+        >>> round(smooth_ece([[0.75, 0.25]] * 4, [0, 0, 0, 1]), 4)  # 3 of 4 right at confidence 0.75
+        0.0
+    """
     pred, n_bins = check_prepared(scores, labels, n_bins)
     return smooth_ece_of(pred.confidences, pred.correct, bandwidth=bandwidth)
 
@@ -166,8 +285,24 @@ def smooth_ece(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, bandwi
 def smooth_reliability(
     scores: Any, labels: Any, *, bandwidth: float | None = None, points: int = CURVE_POINTS
 ) -> SmoothReliability:
-    """The smoothed reliability curve of the top-1 confidence: `grid` (points in [0, 1]), `curve` (smoothed accuracy
-    there), `density`, `bandwidth` (automatic by default) and `ece` (smECE at that bandwidth), for plotting."""
+    """The smoothed reliability curve of the top-1 confidence (kernel regression of correctness), for plotting.
+
+    Args:
+        scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
+        labels: class indices (N,).
+        bandwidth: the Gaussian kernel's width in (0, 1], or None (default) for the automatic one.
+        points: how many evenly spaced confidences in [0, 1] to evaluate the curve at (default 200).
+
+    Returns:
+        A `SmoothReliability` (grid, curve, density, bandwidth, ece).
+
+    Example:
+        >>> from adacal.metrics import smooth_reliability
+        >>> probs = [[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]]  # confidences 0.9, 0.9, 0.8, 0.8
+        >>> curve = smooth_reliability(probs, [0, 1, 1, 1], points=3)
+        >>> curve.grid.tolist(), round(curve.ece, 4)
+        ([0.0, 0.5, 1.0], 0.1236)
+    """
     pred = check_not_probability_like(prepare_predictions(scores, labels))
     return smooth_reliability_of(pred.confidences, pred.correct, bandwidth=bandwidth, points=points)
 
@@ -175,7 +310,24 @@ def smooth_reliability(
 def reliability(
     scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, binning: str = "equal-width"
 ) -> BinStatistics:
-    """Per-bin counts, mean top-1 confidence and accuracy (the data of a reliability diagram)."""
+    """Per-bin counts, mean top-1 confidence and accuracy: the data of a reliability diagram.
+
+    Args:
+        scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
+        labels: class indices (N,).
+        n_bins: the number of bins (default 15).
+        binning: "equal-width" (default) or "equal-mass".
+
+    Returns:
+        A `BinStatistics`.
+
+    Example:
+        >>> from adacal.metrics import reliability
+        >>> probs = [[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]]  # confidences 0.9, 0.9, 0.8, 0.8
+        >>> stats = reliability(probs, [0, 1, 1, 1], n_bins=5)
+        >>> stats.counts.tolist(), stats.accuracy.tolist()
+        ([0, 0, 0, 2, 2], [0.0, 0.0, 0.0, 1.0, 0.5])
+    """
     pred, n_bins = check_prepared(scores, labels, n_bins)
     if binning not in BINNINGS:
         raise InputError(f"Expected binning to be one of {', '.join(BINNINGS)}, got {binning!r}.")

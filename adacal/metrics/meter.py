@@ -31,8 +31,8 @@ import numpy as np
 from adacal.arrays import binary_score_columns, check_labels, in_unit_interval, one_score_per_sample
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
+from adacal.metrics.allocation import check_bins_fit
 from adacal.metrics.binning import bin_index, check_n_bins, equal_width_edges
-from adacal.metrics.memory import check_bins_fit
 from adacal.metrics.calibration import (
     _KERNELS,
     PreparedPredictions,
@@ -62,13 +62,19 @@ class CalibrationMeter:
     """Streaming calibration metrics: `update(scores, labels)` per batch, `compute()` for the dict of
     `compute_metrics` over everything seen (on every rank under torch.distributed), `reset()` to start again.
 
-        >>> meter = CalibrationMeter(names=["ece-em", "nll"])
-        >>> for logits, labels in batches:
-        ...     meter.update(logits, labels)      # numpy arrays or torch tensors on any device
-        >>> meter.compute()                       # {"ece_em": ..., "nll": ...}
+    Args:
+        n_bins: the number of bins of the binned metrics (default 15).
+        names: the metrics, as `resolve_metric_names` takes them (default: all).
+        sync: gather across ranks when torch.distributed is initialised with more than one process (default True).
+        process_group: the torch.distributed group to gather over (default: the world).
 
-    `sync` (default True) gathers across ranks when torch.distributed is initialised with more than one process;
-    `process_group` selects the group (default: the world).
+    Example:
+        >>> from adacal.metrics import CalibrationMeter
+        >>> meter = CalibrationMeter(names=["error", "brier"])
+        >>> meter.update([[0.9, 0.1], [0.9, 0.1]], [0, 1])  # numpy arrays or torch tensors on any device
+        >>> meter.update([[0.2, 0.8], [0.2, 0.8]], [1, 1])
+        >>> {key: round(value, 4) for key, value in meter.compute().items()}  # as compute_metrics on all 4 rows
+        {'error': 0.25, 'brier': 0.45}
     """
 
     def __init__(
@@ -108,9 +114,13 @@ class CalibrationMeter:
         return {"true_log_probs": "nll", "brier_terms": "brier"}[column] in self.names
 
     def update(self, scores: Any, labels: Any) -> None:
-        """Add a batch: scores (B, K) logits or probabilities — or a binary model's (B,) / (B, 1), probabilities of
-        the positive class when all in [0, 1], else decision scores — labels (B,), numpy or torch (any device). An
-        empty batch (B = 0: a rank's share of an uneven last batch, a filtered-out batch) adds nothing."""
+        """Add a batch.
+
+        Args:
+            scores: logits or probabilities (B, K), numpy or torch on any device; or a binary model's (B,) / (B, 1)
+                scores, probabilities of the positive class when all in [0, 1], else decision scores.
+            labels: class indices (B,). An empty batch (B = 0) adds nothing.
+        """
         shape = _shape(scores)
         if shape == (0,):  # no samples, and no class count: any later batch may set it
             check_labels(labels, n=0)
@@ -165,7 +175,11 @@ class CalibrationMeter:
         return pieces, kinds, classwise
 
     def compute(self) -> dict[str, float]:
-        """The metrics of every batch seen (on all ranks), as `compute_metrics` returns them."""
+        """The metrics of every batch seen (on all ranks).
+
+        Returns:
+            {report key: value}, as `compute_metrics` returns it on all the batches together.
+        """
         columns = self._columns()
         distributed = self.sync and _distributed(self.process_group)
         # A binary model's scores are decision scores when any batch, on any rank, lies outside [0, 1].

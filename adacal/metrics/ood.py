@@ -49,7 +49,19 @@ def _probabilities(scores: Any, name: str = "scores") -> np.ndarray:
 
 
 def entropy(probs: Any) -> np.ndarray:
-    """Shannon entropy (natural log, nats) of each row of probabilities (N, K); 0 · log 0 counts as 0."""
+    """Shannon entropy of each row of probabilities, in nats; 0 · log 0 counts as 0.
+
+    Args:
+        probs: probabilities (N, K), numpy or torch (rows in [0, 1] summing to 1; anything else is refused).
+
+    Returns:
+        A float64 array (N,).
+
+    Example:
+        >>> from adacal.metrics import entropy
+        >>> entropy([[0.5, 0.5], [1.0, 0.0]]).round(4).tolist()  # ln 2, then a certain row
+        [0.6931, 0.0]
+    """
     probs, probabilities = score_matrix_and_kind(probs, name="probs")
     if not probabilities:
         raise InputError("Expected probs to be probabilities (entries in [0, 1], rows summing to 1), got other values.")
@@ -62,21 +74,58 @@ def _entropy(probs: np.ndarray) -> np.ndarray:
 
 
 def entropy_score(scores: Any) -> np.ndarray:
-    """Entropy of the softmax of logits (or of probabilities given directly): the paper's OOD score."""
+    """Entropy of the softmax of logits (or of probabilities given directly): the AdaFocal paper's OOD score.
+
+    Args:
+        scores: logits or probabilities (N, K), numpy or torch.
+
+    Returns:
+        A float64 array (N,) of entropies in nats; higher means more likely out-of-distribution.
+
+    Example:
+        >>> from adacal.metrics import entropy_score
+        >>> entropy_score([[0.0, 0.0], [0.0, 100.0]]).round(4).tolist()  # uniform: ln 2; all but certain: 0
+        [0.6931, 0.0]
+    """
     return _entropy(_probabilities(scores))
 
 
 def max_prob_score(scores: Any) -> np.ndarray:
-    """1 − the top probability (Hendrycks & Gimpel 2017's baseline, turned so that higher = more OOD)."""
+    """1 − the top probability (Hendrycks & Gimpel 2017's baseline, turned so that higher = more OOD).
+
+    Args:
+        scores: logits or probabilities (N, K), numpy or torch.
+
+    Returns:
+        A float64 array (N,) in [0, 1 − 1/K].
+
+    Example:
+        >>> from adacal.metrics import max_prob_score
+        >>> max_prob_score([[0.9, 0.1], [0.5, 0.5]]).round(4).tolist()
+        [0.1, 0.5]
+    """
     return 1.0 - row_top(_probabilities(scores))[1]
 
 
 def energy_score(logits: Any) -> np.ndarray:
-    """Energy −logsumexp(logits) (Liu et al. 2020; higher = more OOD). Needs logits: probabilities are rejected."""
+    """Energy −logsumexp(logits) (Liu et al. 2020; higher = more OOD).
+
+    Args:
+        logits: logits (N, K), numpy or torch; scores that look like probabilities are refused.
+
+    Returns:
+        A float64 array (N,).
+
+    Example:
+        >>> from adacal.metrics import energy_score
+        >>> energy_score([[0.0, 0.0], [3.0, 0.0]]).round(4).tolist()  # −ln 2, −ln(e³ + 1)
+        [-0.6931, -3.0486]
+    """
     logits, probabilities = score_matrix_and_kind(logits, name="logits")
     if probabilities:
         raise InputError(
-            "Expected logits for the energy score, but the scores look like probabilities (rows in [0, 1] summing to 1)."
+            "Expected logits for the energy score, but the scores look like probabilities "
+            "(rows in [0, 1] summing to 1)."
         )
     top = logits.max(axis=1)
     with np.errstate(over="ignore"):  # logits more than float64's range apart: -inf, whose exp is 0
@@ -91,10 +140,23 @@ OOD_SCORES.register("energy")(energy_score)
 
 
 def ood_scores(scores: Any, method: str = "entropy", *, temperature: float | None = None) -> np.ndarray:
-    """Per-sample OOD scores (N,) by name ("entropy", "max-prob", "energy"); with `temperature`, of logits / T.
+    """Per-sample OOD scores by name; higher means more likely out-of-distribution.
 
-    Probabilities with a temperature are read as log-probabilities (softmax(log p / T) = softmax(logits / T), so
-    entropy and max-prob are those of the logits); energy, which the per-row constant changes, then needs logits."""
+    Args:
+        scores: logits or probabilities (N, K), numpy or torch.
+        method: "entropy" (default), "max-prob" or "energy" (energy needs logits).
+        temperature: a T > 0 to score logits / T instead (probabilities are then read as log-probabilities), or None.
+
+    Returns:
+        A float64 array (N,).
+
+    Example:
+        >>> from adacal.metrics import ood_scores
+        >>> ood_scores([[0.0, 0.0], [3.0, 0.0]], "max-prob").round(4).tolist()  # 1 − softmax's top probability
+        [0.5, 0.0474]
+    """
+    # Probabilities with a temperature are read as log-probabilities (softmax(log p / T) = softmax(logits / T), so
+    # entropy and max-prob are those of the logits); energy, which the per-row constant changes, then needs logits.
     if not isinstance(method, str):
         raise InputError(f"Expected method to be the name of an OOD score ({', '.join(OOD_SCORES.names())}), "
                          f"got {method!r}.")
@@ -155,9 +217,23 @@ def _fpr_at_tpr(is_ood: np.ndarray, scores: np.ndarray, tpr: float, rule: str) -
 
 
 def fpr_at_tpr(in_scores: Any, out_scores: Any, *, tpr: float = 0.95, rule: str = "at-least") -> float:
-    """Fraction of in-distribution samples flagged (score ≥ threshold) at the threshold chosen by `rule`:
-    "at-least" (adacal's, the default) the highest threshold flagging at least `tpr` of the OOD samples, "closest"
-    the threshold whose OOD recall is closest to `tpr` (Hendrycks et al.'s reference code). See the module doc."""
+    """The fraction of in-distribution samples flagged (score ≥ threshold) at the threshold that reaches `tpr`.
+
+    Args:
+        in_scores: 1-D uncertainty scores of in-distribution samples (higher = more OOD).
+        out_scores: 1-D uncertainty scores of OOD samples (the positives).
+        tpr: the OOD recall to reach, in (0, 1] (default 0.95).
+        rule: "at-least" (default) takes the highest threshold flagging at least `tpr` of the OOD samples;
+            "closest" the one whose OOD recall is closest to `tpr`, as Hendrycks et al.'s code (see the module doc).
+
+    Returns:
+        The false-positive rate, a fraction in [0, 1].
+
+    Example:
+        >>> from adacal.metrics import fpr_at_tpr
+        >>> fpr_at_tpr([0.1, 0.2, 0.3, 0.9], [0.4, 0.8])  # threshold 0.4 flags both OOD samples and 1 of 4 others
+        0.25
+    """
     if rule not in FPR_RULES:
         raise InputError(f"Expected rule to be one of {', '.join(FPR_RULES)}, got {rule!r}.")
     if not is_number(tpr) or not 0.0 < tpr <= 1.0:
@@ -171,7 +247,21 @@ def fpr_at_tpr(in_scores: Any, out_scores: Any, *, tpr: float = 0.95, rule: str 
 
 
 def ood_metrics(in_scores: Any, out_scores: Any) -> dict[str, float]:
-    """{"auroc", "aupr_in", "aupr_out", "fpr_at_95_tpr"} for uncertainty scores (higher = more OOD; OOD positive)."""
+    """AUROC, AUPR and FPR at 95 % TPR of OOD detection by uncertainty scores, OOD samples being the positives.
+
+    Args:
+        in_scores: 1-D uncertainty scores of in-distribution samples (higher = more OOD).
+        out_scores: 1-D uncertainty scores of OOD samples.
+
+    Returns:
+        {"auroc", "aupr_in", "aupr_out", "fpr_at_95_tpr"}, fractions in [0, 1].
+
+    Example:
+        >>> from adacal.metrics import ood_metrics
+        >>> metrics = ood_metrics([0.1, 0.2, 0.3, 0.9], [0.4, 0.8])
+        >>> metrics["auroc"], metrics["fpr_at_95_tpr"]  # each OOD score is above 3 of the 4 others
+        (0.75, 0.25)
+    """
     from sklearn.metrics import average_precision_score, roc_auc_score
 
     is_ood, scores = _labelled(in_scores, out_scores)
@@ -185,9 +275,20 @@ def ood_metrics(in_scores: Any, out_scores: Any) -> dict[str, float]:
 
 
 class RocCurve(NamedTuple):
-    """ROC points with OOD as positive: false-positive rate (in-distribution flagged) and true-positive rate.
+    """ROC points with OOD as positive, as `roc_curve_points` returns them.
 
     Unpacks as `fpr, tpr, thresholds = curve`; `curve["fpr"]` and `curve.to_dict()` also work.
+
+    Args:
+        fpr: false-positive rate (in-distribution samples flagged) at each threshold.
+        tpr: true-positive rate (OOD samples flagged) at each threshold.
+        thresholds: the decreasing score thresholds.
+
+    Example:
+        >>> from adacal.metrics import roc_curve_points
+        >>> fpr, tpr, thresholds = roc_curve_points([0.1, 0.2, 0.3, 0.9], [0.4, 0.8])
+        >>> tpr.tolist()
+        [0.0, 0.0, 1.0, 1.0]
     """
 
     fpr: np.ndarray
@@ -205,7 +306,21 @@ class RocCurve(NamedTuple):
 
 
 def roc_curve_points(in_scores: Any, out_scores: Any) -> RocCurve:
-    """The ROC curve (sklearn.metrics.roc_curve, collinear points dropped) of OOD detection by the given scores."""
+    """The ROC curve of OOD detection by uncertainty scores (sklearn.metrics.roc_curve, collinear points dropped).
+
+    Args:
+        in_scores: 1-D uncertainty scores of in-distribution samples (higher = more OOD).
+        out_scores: 1-D uncertainty scores of OOD samples (the positives).
+
+    Returns:
+        A `RocCurve` (fpr, tpr, thresholds).
+
+    Example:
+        >>> from adacal.metrics import roc_curve_points
+        >>> curve = roc_curve_points([0.1, 0.2, 0.3, 0.9], [0.4, 0.8])
+        >>> curve.fpr.tolist(), curve.tpr.tolist()
+        ([0.0, 0.25, 0.25, 1.0], [0.0, 0.0, 1.0, 1.0])
+    """
     from sklearn.metrics import roc_curve
 
     is_ood, scores = _labelled(in_scores, out_scores)

@@ -38,7 +38,8 @@ from adacal.metrics.binning import (
     sorted_with_cumulative_hits,
 )
 from adacal.metrics.binning import equal_mass_edges_of_sorted as _equal_mass_edges_of_sorted
-from adacal.metrics.rows import block_rows, row_top, scan_rows
+# row_top is re-exported: this module is where the top-1 helpers live (adacal.metrics.calibration and .ood import it).
+from adacal.metrics.rows import block_rows, row_top, scan_rows  # noqa: F401
 
 # Probabilities are clipped here before the log in the NLL of probability inputs (one sample costs at most ~27.6 nats).
 PROB_FLOOR = 1e-12
@@ -50,15 +51,27 @@ _PER_SAMPLE = (*_GROUPS["top"], *_GROUPS["scoring"])
 class PreparedPredictions:
     """Validated scores (N, K) and labels (N,), with per-sample quantities computed once, on first use, and cached.
 
-    Build it with `prepare_predictions`. Probabilities are `adacal.arrays.normalise_probs(scores)` when the input was
-    taken as probabilities (rows within rounding of 1 as given, others over their sums) and `softmax(scores)` when
-    taken as logits, as `adacal.arrays.to_probs` computes them. The scores are kept in their own dtype (float16/32/64:
-    no float64 copy of the matrix); blocks of rows are converted to float64 one at a time. Top-1 class, confidence,
-    log p(true class) and the Brier term are computed block by block; the full (N, K) float64 `probs` matrix is only
-    built when a metric needs it (the marginal debiased ECE).
-    `take(index)` gives the same object for a subset or resample of the rows (used by the bootstrap) without
-    validating or normalising again.
+    Build it with `prepare_predictions`; `compute_metrics` and `bootstrap` share one between all their metrics.
+
+    Args:
+        scores: the validated (N, K) scores, in their own dtype (None for the rows taken by `take`).
+        labels: int64 class indices (N,).
+        assumed: how the scores are read, "probs" or "logits".
+
+    Example:
+        >>> from adacal.metrics import prepare_predictions
+        >>> pred = prepare_predictions([[0.9, 0.1], [0.2, 0.8]], [0, 0])
+        >>> pred.confidences.tolist(), pred.predicted_labels.tolist(), pred.correct.tolist()
+        ([0.9, 0.8], [0, 1], [1.0, 0.0])
     """
+
+    # Probabilities are `adacal.arrays.normalise_probs(scores)` when the input was taken as probabilities (rows within
+    # rounding of 1 as given, others over their sums) and `softmax(scores)` when taken as logits, as
+    # `adacal.arrays.to_probs` computes them. The scores are kept in their own dtype (float16/32/64: no float64 copy of
+    # the matrix); blocks of rows are converted to float64 one at a time. Top-1 class, confidence, log p(true class)
+    # and the Brier term are computed block by block; the full (N, K) float64 `probs` matrix is only built when a
+    # metric needs it (the marginal debiased ECE). `take(index)` gives the same object for a subset or resample of the
+    # rows (used by the bootstrap) without validating or normalising again.
 
     def __init__(
         self,
@@ -195,7 +208,14 @@ class PreparedPredictions:
         return sorted_bin_statistics(self.sorted_confidences, self.cumulative_hits, self.edges(binning, n_bins))
 
     def take(self, index: np.ndarray) -> PreparedPredictions:
-        """The rows `index` (with repeats, for resampling); per-sample vectors are computed here once and indexed."""
+        """The same predictions restricted to the rows `index`, without validating or normalising again.
+
+        Args:
+            index: int array of row indices (repeats allowed, for resampling).
+
+        Returns:
+            A `PreparedPredictions` whose per-sample vectors are this one's (computed here once), indexed.
+        """
         for name in _PER_SAMPLE:
             self._per_sample(name)
         _ = self.correct
@@ -247,8 +267,20 @@ def _per_sample_quantities(pred: PreparedPredictions, group: str) -> dict[str, n
 
 
 class TopLabel(NamedTuple):
-    """Top-1 quantities of validated scores: confidence (float64), predicted class, 1.0/0.0 correctness (None
-    without labels) and the assumed input kind ("probs" or "logits")."""
+    """Top-1 quantities of validated scores, as `top_label` returns them.
+
+    Args:
+        confidences: top-1 probability per sample (float64).
+        predicted_labels: top-1 class per sample (tied maxima: the lowest class index).
+        correct: 1.0 where the top-1 class is the label, else 0.0; None when no labels were given.
+        assumed: how the scores were read, "probs" or "logits".
+
+    Example:
+        >>> from adacal.metrics import top_label
+        >>> top = top_label([[0.9, 0.1], [0.2, 0.8]], [0, 0])
+        >>> top.assumed, top.correct.tolist()
+        ('probs', [1.0, 0.0])
+    """
 
     confidences: np.ndarray
     predicted_labels: np.ndarray
@@ -257,11 +289,22 @@ class TopLabel(NamedTuple):
 
 
 def top_label(scores: Any, labels: Any = None) -> TopLabel:
-    """Validate scores (N, K) (and labels, when given) and return their top-1 confidences, predicted labels and
-    correctness in one pass over blocks of rows: the one top-1 helper for metrics, plots and calibrators.
+    """Top-1 confidences, predicted labels and correctness of scores (N, K): the one top-1 helper for metrics, plots
+    and calibrators.
 
-    Probabilities are detected and normalised as `prepare_predictions` does (rows within rounding of 1 as given, so
-    tied rows stay tied); logits go through a block-wise softmax. Tied maxima predict the lowest class index.
+    Args:
+        scores: probabilities or logits (N, K), numpy or torch; probabilities are detected and normalised as
+            `prepare_predictions` does, logits go through a softmax.
+        labels: class indices (N,), or None (then `correct` is None).
+
+    Returns:
+        A `TopLabel`; tied maxima predict the lowest class index.
+
+    Example:
+        >>> from adacal.metrics import top_label
+        >>> top = top_label([[0.9, 0.1], [0.2, 0.8]], [0, 0])
+        >>> top.confidences.tolist(), top.predicted_labels.tolist(), top.correct.tolist()
+        ([0.9, 0.8], [0, 1], [1.0, 0.0])
     """
     pred = check_not_probability_like(_prepare(scores, labels))
     correct = pred.correct if labels is not None else None
@@ -269,15 +312,27 @@ def top_label(scores: Any, labels: Any = None) -> TopLabel:
 
 
 def prepare_predictions(scores: Any, labels: Any = None) -> PreparedPredictions:
-    """Validate scores (N, K) and labels (N,) once, with the checks of `adacal.arrays.check_predictions`.
+    """Validate scores (N, K) and labels (N,) once, for any number of metrics.
 
-    Rows all in [0, 1] summing to 1 (`arrays.looks_like_probs`) are taken as probabilities, anything else as logits,
-    as `arrays.to_probs` decides, except that the tolerance on the row sums follows the input's dtype
-    (`arrays.probability_tolerance`: float16 probabilities sum to 1 only within ~1e-3); the raw logits are kept so
-    that the NLL uses a log-softmax. Probability rows that sum to 1 within rounding (K float32 epsilons,
-    `arrays.within_rounding`) are used as given, so tied rows stay tied and float32 probabilities give the same
-    confidences as their float64 copy. float16/32/64 scores are not copied.
+    Args:
+        scores: probabilities or logits (N, K), numpy or torch (float16/32/64 are not copied), or a binary model's
+            one score per sample. Rows all in [0, 1] summing to 1 are probabilities, anything else logits.
+        labels: class indices (N,).
+
+    Returns:
+        A `PreparedPredictions` (`scores` itself when it already is one).
+
+    Example:
+        >>> from adacal.metrics import prepare_predictions
+        >>> pred = prepare_predictions([[2.0, 0.0], [0.0, 1.0]], [0, 1])
+        >>> pred.assumed, pred.hits.tolist()
+        ('logits', [True, True])
     """
+    # Probabilities or logits as `arrays.to_probs` decides, except that the tolerance on the row sums follows the
+    # input's dtype (`arrays.probability_tolerance`: float16 probabilities sum to 1 only within ~1e-3); the raw logits
+    # are kept so that the NLL uses a log-softmax. Probability rows that sum to 1 within rounding (K float32 epsilons,
+    # `arrays.within_rounding`) are used as given, so tied rows stay tied and float32 probabilities give the same
+    # confidences as their float64 copy. The checks are those of `adacal.arrays.check_predictions`.
     if isinstance(scores, PreparedPredictions):
         return scores
     if labels is None:

@@ -209,11 +209,23 @@ def _scan_blocks(array: np.ndarray, starts: Iterator[int], step: int, top: np.nd
 
 
 def row_top(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's argmax (np.argmax: tied maxima give the lowest index) and its value as float64, for a 2-D array the
-    caller has already validated (probabilities or logits, any float dtype).
+    """Each row's argmax and its value, for a 2-D array the caller has already validated (no checks).
 
-    The low-level top-1 helper for hot paths (calibrator fits, OOD scores); `top_label` validates and detects
-    probabilities first. The value is gathered at the argmax, which costs less than a second reduction (max).
+    The low-level top-1 helper for hot paths (calibrator fits, OOD scores); `top_label` validates first.
+
+    Args:
+        values: a 2-D array of probabilities or logits, any float dtype.
+
+    Returns:
+        (argmax of each row, tied maxima giving the lowest index; the value there, as float64).
+
+    Example:
+        >>> import numpy as np
+        >>> from adacal.metrics import row_top
+        >>> top, value = row_top(np.array([[1.0, 3.0], [2.0, 2.0]]))
+        >>> top.tolist(), value.tolist()
+        ([1, 0], [3.0, 2.0])
     """
+    # The value is gathered at the argmax, which costs less than a second reduction (max).
     top = np.argmax(values, axis=1)
     return top, np.take_along_axis(values, top[:, None], axis=1)[:, 0].astype(np.float64)

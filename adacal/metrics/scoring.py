@@ -22,8 +22,19 @@ def _nll(pred: PreparedPredictions, n_bins: int) -> float:
 
 nll = metric_function(_nll, """Mean negative log-likelihood of the true class, in nats.
 
-    From logits it uses a stable log-softmax; from probabilities, log(max(p, 1e-12)), so one sample contributes at
-    most ~27.6 nats. `n_bins` is unused (accepted so every metric has the same signature).
+    Args:
+        scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
+        labels: class indices (N,).
+        n_bins: unused (accepted so that every metric has the same signature).
+
+    Returns:
+        −mean log p(true class): from logits by a stable log-softmax, from probabilities as log(max(p, 1e-12)).
+
+    Example:
+        >>> from adacal.metrics import nll
+        >>> probs = [[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]]
+        >>> round(nll(probs, [0, 1, 1, 1]), 4)  # −(ln 0.9 + ln 0.1 + 2 ln 0.8) / 4
+        0.7136
     """)
 
 
@@ -32,7 +43,23 @@ def _brier(pred: PreparedPredictions, n_bins: int) -> float:
 
 
 brier = metric_function(
-    _brier, "Brier score: mean over samples of Σ_k (p_k − 1[y = k])², in [0, 2]. `n_bins` is unused."
+    _brier,
+    """Brier score: the mean over samples of Σ_k (p_k − 1[y = k])².
+
+    Args:
+        scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
+        labels: class indices (N,).
+        n_bins: unused (accepted so that every metric has the same signature).
+
+    Returns:
+        The Brier score, in [0, 2].
+
+    Example:
+        >>> from adacal.metrics import brier
+        >>> probs = [[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]]
+        >>> round(brier(probs, [0, 1, 1, 1]), 4)  # (0.02 + 1.62 + 0.08 + 0.08) / 4
+        0.45
+    """,
 )
 
 
@@ -40,4 +67,22 @@ def _error(pred: PreparedPredictions, n_bins: int) -> float:
     return float(1.0 - pred.correct.mean())
 
 
-error = metric_function(_error, "Top-1 error (tied maxima predict the lowest class index). `n_bins` is unused.")
+error = metric_function(
+    _error,
+    """Top-1 error rate (tied maxima predict the lowest class index).
+
+    Args:
+        scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
+        labels: class indices (N,).
+        n_bins: unused (accepted so that every metric has the same signature).
+
+    Returns:
+        The fraction of samples whose top-1 class is not the label.
+
+    Example:
+        >>> from adacal.metrics import error
+        >>> probs = [[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]]
+        >>> error(probs, [0, 1, 1, 1])  # the second sample is wrong
+        0.25
+    """,
+)

@@ -23,8 +23,8 @@ import numpy as np
 
 from adacal.checks import is_number
 from adacal.errors import InputError
+from adacal.metrics.allocation import check_fits
 from adacal.metrics.binning import _as_1d_float, _check_unit_interval
-from adacal.metrics.memory import check_fits
 
 # Reference constants (relplot.config and relplot.metrics.smECE).
 _EVAL_POINTS = 200
@@ -108,8 +108,21 @@ def smooth_bandwidth(confidences: np.ndarray, correct: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class SmoothReliability:
-    """A smoothed reliability diagram: `curve[i]` is the kernel-smoothed accuracy at confidence `grid[i]`, `density`
-    the smoothed density of the confidences there, with the bandwidth used and the smooth ECE at that bandwidth."""
+    """A smoothed reliability diagram, as `adacal.metrics.smooth_reliability` returns it.
+
+    Args:
+        grid: confidences in [0, 1] at which the curve is evaluated.
+        curve: the kernel-smoothed accuracy at each grid point.
+        density: the smoothed density of the confidences at each grid point.
+        bandwidth: the Gaussian kernel's width used.
+        ece: the smooth ECE at that bandwidth.
+
+    Example:
+        >>> from adacal.metrics import smooth_reliability
+        >>> curve = smooth_reliability([[0.75, 0.25]] * 4, [0, 0, 0, 1], points=5)
+        >>> curve.grid.tolist(), round(curve.ece, 4)
+        ([0.0, 0.25, 0.5, 0.75, 1.0], 0.0)
+    """
 
     grid: np.ndarray
     curve: np.ndarray

@@ -96,9 +96,22 @@ def sweep_bins(
 ) -> int:
     """The number of bins ECE_SWEEP picks: the largest b before the first b whose bin accuracies are not monotone.
 
-    `confidences` and `correct` (0/1, or targets in [0, 1]) are 1-D of one length, numpy, torch or lists; anything
-    else is an InputError. `sorted_confidences` and `cumulative_hits` (`sorted_with_cumulative_hits`), when the
-    caller has them, save a sort.
+    Args:
+        confidences: 1-D top-1 confidences (numpy, torch or a list).
+        correct: 1-D correctness of the same length: 0/1, or targets in [0, 1].
+        binning: "equal-mass" (default) or "equal-width".
+        sorted_confidences: the confidences sorted ascending, when the caller has them (saves a sort).
+        cumulative_hits: their cumulative hits (`sorted_with_cumulative_hits`), given with `sorted_confidences`.
+
+    Returns:
+        The number of bins b, between 1 and N.
+
+    Example:
+        >>> from adacal.metrics import sweep_bins
+        >>> sweep_bins([0.2, 0.4, 0.6, 0.8], [0, 0, 1, 1])  # accuracy never falls: one bin per sample
+        4
+        >>> sweep_bins([0.2, 0.4, 0.6, 0.8], [1, 0, 0, 1])  # at 3 bins accuracy falls (0.5, 0.0, 1.0)
+        2
     """
     if binning not in BINNINGS:
         raise InputError(f"Expected binning to be one of {', '.join(BINNINGS)}, got {binning!r}.")

@@ -172,7 +172,8 @@ def check_input_shape(name: str, input_shape: Sequence[int], *, kind: str | None
     expected = model_input_kind(name)
     shape = _as_shape(input_shape)
     if kind is not None and kind != expected:
-        raise InputError(f"Model '{name}' reads {_KIND_WORDS[expected]}, but the dataset holds {_KIND_WORDS.get(kind, kind)}.")
+        raise InputError(f"Model '{name}' reads {_KIND_WORDS[expected]}, but the dataset holds "
+                         f"{_KIND_WORDS.get(kind, kind)}.")
     if expected == "image":
         if len(shape) != 3:
             raise InputError(f"Model '{name}' reads images of shape (C, H, W), got input shape {shape}.")
@@ -180,7 +181,8 @@ def check_input_shape(name: str, input_shape: Sequence[int], *, kind: str | None
         if str(name).lower().startswith(TORCHVISION_PREFIX) and channels != 3:
             raise InputError(f"Model '{name}' reads RGB images (3, H, W), got input shape {shape}.")
         if min(height, width) < MIN_IMAGE_SIDE:
-            raise InputError(f"Model '{name}' needs images of at least {MIN_IMAGE_SIDE}x{MIN_IMAGE_SIDE}, got input shape {shape}.")
+            raise InputError(f"Model '{name}' needs images of at least {MIN_IMAGE_SIDE}x{MIN_IMAGE_SIDE}, got input "
+                             f"shape {shape}.")
     elif expected == "vector" and len(shape) != 1:
         raise InputError(f"Model '{name}' reads feature vectors of shape (D,), got input shape {shape}.")
     elif expected == "text" and len(shape) != 1:
@@ -298,10 +300,12 @@ def _build_torchvision(name: str, *, num_classes: int, **options: Any) -> nn.Mod
         suggestion = difflib.get_close_matches(name, available, n=3, cutoff=0.5)
         hint = f" Did you mean {', '.join('torchvision:' + s for s in suggestion)}?" if suggestion else ""
         raise UnknownNameError(
-            f"Unknown torchvision model '{name}'.{hint} See torchvision.models.list_models() for the {len(available)} names."
+            f"Unknown torchvision model '{name}'.{hint} See torchvision.models.list_models() for the {len(available)} "
+            "names."
         )
     if "weights" in options and options["weights"] is not None:
-        raise InputError("Expected no pretrained weights for torchvision models (adacal trains from scratch), got weights.")
+        raise InputError("Expected no pretrained weights for torchvision models (adacal trains from scratch), got "
+                         "weights.")
     options.pop("weights", None)
     if name in _AUX_LOGIT_MODELS:
         # In training mode these return (logits, aux_logits) tuples, which no adacal loss reads: build them without the

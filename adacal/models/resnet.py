@@ -124,7 +124,8 @@ class CifarResNet(nn.Module):
 class KuangliuResNet(nn.Module):
     """ImageNet-style ResNet stages (64-512 channels x expansion) with a 3x3 stride-1 stem, no max-pool (CIFAR)."""
 
-    def __init__(self, block: type[nn.Module], num_blocks: list[int], *, num_classes: int, in_channels: int = 3) -> None:
+    def __init__(self, block: type[nn.Module], num_blocks: list[int], *, num_classes: int,
+                 in_channels: int = 3) -> None:
         super().__init__()
         self.conv1 = nn.Conv2d(in_channels, 64, 3, stride=1, padding=1, bias=False)
         self.bn1 = nn.BatchNorm2d(64)

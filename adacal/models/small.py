@@ -167,7 +167,8 @@ def build_text_cnn(
     freeze_embeddings: bool,
 ) -> TextCNN:
     if vocab_size is None:
-        raise InputError("Expected option vocab_size for model 'textcnn' (the dataset's extra['vocab_size']), got none.")
+        raise InputError("Expected option vocab_size for model 'textcnn' (the dataset's extra['vocab_size']), got "
+                         "none.")
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, numbers.Integral) or vocab_size < 2:
         raise InputError(f"Expected vocab_size to be an integer of at least 2, got {vocab_size!r}.")
     vocab_size = int(vocab_size)

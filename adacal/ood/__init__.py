@@ -8,8 +8,8 @@ Two ways in, both ending in `detect_ood` (the results block of ood.json):
 - from saved logits of any model (`load_ood_logits`), or
 - from an adacal checkpoint or run folder (`ood_from_model`), which scores the in-distribution test set and the OOD set.
 The math of each score and metric lives in `adacal.metrics.ood`; this package validates, wires and reports:
-`scores` (scores, `detect_ood`, the temperature, saved logits), `model` (from a checkpoint) and `command`
-(`run_ood`, what `adacal ood` calls). Every public name is importable from `adacal.ood`.
+`scores` (scores, `detect_ood`, the temperature, saved logits) and `model` (from a checkpoint); `adacal ood` itself is
+`adacal.commands.ood.run_ood`. Every public name is importable from `adacal.ood`.
 """
 
 from adacal.ood.scores import (
@@ -40,7 +40,6 @@ from adacal.ood.model import (
     resolve_checkpoint,
     ood_from_model,
 )
-from adacal.ood.command import OodRun, ood_notes, run_ood
 
 __all__ = [
     "OOD_SCORES",
@@ -67,7 +66,4 @@ __all__ = [
     "run_ood_reports",
     "resolve_checkpoint",
     "ood_from_model",
-    "OodRun",
-    "ood_notes",
-    "run_ood",
 ]

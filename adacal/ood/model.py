@@ -17,7 +17,6 @@ from adacal.ood.scores import DEFAULT_CORRUPTION, DEFAULT_SEVERITY, OOD_REPORT_P
 from adacal.runs import OOD_FILE, RunFolder, check_predictions_of_run, predictions_are_from, require_run_folder
 from adacal.sources.files import check_regular_file
 from adacal.interpretation import Predictions, load_split_predictions
-from adacal.resolve import resolve_checkpoint as _resolve_checkpoint
 
 def check_ood_options(
     *,
@@ -45,7 +44,8 @@ def check_ood_options(
     out = str(out_name)
     if out.lower().endswith(".npz") or "/" in out or os.sep in out or Path(out).is_file():
         if not Path(out).expanduser().exists():
-            raise InputError(f"Expected --out to be a dataset name or an .npz file of inputs, but {out} does not exist.")
+            raise InputError(f"Expected --out to be a dataset name or an .npz file of inputs, but {out} does not "
+                             "exist.")
         check_regular_file(Path(out).expanduser(), "an .npz file of OOD inputs (--out)")
     elif out.lower() in ood_names():
         out = out.lower()
@@ -104,7 +104,9 @@ def resolve_checkpoint(model_path: str | os.PathLike) -> tuple[Path, RunFolder |
     For a run folder: the model training selected (checkpoints/best.pt when it was trained with --select best-val,
     else checkpoints/last.pt) — the one its predictions.npz and evaluate.json describe.
     """
-    return _resolve_checkpoint(model_path)
+    from adacal.runs import resolve_checkpoint as checkpoint_of
+
+    return checkpoint_of(model_path)
 
 
 def ood_from_model(
@@ -148,7 +150,7 @@ def ood_from_model(
     from adacal.data import BatchLoader, load_dataset, load_ood_set
     from adacal.data.corruptions import cifar_test_labels, hendrycks_file
     from adacal.data.base import subset_test_rows
-    from adacal.evaluation import check_device_name
+    from adacal.checks import check_device_name
     from adacal.models import model_input_kind
     from adacal.training.checkpoints import checkpoint_test_subset_method, load_checkpoint
     from adacal.training.inference import build_model_from_checkpoint, checkpoint_data_options, predict, resolve_device
@@ -244,7 +246,8 @@ def ood_from_model(
         ).limit_test(test_subset, method=subset_method)
         if tuple(dataset.input_shape) != input_shape:
             raise InputError(
-                f"Expected {in_name} inputs of shape {input_shape} like the model's input, got {tuple(dataset.input_shape)}."
+                f"Expected {in_name} inputs of shape {input_shape} like the model's input, got "
+                f"{tuple(dataset.input_shape)}."
             )
         if len(dataset.test) == 0:
             raise InputError(f"Expected the {in_name} test set to hold at least one sample, got none.")

@@ -28,10 +28,11 @@ from adacal.arrays import (
 from adacal.checks import name_items
 from adacal.errors import InputError, unknown_name
 from adacal.metrics.ood import OOD_SCORES as SCORE_REGISTRY
-from adacal.reports import make_report, read_report
+from adacal.reports import make_report
+from adacal.sources.documents import read_report
 from adacal.interpretation import Predictions
 from adacal.sources.formats import ReadOptions
-from adacal.resolve import load_ood_scores, load_validation_split
+from adacal.interpretation import load_scores, load_validation_split
 
 OOD_SCORES = tuple(SCORE_REGISTRY.names())  # every score adacal.metrics.ood registers
 DEFAULT_CORRUPTION = "gaussian_noise"
@@ -293,7 +294,7 @@ def resolve_temperature(
 def load_ood_logits(path: str | os.PathLike, *, split: str = "test", options: ReadOptions | None = None) -> np.ndarray:
     """Scores (N, K) of saved model outputs (labels optional): any file and key spelling `adacal.sources` reads
     (`logits`, `probs`, ..., or `test_logits` as in predictions.npz; .npz, .pt, .npy, .csv)."""
-    return load_ood_scores(path, split=split, options=options or ReadOptions())
+    return load_scores(path, split=split, options=options or ReadOptions())
 
 
 def load_validation_predictions(path: str | os.PathLike, *, options: ReadOptions | None = None) -> Predictions | None:

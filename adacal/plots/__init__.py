@@ -7,9 +7,10 @@ SVG/PDF metadata, a fixed SVG hash salt.
 
 One module per figure family: `style` (palette, fonts, saving), `reliability_diagrams` (with the one-call
 `reliability`), `bands` (consistency and bootstrap bands, numpy only), `adafocal` (γ dynamics, correspondence),
-`curves`, `roc`; `readers` turns adacal's files (run folders, predictions, reports) into their inputs and `outputs`
-decides where `adacal plot` writes and what it may replace. (No module is named `reliability`: that name is the
-one-call function.)
+`curves`, `roc`; `readers` (run folders and their histories, ood reports) and `reliability_readers` (predictions and
+evaluate.json, asked by a `ReliabilityRequest`) turn adacal's files into their inputs, and `outputs` decides where
+`adacal plot` writes and what it may replace. (No module is named `reliability`: that name is the one-call
+function.)
 
 Axes carry stable labels (`Axes.get_label()`) so callers and tests can find them: "reliability:<panel>",
 "histogram:<panel>", "error:bin-<i>", "gamma:bin-<i>", "edges:bin-<i>", "confidence:bin-<i>", "curves:error",
@@ -39,7 +40,6 @@ from adacal.plots.readers import (
     load_history,
     read_adafocal_run,
     read_run,
-    reliability_inputs,
     roc_inputs,
 )
 from adacal.plots.reliability_diagrams import (
@@ -49,12 +49,12 @@ from adacal.plots.reliability_diagrams import (
     reliability,
     reliability_diagram,
 )
+from adacal.plots.reliability_readers import ReliabilityRequest, reliability_inputs
 from adacal.plots.roc import RocInput, roc_curves
 from adacal.plots.style import (
     DISPLAY_NAMES,
     FORMATS,
     LOSS_COLORS,
-    _percent_tick,
     display_name,
     figure_format,
     loss_color,
@@ -77,6 +77,7 @@ __all__ = [
     "CurveInputs",
     "CurveSummary",
     "ReliabilityPanel",
+    "ReliabilityRequest",
     "RocInput",
     "RunInfo",
     "adafocal_series",

@@ -15,20 +15,20 @@ import numpy as np
 
 from adacal.errors import InputError
 from adacal.plots.style import (
-    _BAND_COLOR,
-    _E_COLOR,
-    _GAMMA_COLOR,
-    _REFERENCE,
-    _TITLE_MARGIN_PT,
-    _finite,
-    _integer_epochs,
-    _isolated_marker,
-    _marker,
-    _new_figure,
-    _percent,
-    _style,
-    _title,
+    BAND_COLOR,
+    E_VAL_COLOR,
+    GAMMA_COLOR,
+    REFERENCE_COLOR,
+    TITLE_MARGIN_PT,
+    add_title,
+    figure_style,
+    floats_from_json,
+    format_percent,
+    isolated_markers,
+    line_markers,
+    new_figure,
     text_width,
+    tick_whole_epochs,
 )
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; matplotlib is imported inside the functions
@@ -69,9 +69,10 @@ class AdaFocalSeries:
 def _stack(rows: list[Any], width: int, what: str) -> np.ndarray:
     array = np.full((len(rows), width), np.nan)
     for r, row in enumerate(rows):
-        values = _finite(row)
+        values = floats_from_json(row)
         if values.size != width:
-            raise InputError(f"Expected every AdaFocal {what} in the history to have {width} entries, got {values.size}.")
+            raise InputError(f"Expected every AdaFocal {what} in the history to have {width} entries, got "
+                             f"{values.size}.")
         array[r] = values
     return array
 
@@ -81,12 +82,12 @@ def adafocal_series(history: Sequence[Mapping[str, Any]]) -> AdaFocalSeries:
     from adacal.losses.records import UPDATES_KEY, BinUpdate, TrainBinStatistics
 
     epochs, updates, train_epochs, train_rows = [], [], [], []
-    from adacal.plots.curves import _epoch_of
+    from adacal.plots.curves import epoch_of
 
     if isinstance(history, (str, bytes, Mapping)) or not isinstance(history, Sequence):
         raise InputError(f"Expected a training history as a list of epoch records, got {type(history).__name__}.")
     for number, record in enumerate(history, start=1):
-        epoch = float(_epoch_of(record, number))
+        epoch = float(epoch_of(record, number))
         block = record.get("adafocal")
         if not isinstance(block, Mapping):
             continue
@@ -129,7 +130,8 @@ def adafocal_series(history: Sequence[Mapping[str, Any]]) -> AdaFocalSeries:
 
 
 # One panel per bin: a run trained with --n-bins 400 would draw 400 panels (minutes of matplotlib, unreadable).
-# Without --bins, runs with more bins get this many, evenly spaced and said so in the title; more on request are refused.
+# Without --bins, runs with more bins get this many, evenly spaced and said so in the title; more on request are
+# refused.
 MAX_BIN_PANELS = 30
 
 
@@ -188,8 +190,8 @@ def _figure_width(panels_width: float, legend: Sequence[str], default_title: str
         return text_width(text.replace("$", "").replace("\\", ""), size=size, weight=weight)
 
     legend_size = matplotlib.rcParams["legend.fontsize"]
-    legend_pt = sum(plain_width(label, legend_size) + 4.8 * legend_size for label in legend) + 2 * _TITLE_MARGIN_PT
-    title_pt = plain_width(default_title, matplotlib.rcParams["figure.titlesize"], "bold") + 2 * _TITLE_MARGIN_PT
+    legend_pt = sum(plain_width(label, legend_size) + 4.8 * legend_size for label in legend) + 2 * TITLE_MARGIN_PT
+    title_pt = plain_width(default_title, matplotlib.rcParams["figure.titlesize"], "bold") + 2 * TITLE_MARGIN_PT
     return max(panels_width, legend_pt / 72.0, title_pt / 72.0)
 
 
@@ -197,9 +199,9 @@ def _boundaries(ax: Axes, x: np.ndarray, lower: np.ndarray, upper: np.ndarray, *
                 zorder: float = 1) -> None:
     """A bin's boundaries over updates as a shaded band; a single update (a one-epoch run), where a band has no
     width and shows nothing, as a vertical bar from the lower to the upper boundary."""
-    ax.fill_between(x, lower, upper, color=_BAND_COLOR, alpha=alpha, linewidth=0, label=label, zorder=zorder)
+    ax.fill_between(x, lower, upper, color=BAND_COLOR, alpha=alpha, linewidth=0, label=label, zorder=zorder)
     if x.size == 1:
-        ax.vlines(x, lower, upper, color=_BAND_COLOR, alpha=alpha, linewidth=6.0, zorder=zorder, gid="boundaries")
+        ax.vlines(x, lower, upper, color=BAND_COLOR, alpha=alpha, linewidth=6.0, zorder=zorder, gid="boundaries")
 
 
 
@@ -220,10 +222,10 @@ def gamma_dynamics(
     order = [r"$E_{val,i} = C_{val,i} - A_{val,i}$", "E = 0", r"$\gamma_t$", r"$\gamma = 0$ (below: inverse focal)",
              "Bin boundaries"]
     default_title = "AdaFocal: calibration error and γ per validation bin" + _which_bins(chosen, series.n_bins)
-    with _style():
+    with figure_style():
         inverse = bool(np.nanmin(series.gammas[:, chosen]) < 0)
         legend = [label for label in order if inverse or "inverse" not in label]
-        fig = _new_figure(_figure_width(3.2 * ncols + 0.3, legend, default_title), 3.7 * nrows + 0.5)
+        fig = new_figure(_figure_width(3.2 * ncols + 0.3, legend, default_title), 3.7 * nrows + 0.5)
         fig.get_layout_engine().set(hspace=0.0, h_pad=0.03)
         cells = _panel_grid(fig, len(chosen), [1.9, 1.3, 1.0])
         first = None
@@ -233,21 +235,21 @@ def gamma_dynamics(
             first = first or ax
             gamma_ax = fig.add_subplot(cells[k][1], sharex=first, label=f"gamma:bin-{b}")
             edge_ax = fig.add_subplot(cells[k][2], sharex=first, label=f"edges:bin-{b}")
-            ax.axhline(0.0, color=_REFERENCE, linestyle="--", linewidth=0.9, label="E = 0", zorder=1)
-            ax.plot(x, error[:, b], color=_E_COLOR, label=r"$E_{val,i} = C_{val,i} - A_{val,i}$", zorder=3,
-                    **_marker(x.size, error[:, b]))
+            ax.axhline(0.0, color=REFERENCE_COLOR, linestyle="--", linewidth=0.9, label="E = 0", zorder=1)
+            ax.plot(x, error[:, b], color=E_VAL_COLOR, label=r"$E_{val,i} = C_{val,i} - A_{val,i}$", zorder=3,
+                    **line_markers(x.size, error[:, b]))
             ax.set_title(f"Bin {b}")
             gammas = series.gammas[:, b]
-            gamma_ax.plot(x, gammas, color=_GAMMA_COLOR, linestyle="-", label=r"$\gamma_t$", zorder=3,
-                          **_marker(x.size, gammas))
+            gamma_ax.plot(x, gammas, color=GAMMA_COLOR, linestyle="-", label=r"$\gamma_t$", zorder=3,
+                          **line_markers(x.size, gammas))
             if np.nanmin(gammas) < 0:
-                gamma_ax.axhline(0.0, color=_BAND_COLOR, linestyle=":", linewidth=1.2, zorder=1,
+                gamma_ax.axhline(0.0, color=BAND_COLOR, linestyle=":", linewidth=1.2, zorder=1,
                                  label=r"$\gamma = 0$ (below: inverse focal)")
             lower, upper = series.edges[:, b], series.edges[:, b + 1]
             _boundaries(edge_ax, x, lower, upper, alpha=0.45, label="Bin boundaries")
-            edge_ax.plot(x, lower, color=_BAND_COLOR, linewidth=0.9)
-            edge_ax.plot(x, upper, color=_BAND_COLOR, linewidth=0.9)
-            _percent(edge_ax.yaxis)
+            edge_ax.plot(x, lower, color=BAND_COLOR, linewidth=0.9)
+            edge_ax.plot(x, upper, color=BAND_COLOR, linewidth=0.9)
+            format_percent(edge_ax.yaxis)
             for panel in (ax, gamma_ax, edge_ax):
                 handles.update((label, h) for h, label in zip(*panel.get_legend_handles_labels()))
             if k % ncols == 0:
@@ -260,11 +262,11 @@ def gamma_dynamics(
                 edge_ax.set_xlabel("Epoch")
             else:
                 edge_ax.tick_params(labelbottom=False)
-        _integer_epochs(first, x)
+        tick_whole_epochs(first, x)
         labels = [label for label in order if label in handles]
         fig.legend([handles[label] for label in labels], labels, loc="outside lower center", ncols=len(labels),
                    frameon=False)
-        _title(fig, title, default=default_title)
+        add_title(fig, title, default=default_title)
     return fig
 
 
@@ -292,8 +294,8 @@ def correspondence(
     default_title = (r"Correspondence of $C_{train}$ and $C_{val}$ per validation bin"
                      + _which_bins(chosen, series.n_bins))
     legend = [r"$C_{train}$", r"$C_{val}$", r"$A_{val}$", "Validation-bin boundaries"]
-    with _style():
-        fig = _new_figure(_figure_width(3.2 * ncols + 0.3, legend, default_title), 2.7 * nrows + 0.5)
+    with figure_style():
+        fig = new_figure(_figure_width(3.2 * ncols + 0.3, legend, default_title), 2.7 * nrows + 0.5)
         cells = _panel_grid(fig, len(chosen), [1.0])
         first = None
         for k, b in enumerate(chosen):
@@ -301,28 +303,28 @@ def correspondence(
             first = first or ax
             _boundaries(ax, x_val, series.edges[:, b], series.edges[:, b + 1], alpha=0.25,
                         label="Validation-bin boundaries")
-            ax.plot(x_train, c_train[:, b], color=_GAMMA_COLOR, linestyle="-", label=r"$C_{train}$", zorder=3,
-                    **_marker(x_train.size, c_train[:, b]))
+            ax.plot(x_train, c_train[:, b], color=GAMMA_COLOR, linestyle="-", label=r"$C_{train}$", zorder=3,
+                    **line_markers(x_train.size, c_train[:, b]))
             # No markers but on the points a line alone would not draw (one epoch, a bin filled at one update only).
-            ax.plot(x_val, c_val[:, b], color=_E_COLOR, linestyle="--", label=r"$C_{val}$", zorder=4,
-                    **_isolated_marker(c_val[:, b]))
-            ax.plot(x_val, a_val[:, b], color=_REFERENCE, linestyle=":", linewidth=1.8, label=r"$A_{val}$", zorder=4,
-                    **_isolated_marker(a_val[:, b]))
+            ax.plot(x_val, c_val[:, b], color=E_VAL_COLOR, linestyle="--", label=r"$C_{val}$", zorder=4,
+                    **isolated_markers(c_val[:, b]))
+            ax.plot(x_val, a_val[:, b], color=REFERENCE_COLOR, linestyle=":", linewidth=1.8, label=r"$A_{val}$",
+                    zorder=4, **isolated_markers(a_val[:, b]))
             ax.set_title(f"Bin {b}")
             _limit_to_lines(ax, c_train[:, b], c_val[:, b], a_val[:, b])
-            _percent(ax.yaxis)
+            format_percent(ax.yaxis)
             if k % ncols == 0:
                 ax.set_ylabel("Confidence / accuracy (%)")
             if k >= len(chosen) - ncols:
                 ax.set_xlabel("Epoch")
             else:
                 ax.tick_params(labelbottom=False)
-        _integer_epochs(first, np.concatenate([x_val, x_train]))
+        tick_whole_epochs(first, np.concatenate([x_val, x_train]))
         handles, labels = first.get_legend_handles_labels()
         order = [1, 2, 3, 0]
         fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center",
                    ncols=4, frameon=False)
-        _title(fig, title, default=default_title)
+        add_title(fig, title, default=default_title)
     return fig
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from adacal.errors import InputError, unknown_name
-from adacal.plots.style import _colors_for, _integer_epochs, _marker, _new_figure, _style, _title, plain
+from adacal.plots.style import add_title, colors_for, figure_style, line_markers, new_figure, plain, tick_whole_epochs
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; matplotlib is imported inside the functions
     from matplotlib.figure import Figure
@@ -80,7 +80,7 @@ def _choose_split(runs: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]], spl
     return "test" if has_test else "val"
 
 
-def _epoch_of(record: Any, number: int) -> int:
+def epoch_of(record: Any, number: int) -> int:
     """The epoch of the `number`-th record of a training history (a dict with an integer "epoch", as the lines of
     history.jsonl); anything else is an InputError naming the record."""
     if not isinstance(record, Mapping):
@@ -99,7 +99,7 @@ def summarize_curve(histories: Sequence[Sequence[Mapping[str, Any]]], split: str
     for history in histories:
         values = {}
         for number, record in enumerate(history, start=1):
-            epoch = _epoch_of(record, number)
+            epoch = epoch_of(record, number)
             block = record.get(split)
             if isinstance(block, Mapping) and metric in block:
                 value = block[metric]
@@ -185,11 +185,11 @@ def training_curves(
     split = _choose_split(runs, split)
     labels = list(runs)
     names = [(losses or {}).get(label, label) for label in labels]
-    colors = _colors_for(names)
+    colors = colors_for(names)
     styles = _repeat_styles(colors)
     split_name = {"val": "Validation", "test": "Test"}[split]
-    with _style():
-        fig = _new_figure(8.6, 3.6 + 0.2 * math.ceil(len(labels) / 3))
+    with figure_style():
+        fig = new_figure(8.6, 3.6 + 0.2 * math.ceil(len(labels) / 3))
         axes = [fig.add_subplot(1, 2, i + 1, label=f"curves:{metric}") for i, (metric, _) in enumerate(_CURVE_METRICS)]
         for ax, (metric, unit) in zip(axes, _CURVE_METRICS):
             drawn: list[float] = []
@@ -197,13 +197,13 @@ def training_curves(
                 curve = summarize_curve(runs[label], split, metric)
                 drawn.extend(curve.epochs.tolist())
                 ax.plot(curve.epochs, 100.0 * curve.mean, color=color, linestyle=style, label=_legend(label, curve),
-                        **_marker(curve.epochs.size, curve.mean))
+                        **line_markers(curve.epochs.size, curve.mean))
                 if curve.n_runs > 1:
                     band = ax.fill_between(curve.epochs, 100.0 * (curve.mean - curve.std),
                                            100.0 * (curve.mean + curve.std), color=color, alpha=0.2, linewidth=0)
                     band.set_gid(f"band:{label}")
             ax.set_xlabel("Epoch")
-            _integer_epochs(ax, drawn)
+            tick_whole_epochs(ax, drawn)
             ax.set_ylabel(f"{split_name} {unit}")
             ax.set_title(f"{split_name} {unit.replace(' (%)', '')}")
             ax.set_ylim(bottom=0.0)
@@ -211,6 +211,6 @@ def training_curves(
         legend = fig.legend(handles, legend_labels, loc="outside lower center", ncols=min(len(handles), 3),
                             frameon=False)
         plain(legend.get_texts())  # labels come from run options (dataset, model, loss names)
-        _title(fig, title)
+        add_title(fig, title)
     return fig
 

@@ -18,17 +18,17 @@ from adacal.errors import InputError, unknown_name
 from adacal.metrics.binning import BinStatistics, calibration_error, equal_width_edges
 from adacal.plots.bands import ReliabilityBands
 from adacal.plots.style import (
+    GAP_COLOR,
     LOSS_COLORS,
-    _GAP_COLOR,
-    _REFERENCE,
-    _colors_for,
-    _new_figure,
-    _percent,
-    _percent_axes,
-    _percent_tick,
-    _style,
-    _title,
+    REFERENCE_COLOR,
+    add_title,
+    colors_for,
+    figure_style,
+    format_percent,
+    new_figure,
+    percent_tick,
     plain,
+    set_percent_axes,
     wrap_text,
 )
 
@@ -116,7 +116,7 @@ def empty_bins_note(stats: BinStatistics, *, detail: bool = False) -> str | None
     if not hidden.any():
         return None
     values = np.unique(edges[:-1][hidden])
-    where = ", ".join(f"{_percent_tick(v)} %" for v in values[:_MAX_TIE_VALUES])
+    where = ", ".join(f"{percent_tick(v)} %" for v in values[:_MAX_TIE_VALUES])
     where += ", …" if values.size > _MAX_TIE_VALUES else ""
     n_hidden, total = int(hidden.sum()), int(counts.sum())
     few = total < counts.size  # equal-mass edges of fewer samples than bins repeat too, without any tie
@@ -183,12 +183,12 @@ def reliability_diagram(
     min_count = check_min_count(min_count)
     import matplotlib
 
-    colors = _colors_for([p.label for p in panels])
+    colors = colors_for([p.label for p in panels])
     n = len(panels)
     ncols = min(n, MAX_PANEL_COLUMNS)
     nrows = -(-n // ncols)
-    with _style():
-        fig = _new_figure(max(4.6, 3.3 * ncols + 0.4), 4.9 if n == 1 else 4.6 + 4.1 * (nrows - 1))
+    with figure_style():
+        fig = new_figure(max(4.6, 3.3 * ncols + 0.4), 4.9 if n == 1 else 4.6 + 4.1 * (nrows - 1))
         grid = fig.add_gridspec(2 * nrows, ncols, height_ratios=[3.2, 1.0] * nrows)
         first_main = first_hist = None
         label_width = fig.get_figwidth() * 72.0 / ncols - _PANEL_MARGIN_PT  # a long label wraps instead of being cut
@@ -223,8 +223,8 @@ def reliability_diagram(
                 hist_ax.tick_params(labelleft=False)
             ax.tick_params(labelbottom=False)
             hist_ax.set_xlabel("Confidence (%)")
-        _percent(first_main.xaxis)
-        _percent(first_main.yaxis)
+        format_percent(first_main.xaxis)
+        format_percent(first_main.yaxis)
         first_main.set_xlim(0.0, 1.0)
         first_main.set_ylim(0.0, 1.0)
         first_main.set_aspect("auto")
@@ -237,7 +237,7 @@ def reliability_diagram(
         entries = [labels[i] for i in order] + hist_labels + list(extra)
         fig.legend([handles[i] for i in order] + hist_handles + list(extra.values()), entries,
                    loc="outside lower center", ncols=_legend_columns(entries, fig.get_figwidth()), frameon=False)
-        _title(fig, title)
+        add_title(fig, title)
     return fig
 
 
@@ -281,12 +281,12 @@ def _draw_reliability(
     gap = np.abs(confidence - accuracy)[filled]
     ax.bar(
         edges[:-1][filled], gap, bottom=low, width=widths[filled], align="edge", facecolor=(1.0, 1.0, 1.0, 0.35),
-        edgecolor=_GAP_COLOR, hatch="////", linewidth=0.8, label="Gap", zorder=3,
+        edgecolor=GAP_COLOR, hatch="////", linewidth=0.8, label="Gap", zorder=3,
     )
     centres = (edges[:-1] + edges[1:]) / 2.0
     ax.plot(centres[filled], confidence[filled], linestyle="none", marker="_", markersize=7, markeredgewidth=1.6,
-            color=_REFERENCE, zorder=4, label="Mean confidence per bin")
-    ax.plot([0, 1], [0, 1], linestyle="--", color=_REFERENCE, linewidth=1.0, zorder=5, label="Perfect calibration")
+            color=REFERENCE_COLOR, zorder=4, label="Mean confidence per bin")
+    ax.plot([0, 1], [0, 1], linestyle="--", color=REFERENCE_COLOR, linewidth=1.0, zorder=5, label="Perfect calibration")
     extra: dict[str, Any] = {}
     if bands is not None:
         lower, upper = np.asarray(bands.lower, dtype=np.float64), np.asarray(bands.upper, dtype=np.float64)
@@ -346,8 +346,8 @@ def _draw_histogram(ax: Axes, panel: ReliabilityPanel, color: str) -> tuple[floa
         weights = stats.weights
         accuracy = float(np.sum(weights * stats.accuracy))
         confidence = float(np.sum(weights * stats.mean_confidence))
-        ax.axvline(accuracy, color=_REFERENCE, linestyle="-", linewidth=1.2, label="Overall accuracy")
-        ax.axvline(confidence, color=_GAP_COLOR, linestyle=":", linewidth=1.5, label="Average confidence")
+        ax.axvline(accuracy, color=REFERENCE_COLOR, linestyle="-", linewidth=1.2, label="Overall accuracy")
+        ax.axvline(confidence, color=GAP_COLOR, linestyle=":", linewidth=1.5, label="Average confidence")
         return accuracy, top
     return None, top
 
@@ -444,7 +444,7 @@ def reliability(
     if ax is not None and not hasattr(ax, "bar"):
         raise InputError(f"Expected ax to be a matplotlib Axes, got {type(ax).__name__}.")
     name = "Model" if label is None else str(label)
-    color = color or (_colors_for([name])[0] if label is not None else _DEFAULT_COLOR)
+    color = color or (colors_for([name])[0] if label is not None else _DEFAULT_COLOR)
     panel = panel_from_scores(probs_or_logits, labels, label=name, binning=binning, n_bins=n_bins, bands=bands,
                               band_samples=band_samples, band_level=band_level, seed=seed, smooth=smooth, color=color)
     stats, band, curve = panel.stats, panel.bands, panel.smooth
@@ -458,7 +458,7 @@ def reliability(
     note = empty_bins_note(stats)
     if note is not None:  # the legend's last line, without a marker: the title may be the caller's
         ax.plot([], [], linestyle="none", label=note, gid="note:empty-bins")
-    _percent_axes(ax, "Confidence (%)", "Accuracy (%)")
+    set_percent_axes(ax, "Confidence (%)", "Accuracy (%)")
     summary = f"{_binning_name(stats, binning)} {100 * ece:.2f} %"
     heading = title if title is not None else (summary if label is None else f"{name}\n{summary}")
     ax.set_title(heading, parse_math=False)

@@ -10,7 +10,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from adacal.errors import InputError, unknown_name
-from adacal.plots.style import _colors_for, _finite, _new_figure, _percent_axes, _style, _title, plain, wrap_text
+from adacal.plots.style import (
+    add_title,
+    colors_for,
+    figure_style,
+    floats_from_json,
+    new_figure,
+    plain,
+    set_percent_axes,
+    wrap_text,
+)
 
 # The axes title is centred over the axes, which the y-axis label shifts right: it may use the figure's width less
 # twice that shift and a margin. Legend lines leave room for the line sample in front of them.
@@ -47,7 +56,8 @@ def _roc_block(results: Mapping[str, Any], score: str, label: str) -> Mapping[st
     if score not in scores:
         if score not in _score_names():  # a typo: suggest the closest name (a known score may just be missing)
             raise unknown_name("OOD score (--score)", score, sorted({*_score_names(), *scores}))
-        raise InputError(f"Expected OOD score '{score}' in the report for {label}; it has: {', '.join(sorted(scores))}.")
+        raise InputError(f"Expected OOD score '{score}' in the report for {label}; it has: "
+                         f"{', '.join(sorted(scores))}.")
     block = scores[score]
     # a report without a curve would draw nothing and still be listed as drawn
     if not isinstance(block, Mapping) or not any(isinstance(block.get(stage), Mapping) for stage in ("pre", "post")):
@@ -94,13 +104,13 @@ def roc_curves(
     if not isinstance(score, str):
         raise unknown_name("OOD score (--score)", str(score), _score_names())
     blocks = [_roc_block(item.results, score, item.label) for item in items]
-    colors = _colors_for([item.loss or item.label for item in items])
+    colors = colors_for([item.loss or item.label for item in items])
     outs = [str((item.results.get("out") or {}).get("name", "?")) for item in items]
     ins = [str((item.results.get("in") or {}).get("name", "?")) for item in items]
     import matplotlib
 
-    with _style():
-        fig = _new_figure(5.2, 6.0)
+    with figure_style():
+        fig = new_figure(5.2, 6.0)
         ax = fig.add_subplot(1, 1, 1, label="roc")
         ax.plot([0, 1], [0, 1], color="#888888", linestyle=":", linewidth=1.0, label="Chance (AUROC 50 %)")
         markers = _repeat_markers(colors)
@@ -115,7 +125,7 @@ def roc_curves(
                 if not isinstance(entry, Mapping):
                     continue
                 roc = entry.get("roc") or {}
-                fpr, tpr = _finite(roc.get("fpr", [])), _finite(roc.get("tpr", []))
+                fpr, tpr = floats_from_json(roc.get("fpr", [])), floats_from_json(roc.get("tpr", []))
                 if fpr.size == 0 or fpr.size != tpr.size:
                     raise InputError(f"Expected the OOD report for {item.label} to hold a {stage} ROC curve "
                                      "(results.scores.<score>.<stage>.roc.fpr/tpr of equal length).")
@@ -126,7 +136,7 @@ def roc_curves(
                 label = wrap_text(f"{name}, {stage_name}: {auroc_text}", legend_width, size=legend_size)
                 line = ax.plot(fpr, tpr, color=color, linestyle=style, **marker, label=label)[0]
                 line.set_gid(f"roc:{item.label}:{stage}")
-        _percent_axes(ax, "False positive rate (%): in-distribution flagged", "True positive rate (%): OOD detected",
+        set_percent_axes(ax, "False positive rate (%): in-distribution flagged", "True positive rate (%): OOD detected",
                       top=1.005)
         shift = f"{ins[0]} → {outs[0]}" if len(set(ins)) == 1 and len(set(outs)) == 1 else "in vs out of distribution"
         title_width = fig.get_figwidth() * 72.0 - _AXES_MARGINS_PT
@@ -134,6 +144,6 @@ def roc_curves(
                                size=matplotlib.rcParams["axes.titlesize"]), parse_math=False)
         legend = fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=1, frameon=False)
         plain(legend.get_texts())
-        _title(fig, title)
+        add_title(fig, title)
     return fig
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from adacal.checks import check_integer
 from adacal.errors import InputError
-from adacal.reports import atomic_write
+from adacal.writing import write_file
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; matplotlib is imported inside the functions
     from matplotlib.figure import Figure
@@ -50,11 +50,13 @@ DISPLAY_NAMES: dict[str, str] = {
     "label-smoothing": "Label smoothing",
 }
 _SPARE_COLORS = ("#44AA99", "#117733", "#AA4499", "#DDAA33", "#6699CC", "#997700", "#EE99AA", "#555555")
-_REFERENCE = "#222222"
-_GAP_COLOR = "#C0392B"
-_E_COLOR = "#0072B2"
-_GAMMA_COLOR = "#D55E00"
-_BAND_COLOR = "#9E9E9E"
+# Colours of what is not a loss: reference lines (perfect calibration, accuracy), the reliability diagram's gaps,
+# AdaFocal's validation curves (E_val = C_val - A_val, C_val) and γ / C_train, bin boundaries and bands.
+REFERENCE_COLOR = "#222222"
+GAP_COLOR = "#C0392B"
+E_VAL_COLOR = "#0072B2"
+GAMMA_COLOR = "#D55E00"
+BAND_COLOR = "#9E9E9E"
 
 _STYLE: dict[str, Any] = {
     "font.family": "DejaVu Sans",
@@ -102,7 +104,7 @@ def loss_color(name: str) -> str:
     return _SPARE_COLORS[zlib.crc32(key.encode("utf-8")) % len(_SPARE_COLORS)]
 
 
-def _colors_for(names: Sequence[str]) -> list[str]:
+def colors_for(names: Sequence[str]) -> list[str]:
     """Colours for labels in order: known losses keep theirs, the rest take unused spare colours in turn."""
     keys = [_color_key(n) for n in names]
     taken = {LOSS_COLORS[k] for k in keys if k in LOSS_COLORS}
@@ -120,14 +122,16 @@ def _colors_for(names: Sequence[str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def _style() -> Iterator[None]:
+def figure_style() -> Iterator[None]:
+    """Within it, matplotlib draws in adacal's style (fonts, sizes, grid; `_STYLE`); rcParams are restored after."""
     import matplotlib
 
     with matplotlib.rc_context(_STYLE):
         yield
 
 
-def _new_figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
+    """A figure of `width` × `height` inches with constrained layout, made without pyplot (no global state)."""
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), layout="constrained")
@@ -169,7 +173,7 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 150, kind: s
             raise InputError(f"Expected kind to be a lowercase name such as 'reliability', got {kind!r}.")
         metadata[{"png": "Comment", "svg": "Description", "pdf": "Subject"}[fmt]] = KIND_PREFIX + kind
     buffer = io.BytesIO()
-    with _style():
+    with figure_style():
         fig.savefig(buffer, format=fmt, dpi=dpi, metadata=metadata, facecolor="white")
     data = buffer.getvalue()
 
@@ -178,51 +182,51 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 150, kind: s
 
     path = Path(path)
     clean_stale_temp_files(path.parent if str(path.parent) else Path("."))
-    return atomic_write(path, write, binary=True)
+    return write_file(path, write, binary=True)
 
 
-def _finite(values: Any) -> np.ndarray:
+def floats_from_json(values: Any) -> np.ndarray:
     """Floats from JSON lists where null stands for a non-finite value."""
     return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
 
-def _percent(axis: Any) -> None:
+def format_percent(axis: Any) -> None:
     """Show a probability axis (data kept as fractions, as the metrics return them) in % without a per-tick sign;
     the axis label carries the unit."""
     from matplotlib.ticker import FuncFormatter
 
-    axis.set_major_formatter(FuncFormatter(_percent_tick))
+    axis.set_major_formatter(FuncFormatter(percent_tick))
 
 
-def _percent_axes(ax: Any, xlabel: str, ylabel: str, *, top: float = 1.0) -> None:
+def set_percent_axes(ax: Any, xlabel: str, ylabel: str, *, top: float = 1.0) -> None:
     """Axes of probabilities: x on [0, 1], y on [0, `top`], both shown in %, with their labels."""
     ax.set_xlim(0.0, 1.0)
     ax.set_ylim(0.0, top)
-    _percent(ax.xaxis)
-    _percent(ax.yaxis)
+    format_percent(ax.xaxis)
+    format_percent(ax.yaxis)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
 
 
-def _percent_tick(value: float, _position: Any = None) -> str:
+def percent_tick(value: float, _position: Any = None) -> str:
     """A fraction as a percentage with only the digits it needs: 0.2 → "20", 0.975 → "97.5"."""
     return "0" if abs(value) < 1e-12 else f"{100.0 * value:.6g}"
 
 
-def _title(fig: Figure, title: str | None, default: str | None = None) -> None:
+def add_title(fig: Figure, title: str | None, default: str | None = None) -> None:
     """The figure's title: the user's `title` shown literally (never mathtext), wrapped to the figure's width; else
     adacal's own `default` (which may use mathtext)."""
     import matplotlib
 
     if title:
-        width = fig.get_figwidth() * 72.0 - 2 * _TITLE_MARGIN_PT
+        width = fig.get_figwidth() * 72.0 - 2 * TITLE_MARGIN_PT
         text = wrap_text(title, width, size=matplotlib.rcParams["figure.titlesize"], weight="bold")
         fig.suptitle(text, fontweight="bold", parse_math=False)
     elif default:
         fig.suptitle(default, fontweight="bold")
 
 
-_TITLE_MARGIN_PT = 9.0
+TITLE_MARGIN_PT = 9.0
 
 
 def plain(artists: Any) -> None:
@@ -267,15 +271,15 @@ def wrap_text(text: str, width_pt: float, *, size: Any, weight: str = "normal") 
     return "\n".join(lines)
 
 
-def _marker(n_points: int, values: Any = None) -> dict[str, Any]:
+def line_markers(n_points: int, values: Any = None) -> dict[str, Any]:
     """Markers for a line of `n_points`: on every point up to 20, else (given the line's `values`) only on its
-    isolated points, which a line alone does not draw (`_isolated_marker`)."""
+    isolated points, which a line alone does not draw (`isolated_markers`)."""
     if n_points <= 20:
         return {"marker": "o", "markersize": 2.8}
-    return {} if values is None else _isolated_marker(values)
+    return {} if values is None else isolated_markers(values)
 
 
-def _isolated_points(values: Any) -> np.ndarray:
+def isolated_points(values: Any) -> np.ndarray:
     """Indices of the finite values whose neighbours are both missing (NaN, or the end of the series): a line
     through them draws nothing there (a one-epoch run, a bin filled at one update only)."""
     finite = np.isfinite(np.asarray(values, dtype=np.float64).reshape(-1))
@@ -284,16 +288,16 @@ def _isolated_points(values: Any) -> np.ndarray:
     return np.flatnonzero(finite & ~before & ~after)
 
 
-def _isolated_marker(values: Any) -> dict[str, Any]:
+def isolated_markers(values: Any) -> dict[str, Any]:
     """Line options that mark only the isolated points of `values` (nothing when there are none), so a line drawn
     without markers still shows every value."""
-    isolated = _isolated_points(values)
+    isolated = isolated_points(values)
     if isolated.size == 0:
         return {}
     return {"marker": "o", "markersize": 2.8, "markevery": isolated.tolist()}
 
 
-def _integer_epochs(ax: Any, epochs: Any) -> None:
+def tick_whole_epochs(ax: Any, epochs: Any) -> None:
     """Epoch axes tick whole epochs only (no "1.25" between two epochs). Points within one epoch (a one-epoch run)
     get half an epoch of room on either side of the epoch they end, which is ticked."""
     from matplotlib.ticker import MaxNLocator

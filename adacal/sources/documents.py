@@ -3,8 +3,9 @@ and validated against their schema before any field is used.
 
 Parsing refuses what strict JSON does not allow or what would cost more than it is worth: NaN/Infinity literals and
 numbers that overflow a float (admitted in predictions files, whose scores and labels are validated afterwards),
-integers longer than `MAX_INT_DIGITS` digits, nesting deeper than `MAX_DEPTH`, files larger than `MAX_JSON_BYTES`. Every failure (including Python's own ValueError, OverflowError, RecursionError)
-becomes one InputError sentence naming the file (and, for history.jsonl, the line).
+integers longer than `MAX_INT_DIGITS` digits, nesting deeper than `MAX_DEPTH`, files larger than `MAX_JSON_BYTES`. Every
+failure (including Python's own ValueError, OverflowError, RecursionError) becomes one InputError sentence naming the
+file (and, for history.jsonl, the line).
 """
 
 from __future__ import annotations
@@ -122,7 +123,8 @@ def parse_json(text: str | bytes, *, label: str, non_finite: bool = False) -> An
     except RecursionError:
         raise InputError(f"Expected {label} to nest at most {MAX_DEPTH} levels deep, but it nests deeper.") from None
     except (ValueError, OverflowError, MemoryError) as exc:
-        raise InputError(f"Expected {label} to be JSON, but it could not be parsed ({exc.__class__.__name__}).") from None
+        raise InputError(f"Expected {label} to be JSON, but it could not be parsed "
+                         f"({exc.__class__.__name__}).") from None
     if not _depth_ok(value):
         raise InputError(f"Expected {label} to nest at most {MAX_DEPTH} levels deep, but it nests deeper.")
     return value
@@ -265,13 +267,15 @@ RESULTS: dict[str, Schema] = {
         "params": OBJECT, "calibrator": _CALIBRATOR, "val": _METRICS, "test_pre": _METRICS, "test_post": _METRICS,
     })), "best": nullable(string)}),
     "ood": obj(optional={"scores": mapping_of(obj({"pre": _SCORE_METRICS}, {"post": nullable(_SCORE_METRICS)})),
-                         "in": _SET, "out": _SET, "temperature": nullable(number), "temperature_source": nullable(string)}),
+                         "in": _SET, "out": _SET, "temperature": nullable(number),
+                         "temperature_source": nullable(string)}),
     "calibrator": obj({"calibrator": _CALIBRATOR}),
     "train-config": OBJECT,
 }
 CONFIGS: dict[str, Schema] = {
     "train-config": obj(optional={
-        "dataset": nonempty_string, "loss": nonempty_string, "model": nullable(string), "epochs": integer(0), "seed": integer(0), "select": nullable(string),
+        "dataset": nonempty_string, "loss": nonempty_string, "model": nullable(string), "epochs": integer(0),
+        "seed": integer(0), "select": nullable(string),
         "loss_options": nullable(OBJECT), "model_options": nullable(OBJECT),
     }),
     "calibrator": obj({"method": nonempty_string}, {"options": nullable(OBJECT)}),
@@ -316,7 +320,8 @@ def check_report(report: Any, path: str | os.PathLike, kind: str | None = None) 
     if not isinstance(report, dict) or "schema_version" not in report or "results" not in report:
         raise InputError(f"Expected {label} to be an adacal report, but it has no schema_version/results.")
     if report["schema_version"] != SCHEMA_VERSION or isinstance(report["schema_version"], bool):
-        raise InputError(f"Expected {label} to have schema_version {SCHEMA_VERSION}, got {_shown(report['schema_version'])}.")
+        raise InputError(f"Expected {label} to have schema_version {SCHEMA_VERSION}, got "
+                         f"{_shown(report['schema_version'])}.")
     validate(report, ENVELOPE, label=label)
     found = report.get("kind")
     if kind is not None and found != kind:
@@ -342,14 +347,16 @@ def read_history(path: str | os.PathLike, *, torn_tail: bool = False) -> list[di
     """The per-epoch records of a run's history.jsonl, each validated; blank lines are skipped.
 
     A line that is not UTF-8, not JSON, or not the next epoch's record (epochs run 1, 2, 3, ... with no gap: a
-    missing record is never passed over) is refused with its line number. With `torn_tail`, a last line without its newline that does not parse is the write a killed run left
-    half-done: it is left out (it is no epoch's record) instead of refused. Used by `train --resume` and the plots.
+    missing record is never passed over) is refused with its line number. With `torn_tail`, a last line without its
+    newline that does not parse is the write a killed run left half-done: it is left out (it is no epoch's record)
+    instead of refused. Used by `train --resume` and the plots.
     """
     path = Path(path)
     with open_regular(path, "a training history (history.jsonl)") as handle:
         data = handle.read(MAX_HISTORY_BYTES + 1)
     if len(data) > MAX_HISTORY_BYTES:
-        raise InputError(f"Expected the training history {path} to be at most {human_bytes(MAX_HISTORY_BYTES)}, but it is larger.")
+        raise InputError(f"Expected the training history {path} to be at most {human_bytes(MAX_HISTORY_BYTES)}, but it "
+                         "is larger.")
     lines = data.split(b"\n")
     records: list[dict[str, Any]] = []
     for number, raw in enumerate(lines, start=1):

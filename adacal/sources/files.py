@@ -156,7 +156,8 @@ def open_regular(path: str | os.PathLike, what: str = "a file", *, error: type[I
         raise
 
 
-def read_bytes(path: str | os.PathLike, what: str = "a file", *, limit: int, error: type[InputError] = InputError) -> bytes:
+def read_bytes(path: str | os.PathLike, what: str = "a file", *, limit: int,
+               error: type[InputError] = InputError) -> bytes:
     """The whole regular file, refused when larger than `limit` bytes (a text document has no business being huge)."""
     with open_regular(path, what, error=error) as handle:
         data = handle.read(limit + 1)
@@ -180,7 +181,8 @@ def _npy_header(handle: IO[bytes], label: str) -> tuple[tuple[int, ...], bool, n
         else:
             raise ValueError(f"unsupported version {version}")
     except (ValueError, EOFError, OSError, SyntaxError, TypeError, zipfile.BadZipFile, zlib.error) as exc:
-        raise InputError(f"Expected {label} to be a readable .npy array, but its header is not ({exc.__class__.__name__}).") from None
+        raise InputError(f"Expected {label} to be a readable .npy array, but its header is not "
+                         f"({exc.__class__.__name__}).") from None
     if dtype.hasobject:
         raise InputError(
             f"Expected {label} to be a readable .npz/.npy array of numbers, but it holds Python objects (dtype "
@@ -262,7 +264,8 @@ class NpzArchive(NamedArrayFile):
             self._zip = zipfile.ZipFile(self._handle)
         except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
             self._handle.close()
-            raise InputError(f"Expected {self.path} to be a readable .npz file, but it is not ({exc.__class__.__name__}).") from None
+            raise InputError(f"Expected {self.path} to be a readable .npz file, but it is not "
+                             f"({exc.__class__.__name__}).") from None
         self._index = {}
         for info in self._zip.infolist():
             name = info.filename
@@ -293,7 +296,8 @@ class NpzArchive(NamedArrayFile):
                     )
                 return _read_npy_body(member, shape, dtype, nbytes, label)
         except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
-            raise InputError(f"Expected {self.path} to be a readable .npz file, but it is not ({exc.__class__.__name__}).") from None
+            raise InputError(f"Expected {self.path} to be a readable .npz file, but it is not "
+                             f"({exc.__class__.__name__}).") from None
 
 
 # ---------------------------------------------------------------------------------------------------- torch files
@@ -373,7 +377,8 @@ def safe_torch_load(path: str | os.PathLike, *, what: str = "torch file",
                     f"Refusing to load {path}: it holds Python objects other than tensors and plain values, "
                     "which could run code (adacal loads torch files with weights_only=True only)."
                 ) from None
-            raise error(f"Expected {path} to be a readable {what}, but it is truncated or corrupt (UnpicklingError).") from None
+            raise error(f"Expected {path} to be a readable {what}, but it is truncated or corrupt "
+                        "(UnpicklingError).") from None
         except _TORCH_ERRORS as exc:
             raise error(
                 f"Expected {path} to be a readable {what}, but it is truncated or corrupt ({exc.__class__.__name__})."
@@ -402,11 +407,13 @@ def check_tensors(value: Any, path: Path, *, error: type[InputError] = Checkpoin
         elif isinstance(item, torch.Tensor):
             name = f"'{where}' in {path}" if where else str(path)
             if item.layout != torch.strided or item.is_sparse:
-                raise error(f"Expected {name} to be a dense tensor, got a {str(item.layout).replace('torch.', '')} one.")
+                raise error(f"Expected {name} to be a dense tensor, got a {str(item.layout).replace('torch.', '')} "
+                            "one.")
             if getattr(item, "is_nested", False):
                 raise error(f"Expected {name} to be a dense tensor, got a nested (ragged) one.")
             if item.is_quantized or item.device.type == "meta":
-                raise error(f"Expected {name} to be a plain tensor, got a {'quantized' if item.is_quantized else 'meta'} one.")
+                raise error(f"Expected {name} to be a plain tensor, got a "
+                            f"{'quantized' if item.is_quantized else 'meta'} one.")
             nbytes = item.numel() * item.element_size()
             if nbytes > budget:
                 raise error(

@@ -114,8 +114,8 @@ class SafetensorsFile(NamedArrayFile):
                              "product of the non-zero ones is past the largest array index)")
         expected = math.prod(shape) * dtype.itemsize
         if offsets[1] - offsets[0] != expected:
-            raise self._fail(f"tensor {name!r} ({dtype_name}, shape {_shown(tuple(shape))}) needs {expected:,} bytes but its "
-                             f"data_offsets span {offsets[1] - offsets[0]:,}")
+            raise self._fail(f"tensor {name!r} ({dtype_name}, shape {_shown(tuple(shape))}) needs {expected:,} bytes "
+                             f"but its data_offsets span {offsets[1] - offsets[0]:,}")
         return dtype, dtype_name, tuple(shape), offsets[0], offsets[1]
 
     def __getitem__(self, key: str) -> Any:

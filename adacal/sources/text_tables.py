@@ -127,7 +127,8 @@ def _gunzip(handle: Any, path: Path, *, limit: int) -> bytes:
                                      f"{human_bytes(limit)} of text.")
                 chunks.append(chunk)
     except (OSError, EOFError, zlib.error) as exc:
-        raise InputError(f"Expected {path} to be a readable gzip file, but it is not ({exc.__class__.__name__}).") from None
+        raise InputError(f"Expected {path} to be a readable gzip file, but it is not "
+                         f"({exc.__class__.__name__}).") from None
     return b"".join(chunks)
 
 
@@ -287,7 +288,8 @@ def _txt_table(path: Path, text: str, lines: list[tuple[int, str]], separator: s
     width = len(rows[0])
     values = None
     if all(len(row) == width for row in rows) and None not in [number_or_none(cell, decimal_comma) for cell in rows[0]]:
-        values = floats_or_none([cell for row in rows for cell in row], decimal_comma)  # (a wrong reading fails at once)
+        # (a wrong reading fails at once)
+        values = floats_or_none([cell for row in rows for cell in row], decimal_comma)
     if values is None:  # the first line that fails, as the reader of one line at a time finds it
         for (number, _), cells in zip(lines, rows):
             bad = next((cell for cell in cells if number_or_none(cell, decimal_comma) is None), None)
@@ -390,8 +392,8 @@ def _probe(path: Path, rows: list[tuple[int, list[str]]], separator: str, labels
         exempt = set()  # (one column is a table only when all its cells are scores)
     decimal_comma = separator in (";", "\t")
     for number, cells in rows[header is not False:]:
-        bad = next((cell for i, cell in enumerate(cells) if i not in exempt and number_or_none(cell, decimal_comma) is None),
-                   None)
+        bad = next((cell for i, cell in enumerate(cells)
+                    if i not in exempt and number_or_none(cell, decimal_comma) is None), None)
         if bad is not None:
             raise _NotRead(number, f"Expected the scores on line {number} of {path} to be numbers, got {bad[:30]!r}.")
 
@@ -482,7 +484,8 @@ def _score_table(path: Path, rows: list[tuple[int, list[str]]], label_column: in
         del cells[label_column::width]
         width -= 1
     values = None
-    if None not in [number_or_none(cell, decimal_comma) for cell in cells[:width]]:  # (a wrong reading fails here, at once)
+    # (a wrong reading fails here, at once)
+    if None not in [number_or_none(cell, decimal_comma) for cell in cells[:width]]:
         values = floats_or_none(cells, decimal_comma)
     if values is None:
         for index, (number, _) in enumerate(rows):

@@ -170,7 +170,8 @@ def _scalars_as_tensors(data: Any) -> Any:
     if isinstance(data, list) and data and all(isinstance(v, (dict, tuple)) for v in data):
         return [item(value) for value in data]
     if isinstance(data, dict):
-        return {key: [tensor(v) for v in value] if isinstance(value, list) and value and any(is_tensor(v) for v in value)
+        return {key: [tensor(v) for v in value]
+                if isinstance(value, list) and value and any(is_tensor(v) for v in value)
                 else value for key, value in data.items()}
     return data
 

@@ -210,7 +210,8 @@ def _check_model(checkpoint: dict[str, Any], path: Path) -> None:
     state = checkpoint["model_state"]
     for key, tensor in state.items():
         if tensor.dtype.is_complex or tensor.dtype in (torch.quint8, torch.qint8, torch.qint32):
-            raise CheckpointError(f"Expected the weight '{key}' in {path} to be a real tensor, got dtype {tensor.dtype}.")
+            raise CheckpointError(f"Expected the weight '{key}' in {path} to be a real tensor, got dtype "
+                                  f"{tensor.dtype}.")
     model = _meta_model(checkpoint, path)
     if model is None:
         return
@@ -289,7 +290,8 @@ def _check_partial_epoch(partial: Any, epoch: int, path: Path) -> None:
         raise CheckpointError(f"Expected 'partial_epoch' in {path} to be a dict, got {partial!r:.60}.")
     for key, (kind, ok) in expected.items():
         if key not in partial or not ok(partial[key]):
-            raise CheckpointError(f"Expected 'partial_epoch.{key}' in {path} to be {kind}, got {partial.get(key)!r:.60}.")
+            raise CheckpointError(f"Expected 'partial_epoch.{key}' in {path} to be {kind}, got "
+                                  f"{partial.get(key)!r:.60}.")
     if partial["correct"] > partial["seen"]:
         raise CheckpointError(f"Expected 'partial_epoch.correct' in {path} to be at most its 'seen', but it is not.")
 
@@ -342,7 +344,7 @@ def check_checkpoint_of_run(
     ...); the options a resume may change (--epochs, --device, --workers, --data-dir) and the run's name and --out
     folder are not compared. An option only one side records (written by another adacal version) is not compared.
     A CheckpointError names every differing option, before anything is written."""
-    from adacal.training.config import defining_differences
+    from adacal.training.resume_config import defining_differences
 
     recorded = (run_report or {}).get("config")
     saved = checkpoint.get("config")

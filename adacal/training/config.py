@@ -1,24 +1,19 @@
-"""Training options: one dataclass, presets per dataset, the γ-update schedule; all checked before any work starts.
+"""Training options: one dataclass, presets per dataset, defaults; all checked before any work starts.
 
 Every field of `TrainConfig` defaults to None, meaning "not given": `resolve_config` fills it from the preset for the
 dataset (`quick` unless `preset="paper"`), so a resumed run can tell options the user typed from defaults.
 
 Presets (an explicit option always wins over its preset):
-- quick (default): a short schedule that finishes on a laptop CPU for `digits` (SGD, 30 epochs), and a 30-epoch version of the paper's
-  optimiser settings for the other datasets (milestones at epochs 15 and 25).
+- quick (default): a short schedule that finishes on a laptop CPU for `digits` (SGD, 30 epochs), and a 30-epoch version
+  of the paper's optimiser settings for the other datasets (milestones at epochs 15 and 25).
 - paper: the paper's protocol (PAPER.md) for cifar10, cifar100, tiny-imagenet, imagenet and 20newsgroups. On the
   image datasets it also trains as the reference code does (torrvision/focal_calibration, which 3mcloud/adafocal
   copies): the loss summed over the batch (`loss_reduction="sum"`) and the gradient norm clipped to 2 before each SGD
   step (`grad_clip=2`). The reference sums cross-entropy, focal, FLSD-53 (focal_loss_adaptive), AdaFocal and MMCE
   (len(batch) × mean); its Brier score is a batch mean, so brier keeps "mean" (PAPER_REDUCTION).
 
-Update schedule (`update_every`, AdaFocal's γ-update; ignored by losses that do not learn from validation):
-- "epoch" (default): one update after every epoch, from the epoch's validation pass.
-- an integer N: an update after every N training batches (plus none at the epoch end).
-- "paper": the reference code's schedule, the same as "epoch:25,100:40,1": every epoch for epochs 1-25, every 100
-  batches for epochs 26-40, then every batch.
-- a general spec: comma-separated `RULE:LAST_EPOCH` segments, RULE being "epoch" or a batch count, each applying up to
-  and including epoch LAST_EPOCH (1-based); the final segment may omit `:LAST_EPOCH` and applies to the rest.
+`--update-every` (AdaFocal's γ-update schedule) is parsed by `adacal.training.update_schedule`; a resumed run's
+options (the checkpoint's, with what a resume may change) are merged by `adacal.training.resume_config`.
 """
 
 from __future__ import annotations
@@ -34,7 +29,8 @@ import numpy as np
 
 from adacal.checks import check_integer, integer_kind, is_integer, renamed_options
 from adacal.conventions import DEFAULT_RUNS_DIR, LOSS_OPTION_ALIASES, LOSS_OPTION_FLAGS
-from adacal.errors import CheckpointError, InputError
+from adacal.errors import InputError
+from adacal.training.update_schedule import parse_update_every
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
 REDUCTIONS = ("mean", "sum")
@@ -43,11 +39,9 @@ PRESETS = ("quick", "paper")
 DEFAULT_DATASET = "digits"
 DEFAULT_LOSS = "adafocal"
 
-# Options a resumed run may change; every other option comes from the checkpoint.
-RESUME_MAY_CHANGE = ("epochs", "device", "workers", "data_dir", "resume")
-
 _SGD = {"optimizer": "sgd", "momentum": 0.9}
-_REFERENCE = {"grad_clip": 2.0}  # the reference code's clip_grad_norm_(model.parameters(), 2); reduction: PAPER_REDUCTION
+# the reference code's clip_grad_norm_(model.parameters(), 2); reduction: PAPER_REDUCTION
+_REFERENCE = {"grad_clip": 2.0}
 _PAPER_CIFAR = {**_SGD, "batch_size": 128, "epochs": 350, "lr": 0.1, "milestones": (150, 250), "lr_decay": 0.1,
                 "weight_decay": 5e-4, "select": "last", **_REFERENCE}
 _QUICK_CIFAR = {**{k: v for k, v in _PAPER_CIFAR.items() if k not in _REFERENCE}, "epochs": 30, "milestones": (15, 25)}
@@ -156,70 +150,6 @@ class TrainConfig:
         # Anything else (a string, 1.5, a number) stays as given, for `check_structure` to refuse: int("15") would
         # make epochs 1 and 5, int(1.5) epoch 1.
         return cls(**values)
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# γ-update schedule
-
-
-@dataclass(frozen=True)
-class UpdateSchedule:
-    """When a validation-driven loss updates: per segment, every epoch (None) or every N batches, up to an epoch."""
-
-    segments: tuple[tuple[int | None, int | None], ...]  # (batches or None for "epoch", last epoch or None = forever)
-    spec: str
-
-    def batches_for_epoch(self, epoch: int) -> int | None:
-        """Update every N batches in this (1-based) epoch, or None for one update at the epoch end."""
-        for every, last in self.segments:
-            if last is None or epoch <= last:
-                return every
-        return self.segments[-1][0]
-
-
-PAPER_UPDATE_SPEC = "epoch:25,100:40,1"
-
-
-def parse_update_every(value: Any) -> UpdateSchedule:
-    """Parse --update-every: "epoch", an integer N, "paper", or a spec like "epoch:25,100:40,1"."""
-    text = str(value).strip().lower()
-    original = text
-    if text == "paper":
-        text = PAPER_UPDATE_SPEC
-    problem = (
-        f"Expected --update-every to be 'epoch', a positive number of batches, 'paper' or a spec like "
-        f"'epoch:25,100:40,1', got {value!r}."
-    )
-    segments: list[tuple[int | None, int | None]] = []
-    parts = text.split(",")
-    previous_last = 0
-    for index, part in enumerate(parts):
-        match = re.fullmatch(r"\s*(epoch|\d+)\s*(?::\s*(\d+)\s*)?", part)
-        if not match:
-            raise InputError(problem)
-        rule, last = match.group(1), match.group(2)
-        every = None if rule == "epoch" else int(rule)
-        if every is not None and every < 1:
-            raise InputError(problem)
-        if last is None:
-            if index != len(parts) - 1:
-                raise InputError(
-                    f"Expected every --update-every segment but the last to end with ':LAST_EPOCH', got {part.strip()!r}."
-                )
-            segments.append((every, None))
-        else:
-            last_epoch = int(last)
-            if last_epoch < 1:
-                raise InputError(f"Expected the epochs in --update-every to be positive (epochs count from 1), got "
-                                 f"{last_epoch} in {part.strip()!r}.")
-            if last_epoch <= previous_last:
-                raise InputError(
-                    f"Expected the epochs in --update-every to increase, got {last_epoch} after {previous_last}."
-                )
-            previous_last = last_epoch
-            segments.append((every, last_epoch))
-    canonical = "epoch" if segments == [(None, None)] else original
-    return UpdateSchedule(segments=tuple(segments), spec=canonical)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -342,7 +272,8 @@ def _memory_bytes() -> int:
 
 
 # Per validation bin, AdaFocal keeps a few float64 tensors and history.jsonl gets ~10 numbers per update: counting
-# 1 KiB per bin (the JSON text, the per-epoch record lists, the per-sample bin lookups) keeps every run far within memory.
+# 1 KiB per bin (the JSON text, the per-epoch record lists, the per-sample bin lookups) keeps every run far within
+# memory.
 BYTES_PER_BIN = 1024
 
 
@@ -459,7 +390,8 @@ def check_loss_options(loss: str, options: dict[str, Any]) -> None:
     for name in options:
         if name not in accepted:
             takes = ", ".join(LOSS_OPTION_FLAGS.get(a, a) for a in accepted) or "no options"
-            raise InputError(f"{LOSS_OPTION_FLAGS.get(name, name)} does not apply to --loss {loss} (it takes: {takes}).")
+            raise InputError(f"{LOSS_OPTION_FLAGS.get(name, name)} does not apply to --loss {loss} (it takes: "
+                             f"{takes}).")
     defaults = _keyword_defaults(factory)
     gamma_max = options.get("gamma_max", defaults.get("gamma_max"))
     gamma_min = options.get("gamma_min", defaults.get("gamma_min"))
@@ -539,191 +471,6 @@ def check_model_options(config: TrainConfig) -> None:
         raise InputError(f"Expected --embeddings to be a GloVe text file, but {embeddings} {what}.")
 
 
-def merge_resume_config(saved: dict[str, Any], given: TrainConfig, *, source: str = "the checkpoint") -> TrainConfig:
-    """The saved run's config with the options that may change on resume; a conflicting option is an error. The saved
-    options (read from `source`, a checkpoint) have their types checked as a TrainConfig built in Python has
-    (`check_structure`): names and paths as strings, option dicts as dicts, milestones as epoch numbers."""
-    base = TrainConfig.from_dict(saved)
-    try:
-        check_structure(base)
-    except InputError as exc:
-        raise CheckpointError(f"{str(exc).rstrip('.')} (in the options saved in {source}).") from None
-    if base.loss_reduction is None:  # a saved config without loss_reduction trained with the mean
-        base.loss_reduction = "mean"
-    given_values = given.to_dict()
-    saved_values = base.to_dict()
-    for key, value in given_values.items():
-        if value is None or key in RESUME_MAY_CHANGE or key == "resume":
-            continue
-        if key in ("model_options", "loss_options") and not value:
-            continue
-        if key == "name":
-            raise InputError("--name names a new run folder; it does not apply to --resume (the run keeps its folder).")
-        if key == "loss_options":  # the saved options are resolved (every default): compare those that were typed
-            saved_options = saved_values.get(key) or {}
-            for option, given_value in value.items():
-                if option in saved_options and _normalise(given_value) == _normalise(saved_options[option]):
-                    continue
-                if option not in saved_options and isinstance(base.loss, str):
-                    check_loss_options(base.loss, {option: given_value})  # "--gamma does not apply to --loss ..."
-                flag = LOSS_OPTION_FLAGS.get(option, "--" + option.replace("_", "-"))
-                raise InputError(
-                    f"{flag} {given_value!r} conflicts with the resumed run's {_repr(saved_options.get(option))}; "
-                    "on --resume the loss options come from the run."
-                )
-            continue
-        if key == "model_options":  # --embeddings (the only model option the command line sets)
-            saved_options = saved_values.get(key) or {}
-            for option, given_value in value.items():
-                if _same_option_value(given_value, saved_options.get(option)):
-                    continue
-                flag = "--" + option.replace("_", "-")
-                had = (f"the resumed run's {_repr(saved_options[option])}" if option in saved_options
-                       else f"the resumed run, trained without {flag}")
-                raise InputError(
-                    f"{flag} {given_value!r} conflicts with {had}; on --resume the model comes from the run's "
-                    f"checkpoint (leave out {flag})."
-                )
-            continue
-        if key == "update_every" and _same_schedule(value, saved_values.get(key)):
-            continue
-        if _normalise(value) != _normalise(saved_values.get(key)):
-            flag = "--" + key.replace("_", "-")
-            allowed = ", ".join("--" + k.replace("_", "-") for k in RESUME_MAY_CHANGE if k != "resume")
-            if isinstance(value, bool):  # an on/off flag (--amp/--no-amp): name both as typed, not True/False
-                spelled = {True: flag, False: "--no-" + flag[2:]}
-                raise InputError(
-                    f"{spelled[value]} conflicts with the resumed run, trained with {spelled[not value]}; "
-                    f"on --resume only {allowed} may change."
-                )
-            raise InputError(
-                f"{flag} {value!r} conflicts with the resumed run's {_repr(saved_values.get(key))}; "
-                f"on --resume only {allowed} may change."
-            )
-    for key in RESUME_MAY_CHANGE:
-        if given_values.get(key) is not None:
-            setattr(base, key, given_values[key])
-    validate_config(base)
-    return base
-
-
-# Options that do not define what a run trains: where its folder is and what it is called (a checkpoint of a run
-# trained identically under another name continues this one exactly), and those a resume may change.
-NOT_DEFINING = frozenset({*RESUME_MAY_CHANGE, "name", "out"})
-
-
-def defining_differences(saved: dict[str, Any], recorded: dict[str, Any]) -> list[str]:
-    """'--loss ce (config.json: adafocal)' for each option that defines a run (all but NOT_DEFINING) on which a
-    checkpoint's config (`saved`) and its run's config.json (`recorded`) disagree; an option only one of them records
-    (written by another adacal version) is not compared, and loss options are compared with every default filled in."""
-
-    def canonical(key: str, config: dict[str, Any]) -> Any:
-        value = config.get(key)
-        if key == "loss_reduction" and value is None:  # a config without loss_reduction trained with the mean
-            return "mean"
-        if key == "update_every" and value is not None:
-            try:
-                return parse_update_every(value).spec
-            except InputError:
-                return value
-        if key == "milestones" and value is not None and isinstance(value, (list, tuple)):
-            return [int(m) for m in value] if all(isinstance(m, int) for m in value) else value
-        return value
-
-    differences = []
-    for key in (f.name for f in dataclasses.fields(TrainConfig) if f.name not in NOT_DEFINING):
-        if key not in saved or key not in recorded:
-            continue
-        if key == "loss_options":
-            if saved.get("loss") == recorded.get("loss"):  # otherwise the loss itself is named
-                differences += _loss_option_differences(str(saved.get("loss")), saved.get(key), recorded.get(key))
-            continue
-        mine, theirs = canonical(key, saved), canonical(key, recorded)
-        if _normalise(mine) != _normalise(theirs):
-            differences.append(f"--{key.replace('_', '-')} {_shown(mine)} (config.json: {_shown(theirs)})")
-    return differences
-
-
-def _loss_option_differences(loss: str, saved: Any, recorded: Any) -> list[str]:
-    if not isinstance(saved, dict) or not isinstance(recorded, dict):
-        return [] if saved == recorded else [f"loss options {_shown(saved)} (config.json: {_shown(recorded)})"]
-    try:  # every default filled in: a config that lists only the options typed matches one that lists them all
-        saved, recorded = resolved_loss_options(loss, saved), resolved_loss_options(loss, recorded)
-    except InputError:
-        pass
-    differences = []
-    for option in sorted(set(saved) | set(recorded)):
-        if _normalise(saved.get(option)) != _normalise(recorded.get(option)):
-            flag = LOSS_OPTION_FLAGS.get(option, "--" + option.replace("_", "-"))
-            differences.append(f"{flag} {_shown(saved.get(option))} (config.json: {_shown(recorded.get(option))})")
-    return differences
-
-
-def _same_schedule(given: Any, saved: Any) -> bool:
-    """Two --update-every values that update at the same batches ('paper' and 'epoch:25,100:40,1', '5' and ' 5')."""
-    try:
-        return parse_update_every(given).segments == parse_update_every(saved).segments
-    except InputError:
-        return False
-
-
-def _same_option_value(given: Any, saved: Any) -> bool:
-    """A model option as typed now and as the run recorded it; a path names the same file however it is spelled."""
-    if _normalise(given) == _normalise(saved):
-        return True
-    if isinstance(given, (str, os.PathLike)) and isinstance(saved, (str, os.PathLike)):
-        first, second = os.path.expanduser(str(given)), os.path.expanduser(str(saved))
-        try:
-            return os.path.samefile(first, second)
-        except OSError:
-            return os.path.abspath(first) == os.path.abspath(second)
-    return False
-
-
-def _repr(value: Any) -> str:
-    """A resumed run's value in a conflict message: as typed (repr), an option it did not set as 'none'."""
-    return "none" if value is None else repr(value)
-
-
-def _shown(value: Any) -> str:
-    if value is None:
-        return "none"
-    if isinstance(value, (list, tuple)):
-        return ",".join(map(str, value)) or "none"
-    return str(value)
-
-
-def _normalise(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        return [_normalise(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _normalise(v) for k, v in value.items()}
-    if isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    return value
-
-
-__all__ = [
-    "TrainConfig",
-    "UpdateSchedule",
-    "parse_update_every",
-    "resolve_config",
-    "validate_config",
-    "check_names",
-    "check_loss_options",
-    "check_model_options",
-    "merge_resume_config",
-    "defining_differences",
-    "resolved_loss_options",
-    "idle_update_epochs",
-    "max_n_bins",
-    "preset_values",
-    "PAPER_PRESETS",
-    "QUICK_PRESETS",
-    "LOSS_OPTION_FLAGS",
-]
-
-
 def unreached_milestones(config: TrainConfig) -> list[str]:
     """A note when learning-rate milestones of a resolved config are at or past its last epoch (they never fire in
     this run: `--preset paper --epochs 30` keeps the paper's 150, 250), else nothing."""
@@ -731,35 +478,23 @@ def unreached_milestones(config: TrainConfig) -> list[str]:
     if not late:
         return []
     listed = ",".join(map(str, late))
-    return [f"--milestones {listed} {'is' if len(late) == 1 else 'are'} at or past the last epoch ({config.epochs}): the "
-            f"learning rate does not drop there in this run (a later --resume to more epochs reaches "
+    return [f"--milestones {listed} {'is' if len(late) == 1 else 'are'} at or past the last epoch ({config.epochs}): "
+            "the learning rate does not drop there in this run (a later --resume to more epochs reaches "
             f"{'it' if len(late) == 1 else 'them'})"]
 
 
-def idle_update_epochs(update_every: Any, *, epochs: int, batches_per_epoch: int) -> list[str]:
-    """A note when --update-every asks for a γ-update every N batches in epochs whose N exceeds the batches an epoch
-    has: the counter restarts each epoch, so those epochs update γ never (not even at their end), else nothing."""
-    schedule = parse_update_every(update_every)
-    epochs = int(epochs)
-    # Segment by segment (not epoch by epoch: --epochs may be huge): the epochs first..last of each idle segment.
-    # Past the last segment's epoch its rule goes on (`batches_for_epoch`): one more, open-ended segment of that rule.
-    ranges: list[tuple[int, int]] = []
-    first = 1
-    for every, last in (*schedule.segments, (schedule.segments[-1][0], None)):
-        if first > epochs:
-            break
-        end = epochs if last is None else min(int(last), epochs)
-        if end >= first and every is not None and every > batches_per_epoch:
-            if ranges and ranges[-1][1] == first - 1:
-                ranges[-1] = (ranges[-1][0], end)
-            else:
-                ranges.append((first, end))
-        first = max(first, end + 1)
-    if not ranges:
-        return []
-    spans = [str(start) if start == stop else f"{start}-{stop}" for start, stop in ranges]
-    several = len(ranges) > 1 or ranges[0][0] != ranges[0][1]
-    shown = ", ".join(spans[:4]) + (", ..." if len(spans) > 4 else "")
-    return [f"--update-every {schedule.spec} asks for more batches than an epoch has ({batches_per_epoch}) in "
-            f"epoch{'s' if several else ''} {shown}: γ is not updated there (the count restarts every epoch); "
-            f"use at most {batches_per_epoch}, or 'epoch'"]
+__all__ = [
+    "TrainConfig",
+    "resolve_config",
+    "validate_config",
+    "check_names",
+    "check_loss_options",
+    "check_model_options",
+    "resolved_loss_options",
+    "unreached_milestones",
+    "max_n_bins",
+    "preset_values",
+    "PAPER_PRESETS",
+    "QUICK_PRESETS",
+    "LOSS_OPTION_FLAGS",
+]

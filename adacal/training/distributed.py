@@ -32,7 +32,8 @@ class DistributedContext:
             rank = int(os.environ.get("RANK", "0"))
             local_rank = int(os.environ.get("LOCAL_RANK", str(rank)))
         except ValueError:
-            raise InputError("Expected the RANK, WORLD_SIZE and LOCAL_RANK environment variables to be integers.") from None
+            raise InputError("Expected the RANK, WORLD_SIZE and LOCAL_RANK environment variables to be "
+                             "integers.") from None
         return cls(rank=rank, world_size=max(world_size, 1), local_rank=local_rank)
 
     @property

@@ -38,13 +38,14 @@ from adacal.training.config import (
     TrainConfig,
     check_model_options,
     check_names,
-    merge_resume_config,
     resolve_config,
     resolved_loss_options,
 )
 from adacal.training.distributed import DistributedContext
 from adacal.training.inference import resolve_device
-from adacal.training.loop import Trainer, TrainResult
+from adacal.training.loop import Trainer
+from adacal.training.results import TrainResult
+from adacal.training.resume_config import merge_resume_config
 from adacal.training.run_writer import INTERRUPTED, RunWriter
 from adacal.version import __version__
 
@@ -237,7 +238,8 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
         if checkpoint is not None:
             check_resume_split(checkpoint, dataset.split_info)
         if resolved.channels_last and dataset.kind != "image":
-            raise InputError(f"--channels-last applies to image datasets only; {dataset.name} is a {dataset.kind} dataset.")
+            raise InputError(f"--channels-last applies to image datasets only; {dataset.name} is a {dataset.kind} "
+                             "dataset.")
         model_name = resolved.model or default_model(dataset.name)
         resolved.model = model_name
         check_input_shape(model_name, tuple(dataset.input_shape), kind=dataset.kind)
@@ -273,7 +275,8 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
             trainer.load_state(checkpoint)
         if dist.is_main:
             _write_config(
-                trainer.writer, resolved, dataset, resumed_from=trainer.resumed_from, resumed_batch=trainer.resumed_batch
+                trainer.writer, resolved, dataset, resumed_from=trainer.resumed_from,
+                resumed_batch=trainer.resumed_batch
             )
         dist.barrier()
         return trainer.run()
@@ -317,8 +320,8 @@ def _check_forward(model: Any, name: str, dataset: Any) -> None:
             model(blank)
     except (RuntimeError, AssertionError, ValueError, IndexError, TypeError) as exc:
         reason = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-        raise InputError(f"Expected model {name} to take {dataset.name}'s inputs of shape {shape}, but its forward pass "
-                         f"fails ({reason[:160]}): pick a model for this input size.") from None
+        raise InputError(f"Expected model {name} to take {dataset.name}'s inputs of shape {shape}, but its forward "
+                         f"pass fails ({reason[:160]}): pick a model for this input size.") from None
     finally:
         model.train(training)
 

@@ -133,7 +133,8 @@ def checkpoint_data_options(checkpoint: dict[str, Any], path: str | os.PathLike)
         data_dir = None
     channels_last = config.get("channels_last", False)
     if not isinstance(channels_last, bool):
-        raise CheckpointError(f"Expected the training option channels_last in {path} to be true or false, got {channels_last!r}.")
+        raise CheckpointError(f"Expected the training option channels_last in {path} to be true or false, got "
+                              f"{channels_last!r}.")
     return {
         "data_dir": data_dir,
         "seed": integer("seed", 0) or 0,

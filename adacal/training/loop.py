@@ -5,87 +5,45 @@ forward pass in eval mode whose logits give the validation metrics and, for loss
 (AdaFocal), the γ-update. One history.jsonl line and checkpoints/last.pt (and best.pt on a new best validation
 accuracy) are written after every epoch; an epoch-0 checkpoint is written before training starts.
 
-Resuming and interrupts: see `adacal.training.entry` and `adacal.training.interrupts`.
+What a checkpoint holds and how a run continues from one: `adacal.training.trainer_state`; what the run returns and
+reports at the end: `adacal.training.results`; resuming and interrupts: `adacal.training.entry` and
+`adacal.training.interrupts`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import AdacalError, InputError
 from adacal.losses.records import BinnedLossEpoch, BinUpdate, TrainBinStatistics
 from adacal.predictions import Predictions
-from adacal.reports import atomic_write
 from adacal.runs import EVALUATE_FILE, RunFolder
-from adacal.training.checkpoints import (
-    capture_rng_state,
-    checkpoint_safe,
-    load_checkpoint,
-    make_checkpoint,
-    restore_rng_state,
-)
-from adacal.training.config import TrainConfig, parse_update_every
+from adacal.training.checkpoints import load_checkpoint
+from adacal.training.config import TrainConfig
 from adacal.training.distributed import DistributedContext
 from adacal.training.inference import EVAL_BATCH_SIZE, predict, slice_split
 from adacal.training.interrupts import InterruptGuard, TrainingInterrupted
 from adacal.training.optimizers import build_optimizer
 from adacal.training.progress import ProgressDispatcher
+from adacal.training.results import TrainResult, report_metrics, run_evaluation_report, validation_metrics
 from adacal.training.run_writer import INTERRUPTED, RunWriter
 from adacal.training.schedules import build_scheduler
+from adacal.training.trainer_state import TrainerState
+from adacal.training.update_schedule import idle_update_epochs, parse_update_every
 
-VAL_METRICS = ("error", "nll", "ece_em", "ece_ew")
 CUDA_SYNC_EVERY = 25  # batches between reads of the loss on a GPU (each read waits for the GPU)
 
 
 class NonFiniteLossError(AdacalError):
     """Training diverged: the training loss, or the model's outputs on the validation or test split, became NaN or
     Inf. The run folder keeps its last good checkpoint and stays resumable."""
-
-
-@dataclass
-class TrainResult:
-    """What `train` returns (also summarised on the command line)."""
-
-    run_dir: Path
-    epochs: int
-    select: str
-    selected_epoch: int
-    test_metrics: dict[str, float]
-    val_metrics: dict[str, float]
-    best_epoch: int | None
-    best_val_accuracy: float | None
-    gammas: list[float] | None
-    seconds: float
-    resumed_from: int | None
-    config: dict[str, Any] = field(default_factory=dict)
-    rank: int = 0  # the process's rank under torchrun (only rank 0 writes files and reports)
-    evaluate_report: dict[str, Any] = field(default_factory=dict)
-
-
-def _val_metrics(logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
-    from adacal.metrics import compute_metrics
-
-    metrics = compute_metrics(logits, labels, names=list(VAL_METRICS))
-    return {name: float(metrics[name]) for name in VAL_METRICS}
-
-
-def evaluation_report(logits: np.ndarray, labels: np.ndarray, *, run: RunFolder) -> dict[str, Any]:
-    """The report `adacal evaluate <run>` writes: metrics of the test split read from the run's predictions.npz."""
-    from adacal.evaluation import evaluation_report as build_report
-
-    source = {"kind": "run", "path": str(run.root), "read": str(run.predictions), "source": "predictions.npz",
-              "split": "test"}
-    return build_report(logits, labels, n_bins=DEFAULT_N_BINS, input_path=run.predictions, source=source)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -96,8 +54,9 @@ def evaluation_report(logits: np.ndarray, labels: np.ndarray, *, run: RunFolder)
 MIN_VAL_PER_BIN = 10
 
 
-class Trainer:
-    """Owns one training run: model, optimiser, schedule, loss, loaders and the run folder."""
+class Trainer(TrainerState):
+    """Owns one training run: model, optimiser, schedule, loss, loaders and the run folder. Its checkpoints and
+    resuming from one are `TrainerState`'s."""
 
     def __init__(
         self,
@@ -141,14 +100,14 @@ class Trainer:
         self.scheduler = build_scheduler(self.optimizer, config.milestones or (), config.lr_decay)
 
         self.amp_dtype: torch.dtype | None = None
-        self.scaler: torch.amp.GradScaler | None = None
         if config.amp:
             if device.type == "cuda":
                 self.amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-                if self.amp_dtype == torch.float16:
-                    self.scaler = torch.amp.GradScaler("cuda")
             else:
                 self.amp_dtype = torch.bfloat16  # CPU autocast supports bfloat16 only
+        # float16 gradients are scaled against underflow; otherwise the scaler is disabled: its scale, unscale_ and
+        # update do nothing and its step is the optimiser's, so `_step` is one path for both.
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp_dtype == torch.float16)
 
         per_rank = math.ceil(len(dataset.train) / self.dist.world_size)
         self.train_loader = BatchLoader(
@@ -160,15 +119,15 @@ class Trainer:
         )
         self._eval_loaders: dict[str, Any] = {}
         self.start_epoch = 0
-        self.best_metric: dict[str, Any] | None = None
-        self.resumed_from: int | None = None
+        self.best_metric = None
+        self.resumed_from = None
+        self.resumed_batch = None
+        self.partial_epoch = None
         self._epoch = 0
         self._batch = 0
         self._completed = 0
         self._phase = "training"
         self._guard: InterruptGuard | None = None
-        self._partial: dict[str, Any] | None = None  # partial_epoch of the checkpoint resumed from, until used
-        self.resumed_batch: int | None = None
         self._saved_interrupted: Path | None = None
         self._epoch_lr: float | None = None
 
@@ -257,73 +216,6 @@ class Trainer:
         # Each rank saw its own training samples: add up counts, weight the mean confidences by them.
         return TrainBinStatistics.merge(self.dist.gather_objects(stats.to_dict()))
 
-    # ------------------------------------------------------------------------------------------------ state
-
-    def checkpoint(self, epoch: int, partial_epoch: dict[str, Any] | None = None) -> dict[str, Any]:
-        extra: dict[str, Any] = {}
-        if self.scaler is not None:
-            extra["scaler_state"] = self.scaler.state_dict()
-        if partial_epoch is not None:
-            extra["partial_epoch"] = partial_epoch
-        return make_checkpoint(
-            model_name=self.model_name,
-            model_options=checkpoint_safe(self.model_options),
-            dataset=self.dataset.name,
-            num_classes=int(self.dataset.num_classes),
-            input_shape=tuple(self.dataset.input_shape),
-            config=self.config.to_dict(),
-            epoch=epoch,
-            model_state=self.net.state_dict(),
-            optimizer_state=self.optimizer.state_dict(),
-            scheduler_state=self.scheduler.state_dict(),
-            loss_state=self.loss.state_dict(),
-            rng_state=capture_rng_state(),
-            best_metric=self.best_metric,
-            split=checkpoint_safe(self.dataset.split_info),  # how the data was split (the test subset's method)
-            **extra,
-        )
-
-    def load_state(self, checkpoint: dict[str, Any]) -> None:
-        """Continue from a checkpoint of this run (same model, optimiser, loss)."""
-        from adacal.errors import CheckpointError
-
-        try:
-            self.net.load_state_dict(checkpoint["model_state"])
-            self.optimizer.load_state_dict(checkpoint["optimizer_state"])
-            self.scheduler.load_state_dict(checkpoint["scheduler_state"])
-            if checkpoint.get("loss_state") is not None:
-                self.loss.load_state_dict(checkpoint["loss_state"])
-            if self.scaler is not None and checkpoint.get("scaler_state"):
-                self.scaler.load_state_dict(checkpoint["scaler_state"])
-        except (RuntimeError, KeyError, ValueError, TypeError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
-            raise CheckpointError(f"Expected the checkpoint to fit this run's model and optimiser, but it does not ({first}).") from None
-        # Optimiser state comes back on the CPU; move it next to the parameters.
-        for state in self.optimizer.state.values():
-            for key, value in state.items():
-                if isinstance(value, torch.Tensor) and key != "step":
-                    state[key] = value.to(self.device)
-        restore_rng_state(checkpoint["rng_state"])
-        self.start_epoch = int(checkpoint["epoch"])
-        self.resumed_from = self.start_epoch
-        self._completed = self._epoch = self.start_epoch
-        self.best_metric = checkpoint.get("best_metric")
-        partial = checkpoint.get("partial_epoch")
-        if partial is not None:
-            if partial["batch"] > len(self.train_loader):
-                raise CheckpointError(
-                    f"Expected the mid-epoch checkpoint's batch {partial['batch']} to be within the "
-                    f"{len(self.train_loader)} batches of an epoch of this run, but it is not."
-                )
-            self._partial = partial
-            self.resumed_batch = int(partial["batch"])
-
-    def _save(self, which: str, checkpoint: dict[str, Any]) -> None:
-        self.writer.save_checkpoint(which, checkpoint)
-
-    def _append_history(self, record: dict[str, Any]) -> None:
-        self.writer.append_history(record)
-
     @contextlib.contextmanager
     def _writing(self):
         """Around the run's file writes: when one fails (disk full, folder gone), the error also says which
@@ -339,22 +231,6 @@ class Trainer:
                 f"resume with: adacal train --resume {self.folder.root} --epochs {self.config.epochs}"
             ) from None
 
-    def _remove_stale_temp_files(self) -> None:
-        self.writer.remove_stale_temp_files()
-
-    def _truncate_history(self, last_epoch: int) -> None:
-        """Keep the history lines of epochs 1..last_epoch (a crash may have left one for an epoch not checkpointed)."""
-        if not self.dist.is_main or not self.folder.history.exists():
-            return
-        from adacal.reports import to_jsonable
-        from adacal.sources import read_history
-
-        # Validated line by line (a damaged line is refused with its number); only a torn last line, the write a
-        # killed run left half-done, and records of epochs after the checkpoint (trained again now) are dropped.
-        records = read_history(self.folder.history, torn_tail=True)
-        kept = [json.dumps(to_jsonable(r), allow_nan=False) + "\n" for r in records if r["epoch"] <= last_epoch]
-        atomic_write(self.folder.history, lambda handle: handle.writelines(kept))
-
     # ------------------------------------------------------------------------------------------------ the loop
 
     def _start_notes(self) -> list[str]:
@@ -368,9 +244,9 @@ class Trainer:
 
     def _resume_notes(self) -> list[str]:
         """A resume from a mid-epoch checkpoint (interrupted.pt) continues inside the epoch: say from which batch."""
-        if self._partial is None:
+        if self.partial_epoch is None:
             return []
-        epoch, batch = int(self._partial["epoch"]), int(self._partial["batch"])
+        epoch, batch = int(self.partial_epoch["epoch"]), int(self.partial_epoch["batch"])
         return [f"resuming after batch {batch} of {len(self.train_loader)} of epoch {epoch} (checkpoints/"
                 f"{INTERRUPTED}.pt): the epoch's first {batch} batch(es) are not trained again"]
 
@@ -383,25 +259,23 @@ class Trainer:
                 "random" + (" (no word matched: is it the right file?)" if coverage == 0 else "")]
 
     def _update_notes(self) -> list[str]:
-        from adacal.training.config import idle_update_epochs
-
         notes = idle_update_epochs(self.config.update_every, epochs=self.config.epochs,
                                    batches_per_epoch=len(self.train_loader))
         n_bins, n_val = int(getattr(self.loss, "n_bins", 0) or 0), len(self.dataset.split("val"))
         if n_bins and n_val < MIN_VAL_PER_BIN * n_bins:
-            notes.append(f"{n_val} validation samples in {n_bins} bins leave fewer than {MIN_VAL_PER_BIN} in each: every "
-                         f"γ follows the calibration of a handful of samples (use fewer --n-bins or a larger --val-size)")
+            notes.append(f"{n_val} validation samples in {n_bins} bins leave fewer than {MIN_VAL_PER_BIN} in each: "
+                         "every γ follows the calibration of a handful of samples (use fewer --n-bins or a larger "
+                         "--val-size)")
         return notes
 
     def train_epoch(self, epoch: int) -> dict[str, Any]:
         """One pass over the training split (with any per-n-batch γ-updates); no validation, no files."""
-        model, loss_fn, optimizer, device = self.model, self.loss, self.optimizer, self.device
+        model, loss_fn, device = self.model, self.loss, self.device
         loader = self.train_loader
         loader.set_epoch(epoch)
         n_batches = len(loader)
         every = self.schedule.batches_for_epoch(epoch) if self.needs_validation else None
         sync_every = 1 if device.type == "cpu" else CUDA_SYNC_EVERY
-        grad_clip = self.config.grad_clip
         # Summed over the batch (the reference code's reduction) = the per-sample mean times the batch size, for every
         # loss; the mean is what history.jsonl and the progress bar report either way.
         summed = self.config.loss_reduction == "sum"
@@ -410,7 +284,8 @@ class Trainer:
         self.emit("epoch_start", epoch=epoch, epochs=self.config.epochs, batches=n_batches)
 
         # Continuing an epoch from a mid-epoch checkpoint: its totals and γ-update records so far.
-        partial, self._partial = (self._partial if self._partial and self._partial["epoch"] == epoch else None), None
+        partial = self.partial_epoch if self.partial_epoch and self.partial_epoch["epoch"] == epoch else None
+        self.partial_epoch = None
         start = int(partial["batch"]) if partial else 0
         batch_losses = torch.zeros(n_batches, device=device)
         loss_sum = torch.tensor(float(partial["loss_sum"]) if partial else 0.0, device=device, dtype=torch.float64)
@@ -433,20 +308,7 @@ class Trainer:
                     if self.dist.any(bad, device):
                         self._raise_non_finite(epoch, checked, batch, window)
                     checked = batch
-                optimizer.zero_grad(set_to_none=True)
-                objective = value * labels.shape[0] if summed else value
-                if self.scaler is not None:
-                    self.scaler.scale(objective).backward()
-                    if grad_clip is not None:
-                        self.scaler.unscale_(optimizer)
-                        torch.nn.utils.clip_grad_norm_(self.net.parameters(), grad_clip)
-                    self.scaler.step(optimizer)
-                    self.scaler.update()
-                else:
-                    objective.backward()
-                    if grad_clip is not None:
-                        torch.nn.utils.clip_grad_norm_(self.net.parameters(), grad_clip)
-                    optimizer.step()
+                self._step(value * labels.shape[0] if summed else value)
                 size = labels.shape[0]
                 seen += size
                 loss_sum += value.detach().double() * size
@@ -473,7 +335,8 @@ class Trainer:
                     self._save_interrupted(
                         guard, epoch, batch, loss_sum=loss_sum, correct=correct, seen=seen, updates=updates
                     )
-        totals = torch.stack([loss_sum, correct.double(), torch.tensor(float(seen), device=device, dtype=torch.float64)])
+        totals = torch.stack(
+            [loss_sum, correct.double(), torch.tensor(float(seen), device=device, dtype=torch.float64)])
         if self.dist.enabled:
             import torch.distributed as tdist
 
@@ -486,6 +349,19 @@ class Trainer:
             "cached_val": cached_val,
         }
 
+    def _step(self, objective: torch.Tensor) -> None:
+        """One optimiser step on `objective`: gradients from zero, backward (scaled under float16 AMP), the gradient
+        norm clipped to --grad-clip (after unscaling), then the step; the scaler skips a step with Inf or NaN gradients
+        and adjusts its scale. Without float16 AMP the scaler is disabled: a plain backward and step."""
+        optimizer, scaler, grad_clip = self.optimizer, self.scaler, self.config.grad_clip
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(objective).backward()
+        if grad_clip is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(self.net.parameters(), grad_clip)
+        scaler.step(optimizer)
+        scaler.update()
+
     def _save_interrupted(
         self, guard: InterruptGuard, epoch: int, batch: int, *, loss_sum: torch.Tensor, correct: torch.Tensor,
         seen: int, updates: list[BinUpdate],
@@ -495,12 +371,9 @@ class Trainer:
         partial = {"epoch": epoch, "batch": batch, "loss_sum": float(loss_sum), "correct": int(correct),
                    "seen": int(seen), "updates": [u.to_dict() for u in updates]}
         with guard.critical(), self._writing():
-            self._save(INTERRUPTED, self.checkpoint(epoch - 1, partial_epoch=partial))
+            self.writer.save_checkpoint(INTERRUPTED, self.checkpoint(epoch - 1, partial_epoch=partial))
             self._saved_interrupted = self.folder.checkpoint(INTERRUPTED)
         raise KeyboardInterrupt
-
-    def _discard_interrupted(self) -> None:
-        self.writer.discard_interrupted()
 
     def _raise_non_finite(self, epoch: int, checked: int, batch: int, window: torch.Tensor) -> None:
         values = window.detach().cpu()
@@ -534,10 +407,10 @@ class Trainer:
             updates.append(record)
             self.emit("update", epoch=epoch, batch=0, record=record)
         history: dict[str, Any] = {"epoch": epoch, "lr": lr, "train": trained["train"]}
-        history["val"] = _val_metrics(val_logits, val_labels)
+        history["val"] = validation_metrics(val_logits, val_labels)
         k = self.config.eval_test_every
         if k and epoch % k == 0:
-            history["test"] = _val_metrics(*self.predict_split("test"))
+            history["test"] = validation_metrics(*self.predict_split("test"))
         stats = self._train_statistics()
         if self.needs_validation or stats is not None:
             history[self.config.loss] = BinnedLossEpoch(updates=tuple(updates), train=stats).to_dict()
@@ -551,14 +424,14 @@ class Trainer:
         if improved:
             self.best_metric = {"name": "val_accuracy", "value": accuracy, "epoch": epoch}
         with guard.critical(), self._writing():
-            self._append_history(history)
+            self.writer.append_history(history)
             checkpoint = self.checkpoint(epoch)
             if improved:
-                self._save("best", checkpoint)
-            self._save("last", checkpoint)
+                self.writer.save_checkpoint("best", checkpoint)
+            self.writer.save_checkpoint("last", checkpoint)
             self._completed = epoch
             self._phase = "training"
-            self._discard_interrupted()
+            self.writer.discard_interrupted()
             self.dist.barrier()
         return history
 
@@ -566,16 +439,17 @@ class Trainer:
         """Train epochs start_epoch+1 .. epochs, then evaluate the selected model; returns the summary."""
         started = time.perf_counter()
         config = self.config
+        self._epoch = self._completed = self.start_epoch  # the last epoch on disk (a resumed run's checkpoint)
         with InterruptGuard() as guard:
             self._guard = guard
             try:
                 if self.resumed_from is None:
                     with guard.critical():
-                        self._save("last", self.checkpoint(0))  # so even an interrupt in epoch 1 can be resumed
+                        self.writer.save_checkpoint("last", self.checkpoint(0))  # an interrupt in epoch 1 can resume
                 else:
                     with guard.critical(), self._writing():
-                        self._remove_stale_temp_files()
-                        self._truncate_history(self.start_epoch)
+                        self.writer.remove_stale_temp_files()
+                        self.truncate_history(self.start_epoch)
                 self.emit(
                     "train_start", run_dir=self.folder.root, start_epoch=self.start_epoch, epochs=config.epochs,
                     batches_per_epoch=len(self.train_loader), resumed=self.resumed_from is not None,
@@ -620,7 +494,7 @@ class Trainer:
                         val=Predictions(logits=val_logits, labels=val_labels),
                         test=Predictions(logits=test_logits, labels=test_labels),
                     )
-                report = evaluation_report(test_logits, test_labels, run=self.folder)
+                report = run_evaluation_report(test_logits, test_labels, run=self.folder)
                 report["config"]["model"] = {"selected_epoch": selected_epoch, "select": config.select}
                 with self._writing():
                     self.writer.write_report(EVALUATE_FILE, report)
@@ -634,8 +508,8 @@ class Trainer:
             epochs=config.epochs,
             select=config.select,
             selected_epoch=selected_epoch,
-            test_metrics=_report_metrics(report),
-            val_metrics=_val_metrics(val_logits, val_labels),
+            test_metrics=report_metrics(report),
+            val_metrics=validation_metrics(val_logits, val_labels),
             best_epoch=self.best_metric["epoch"] if self.best_metric else None,
             best_val_accuracy=self.best_metric["value"] if self.best_metric else None,
             gammas=gammas,
@@ -645,14 +519,3 @@ class Trainer:
             evaluate_report=report,
             rank=self.dist.rank,
         )
-
-
-def _report_metrics(report: dict[str, Any]) -> dict[str, float]:
-    """The flat metric dict inside an evaluate report (fractions)."""
-    results = report.get("results", {})
-    metrics = results.get("metrics", results)
-    return {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# train(config)

@@ -1,4 +1,5 @@
-"""benchmarks/pack_cifar10.py: the JPEG and the lossless packs that carry CIFAR-10 to a machine that cannot download it."""
+"""benchmarks/pack_cifar10.py: the JPEG and the lossless packs that carry CIFAR-10 to a machine that cannot download
+it."""
 
 from __future__ import annotations
 

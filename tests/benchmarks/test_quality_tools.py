@@ -290,7 +290,8 @@ def test_training_time_is_averaged_per_device_only(finished):
     (same,) = qc.summarise(entries, ["adafocal"], ["mean"])
     assert qc.table_rows([same], with_ood=False)[1][0][-1] == qc._cell(same["figures"]["train_seconds"], 1.0, 0)
     # Runs on cuda and cuda:0 of one card are one group; a row all on a GPU says so.
-    on_card = [{**e, "machine": {**e["machine"], "device": d, "gpu": "H100"}} for e, d in zip(entries, ["cuda", "cuda:0"])]
+    on_card = [{**e, "machine": {**e["machine"], "device": d, "gpu": "H100"}}
+               for e, d in zip(entries, ["cuda", "cuda:0"])]
     (card,) = qc.summarise(on_card, ["adafocal"], ["mean"])
     assert card["devices"] == ["H100", "H100"] and "train_seconds" in card["figures"]
     assert qc.table_rows([card], with_ood=False)[1][0][-1].endswith("(H100)")
@@ -479,7 +480,7 @@ def test_burst_schedule_updates_often_for_two_epochs_after_each_milestone():
 
 def test_reference_schedule_scales_the_papers_to_the_run():
     from adacal.training import parse_update_every
-    from adacal.training.config import PAPER_UPDATE_SPEC
+    from adacal.training.update_schedule import PAPER_UPDATE_SPEC
 
     assert qc.variant_schedule("adafocal-refsched", epochs=350, milestones=(150, 250), batches_per_epoch=352,
                                default="epoch") == PAPER_UPDATE_SPEC

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from adacal.calibrate import run_calibrate
+from adacal.commands.calibrate import run_calibrate
 from adacal.calibrators import Calibrator, build_calibrator, compare_calibrators
 from adacal.cli import app
 from adacal.cli.calibrate import _cell

@@ -14,7 +14,8 @@ from adacal.calibrators import (
     save_calibrator,
 )
 from adacal.errors import InputError, NotFittedError, UnknownNameError
-from adacal.reports import make_report, read_json, write_json
+from adacal.reports import make_report, write_json
+from adacal.sources.documents import read_json
 
 NAMES = CALIBRATORS.names()
 
@@ -169,7 +170,8 @@ def test_load_calibrator_rejects_other_files(fitted, tmp_path):
     saved = read_json(path)
     saved["results"]["calibrator"]["format_version"] = 99
     write_json(path, saved)
-    with pytest.raises(InputError, match="Cannot load the calibrator in .*t.json: Expected calibrator format_version 1"):
+    with pytest.raises(InputError, match="Cannot load the calibrator in .*t.json: Expected calibrator format_version "
+                                         "1"):
         load_calibrator(path)
     with pytest.raises(InputError, match="does not exist"):
         load_calibrator(tmp_path / "missing.json")

@@ -69,9 +69,12 @@ REFUSED = [
      "--save and --json to be different files"),
     (["calibrate", "{run}", "--save", "{run}/calibrate.json", "--force"], "--save and the report"),
     (["calibrate", "{split}", "--save", LONG + ".json"], "at most"),
-    (["ood", "--in-preds", "{ood_in}", "--out-preds", "{ood_out}", "--json", "{ood_in}"], "one of this command's inputs"),
-    (["ood", "--in-preds", "{ood_in}", "--out-preds", "{ood_out}", "--json", "{ood_out}"], "one of this command's inputs"),
-    (["ood", "--in-preds", "{ood_in}", "--out-preds", "{ood_out}", "--json", "{run}/history.jsonl"], "'adacal train' wrote it"),
+    (["ood", "--in-preds", "{ood_in}", "--out-preds", "{ood_out}", "--json", "{ood_in}"],
+     "one of this command's inputs"),
+    (["ood", "--in-preds", "{ood_in}", "--out-preds", "{ood_out}", "--json", "{ood_out}"],
+     "one of this command's inputs"),
+    (["ood", "--in-preds", "{ood_in}", "--out-preds", "{ood_out}", "--json", "{run}/history.jsonl"],
+     "'adacal train' wrote it"),
     (["ood", "--in-preds", "{ood_in}", "--out-preds", "{ood_out}", "--json", LONG], "at most"),
     (["plot", "reliability", "{preds}", "--out", LONG + ".png"], "at most"),
     (["plot", "curves", "{run}", "--out", "{link_to_curves}"], "'adacal train' wrote it"),
@@ -183,7 +186,8 @@ def test_fifo_is_written_in_place_by_a_real_process(base, tmp_path):
     received: list[bytes] = []
     reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
     reader.start()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-m", "adacal", "evaluate", str(base["preds"]), "--json", str(fifo), "-q"],
                           capture_output=True, text=True, timeout=120, env=env)
     reader.join(timeout=30)

@@ -162,7 +162,8 @@ def test_checkpoint_of_another_epoch_is_scored_itself(run_folder, arrays, monkey
     result = _invoke(run_folder / "checkpoints" / "last.pt", "--quiet")  # epoch 2: the saved predictions
     assert result.exit_code == 0, result.output
     assert len(calls) == 2
-    assert json.loads((run_folder / "calibrate.json").read_text())["input"]["path"] == str(run_folder / "predictions.npz")
+    assert json.loads((run_folder / "calibrate.json").read_text())["input"]["path"] == str(
+        run_folder / "predictions.npz")
 
 
 def test_best_val_run_without_predictions_uses_best_checkpoint(run_folder, arrays, monkeypatch):

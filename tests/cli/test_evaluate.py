@@ -10,13 +10,8 @@ import torch
 
 from adacal.arrays import softmax
 from adacal.errors import InputError
-from adacal.evaluation import (
-    calibrated_probs,
-    check_bootstrap,
-    evaluate_predictions,
-    evaluation_report,
-    resolve_evaluation_input,
-)
+from adacal.commands.inputs import resolve_evaluation_input
+from adacal.evaluation import calibrated_probs, check_bootstrap, evaluate_predictions, evaluation_report
 from adacal.metrics import METRIC_NAMES, compute_metrics, display_name, ece_ew, metric_key
 from adacal.predictions import Predictions
 from adacal.reports import make_report
@@ -407,7 +402,8 @@ def test_a_calibrator_applies_to_probabilities_when_its_map_allows(tmp_path):
     for key, value in reports["logits"].items():
         assert reports["probs"][key] == pytest.approx(value, abs=1e-9), key
     for name, path in (("probabilities", probs_path), ("logits", logits_path)):  # the input's kind, not the output's
-        assert f"input assumed: {name}, calibrated by" in " ".join(invoke(path, "--calibrator", tmp_path / "ts.json").stdout.split())
+        assert f"input assumed: {name}, calibrated by" in " ".join(
+            invoke(path, "--calibrator", tmp_path / "ts.json").stdout.split())
     out = tmp_path / "out.json"
     one_line_error(invoke(probs_path, "--calibrator", tmp_path / "vs.json", "--json", out),
                    "Expected logits for this vector-scaling calibrator, which was fitted on logits, got probabilities")

@@ -76,7 +76,8 @@ def test_preds_end_to_end_writes_ood_json(tmp_path, pred_files, logits):
     assert report["config"]["in_preds"] == str(in_path) and report["config"]["temperature_source"] == "none"
     in_logits, out_logits = logits
     truth = np.r_[np.zeros(120), np.ones(80)]
-    expected = roc_auc_score(truth, np.r_[_entropy(in_logits.astype(np.float64)), _entropy(out_logits.astype(np.float64))])
+    expected = roc_auc_score(truth,
+                             np.r_[_entropy(in_logits.astype(np.float64)), _entropy(out_logits.astype(np.float64))])
     assert results["scores"]["entropy"]["pre"]["auroc"] == pytest.approx(expected, abs=1e-9)
     assert "AUROC % pre" in result.stdout and "entropy" in result.stdout
     assert f"{100 * expected:.2f}" in result.stdout
@@ -136,15 +137,20 @@ def _bad_inputs(tmp_path, pred_files, fake_checkpoint):
     return {
         "neither": ([], r"Expected --model RUN \(a run folder or checkpoint of the classifier\) or --in-preds and "
                         r"--out-preds\.$"),
-        "both": ([*model, "--in-preds", ins, "--out-preds", outs], "either --model or --in-preds/--out-preds, not both"),
+        "both": ([*model, "--in-preds", ins, "--out-preds", outs],
+                 "either --model or --in-preds/--out-preds, not both"),
         "one preds": (["--in-preds", ins], "both --in-preds and --out-preds"),
         "nan": (["--in-preds", ins, "--out-preds", str(tmp_path / "nan.npz")], "nan.npz:logits to be finite"),
-        "k mismatch": (["--in-preds", ins, "--out-preds", str(tmp_path / "k3.npz")], "same number of classes, got 4 and 3"),
+        "k mismatch": (["--in-preds", ins, "--out-preds", str(tmp_path / "k3.npz")],
+                       "same number of classes, got 4 and 3"),
         "empty": (["--in-preds", ins, "--out-preds", str(tmp_path / "empty.npz")], "at least one sample"),
-        "no logits": (["--in-preds", ins, "--out-preds", str(tmp_path / "small28.npz")], "contain logits or test_logits"),
+        "no logits": (["--in-preds", ins, "--out-preds", str(tmp_path / "small28.npz")],
+                      "contain logits or test_logits"),
         "missing file": (["--in-preds", ins, "--out-preds", str(tmp_path / "nope.npz")], "does not exist"),
-        "fit without val": (["--in-preds", outs, "--out-preds", outs, "--fit-temperature"], "val_logits and val_labels"),
-        "bad temperature": (["--in-preds", ins, "--out-preds", outs, "--temperature", "0"], "--temperature to be a positive"),
+        "fit without val": (["--in-preds", outs, "--out-preds", outs, "--fit-temperature"],
+                            "val_logits and val_labels"),
+        "bad temperature": (["--in-preds", ins, "--out-preds", outs, "--temperature", "0"],
+                            "--temperature to be a positive"),
         "both temperatures": (["--in-preds", ins, "--out-preds", outs, "--temperature", "2", "--fit-temperature"],
                               "not both"),
         "bad score": (["--in-preds", ins, "--out-preds", outs, "--scores", "entropy,energi"],
@@ -152,7 +158,8 @@ def _bad_inputs(tmp_path, pred_files, fake_checkpoint):
         "corruption with preds": (["--in-preds", ins, "--out-preds", outs, "--severity", "3"], "only with --model"),
         "no names": ([*model, "--in", "cifar10"], r"Expected --out \(the OOD set"),
         "unknown in": ([*model, "--in", "cifar1O", "--out", "svhn"], "Unknown dataset 'cifar1O'.*Choices: .*cifar10"),
-        "unknown out": ([*model, "--in", "cifar10", "--out", "svhm"], "Unknown OOD dataset 'svhm'. Did you mean 'svhn'"),
+        "unknown out": ([*model, "--in", "cifar10", "--out", "svhm"],
+                        "Unknown OOD dataset 'svhm'. Did you mean 'svhn'"),
         "severity": ([*model, "--in", "cifar10", "--out", "cifar10-c", "--severity", "7"],
                      "--severity to be an integer from 1 to 5, got 7"),
         "missing model": (["--model", str(tmp_path / "nothing"), "--in", "cifar10", "--out", "svhn"], "does not exist"),
@@ -431,7 +438,7 @@ def test_what_reading_the_files_assumed_is_said_and_recorded(tmp_path):
 
 
 def test_the_models_own_dataset_as_the_ood_set_is_noted(tmp_path):
-    from adacal.ood.command import ood_notes
+    from adacal.commands.ood import ood_notes
 
     results = {"in": {"n": 10}, "out": {"n": 10}}
     config = {"model": "runs/r", "in": "digits", "out": "digits", "corruption": None}

@@ -11,7 +11,7 @@ import pytest
 from adacal import plots
 from adacal.arrays import softmax
 from adacal.cli import app
-from adacal.cli import plot as plot_cli
+from adacal.commands import plot as plot_command
 from adacal.errors import InputError
 from adacal.metrics.binning import bin_statistics
 from adacal.predictions import Predictions, save_split_predictions
@@ -37,7 +37,8 @@ def _history(epochs, seed, adafocal):
     for epoch in range(1, epochs + 1):
         metrics = lambda: {"error": float(rng.uniform(0.1, 0.5)), "nll": 1.0,  # noqa: E731
                            "ece_em": float(rng.uniform(0.01, 0.1)), "ece_ew": 0.05}
-        record = {"epoch": epoch, "lr": 0.1, "train": {"loss": 1.0, "accuracy": 0.6}, "val": metrics(), "test": metrics()}
+        record = {"epoch": epoch, "lr": 0.1, "train": {"loss": 1.0, "accuracy": 0.6}, "val": metrics(),
+                  "test": metrics()}
         if adafocal:
             edges = np.concatenate([[0.0], np.sort(rng.uniform(0.4, 0.99, M - 1)), [1.0]])
             confidence = (edges[:-1] + edges[1:]) / 2
@@ -141,14 +142,16 @@ def test_reliability_of_predictions_file_and_evaluate_json(runs, tmp_path, saved
 def test_repeated_losses_are_told_apart_by_the_first_differing_detail(runs, tmp_path, saved_figures):
     _ok(["reliability", str(runs["ce"]), str(runs["ce-seed1"]), str(runs["adafocal"]), "--out",
          str(tmp_path / "r.png"), "--dpi", "30"])
-    titles = [ax.get_title().split("\n")[0] for ax in saved_figures[0].axes if ax.get_label().startswith("reliability:")]
+    titles = [ax.get_title().split("\n")[0] for ax in saved_figures[0].axes
+              if ax.get_label().startswith("reliability:")]
     assert titles == ["CE (seed 0)", "CE (seed 1)", "AdaFocal"]  # same model and dataset: the seed differs
     run = tmp_path / "ce"
     shutil.copytree(runs["ce"], run)
     write_json(run / "evaluate.json", make_report("evaluate", config={}, results={
         "bins": {"equal_width": _stats(run).to_dict()}}))
     _ok(["reliability", str(run), str(run / "evaluate.json"), "--out", str(tmp_path / "r.png"), "--dpi", "30"])
-    titles = [ax.get_title().split("\n")[0] for ax in saved_figures[1].axes if ax.get_label().startswith("reliability:")]
+    titles = [ax.get_title().split("\n")[0] for ax in saved_figures[1].axes
+              if ax.get_label().startswith("reliability:")]
     assert titles == ["CE (ce)", "CE (evaluate.json)"]
 
 
@@ -197,7 +200,8 @@ def test_gamma_writes_one_panel_per_requested_bin(runs, tmp_path, saved_figures)
     _ok(["gamma", str(runs["adafocal"]), "--bins", "0,3", "--out", str(tmp_path / "gamma.pdf")])
     assert (tmp_path / "gamma.pdf").read_bytes().startswith(PDF)
     (fig,) = saved_figures
-    assert sorted(ax.get_label() for ax in fig.axes if ax.get_label().startswith("gamma:")) == ["gamma:bin-0", "gamma:bin-3"]
+    assert sorted(ax.get_label() for ax in fig.axes
+                  if ax.get_label().startswith("gamma:")) == ["gamma:bin-0", "gamma:bin-3"]
     history = plots.load_history(runs["adafocal"] / "history.jsonl")
     (gamma_ax,) = [ax for ax in fig.axes if ax.get_label() == "gamma:bin-3"]
     np.testing.assert_array_equal(gamma_ax.get_lines()[0].get_ydata(),
@@ -276,19 +280,19 @@ def test_an_evaluate_report_with_more_bins_than_a_diagram_draws_is_refused(runs,
 
 
 def test_parse_bins_and_labels():
-    assert plot_cli.parse_bins("0, 7,14") == [0, 7, 14] and plot_cli.parse_bins(None) is None
+    assert plot_command.parse_bins("0, 7,14") == [0, 7, 14] and plot_command.parse_bins(None) is None
     with pytest.raises(InputError, match="--bins"):
-        plot_cli.parse_bins("0,seven")
-    assert plot_cli.parse_labels("a,b", 2) == ["a", "b"]
+        plot_command.parse_bins("0,seven")
+    assert plot_command.parse_labels("a,b", 2) == ["a", "b"]
     with pytest.raises(InputError, match="--labels"):
-        plot_cli.parse_labels("a,b", 3)
+        plot_command.parse_labels("a,b", 3)
 
 
 def test_check_dpi():
-    assert plot_cli.check_dpi(150) == 150
+    assert plot_command.check_dpi(150) == 150
     for bad in (0, 9, 2401, True, 1.5):
         with pytest.raises(InputError, match="--dpi"):
-            plot_cli.check_dpi(bad)
+            plot_command.check_dpi(bad)
 
 
 def _files(root):
@@ -317,7 +321,8 @@ def test_reliability_reads_a_json_of_predictions_as_predictions_and_a_report_as_
     for name in ("preds.json", "preds.npz"):
         _ok(["reliability", str(tmp_path / name), "--out", str(tmp_path / f"{name}.png"), "--dpi", "30"])
     np.testing.assert_allclose(_bar_heights(saved_figures[0])[0], _bar_heights(saved_figures[1])[0], atol=1e-12)
-    assert runner.invoke(app, ["evaluate", str(tmp_path / "preds.npz"), "--json", str(tmp_path / "r.json")]).exit_code == 0
+    assert runner.invoke(app,
+                         ["evaluate", str(tmp_path / "preds.npz"), "--json", str(tmp_path / "r.json")]).exit_code == 0
     _ok(["reliability", str(tmp_path / "r.json"), "--out", str(tmp_path / "report.png"), "--dpi", "30"])
     np.testing.assert_allclose(_bar_heights(saved_figures[2])[0], _bar_heights(saved_figures[1])[0], atol=1e-12)
 
@@ -350,7 +355,8 @@ def test_reliability_reads_files_with_evaluates_options_and_a_saved_calibrator(r
          str(tmp_path / "b.png"), "--dpi", "30"])
     rounded = np.round(np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True), 2)
     np.savez(tmp_path / "rounded.npz", probs=rounded, labels=labels)
-    _ok(["reliability", str(tmp_path / "rounded.npz"), "--renormalize", "--out", str(tmp_path / "c.png"), "--dpi", "30"])
+    _ok(["reliability", str(tmp_path / "rounded.npz"), "--renormalize", "--out", str(tmp_path / "c.png"), "--dpi",
+         "30"])
     save_calibrator(build_calibrator("temperature").fit(logits, labels), tmp_path / "ts.json")
     np.savez(tmp_path / "p.npz", logits=logits, labels=labels)
     _ok(["reliability", str(tmp_path / "p.npz"), "--calibrated", str(tmp_path / "ts.json"), "--out",

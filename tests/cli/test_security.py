@@ -122,7 +122,7 @@ def test_paths_inside_reports_are_never_read_or_written(payloads, trained, tmp_p
     run = tmp_path / "run_with_reports"
     shutil.copytree(trained, run)
     with np.load(run / "predictions.npz") as arrays:
-        test_logits, val_logits, val_labels = arrays["test_logits"], arrays["val_logits"], arrays["val_labels"]
+        test_logits, val_logits = arrays["test_logits"], arrays["val_logits"]
     ood = ood_report(detect_ood(test_logits, val_logits, temperature=1.5), config={"in": "digits", "out": "x"})
     write_json(tmp_path / "ood.json", _with_paths(ood, payloads["preds"], target))
     evaluate = json.loads((run / "evaluate.json").read_text())

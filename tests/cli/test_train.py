@@ -155,7 +155,8 @@ def test_resume_refuses_conflicting_options_and_pickled_checkpoints(tmp_path):
         def __reduce__(self):
             return (open, (str(marker), "w"))
 
-    torch.save({"format": "adacal-checkpoint", "format_version": 1, "payload": CreatesAFile()}, run / "checkpoints" / "last.pt")
+    torch.save({"format": "adacal-checkpoint", "format_version": 1, "payload": CreatesAFile()},
+               run / "checkpoints" / "last.pt")
     line = one_line_error(_train("--resume", str(run), "--epochs", "2"))
     assert "Refusing to load" in line and "weights_only=True" in line
     assert not marker.exists()
@@ -488,7 +489,8 @@ def test_print_config_is_a_dry_run_with_everything_resolved(tmp_path, monkeypatc
 
 def test_config_json_records_the_resolved_loss_options_and_resume_accepts_them(tmp_path):
     out = tmp_path / "runs"
-    assert _train("--epochs", "1", "--out", str(out), "--loss", "focal", "--gamma", "2", "--quiet", *TINY).exit_code == 0
+    assert _train("--epochs", "1", "--out", str(out), "--loss", "focal", "--gamma", "2", "--quiet",
+                  *TINY).exit_code == 0
     run = _only_run(out)
     assert json.loads((run / "config.json").read_text())["config"]["loss_options"] == {"gamma": 2.0}
     assert _train("--epochs", "1", "--out", str(out), "--loss", "mmce", "--quiet", *TINY).exit_code == 0
@@ -507,7 +509,8 @@ def test_help_shows_every_default_and_they_are_the_real_ones():
     digits = {**COMMON_DEFAULTS, **QUICK_PRESETS["digits"]}
     for key, text in DIGITS_DEFAULTS_HELP.items():
         value = digits[key]
-        expected = ",".join(map(str, value)) if isinstance(value, tuple) else f"{value:g}" if isinstance(value, float) else str(value)
+        expected = (",".join(map(str, value)) if isinstance(value, tuple)
+                    else f"{value:g}" if isinstance(value, float) else str(value))
         assert text == expected, key
     for flag, text in LOSS_DEFAULTS_HELP.items():
         option = LOSS_FLAGS[flag]
@@ -587,13 +590,14 @@ def test_milestones_at_or_past_the_last_epoch_are_noted(tmp_path):
             "run (a later --resume to more epochs reaches them).") in result.stderr
     assert unreached_milestones(resolve_config(TrainConfig(epochs=2, milestones=(1,)))) == []
     paper = resolve_config(TrainConfig(dataset="cifar10", preset="paper", epochs=30))
-    assert unreached_milestones(paper) and "150,250 are at or past the last epoch (30)" in unreached_milestones(paper)[0]
+    assert (unreached_milestones(paper)
+            and "150,250 are at or past the last epoch (30)" in unreached_milestones(paper)[0])
 
 
 def test_an_update_schedule_longer_than_an_epoch_is_noted_before_training(tmp_path):
     """`--update-every N` counts batches within each epoch: with N above an epoch's batches γ never moves in those
     epochs (AdaFocal silently becomes focal loss with γ = 1 there)."""
-    from adacal.training.config import idle_update_epochs
+    from adacal.training.update_schedule import idle_update_epochs
 
     assert idle_update_epochs("epoch:1,100:3,5", epochs=6, batches_per_epoch=7) == [
         "--update-every epoch:1,100:3,5 asks for more batches than an epoch has (7) in epochs 2-3: γ is not updated "

@@ -98,7 +98,8 @@ def test_test_subset_samples_every_class_of_a_class_sorted_test_set(tmp_path):
 
 
 def test_offline_without_file_names_the_path(tmp_path):
-    with pytest.raises(DataUnavailableError, match=r"Put cifar10\.npz \(keys train_x, train_y, test_x, test_y, classes\) in ") as info:
+    with pytest.raises(DataUnavailableError,
+                       match=r"Put cifar10\.npz \(keys train_x, train_y, test_x, test_y, classes\) in ") as info:
         load_dataset("cifar10", data_dir=tmp_path, download=False)
     assert str(tmp_path) in str(info.value) and "network access" in str(info.value)
 

@@ -104,7 +104,8 @@ def test_ood_from_npz_path(tmp_path):
     assert np.array_equal(split.inputs.numpy().transpose(0, 2, 3, 1), images)
     np.savez(tmp_path / "with_labels.npz", test_x=images, test_y=np.arange(12))
     split, _ = load_ood_split(str(tmp_path / "with_labels.npz"), corruption="gaussian_noise", severity=2, seed=1)
-    assert torch.equal(split.labels, torch.arange(12)) and not np.array_equal(split.inputs.numpy().transpose(0, 2, 3, 1), images)
+    assert torch.equal(split.labels, torch.arange(12)) and not np.array_equal(
+        split.inputs.numpy().transpose(0, 2, 3, 1), images)
 
 
 def test_ood_errors(tmp_path, cifar_dir):
@@ -206,7 +207,8 @@ def test_without_the_files_gaussian_noise_is_generated_and_says_so(cifar_dir, tm
     write_hendrycks(cifar_dir / "CIFAR-10-C", names=("fog",), n=30)
     try:
         assert load_ood_set("cifar10-c", data_dir=cifar_dir, download=False).source == "generated"
-        assert load_ood_set("cifar10-c", data_dir=cifar_dir, corruption="fog", download=False).source == "hendrycks-files"
+        assert load_ood_set("cifar10-c", data_dir=cifar_dir, corruption="fog",
+                            download=False).source == "hendrycks-files"
         with pytest.raises(InputError, match=r"CIFAR-10-C has no snow\.npy; only gaussian_noise can be generated"):
             load_ood_set("cifar10-c", data_dir=cifar_dir, corruption="snow", download=False)
     finally:

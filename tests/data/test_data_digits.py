@@ -40,7 +40,8 @@ def _indices_of(dataset):
 
     data = (load_digits().data / 16.0).astype(np.float32)
     lookup = {row.tobytes(): i for i, row in enumerate(data)}
-    return {name: [lookup[row.tobytes()] for row in dataset.split(name).inputs.numpy()] for name in ("train", "val", "test")}
+    return {name: [lookup[row.tobytes()] for row in dataset.split(name).inputs.numpy()]
+            for name in ("train", "val", "test")}
 
 
 def test_digits_split_indices_partition_the_data(digits):
@@ -92,7 +93,8 @@ def test_unknown_dataset_suggests_the_closest_name():
 
 
 def test_dataset_names_and_default_dir(monkeypatch, tmp_path):
-    assert {"digits", "cifar10", "cifar100", "svhn", "tiny-imagenet", "imagenet", "20newsgroups"} <= set(dataset_names())
+    assert ({"digits", "cifar10", "cifar100", "svhn", "tiny-imagenet", "imagenet", "20newsgroups"}
+            <= set(dataset_names()))
     monkeypatch.setenv("ADACAL_DATA", str(tmp_path))
     assert default_data_dir() == tmp_path
     monkeypatch.delenv("ADACAL_DATA")

@@ -315,7 +315,8 @@ def test_loader_takes_the_cpu_by_any_of_its_names(device):
 def test_float_images_with_an_image_normalisation_are_refused():
     """They passed as "vectors": neither normalised nor augmented, silently."""
     split = Split(torch.rand(4, 3, 8, 8), torch.arange(4))
-    with pytest.raises(InputError, match="Expected uint8 images .* for the normalisation of cifar10, got torch.float32"):
+    with pytest.raises(InputError, match="Expected uint8 images .* for the normalisation of cifar10, got "
+                                         "torch.float32"):
         BatchLoader(split, 2, dataset="cifar10", augment=True)
     x, _ = next(iter(BatchLoader(split, 2, dataset=None)))  # already normalised: passed through
     assert x.shape == (2, 3, 8, 8)

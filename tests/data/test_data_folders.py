@@ -61,7 +61,8 @@ def test_tiny_imagenet_folder_splits_and_cache(tmp_path):
 
     cache_time = (tmp_path / "tiny-imagenet.npz").stat().st_mtime
     make_tiny(tmp_path, val_per_class=3)
-    for path in (tmp_path / "tiny-imagenet-200" / "val" / "images", tmp_path / "tiny-imagenet-200" / "val" / "val_annotations.txt"):
+    for path in (tmp_path / "tiny-imagenet-200" / "val" / "images",
+                 tmp_path / "tiny-imagenet-200" / "val" / "val_annotations.txt"):
         os.utime(path, (cache_time + 10, cache_time + 10))
     fresh = load_dataset("tiny-imagenet", data_dir=tmp_path, seed=0, download=False)
     assert len(fresh.test) == 9 and not fresh.split_info["source"].endswith(".npz")
@@ -102,7 +103,8 @@ def test_imagenet_lazy_splits(tmp_path):
     assert isinstance(subset.inputs, LazyImages) and len(subset) == 2
     other = load_dataset("imagenet", data_dir=tmp_path, seed=1, image_size=16, resize_size=18, download=False)
     assert other.val.inputs.paths != data.val.inputs.paths
-    small = load_dataset("imagenet", data_dir=tmp_path, seed=0, train_subset=5, image_size=16, resize_size=18, workers=1)
+    small = load_dataset("imagenet", data_dir=tmp_path, seed=0, train_subset=5, image_size=16, resize_size=18,
+                         workers=1)
     assert small.train.inputs.workers == 1
     assert len(small.train) == 5
 

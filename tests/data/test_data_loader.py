@@ -74,7 +74,8 @@ def test_loader_normalises_like_the_formula_and_supports_channels_last():
     data = image_dataset(20)
     loader = BatchLoader(data.train, 8, dataset=data, shuffle=False, augment=False, device="cpu")
     inputs, labels = next(iter(loader))
-    expected = (data.train.inputs[:8].float() / 255 - torch.tensor(MEAN).view(1, 3, 1, 1)) / torch.tensor(STD).view(1, 3, 1, 1)
+    expected = ((data.train.inputs[:8].float() / 255 - torch.tensor(MEAN).view(1, 3, 1, 1))
+                / torch.tensor(STD).view(1, 3, 1, 1))
     assert inputs.dtype == torch.float32 and torch.allclose(inputs, expected, atol=1e-5)
     assert torch.equal(labels, data.train.labels[:8])
     cl = BatchLoader(data.train, 8, dataset=data, shuffle=False, augment=False, device="cpu", channels_last=True)
@@ -117,7 +118,8 @@ def test_loader_augmentation_uses_its_generator():
     assert torch.allclose(inputs, expected, atol=1e-5)
 
 
-@pytest.mark.parametrize("n, world_size, drop_last", [(100, 4, False), (103, 4, False), (103, 4, True), (7, 3, False), (2, 5, False)])
+@pytest.mark.parametrize("n, world_size, drop_last",
+                         [(100, 4, False), (103, 4, False), (103, 4, True), (7, 3, False), (2, 5, False)])
 def test_ranks_partition_each_epoch(n, world_size, drop_last):
     split = Split(torch.arange(n, dtype=torch.float32)[:, None], torch.arange(n))
     seen = []
@@ -214,8 +216,8 @@ def test_iterate_refuses_a_start_batch_past_the_epoch():
 
 
 def test_cuda_devices_resolve_with_their_index(monkeypatch):
-    """Tensors on a GPU report 'cuda:N'; an index-less 'cuda' compares unequal to it, so every batch looked like it still
-    had to move (and was pinned, which GPU memory refuses: `adacal train` on a GPU failed at its first batch)."""
+    """Tensors on a GPU report 'cuda:N'; an index-less 'cuda' compares unequal to it, so every batch looked like it
+    still had to move (and was pinned, which GPU memory refuses: `adacal train` on a GPU failed at its first batch)."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)

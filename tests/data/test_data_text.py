@@ -112,13 +112,15 @@ def test_newsgroups_missing_and_bad_files(tmp_path):
 
 @pytest.mark.slow  # tokenising the full corpus takes ~5 s of CPU
 def test_real_newsgroups_sizes(real_data_file):
-    data = load_dataset("20newsgroups", data_dir=real_data_file("20newsgroups.jsonl.gz").parent, max_length=50, download=False)
+    data = load_dataset("20newsgroups", data_dir=real_data_file("20newsgroups.jsonl.gz").parent, max_length=50,
+                        download=False)
     assert (len(data.train), len(data.val), len(data.test)) == (10414, 900, 7532)
     assert data.num_classes == 20 and data.classes[0] == "alt.atheism" and data.extra["vocab_size"] == 30000
 
 
 def test_a_failed_download_leaves_nothing_in_an_existing_data_folder(tmp_path, monkeypatch):
-    """scikit-learn creates scikit_learn_data/20news_home before it downloads; a failure left it in the user's folder."""
+    """scikit-learn creates scikit_learn_data/20news_home before it downloads; a failure left it in the user's
+    folder."""
     import sklearn.datasets
 
     from adacal.errors import DataUnavailableError

@@ -100,7 +100,7 @@ def test_train_scores_one_test_sample_of_each_class(tmp_path, one_torch_thread):
 def test_a_run_recorded_with_the_random_sample_keeps_it_on_resume_and_evaluate(tmp_path, one_torch_thread):
     """A checkpoint without `split` (written before it was recorded) resumes and is evaluated on the plain random
     sample it was scored on, not on the one that holds every class."""
-    from adacal.evaluation import run_evaluate
+    from adacal.commands.evaluate import run_evaluate
     from adacal.training import TrainConfig, load_checkpoint, train
     from adacal.training.checkpoints import checkpoint_test_subset_method, save_checkpoint
 

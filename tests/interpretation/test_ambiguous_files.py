@@ -13,7 +13,7 @@ from adacal.arrays import softmax
 from adacal.errors import InputError
 from adacal.interpretation import load_predictions, load_scores
 from adacal.metrics import compute_metrics
-from adacal.resolve import resolve_calibration_input
+from adacal.commands.inputs import resolve_calibration_input
 from adacal.sources import ReadOptions
 
 RNG = np.random.default_rng(11)

@@ -108,9 +108,11 @@ def test_bad_options_raise_input_error(name, options, match):
         (torch.zeros(4, 3), torch.zeros(4), "labels to be an integer tensor"),
         (torch.zeros(4, 3, dtype=torch.long), torch.zeros(4, dtype=torch.long), "floating-point"),
         # F.cross_entropy alone would skip -100 (its ignore_index) where the focal losses fail: every loss refuses it.
-        (torch.zeros(4, 3), torch.tensor([0, -100, 1, 2]), r"labels in \[0, 2\], got values from -100 to 2: -100 marks"),
+        (torch.zeros(4, 3), torch.tensor([0, -100, 1, 2]),
+         r"labels in \[0, 2\], got values from -100 to 2: -100 marks"),
         (torch.zeros(4, 3), torch.tensor([0, 3, 1, 2]), r"labels in \[0, 2\], got values from 0 to 3"),
-        (torch.zeros(4, 3), torch.tensor([0, 1, 2, 3], dtype=torch.uint8), r"labels in \[0, 2\], got values from 0 to 3"),
+        (torch.zeros(4, 3), torch.tensor([0, 1, 2, 3], dtype=torch.uint8),
+         r"labels in \[0, 2\], got values from 0 to 3"),
     ],
 )
 def test_bad_batches_raise_input_error(logits, labels, match):

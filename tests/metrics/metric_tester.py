@@ -307,8 +307,9 @@ class Reference:
 
     `compute(probs, labels, n_bins, module=...)` gets float64 probabilities (N, K), integer labels, the bin count (None
     for metrics without bins) and the imported `package`. Agreement asked for on float64 inputs: |diff| <= atol, or
-    relative rtol; float32 inputs are held to max(atol, FLOAT32_ATOL). `options` are passed to the adacal metric. `excludes(case)` returns why a case is outside the reference's definition (None when it
-    is inside). `package` names the module to import: optional ones skip with the reason when absent.
+    relative rtol; float32 inputs are held to max(atol, FLOAT32_ATOL). `options` are passed to the adacal metric.
+    `excludes(case)` returns why a case is outside the reference's definition (None when it is inside). `package` names
+    the module to import: optional ones skip with the reason when absent.
     """
 
     source: str
@@ -432,7 +433,8 @@ class MetricTester:
                 expected = {metric_key(name): METRICS.get(name)(scores, labels, n_bins=n_bins) for name in names}
                 checked += 1
                 if list(got) != list(expected) or not all(
-                    math.isclose(got[key], value, rel_tol=0, abs_tol=self.stream_atol) for key, value in expected.items()
+                    math.isclose(got[key], value, rel_tol=0, abs_tol=self.stream_atol)
+                    for key, value in expected.items()
                 ):
                     failures.append(f"{variant} n_bins={n_bins}: meter {got!r}, batch {expected!r}")
         assert not failures, f"CalibrationMeter {', '.join(names)} on {case.name}:\n" + "\n".join(failures)

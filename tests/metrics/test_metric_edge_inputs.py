@@ -74,9 +74,11 @@ def test_bfloat16_probabilities_are_probabilities_in_the_ood_scores():
 
 def test_ood_scores_take_a_binary_models_one_score_per_sample_as_the_metrics_do():
     # Positive-class probabilities p are rows [1 - p, p]; decision scores s are logits [0, s].
-    np.testing.assert_allclose(entropy_score(np.array([0.2, 0.9])), [slow_entropy([0.8, 0.2]), slow_entropy([0.1, 0.9])],
+    np.testing.assert_allclose(entropy_score(np.array([0.2, 0.9])),
+                               [slow_entropy([0.8, 0.2]), slow_entropy([0.1, 0.9])],
                                rtol=0, atol=1e-12)
-    np.testing.assert_allclose(max_prob_score(torch.tensor([[0.2], [0.5]], dtype=torch.float64)), [0.2, 0.5], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(max_prob_score(torch.tensor([[0.2], [0.5]], dtype=torch.float64)), [0.2, 0.5], rtol=0,
+                               atol=1e-12)
     sigmoid = 1.0 / (1.0 + math.exp(-2.0))
     np.testing.assert_allclose(max_prob_score(np.array([2.0, -2.0])), [1.0 - sigmoid, 1.0 - sigmoid], atol=1e-12)
     np.testing.assert_allclose(energy_score(np.array([2.0, -3.0])), [-math.log(1 + math.exp(2.0)),

@@ -17,7 +17,8 @@ RANGES = {"nll": (0.0, math.inf), "brier": (0.0, 2.0)}
 @st.composite
 def score_arrays_and_labels(draw):
     n = draw(st.integers(min_value=0, max_value=12))
-    k = draw(st.integers(min_value=1, max_value=5) if draw(st.booleans()) and draw(st.booleans()) else st.integers(2, 5))
+    k = draw(st.integers(min_value=1, max_value=5) if draw(st.booleans()) and draw(st.booleans())
+             else st.integers(2, 5))
     scores = draw(score_arrays(n, k))
     valid = draw(st.integers(0, 9)) < 7
     length = n if valid else draw(st.sampled_from([n, n + 1]))

@@ -20,7 +20,7 @@ from adacal.metrics import (
     resolve_metric_names,
     top_label,
 )
-from adacal.metrics import memory
+from adacal.metrics import allocation
 
 
 def test_every_metric_has_one_display_name_and_one_key_from_any_spelling():
@@ -93,7 +93,7 @@ def test_huge_bin_counts_and_bootstraps_are_refused_before_allocating(monkeypatc
     # n_bins > N is fine
     assert 0 <= ece_em(probs, labels, n_bins=1000) <= 1
     # classwise ECE needs K × n_bins cells: refused with a small memory, allowed with enough
-    monkeypatch.setattr(memory, "available_memory", lambda: 10**6)
+    monkeypatch.setattr(allocation, "available_memory", lambda: 10**6)
     with pytest.raises(InputError, match="for 3 classes"):
         compute_metrics(probs, labels, n_bins=3000, names=["classwise-ece"])
     with pytest.raises(InputError, match="Expected n_resamples to fit in memory"):

@@ -80,7 +80,8 @@ def test_roc_curve_points():
     fpr, tpr = curve[:2]
     assert fpr[0] == 0.0 and tpr[-1] == 1.0 and fpr[-1] == 1.0
     assert np.all(np.diff(fpr) >= 0) and np.all(np.diff(tpr) >= 0)
-    assert np.trapezoid(tpr, fpr) == pytest.approx(ood_metrics(entropy_score(in_logits), entropy_score(out_logits))["auroc"])
+    assert np.trapezoid(tpr, fpr) == pytest.approx(ood_metrics(entropy_score(in_logits),
+                                                               entropy_score(out_logits))["auroc"])
     as_dict = curve.to_dict()
     assert set(as_dict) == {"fpr", "tpr"} and as_dict["fpr"] == fpr.tolist()
     assert curve["tpr"] is curve.tpr

@@ -243,7 +243,8 @@ def test_float32_rows_near_the_rounding_tolerance_are_decided_by_their_float64_s
     assert ((deviation > tolerance) & (deviation < 1.1 * tolerance)).any()  # just outside
     assert ((deviation <= tolerance) & (deviation > 0.9 * tolerance)).any()  # just inside
     float64_sums = []
-    monkeypatch.setattr(rows_module, "block_row_sums", lambda block, out: float64_sums.append(1) or row_sums(block, out))
+    monkeypatch.setattr(rows_module, "block_row_sums",
+                        lambda block, out: float64_sums.append(1) or row_sums(block, out))
     scan = _scan_with(monkeypatch, array, threads)
     _check_against_whole_array(scan, array)
     blocks = -(-array.shape[0] // max(1, rows_module.SCAN_BLOCK_BYTES // (4 * k)))

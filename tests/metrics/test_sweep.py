@@ -76,8 +76,8 @@ def test_matches_slow_loop_on_random_and_tied_data(seed, binning):
 @pytest.mark.parametrize("binning", ["equal-mass", "equal-width"])
 def test_many_candidates_at_once_pick_what_one_at_a_time_picks(chunk, binning, monkeypatch):
     """Candidates are evaluated in chunks of array operations: nearly monotone data (sorted confidences, right above a
-    threshold, one hit and one miss swapped near it) needs b* of tens to hundreds, across the 64-try finest-partition check and chunk
-    boundaries; the choice equals the slow one-b-at-a-time loop's."""
+    threshold, one hit and one miss swapped near it) needs b* of tens to hundreds, across the 64-try finest-partition
+    check and chunk boundaries; the choice equals the slow one-b-at-a-time loop's."""
     import adacal.metrics.sweep as sweep_module
 
     monkeypatch.setattr(sweep_module, "_SWEEP_CHUNK_BINS", chunk)

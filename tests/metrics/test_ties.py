@@ -15,7 +15,8 @@ def test_issue_reproducer_gives_the_documented_value():
     probs = np.array([[0.7, 0.2, 0.1], [0.7, 0.2, 0.1], [0.7, 0.1, 0.2], [0.7, 0.1, 0.2]])
     labels = np.array([0, 0, 1, 1])
     assert ece_em(probs, labels, n_bins=2) == pytest.approx(0.2, abs=1e-15)
-    assert ece_em(probs, labels, n_bins=2) == pytest.approx(calibration.get_ece_em(probs, labels, num_bins=2), abs=1e-15)
+    assert ece_em(probs, labels, n_bins=2) == pytest.approx(calibration.get_ece_em(probs, labels, num_bins=2),
+                                                            abs=1e-15)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -175,7 +175,8 @@ def test_textcnn_glove_initialisation(tmp_path):
     model = build_model("textcnn", num_classes=3, input_shape=(10,), vocab_size=5, embeddings=str(glove), vocab=vocab)
     weight = model.embedding.weight.detach()
     assert weight.shape == (5, 4)  # embedding_dim taken from the file
-    assert torch.allclose(weight[2], torch.tensor([0.1, 0.2, 0.3, 0.4])) and torch.allclose(weight[3], torch.arange(1.0, 5.0))
+    assert (torch.allclose(weight[2], torch.tensor([0.1, 0.2, 0.3, 0.4]))
+            and torch.allclose(weight[3], torch.arange(1.0, 5.0)))
     assert torch.equal(weight[0], torch.zeros(4)) and model.embedding_coverage == pytest.approx(2 / 3)
     assert model(torch.tensor([[2, 3, 4, 0, 0, 0, 0, 0, 0, 0]])).shape == (1, 3)
     with pytest.raises(InputError, match="embedding dimension"):
@@ -184,13 +185,15 @@ def test_textcnn_glove_initialisation(tmp_path):
     with pytest.raises(InputError, match="vocab"):
         build_model("textcnn", num_classes=3, input_shape=(10,), vocab_size=5, embeddings=str(glove))
     with pytest.raises(InputError, match="does not exist"):
-        build_model("textcnn", num_classes=3, input_shape=(10,), vocab_size=5, embeddings=str(tmp_path / "no.txt"), vocab=vocab)
+        build_model("textcnn", num_classes=3, input_shape=(10,), vocab_size=5, embeddings=str(tmp_path / "no.txt"),
+                    vocab=vocab)
     # word2vec's text format: a first line "<words> <dimension>" is a header (it was read as a 1-dimensional word)
     glove.write_text("2 4\nhello 0.1 0.2 0.3 0.4\nworld 1 2 3 4\n")
     model = build_model("textcnn", num_classes=3, input_shape=(10,), vocab_size=5, embeddings=str(glove), vocab=vocab)
     assert model.embedding.weight.shape == (5, 4) and model.embedding_coverage == pytest.approx(2 / 3)
     # NaN / Inf / float32-overflowing vectors would only show up as a NaN loss blamed on the learning rate
-    for bad in ("hello nan 0.2 0.3 0.4\n", "hello 0.1 inf 0.3 0.4\n", "hello 1e400 0.2 0.3 0.4\n", "hello 1e39 0 0 0\n"):
+    for bad in ("hello nan 0.2 0.3 0.4\n", "hello 0.1 inf 0.3 0.4\n", "hello 1e400 0.2 0.3 0.4\n",
+                "hello 1e39 0 0 0\n"):
         glove.write_text(bad)
         with pytest.raises(InputError, match="finite numbers .* on line 1"):
             build_model("textcnn", num_classes=3, input_shape=(10,), vocab_size=5, embeddings=str(glove), vocab=vocab)
@@ -198,7 +201,8 @@ def test_textcnn_glove_initialisation(tmp_path):
     import gzip
 
     packed = tmp_path / "glove.txt.gz"
-    packed.write_bytes(gzip.compress(("".join(f"w{i} 0.1 0.2 0.3 0.4\n" for i in range(300)) + "hello 1 2 3 4\n").encode()))
+    packed.write_bytes(
+        gzip.compress(("".join(f"w{i} 0.1 0.2 0.3 0.4\n" for i in range(300)) + "hello 1 2 3 4\n").encode()))
     damaged = bytearray(packed.read_bytes())
     for i in range(30, 60):
         damaged[i] ^= 0x5A

@@ -10,7 +10,8 @@ from adacal.cli import app
 from adacal.data import load_ood_set, write_image_npz
 from adacal.data.corruptions import check_cifar_c_arrays, cifar_test_labels
 from adacal.errors import InputError
-from adacal.ood import ood_from_model, run_ood
+from adacal.commands.ood import run_ood
+from adacal.ood import ood_from_model
 
 from cli_helpers import one_line_error, runner, snapshot
 

@@ -1,4 +1,4 @@
-"""`adacal.ood.run_ood` called from Python: the checks of `adacal ood`, the report returned and written."""
+"""`adacal.commands.ood.run_ood` called from Python: the checks of `adacal ood`, the report returned and written."""
 
 import json
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from adacal.errors import InputError
-from adacal.ood import OodRun, run_ood
+from adacal.commands.ood import OodRun, run_ood
 from adacal.sources import ReadOptions
 
 
@@ -79,7 +79,8 @@ def test_bad_options_raise_before_anything_is_written(files, tmp_path, kwargs, m
 
 
 def test_read_options_only_with_saved_outputs(tmp_path):
-    with pytest.raises(InputError, match="--logits-key, --labels-key, --renormalize, --scores-kind, .* only with --in-preds"):
+    with pytest.raises(InputError, match="--logits-key, --labels-key, --renormalize, --scores-kind, .* only with "
+                                         "--in-preds"):
         run_ood(model=tmp_path, out_name="svhn", options=ReadOptions(logits_key="scores"))
     with pytest.raises(InputError, match=r"Expected --model RUN \(a run folder or checkpoint of the classifier\) or "
                                          r"--in-preds and --out-preds\.$"):

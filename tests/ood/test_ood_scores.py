@@ -139,7 +139,8 @@ def test_a_temperature_applies_to_probabilities_for_the_softmax_scores_only():
 
     for name in ("entropy", "max-prob"):
         for scores_of in (ood.ood_scores, metric_scores):
-            np.testing.assert_allclose(scores_of(probs_in, name, temperature=t), scores_of(IN_LOGITS, name, temperature=t),
+            np.testing.assert_allclose(scores_of(probs_in, name, temperature=t),
+                                       scores_of(IN_LOGITS, name, temperature=t),
                                        rtol=1e-9, atol=1e-12)
     with pytest.raises(InputError, match="energy score with a temperature"):
         metric_scores(probs_in, "energy", temperature=t)
@@ -167,7 +168,8 @@ def test_a_binary_models_one_score_per_sample_is_read_as_the_metrics_read_it():
         (IN_LOGITS, OUT_LOGITS[:, :4], {}, "same number of classes, got 5 and 4"),
         (np.full((3, 5), np.nan), OUT_LOGITS, {}, "finite"),
         (IN_LOGITS, np.zeros((0, 5)), {}, "at least one sample"),
-        (IN_LOGITS, OUT_LOGITS, {"scores": ["entropy", "maxprob"]}, "Unknown OOD score 'maxprob'. Did you mean 'max-prob'"),
+        (IN_LOGITS, OUT_LOGITS, {"scores": ["entropy", "maxprob"]},
+         "Unknown OOD score 'maxprob'. Did you mean 'max-prob'"),
         (IN_LOGITS, OUT_LOGITS, {"scores": ""}, "--scores"),
         (IN_LOGITS, OUT_LOGITS, {"temperature": 0.0}, "positive number"),
         (IN_LOGITS, OUT_LOGITS, {"temperature": float("nan")}, "positive number"),
@@ -241,7 +243,8 @@ def test_fit_temperature_cools_overconfident_logits():
 
 def test_check_ood_options():
     pytest.importorskip("adacal.data")
-    assert ood.check_ood_options(in_name="CIFAR10", out_name="cifar10-c") == ("cifar10", "cifar10-c", "gaussian_noise", 5)
+    assert (ood.check_ood_options(in_name="CIFAR10", out_name="cifar10-c")
+            == ("cifar10", "cifar10-c", "gaussian_noise", 5))
     assert ood.check_ood_options(in_name="cifar10", out_name="svhn") == ("cifar10", "svhn", None, None)
     with pytest.raises(UnknownNameError, match="Unknown dataset 'cifar1O'.*Choices:.*cifar10"):
         ood.check_ood_options(in_name="cifar1O", out_name="svhn")
@@ -249,7 +252,8 @@ def test_check_ood_options():
         ood.check_ood_options(in_name="cifar10", out_name="svhm")
     with pytest.raises(InputError, match="--severity to be an integer from 1 to 5, got 6"):
         ood.check_ood_options(in_name="cifar10", out_name="cifar10-c", severity=6)
-    assert ood.check_ood_options(in_name="cifar10", out_name="svhn", severity=3) == ("cifar10", "svhn", "gaussian_noise", 3)
+    assert (ood.check_ood_options(in_name="cifar10", out_name="svhn", severity=3)
+            == ("cifar10", "svhn", "gaussian_noise", 3))
     with pytest.raises(UnknownNameError, match="Unknown corruption 'gausian_noise'. Did you mean 'gaussian_noise'"):
         ood.check_ood_options(in_name="cifar10", out_name="cifar10-c", corruption="gausian_noise")
     with pytest.raises(InputError, match="does not exist"):

@@ -11,7 +11,8 @@ import torch
 from adacal.cli import app
 from adacal.data import load_dataset, load_ood_set
 from adacal.errors import InputError
-from adacal.ood import ood_from_model, run_ood
+from adacal.commands.ood import run_ood
+from adacal.ood import ood_from_model
 
 from cli_helpers import one_line_error, runner, snapshot
 

@@ -11,10 +11,10 @@ import pytest
 
 from adacal import plots
 from adacal.cli import app
-from adacal.cli.plot import parse_bins
+from adacal.commands.plot import parse_bins
 from adacal.errors import InputError
 from adacal.metrics.binning import bin_statistics
-from adacal.plots.style import _isolated_points, _style
+from adacal.plots.style import figure_style, isolated_points
 from adacal.predictions import Predictions, save_split_predictions
 from adacal.reports import make_report, write_json
 from cli_helpers import one_line_error, runner
@@ -52,7 +52,7 @@ def _drawn(fig):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig)
-    with _style():
+    with figure_style():
         fig.canvas.draw()
     return fig.canvas.get_renderer()
 
@@ -149,7 +149,7 @@ def test_isolated_points_are_those_a_line_cannot_draw(values):
     finite = np.isfinite(values)
     expected = [i for i in range(values.size)
                 if finite[i] and not (i > 0 and finite[i - 1]) and not (i + 1 < values.size and finite[i + 1])]
-    assert _isolated_points(values).tolist() == expected
+    assert isolated_points(values).tolist() == expected
 
 
 def test_epoch_axes_tick_whole_epochs_only():
@@ -230,7 +230,7 @@ def test_method_without_calibrated_is_refused(tmp_path):
 def test_a_single_path_is_one_input_not_its_characters(tmp_path):
     run = _run(tmp_path)
     assert plots.curve_inputs(str(run)).runs == plots.curve_inputs([run]).runs
-    (panel,) = plots.reliability_inputs(str(run / "predictions.npz"))
+    (panel,) = plots.reliability_inputs(plots.ReliabilityRequest(str(run / "predictions.npz")))
     assert panel.stats.counts.sum() == 90
 
 

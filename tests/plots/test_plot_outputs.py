@@ -176,12 +176,12 @@ def test_a_plot_killed_mid_write_leaves_a_temp_file_the_next_save_cleans(tmp_pat
     """A real process killed (SIGKILL) while writing a figure the way save_figure does: the next save cleans up."""
     code = (
         "import os, signal, sys\n"
-        "from adacal.reports import atomic_write\n"
+        "from adacal.writing import write_file\n"
         "def die(handle):\n"
         "    handle.write(b'half a figure')\n"
         "    handle.flush()\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"
-        "atomic_write(sys.argv[1], die, binary=True)\n"
+        "write_file(sys.argv[1], die, binary=True)\n"
     )
     result = subprocess.run([sys.executable, "-c", code, str(tmp_path / "fig.png")], capture_output=True)
     assert result.returncode == -signal.SIGKILL

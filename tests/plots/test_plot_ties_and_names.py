@@ -193,7 +193,7 @@ def test_cli_same_input_twice_is_drawn_once_with_a_note(tmp_path, saved_figures,
 def test_unique_inputs_keep_the_first_spelling_in_order():
     from pathlib import Path
 
-    from adacal.plots.readers import unique_inputs
+    from adacal.plots.reliability_readers import unique_inputs
 
     assert unique_inputs(["a.npz", "b.npz", "./a.npz", "a.npz"]) == (
         [Path("a.npz"), Path("b.npz")], ["a.npz is given more than once; it is drawn once"])
@@ -202,7 +202,7 @@ def test_unique_inputs_keep_the_first_spelling_in_order():
 def test_run_folder_and_its_predictions_file_are_one_input(tmp_path):
     from pathlib import Path
 
-    from adacal.plots.readers import unique_inputs
+    from adacal.plots.reliability_readers import unique_inputs
     from adacal.reports import make_report, write_json
 
     run = tmp_path / "run"
@@ -216,7 +216,8 @@ def test_run_folder_and_its_predictions_file_are_one_input(tmp_path):
 def test_labels_of_a_repeated_input_keep_the_first(tmp_path):
     preds = _npz(tmp_path / "p.npz", *_tied("partial"))
     notes = []
-    panels = plots.reliability_inputs([preds, preds], labels=["first", "second"], notes_out=notes)
+    panels = plots.reliability_inputs(plots.ReliabilityRequest([preds, preds], labels=["first", "second"]),
+                                      notes_out=notes)
     assert [p.label for p in panels] == ["first"]
     assert notes[0] == f"{preds} is given more than once; it is drawn once"
 
@@ -318,7 +319,7 @@ def test_python_api_names_suggest_too():
     with pytest.raises(UnknownNameError, match=re.escape("Did you mean 'entropy'?")):
         plots.roc_curves([("a", {"scores": {"entropy": {}}})], score="entropi")
     with pytest.raises(UnknownNameError, match=re.escape("Did you mean 'val'?")):
-        plots.reliability_inputs(["x.npz"], split="VAL ")
+        plots.reliability_inputs(plots.ReliabilityRequest(["x.npz"], split="VAL "))
 
 
 def test_cli_same_input_twice_with_calibrated_is_one_input(calibrated, tmp_path, saved_figures):

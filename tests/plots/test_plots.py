@@ -10,6 +10,7 @@ import pytest
 from adacal import plots
 from adacal.errors import InputError
 from adacal.metrics.binning import bin_statistics
+from adacal.plots.style import percent_tick
 
 M = 5  # validation bins in the synthetic AdaFocal history
 
@@ -89,7 +90,8 @@ def test_reliability_bars_are_the_bin_statistics(binning):
     np.testing.assert_allclose(lefts + widths, stats.edges[1:], atol=1e-12)  # bars span their bin's edges
     (gaps,) = [c for c in ax.containers if c.get_label() == "Gap"]
     filled = stats.counts > 0
-    np.testing.assert_allclose([r.get_y() for r in gaps.patches], np.minimum(stats.accuracy, stats.mean_confidence)[filled])
+    np.testing.assert_allclose([r.get_y() for r in gaps.patches],
+                               np.minimum(stats.accuracy, stats.mean_confidence)[filled])
     np.testing.assert_allclose([r.get_height() for r in gaps.patches], np.abs(stats.gaps)[filled])
     expected = 100 * _slow_ece(confidences.tolist(), correct.tolist(), stats.edges)
     name = "ECE-EW" if binning == "equal-width" else "ECE-EM"
@@ -101,7 +103,8 @@ def test_reliability_panels_side_by_side_share_axes_and_colours():
     panels = [
         ("CE", bin_statistics(confidences ** 0.5, correct)),
         ("FLSD-53", bin_statistics(confidences, correct)),
-        plots.ReliabilityPanel("AdaFocal", bin_statistics(confidences, correct), histogram=(np.linspace(0, 1, 21), np.arange(20))),
+        plots.ReliabilityPanel("AdaFocal", bin_statistics(confidences, correct),
+                               histogram=(np.linspace(0, 1, 21), np.arange(20))),
     ]
     fig = plots.reliability_diagram(panels, title="CIFAR-10")
     main, hist = _axes(fig, "reliability:"), _axes(fig, "histogram:")
@@ -136,14 +139,15 @@ def test_gamma_panels_match_requested_bins_and_history_values():
     epochs = [r["epoch"] for r in history]
     for b in (0, 2, 4):
         (gamma_ax,) = _axes(fig, f"gamma:bin-{b}")
-        (line,) = [l for l in gamma_ax.get_lines() if l.get_label() == r"$\gamma_t$"]
+        (line,) = [ln for ln in gamma_ax.get_lines() if ln.get_label() == r"$\gamma_t$"]
         np.testing.assert_array_equal(line.get_xdata(), epochs)
         np.testing.assert_array_equal(line.get_ydata(), [r["adafocal"]["updates"][0]["gammas"][b] for r in history])
         (error_ax,) = _axes(fig, f"error:bin-{b}")
-        curve = [l for l in error_ax.get_lines() if l.get_label().startswith("$E")][0]
-        expected = [100 * (u["val_confidence"][b] - u["val_accuracy"][b]) for u in (r["adafocal"]["updates"][0] for r in history)]
+        curve = [ln for ln in error_ax.get_lines() if ln.get_label().startswith("$E")][0]
+        expected = [100 * (u["val_confidence"][b] - u["val_accuracy"][b])
+                    for u in (r["adafocal"]["updates"][0] for r in history)]
         np.testing.assert_allclose(curve.get_ydata(), expected)
-        zero = [l for l in error_ax.get_lines() if l.get_label() == "E = 0"][0]
+        zero = [ln for ln in error_ax.get_lines() if ln.get_label() == "E = 0"][0]
         assert list(zero.get_ydata()) == [0, 0]
 
 
@@ -151,7 +155,7 @@ def test_gamma_default_is_every_bin_and_several_updates_spread_over_the_epoch():
     history = _history(epochs=2, updates_per_epoch=2)
     fig = plots.gamma_dynamics(history)
     assert len(_axes(fig, "error:")) == M
-    (line,) = [l for l in _axes(fig, "gamma:bin-1")[0].get_lines() if l.get_label() == r"$\gamma_t$"]
+    (line,) = [ln for ln in _axes(fig, "gamma:bin-1")[0].get_lines() if ln.get_label() == r"$\gamma_t$"]
     np.testing.assert_allclose(line.get_xdata(), [0.5, 1.0, 1.5, 2.0])
     np.testing.assert_array_equal(
         line.get_ydata(), [u["gammas"][1] for r in history for u in r["adafocal"]["updates"]])
@@ -169,7 +173,7 @@ def test_gamma_has_its_own_axis_below_the_error_with_a_zero_line_only_when_negat
         # stacked as in the paper's figure 5, not a twin axis whose zero would not line up with E = 0
         assert error_ax.get_position().y0 > gamma_ax.get_position().y1 - 1e-9
         assert gamma_ax.get_position().y0 > edge_ax.get_position().y1 - 1e-9
-    zero_lines = {b: [l for l in _axes(fig, f"gamma:bin-{b}")[0].get_lines() if "gamma = 0" in l.get_label()]
+    zero_lines = {b: [ln for ln in _axes(fig, f"gamma:bin-{b}")[0].get_lines() if "gamma = 0" in ln.get_label()]
                   for b in (0, 1)}
     assert len(zero_lines[0]) == 1 and list(zero_lines[0][0].get_ydata()) == [0, 0]
     assert zero_lines[1] == []
@@ -233,8 +237,10 @@ def test_correspondence_draws_train_and_validation_confidence():
     train = np.array([r["adafocal"]["train_confidence"][4] for r in history])
     train[0] = np.nan  # no training sample fell into bin 4 in epoch 1
     np.testing.assert_array_equal(lines["$C_{train}$"].get_ydata(), train)
-    np.testing.assert_array_equal(lines["$C_{val}$"].get_ydata(), [r["adafocal"]["updates"][0]["val_confidence"][4] for r in history])
-    np.testing.assert_array_equal(lines["$A_{val}$"].get_ydata(), [r["adafocal"]["updates"][0]["val_accuracy"][4] for r in history])
+    np.testing.assert_array_equal(lines["$C_{val}$"].get_ydata(),
+                                  [r["adafocal"]["updates"][0]["val_confidence"][4] for r in history])
+    np.testing.assert_array_equal(lines["$A_{val}$"].get_ydata(),
+                                  [r["adafocal"]["updates"][0]["val_accuracy"][4] for r in history])
 
 
 def test_history_file_errors_name_the_line(tmp_path):
@@ -376,8 +382,8 @@ def test_probability_axes_are_labelled_and_ticked_in_percent():
             assert axis.get_major_formatter()(0.975, 0) == "97.5", (name, label, which)  # data stay fractions
     for ax in _axes(figures["curves"], "curves:"):
         assert ax.get_ylabel().endswith("(%)")
-    assert plots._percent_tick(0.2) == "20" and plots._percent_tick(-0.005) == "-0.5"
-    assert plots._percent_tick(0.6000000000000001) == "60" and plots._percent_tick(1e-17) == "0"
+    assert percent_tick(0.2) == "20" and percent_tick(-0.005) == "-0.5"
+    assert percent_tick(0.6000000000000001) == "60" and percent_tick(1e-17) == "0"
 
 
 def test_legends_sit_outside_every_axes():

@@ -150,8 +150,8 @@ def test_compare_calibrators_reads_its_two_splits_alike():
 
     mixed = compare_calibrators(S_VAL, Y_VAL, S_TEST, Y_TEST, methods=["temperature", "histogram"])
     explicit = compare_calibrators(columns(S_VAL), Y_VAL, columns(S_TEST), Y_TEST, methods=["temperature", "histogram"])
-    assert json.dumps(_figures(mixed.results), sort_keys=True, default=str) == json.dumps(_figures(explicit.results), sort_keys=True,
-                                                                                default=str)
+    assert (json.dumps(_figures(mixed.results), sort_keys=True, default=str)
+            == json.dumps(_figures(explicit.results), sort_keys=True, default=str))
 
 
 def test_a_val_file_with_its_labels_beside_it_is_read_as_the_test_file(tmp_path):
@@ -171,7 +171,7 @@ def test_a_val_file_with_its_labels_beside_it_is_read_as_the_test_file(tmp_path)
 def test_one_split_of_a_file_is_read_as_its_other_split_says(tmp_path):
     """`evaluate` reads only the test split of a val_/test_ file, `calibrate` both: the test split's reading (and so
     the uncalibrated metrics) must not depend on the command. Here the validation split lies outside [0, 1]."""
-    from adacal.evaluation import run_evaluate
+    from adacal.commands.evaluate import run_evaluate
     from adacal.interpretation import load_predictions
 
     np.savez(tmp_path / "p.npz", val_logits=S_TEST[:200], val_labels=Y_VAL, test_logits=S_IN,

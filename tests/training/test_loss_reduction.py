@@ -96,7 +96,8 @@ def test_reduction_and_clip_options_resolve_and_validate():
 
     assert resolve_config(TrainConfig()).loss_reduction == "mean"
     assert resolve_config(TrainConfig(dataset="cifar10", preset="paper")).loss_reduction == "sum"
-    assert resolve_config(TrainConfig(dataset="cifar10", preset="paper", loss_reduction="mean")).loss_reduction == "mean"
+    assert resolve_config(
+        TrainConfig(dataset="cifar10", preset="paper", loss_reduction="mean")).loss_reduction == "mean"
     quick = resolve_config(TrainConfig(dataset="cifar10"))
     assert (quick.loss_reduction, quick.grad_clip) == ("mean", None)
     with pytest.raises(InputError, match="--loss-reduction to be one of mean, sum"):

@@ -13,7 +13,8 @@ from adacal.errors import InputError
 from adacal.losses import AdaFocalLoss, CalFocalLoss, build_loss
 from adacal.training import TrainConfig, train
 from adacal.training.checkpoints import load_checkpoint, save_checkpoint
-from adacal.training.config import merge_resume_config, resolve_config
+from adacal.training.config import resolve_config
+from adacal.training.resume_config import merge_resume_config
 
 
 def _spelled_the_old_way(options: dict) -> dict:

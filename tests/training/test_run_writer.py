@@ -19,7 +19,7 @@ import torch
 import adacal
 from adacal.errors import InputError
 from adacal.predictions import Predictions
-from adacal.reports import safe_torch_load
+from adacal.sources.files import safe_torch_load
 from adacal.runs import RunFolder
 from adacal.training.run_writer import LOCK_FILE, RunLockedError, RunWriter
 from disk_faults import DiskFullFile

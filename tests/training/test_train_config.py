@@ -4,14 +4,10 @@ import pytest
 import torch
 
 from adacal.errors import InputError
-from adacal.training.config import (
-    PAPER_PRESETS,
-    TrainConfig,
-    merge_resume_config,
-    parse_update_every,
-    resolve_config,
-)
+from adacal.training.config import PAPER_PRESETS, TrainConfig, resolve_config
+from adacal.training.resume_config import merge_resume_config
 from adacal.training.schedules import build_scheduler, lr_at_epoch
+from adacal.training.update_schedule import parse_update_every
 
 
 def test_defaults_resolve_to_the_quick_digits_preset():
@@ -117,7 +113,7 @@ def test_resume_takes_options_from_the_run_and_refuses_conflicts():
 
 
 def test_resuming_a_run_saved_before_loss_reduction_existed_uses_the_mean():
-    from adacal.training.config import merge_resume_config
+    from adacal.training.resume_config import merge_resume_config
 
     saved = resolve_config(TrainConfig()).to_dict()
     del saved["loss_reduction"], saved["name"]

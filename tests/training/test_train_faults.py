@@ -31,7 +31,7 @@ import torch
 import adacal
 from adacal.cli import app
 from adacal.runs import RUN_ID_KEY
-from adacal.training import TrainConfig, load_checkpoint, train
+from adacal.training import TrainConfig, TrainingInterrupted, load_checkpoint, train
 from cli_helpers import one_line_error, runner
 from disk_faults import DiskFullFile
 
@@ -187,9 +187,9 @@ def _at_rename(n: int, after: bool) -> None:
 
 def _in_history_line(n: int) -> None:
     """Half-way through appending the n-th line of history.jsonl."""
-    from adacal.training.loop import Trainer
+    from adacal.training.run_writer import RunWriter
 
-    append, calls = Trainer._append_history, itertools.count(1)
+    append, calls = RunWriter.append_history, itertools.count(1)
 
     def patched(self, record):
         if next(calls) == n:
@@ -199,7 +199,7 @@ def _in_history_line(n: int) -> None:
             _die()
         return append(self, record)
 
-    Trainer._append_history = patched
+    RunWriter.append_history = patched
 
 
 def _in_final_reports() -> None:
@@ -282,7 +282,8 @@ def test_sigkill_anywhere_leaves_a_resumable_run_that_ends_exactly_as_an_uninter
 
 @pytest.mark.slow
 def test_sigkill_of_the_train_command_then_resume_command(reference, tmp_path):
-    """The real `python -m adacal train`, killed from outside once it is writing epochs, then `adacal train --resume`."""
+    """The real `python -m adacal train`, killed from outside once it is writing epochs, then
+    `adacal train --resume`."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "adacal", "train", *CLI_OPTIONS, "--epochs", str(EPOCHS), "--out",
                str(tmp_path)]
@@ -359,7 +360,8 @@ def test_disk_full_mid_run_keeps_every_good_file_and_says_how_to_resume(referenc
     (line,) = result.stderr.strip().splitlines()
     run = _only_run(tmp_path)
     intact = 0 if fault == "best.pt" else 2
-    assert line.startswith(f"Error: Cannot write {run / fault if fault == 'history.jsonl' else run / 'checkpoints' / fault}")
+    assert line.startswith("Error: Cannot write "
+                           f"{run / fault if fault == 'history.jsonl' else run / 'checkpoints' / fault}")
     assert "No space left on device" in line and f"intact at epoch {intact}" in line, line
     assert line.endswith(f"resume with: adacal train --resume {run} --epochs {EPOCHS}"), line
     assert load_checkpoint(run / "checkpoints" / "last.pt")["epoch"] == intact
@@ -446,7 +448,8 @@ def test_two_runs_started_in_the_same_second_never_share_a_folder(reference, tmp
         process.join(timeout=60)
     assert [process.exitcode for process in processes] == [0, 0]
     runs = sorted(tmp_path.iterdir())
-    assert [run.name for run in runs] == ["20240101-000000-digits-mlp-adafocal", "20240101-000000-digits-mlp-adafocal-2"]
+    assert [run.name for run in runs] == ["20240101-000000-digits-mlp-adafocal",
+                                          "20240101-000000-digits-mlp-adafocal-2"]
     for run in runs:  # each complete and untouched by the other (same seed: both equal the reference)
         _assert_same(_outcome(run), reference)
 
@@ -539,7 +542,8 @@ def test_interrupt_mid_epoch_writes_interrupted_pt_and_resume_continues_exactly(
                         f"epoch's first {batch} batch(es) are not trained again")
     assert not saved.exists()  # superseded by the next end-of-epoch last.pt
     resumes = json.loads((run / "config.json").read_text())["results"]["resumes"]
-    assert resumes == [{"from_epoch": epoch - 1, "from_batch": batch, "epochs": EPOCHS, "versions": resumes[0]["versions"]}]
+    assert resumes == [{"from_epoch": epoch - 1, "from_batch": batch, "epochs": EPOCHS,
+                        "versions": resumes[0]["versions"]}]
     _assert_same(_outcome(run), mid_epoch_reference)
 
 

@@ -34,7 +34,8 @@ class _BatchNormNet(nn.Module):
 
     def __init__(self, *, num_classes, input_shape, **_):
         super().__init__()
-        self.body = nn.Sequential(nn.Linear(input_shape[0], 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, num_classes))
+        self.body = nn.Sequential(nn.Linear(input_shape[0], 32), nn.BatchNorm1d(32), nn.ReLU(),
+                                  nn.Linear(32, num_classes))
         self.modes = []
 
     def forward(self, inputs):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 import json
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -18,7 +17,8 @@ import torch.nn.functional as F
 from adacal.cli import app
 from adacal.errors import InputError
 from adacal.training import TrainConfig, Trainer, TrainingProgress, resolve_config, resolved_config, train
-from adacal.training.config import idle_update_epochs, merge_resume_config, parse_update_every
+from adacal.training.resume_config import merge_resume_config
+from adacal.training.update_schedule import idle_update_epochs, parse_update_every
 from adacal.training.progress import ProgressDispatcher
 
 from cli_helpers import one_line_error, runner
@@ -211,8 +211,8 @@ def _spans(idle):
     return ", ".join(spans[:4]) + (", ..." if len(spans) > 4 else "")
 
 
-@pytest.mark.parametrize("spec", ["epoch", "3", "paper", "5:3,epoch", "epoch:2,9:4", "9:1,1:2,9:3,1:4,9:5,1:6,9:7,1:8,9",
-                                  "2:3,9:5,epoch:7,9"])
+@pytest.mark.parametrize("spec", ["epoch", "3", "paper", "5:3,epoch", "epoch:2,9:4",
+                                  "9:1,1:2,9:3,1:4,9:5,1:6,9:7,1:8,9", "2:3,9:5,epoch:7,9"])
 @pytest.mark.parametrize("epochs", [1, 4, 9, 30, 45])
 def test_the_idle_update_note_matches_the_epochs_counted_one_by_one(spec, epochs):
     idle = _idle_reference(spec, epochs, batches_per_epoch=4)

@@ -1,11 +1,12 @@
-"""`adacal.calibrate.run_calibrate` called from Python: the same checks as the CLI, the report returned and written."""
+"""`adacal.commands.calibrate.run_calibrate` called from Python: the same checks as the CLI, the report returned and
+written."""
 
 import json
 
 import numpy as np
 import pytest
 
-from adacal.calibrate import CalibrationRun, run_calibrate
+from adacal.commands.calibrate import CalibrationRun, run_calibrate
 from adacal.calibrators import load_calibrator
 from adacal.errors import InputError
 

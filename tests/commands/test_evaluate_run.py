@@ -1,4 +1,4 @@
-"""`adacal.evaluation.run_evaluate` called from Python: the checks of `adacal evaluate`, the report returned and
+"""`adacal.commands.evaluate.run_evaluate` called from Python: the checks of `adacal evaluate`, the report returned and
 written, a calibrator applied."""
 
 import json
@@ -8,7 +8,7 @@ import pytest
 
 from adacal.calibrators import build_calibrator, save_calibrator
 from adacal.errors import InputError
-from adacal.evaluation import EvaluationRun, run_evaluate
+from adacal.commands.evaluate import EvaluationRun, run_evaluate
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,8 @@ def test_a_calibrator_is_applied_before_measuring(data, tmp_path):
     run = run_evaluate(path, metrics="nll", calibrator=tmp_path / "t.json")
     temperature = fitted.to_dict()["params"]["temperature"]
     assert run.calibrated and run.written == []
-    assert run.report["results"]["metrics"]["nll"] == pytest.approx(_nll_error(logits / temperature, labels)[0], rel=1e-5)
+    assert run.report["results"]["metrics"]["nll"] == pytest.approx(_nll_error(logits / temperature, labels)[0],
+                                                                    rel=1e-5)
     assert run.report["results"]["metrics"]["nll"] < _nll_error(logits, labels)[0]  # overconfident logits: T helps
 
 
@@ -169,7 +170,7 @@ def test_a_checkpoint_is_read_once_and_its_dataset_loaded_once(unfinished_run, t
     import torch
 
     import adacal.data
-    from adacal.calibrate import run_calibrate
+    from adacal.commands.calibrate import run_calibrate
 
     run = _copy_run(unfinished_run, tmp_path)
     (run / "predictions.npz").unlink(missing_ok=True)

@@ -76,7 +76,7 @@ def run_ood(
     folder. `status(message)` is a context manager around the long scoring of a model (a spinner). Every option is
     checked before a model is run, and nothing is written before the results exist.
     """
-    from adacal.evaluation import check_device_name
+    from adacal.checks import check_device_name
     from adacal.runs import find_run_folder
     from adacal.reports import write_json
     from adacal.writing import check_output
@@ -109,13 +109,14 @@ def run_ood(
         raise InputError(f"Expected --severity to be an integer from 1 to 5, got {severity}.")
 
     if model is not None:
-        from adacal.resolve import describe_options
+        from adacal.commands.inputs import describe_options
 
         if describe_options(options):
             raise InputError("Expected --logits-key, --labels-key, --renormalize, --scores-kind, --header, --separator "
                              "and --pt-items only with --in-preds/--out-preds.")
         if out_name is None:
-            raise InputError("Expected --out (the OOD set: a dataset name, cifar10-c or an .npz of inputs) with --model.")
+            raise InputError("Expected --out (the OOD set: a dataset name, cifar10-c or an .npz of inputs) with "
+                             "--model.")
         in_name, out_name, corruption, severity = check_ood_options(
             in_name=in_name, out_name=out_name, corruption=corruption, severity=severity
         )
@@ -137,7 +138,8 @@ def run_ood(
         if fit_temperature:
             value, source = resolve_temperature(fit=True, val=info.get("val"))
         in_name = info["in"]
-        target = json_path or (run_dir / ood_report_name(out_name, corruption, severity) if run_dir is not None else None)
+        target = json_path or (run_dir / ood_report_name(out_name, corruption, severity) if run_dir is not None
+                               else None)
         out_label = out_name if corruption is None else f"{out_name} {corruption} s{severity}"
         sources = {"model": str(model), "checkpoint": info["checkpoint"], "in_preds": None, "out_preds": None,
                    "in_source": info["in_source"], "data_dir": None if data_dir is None else str(data_dir),
@@ -250,7 +252,7 @@ def _read_saved_outputs(
     """(in-distribution scores, OOD scores, validation predictions or None) of `--in-preds` / `--out-preds`
     (`adacal.resolve_ood_inputs`); the validation split, which the temperature is fitted on, must have as
     many classes as the sets it is applied to."""
-    from adacal.resolve import resolve_ood_inputs
+    from adacal.commands.inputs import resolve_ood_inputs
 
     in_scores, out_scores, val = resolve_ood_inputs(in_preds, out_preds, options=options, with_val=with_val,
                                                     notes_out=notes_out, records_out=records_out)
@@ -266,7 +268,7 @@ def _read_saved_outputs(
 def _runs_trained_on(root: str | os.PathLike, dataset: str | None = None) -> list[Path]:
     """The run folders directly under `root` (trained on `dataset`, when given), newest first. Folders whose
     config.json cannot be read are skipped: this only suggests runs, it validates nothing."""
-    from adacal.reports import read_report
+    from adacal.sources.documents import read_report
     from adacal.runs import CONFIG_FILE, is_run_folder
 
     root = Path(root)
@@ -290,7 +292,8 @@ def _no_model_message(in_name: str | None, out_name: str | None) -> str:
     `adacal train` writes by default) as the example, when there is one."""
     runs = _runs_trained_on(DEFAULT_RUNS_DIR, in_name) if out_name is not None else []
     scored = f" to score {out_name} with" if out_name is not None else ""
-    message = f"Expected --model RUN (a run folder or checkpoint of the classifier{scored}) or --in-preds and --out-preds."
+    message = (f"Expected --model RUN (a run folder or checkpoint of the classifier{scored}) or --in-preds and "
+               "--out-preds.")
     if runs:
         trained = f" trained on {in_name}" if in_name else ""
         more = f" ({len(runs) - 1} more under {DEFAULT_RUNS_DIR}/)" if len(runs) > 1 else ""

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from adacal.calibrate import run_calibrate
+from adacal.commands.calibrate import run_calibrate
 from adacal.errors import InputError
-from adacal.evaluation import run_evaluate
+from adacal.commands.evaluate import run_evaluate
 from adacal.metrics import compute_metrics
 from adacal.runs import RUN_ID_KEY, RunFolder, predictions_run_id, run_config, run_id_of
 
@@ -160,7 +160,7 @@ def test_files_of_an_earlier_adacal_without_a_run_id_are_still_read(runs, tmp_pa
 
 
 def test_ood_does_not_take_another_runs_predictions_for_the_in_distribution_set(runs, tmp_path, one_torch_thread):
-    from adacal.ood import run_ood
+    from adacal.commands.ood import run_ood
 
     run = _copy(runs["a"], tmp_path)
     shutil.copy(runs["c"] / "predictions.npz", run / "predictions.npz")

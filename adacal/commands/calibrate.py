@@ -54,7 +54,7 @@ def _check_output_path(option: str, path: Path | None) -> None:
 
 def _describe_inputs(inputs: Any) -> dict[str, Any]:
     """Reading options and what was assumed reading the input, for the report's config."""
-    from adacal.resolve import describe_options
+    from adacal.commands.inputs import describe_options
 
     described = describe_options(inputs.options)
     if inputs.notes:
@@ -92,7 +92,7 @@ def run_calibrate(
     from adacal.reports import make_report, write_json
     from adacal.runs import CALIBRATE_FILE
     from adacal.interpretation import reading_lines
-    from adacal.resolve import resolve_calibration_input
+    from adacal.commands.inputs import resolve_calibration_input
     from adacal.sources import ReadOptions
     from adacal.writing import check_output, is_stdout
 

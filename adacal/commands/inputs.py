@@ -244,7 +244,8 @@ def resolve_calibration_input(
     if val is not None:
         val = Path(val)
         if source.is_dir() or _is_checkpoint(source)[0]:
-            raise InputError("Expected --val only with a predictions file of test outputs, not with a run or checkpoint.")
+            raise InputError("Expected --val only with a predictions file of test outputs, not with a run or "
+                             "checkpoint.")
         _check_exists(val, "a predictions file of validation outputs (--val)")
         test_predictions = load_predictions(source, options=options)
         # --labels names the labels of the test file; the validation file carries its own (or <stem>_labels.npy).
@@ -339,15 +340,6 @@ def resolve_ood_inputs(
             f"got {in_scores.shape[1]} and {out_scores.shape[1]}."
         )
     if with_val and val is None:
-        raise InputError(f"Expected val_logits and val_labels in {in_preds} to fit the temperature (--fit-temperature).")
+        raise InputError(f"Expected val_logits and val_labels in {in_preds} to fit the temperature "
+                         "(--fit-temperature).")
     return in_scores, out_scores, val
-
-
-def resolve_checkpoint(model_path: str | os.PathLike) -> tuple[Path, RunFolder | None]:
-    """(checkpoint file, run folder or None) from a run folder or a checkpoint file (a regular file)."""
-    path = Path(model_path).expanduser()
-    if path.is_dir():
-        run = require_run_folder(path)
-        return selected_checkpoint(run), run
-    check_regular_file(path, "a run folder or checkpoint", error=CheckpointError)
-    return path, find_run_folder(path)

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from adacal.errors import InputError
-from adacal.evaluation import check_device_name, run_evaluate
+from adacal.checks import check_device_name
+from adacal.commands.evaluate import run_evaluate
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +91,7 @@ def test_a_finished_runs_other_checkpoint_does_not_touch_an_existing_report(fini
     assert (run / "evaluate.json").read_bytes() == before
 
 
-# ---------------------------------------------------------------------------------------------------------------- --device
+# ------------------------------------------------------------------------------------------------------------- --device
 
 
 @pytest.mark.parametrize("device", ["auto", "cpu", "CPU", " cuda ", "cuda:1", "cpu:0"])

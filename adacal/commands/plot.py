@@ -1,0 +1,206 @@
+"""`adacal plot` as library calls: reliability diagrams, AdaFocal's γ dynamics, C_train/C_val correspondence, training
+and ROC curves, each read, drawn and written by one `run_plot_*` call.
+
+Reading inputs and drawing is `adacal.plots`; here each figure's output path is chosen and checked before anything is
+read (`adacal.plots.outputs`: a figure of several inputs goes to `plots/compare-<kind>-<names>.png` in the current
+folder; an existing file is replaced only when it is a figure of the same kind, else `force`), and the figure is
+written atomically, so a failed call leaves nothing behind. Warnings raised while drawing (numpy, matplotlib) are
+held back and returned, so that a caller prints them after the figure is written, or not at all after a failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from adacal.errors import InputError
+
+
+@dataclass(frozen=True)
+class PlotRun:
+    """What a `run_plot_*` call did: the figure written, what a reader must know, and warnings held while drawing."""
+
+    written: Path
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def check_dpi(dpi: Any) -> int:
+    """--dpi as an int in [10, 2400].
+
+    >>> check_dpi(150)
+    150
+    """
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or not 10 <= dpi <= 2400:
+        raise InputError(f"Expected --dpi to be an integer between 10 and 2400, got {dpi!r}.")
+    return dpi
+
+
+def parse_bins(text: str | None) -> list[int] | None:
+    """Bin indices from "0,7,14" (None or "" → all bins).
+
+    >>> parse_bins("0, 7,14"), parse_bins(None)
+    ([0, 7, 14], None)
+    """
+    if text is None or not text.strip():
+        return None
+    bins = []
+    for token in text.split(","):
+        token = token.strip()
+        # ASCII digits only: str.isdigit() also admits "²" or "١", which int() then refuses with a traceback
+        if not re.fullmatch(r"[+-]?[0-9]+", token):
+            raise InputError(f"Expected --bins to be comma-separated bin indices such as 0,7,14, got {text!r}.")
+        bins.append(int(token))
+    return bins
+
+
+def parse_labels(text: str | None, count: int) -> list[str] | None:
+    """Panel labels from "a,b,c"; there must be one per input.
+
+    >>> parse_labels("ce, adafocal", 2)
+    ['ce', 'adafocal']
+    """
+    if text is None:
+        return None
+    labels = [label.strip() for label in text.split(",")]
+    if len(labels) != count or not all(labels):
+        raise InputError(f"Expected --labels to give {count} non-empty label(s) separated by commas, got {text!r}.")
+    return labels
+
+
+@contextmanager
+def held_warnings() -> Iterator[list[str]]:
+    """Collect Python warnings and matplotlib's logged warnings instead of printing them as they happen."""
+    held: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            held.append(record.getMessage())
+
+    logger = logging.getLogger("matplotlib")
+    handler, propagate = Collect(logging.WARNING), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield held
+            held.extend(f"{w.category.__name__}: {w.message}" for w in caught)
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+def draw_figure(kind: str, inputs: Sequence[Path], build: Callable[[], Any], *, out: Path | None = None,
+                dpi: int = 150, force: bool = False, name: str | None = None,
+                extra_inputs: Sequence[Path | None] = ()) -> PlotRun:
+    """Check the output path, build the figure (which reads and checks the inputs), then write it atomically.
+
+    `name` is the default file name's kind when it differs from `kind` (a reliability figure with a calibrated
+    panel)."""
+    from adacal import plots
+    from adacal.writing import check_output
+
+    if out is not None:
+        target = Path(out)
+    elif len(inputs) > 1:
+        target = plots.comparison_output(inputs, name or kind)
+    else:
+        target = plots.default_output(inputs[0], name or kind)
+    plots.figure_format(target)
+    check_dpi(dpi)
+    check_output(target, flag="--out", inputs=(*inputs, *extra_inputs), force=force)
+    plots.check_replace(target, kind, force=force)
+    with held_warnings() as held:
+        figure = build()
+        written = plots.save_figure(figure, target, dpi=dpi, kind=kind)
+    return PlotRun(Path(written), warnings=[" ".join(message.split()) for message in dict.fromkeys(held)])
+
+
+def run_plot_reliability(inputs: Sequence[Path], *, binning: str = "equal-width", n_bins: int | None = None,
+                         split: str = "test", calibrated: Path | None = None, method: str = "best",
+                         bands: str = "none", band_samples: int = 1000, band_level: float = 0.9, seed: int = 0,
+                         smooth: bool = False, min_bin_count: int = 10, labels: str | None = None,
+                         options: Any = None, out: Path | None = None, force: bool = False, dpi: int = 150,
+                         title: str | None = None) -> PlotRun:
+    """`adacal plot reliability`: reliability diagrams of run folders, predictions files or evaluate.json reports,
+    side by side (`labels`: "a,b,c", one per input; `options`: how to read predictions files, a
+    `adacal.sources.ReadOptions`)."""
+    from adacal import plots
+    from adacal.plots.reliability_readers import unique_inputs
+
+    notes: list[str] = []
+    inputs = [Path(path) for path in inputs]
+
+    def build() -> Any:
+        request = plots.ReliabilityRequest(
+            inputs, binning=binning, n_bins=n_bins, split=split, labels=parse_labels(labels, len(inputs)),
+            calibrated=calibrated, method=method, bands=bands, band_samples=band_samples, band_level=band_level,
+            seed=seed, smooth=smooth, options=options,
+        )
+        panels = plots.reliability_inputs(request, notes_out=notes)
+        return plots.reliability_diagram(panels, title=title, min_count=min_bin_count)
+
+    # An input given twice is drawn once (reliability_inputs notes it), so it is named like one input, too.
+    run = draw_figure("reliability", unique_inputs(inputs)[0], build, out=out, dpi=dpi, force=force,
+                      name="reliability-calibrated" if calibrated is not None else None, extra_inputs=(calibrated,))
+    return PlotRun(run.written, notes, run.warnings)
+
+
+def run_plot_adafocal(kind: str, run: Path, *, bins: str | None = None, out: Path | None = None, dpi: int = 150,
+                      title: str | None = None, force: bool = False) -> PlotRun:
+    """`adacal plot gamma` (`kind` "gamma") and `adacal plot correspondence`: per-bin panels from an AdaFocal run's
+    history (`bins`: "0,7,14"; default all, or 30 evenly spaced)."""
+    from adacal import plots
+
+    def build() -> Any:
+        chosen = parse_bins(bins)
+        _, history = plots.read_adafocal_run(run, kind)
+        draw = plots.gamma_dynamics if kind == "gamma" else plots.correspondence
+        return draw(history, chosen, title=title)
+
+    return draw_figure(kind, [Path(run)], build, out=out, dpi=dpi, force=force)
+
+
+def run_plot_curves(runs: Sequence[Path], *, split: str = "auto", out: Path | None = None, force: bool = False,
+                    dpi: int = 150, title: str | None = None) -> PlotRun:
+    """`adacal plot curves`: error and ECE-EM against epoch for several runs, seeds of one setting as mean ± std."""
+    from adacal import plots
+    from adacal.plots.curves import check_curve_split
+
+    notes: list[str] = []
+
+    def build() -> Any:
+        check_curve_split(split)  # before reading the runs
+        inputs = plots.curve_inputs(runs)
+        figure = plots.training_curves(inputs.runs, split=split, losses=inputs.losses, title=title)
+        notes.extend(inputs.notes + plots.curve_notes(inputs.runs, split=split, folders=inputs.folders))
+        return figure
+
+    run = draw_figure("curves", [Path(path) for path in runs], build, out=out, dpi=dpi, force=force)
+    return PlotRun(run.written, notes, run.warnings)
+
+
+def run_plot_roc(reports: Sequence[Path], *, score: str = "entropy", labels: str | None = None,
+                 out: Path | None = None, force: bool = False, dpi: int = 150, title: str | None = None) -> PlotRun:
+    """`adacal plot roc`: ROC curves of OOD detection before and after temperature scaling, from ood reports or run
+    folders holding them."""
+    from adacal import plots
+
+    reports = [Path(path) for path in reports]
+
+    def build() -> Any:
+        items = plots.roc_inputs(reports, parse_labels(labels, len(reports)))
+        return plots.roc_curves(items, score=score, title=title)
+
+    return draw_figure("roc", reports, build, out=out, dpi=dpi, force=force)
+
+
+__all__ = ["PlotRun", "check_dpi", "draw_figure", "held_warnings", "parse_bins", "parse_labels",
+           "run_plot_adafocal", "run_plot_curves", "run_plot_reliability", "run_plot_roc"]
