@@ -16,6 +16,7 @@ from adacal.checks import check_non_negative_int
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.allocation import check_bootstrap_fits
+from adacal.metrics.binning import debiased_square_error
 from adacal.metrics.bootstrap import bootstrap_prepared, check_confidence, check_seed
 from adacal.metrics.calibration import compute_prepared, prepare_metric_inputs, resolve_metric_names
 from adacal.reports import make_report
@@ -68,6 +69,7 @@ def evaluate_predictions(
 
     {"metrics": {snake_key: fraction (nll in nats, brier in [0, 2])}, "units", "assumed_input": "logits"|"probs",
      "n_samples", "num_classes", "bins": {"equal_width": ..., "equal_mass": ...} (top-1 reliability, n_bins each),
+     "ece_debias_squared" (the debiased estimate of the squared error before root and clip; may be negative),
      "bootstrap": {snake_key: {"low", "high", "std"}} only when bootstrap > 0}.
     Scores in [0, 1] whose rows sum to nearly but not quite 1 are an InputError naming `name`: probabilities that
     do not sum to 1, which would otherwise be taken as logits. Bins or bootstrap resamples that cannot fit in
@@ -88,6 +90,11 @@ def evaluate_predictions(
         "n_samples": pred.n_samples,
         "num_classes": pred.num_classes,
     }
+    if "ece_debias" in results["metrics"]:
+        # The estimate before its root and the clip at 0 (Kumar et al.'s unbiased squared error): negative when the
+        # bias correction exceeds the squared gaps, where ECE-DEBIAS reads 0 — below the estimator's resolution, not a
+        # measured perfect calibration. Tables show it as "≤ 0".
+        results["ece_debias_squared"] = debiased_square_error(pred.top_label_statistics("equal-mass", n_bins))
     if n_bins <= MAX_REPORTED_BINS:
         results["bins"] = {
             "equal_width": pred.top_label_statistics("equal-width", n_bins).to_dict(),

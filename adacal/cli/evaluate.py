@@ -64,6 +64,7 @@ def _print_table(report: dict[str, Any], label: str, calibrated_from: str | None
     from rich.table import Table
 
     from adacal.commands import FRACTION_METRICS, display_name, metric_key
+    from adacal.commands.evaluate import debias_below_resolution
 
     results = report["results"]
     config = report["config"]
@@ -89,7 +90,8 @@ def _print_table(report: dict[str, Any], label: str, calibrated_from: str | None
         key = metric_key(name)
         value = results["metrics"][key]
         unit = "%" if name in FRACTION_METRICS else _UNITS.get(name, "")
-        row = [display_name(name), _format(name, value), unit]
+        shown = "≤ 0" if key == "ece_debias" and debias_below_resolution(results) else _format(name, value)
+        row = [display_name(name), shown, unit]
         if intervals:
             ci = intervals[key]
             row += [f"{_format(name, ci['low'])} – {_format(name, ci['high'])}", _format(name, ci["std"])]
@@ -153,7 +155,9 @@ def evaluate(
         typer.Option(
             "--metrics",
             help="Comma-separated metrics: error, nll, brier, ece-ew, ece-em, ece-debias, ece-sweep-ew, "
-            "ece-sweep-em, ece-smooth, mce, classwise-ece (default: all); ece_em and ECE-EM are accepted too.",
+            "ece-sweep-em, ece-smooth, mce, classwise-ece (default: all); ece_em and ECE-EM are accepted too. "
+            "ECE-DEBIAS shows ≤ 0 when its estimate falls below the estimator's resolution (the unclipped "
+            "estimate is results.ece_debias_squared in the JSON).",
         ),
     ] = None,
     bootstrap: Annotated[

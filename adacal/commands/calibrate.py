@@ -159,9 +159,26 @@ def run_calibrate(
     return CalibrationRun(
         report=report, results=results, best=comparison.best, n_val=len(inputs.val),
         n_test=len(inputs.test), methods=methods, written=written, saved=save,
-        notes=list(inputs.notes) + _missing_classes_note(inputs.val.labels, inputs.val.num_classes),
+        notes=list(inputs.notes) + _missing_classes_note(inputs.val.labels, inputs.val.num_classes)
+        + convergence_notes(results),
         reading=reading_lines(inputs.val.interpretation, inputs.test.interpretation, names=("val", "test")),
     )
+
+
+def convergence_notes(results: dict[str, Any]) -> list[str]:
+    """What to try for each calibrator whose fit stopped at its iteration limit before converging (its parameters,
+    and so its test figures, may be far from the optimum the method stands for)."""
+    notes = []
+    for name, entry in (results.get("calibrators") or {}).items():
+        params = entry.get("params") or {}
+        if params.get("converged", True) is False:
+            limit = f" after {params['n_iter']} iterations" if params.get("n_iter") else ""
+            notes.append(
+                f"{name} did not converge{limit}: its fit may be far from its optimum; prefer a calibrator with "
+                "fewer parameters (temperature, vector scaling), give more validation samples, or from Python raise "
+                f"its iteration limit or its regularisation (build_calibrator({name!r}, max_iter=2000))"
+            )
+    return notes
 
 
 def _same_file(first: Path | None, second: Path | None) -> bool:

@@ -45,7 +45,8 @@ class EvaluationRun:
         many bins."""
         checkpoint = (self.report["config"].get("source") or {}).get("checkpoint") or {}
         unfinished = [checkpoint["note"]] if checkpoint.get("note") else []
-        return list(self.source.predictions.notes) + unfinished + bins_note(int(self.report["config"]["n_bins"]))
+        return (list(self.source.predictions.notes) + unfinished + bins_note(int(self.report["config"]["n_bins"]))
+                + debias_note(self.report["results"]))
 
     @property
     def reading(self) -> list[str]:
@@ -76,6 +77,22 @@ class EvaluationRun:
             return None
         return f"Not writing {self.not_written}: {self.not_written_reason}; give --json PATH to save this report."
 
+
+
+def debias_below_resolution(results: dict[str, Any]) -> bool:
+    """Whether ECE-DEBIAS reads 0 because its estimate of the squared error is not positive (`results.
+    ece_debias_squared`): below the estimator's resolution, not a measured perfect calibration."""
+    square = results.get("ece_debias_squared")
+    return isinstance(square, (int, float)) and not isinstance(square, bool) and square <= 0.0
+
+
+def debias_note(results: dict[str, Any]) -> list[str]:
+    """The line saying what a clipped ECE-DEBIAS means, when it is clipped."""
+    if not debias_below_resolution(results):
+        return []
+    return [f"ECE-DEBIAS ≤ 0: its estimate of the squared error, {results['ece_debias_squared']:.3g}, is below the "
+            "estimator's resolution (the bias correction exceeds the squared gaps); it is no measured perfect "
+            "calibration (JSON: results.ece_debias_squared)"]
 
 
 def check_evaluate_options(
@@ -148,6 +165,8 @@ def run_evaluate(
     described = source.describe()
     if source.source == "checkpoint":
         described["checkpoint"] = checkpoint_progress(source.data_path, source.run, contents=source.checkpoint)
+    elif source.kind == "checkpoint":  # a checkpoint the run's predictions.npz describes: which epoch, all the same
+        described["checkpoint"] = checkpoint_progress(source.path, source.run)
     report = evaluation_report(
         scores, source.predictions.labels, n_bins=n_bins, metric_names=names, bootstrap=bootstrap, seed=seed,
         input_path=source.data_path, source=described, calibrator=calibrator, progress=progress,
@@ -244,6 +263,9 @@ def checkpoint_progress(path: str | os.PathLike, run: Any = None, contents: Any 
         else:
             held = f"epoch {epoch}{target}"
         progress["note"] = f"training has not finished; scored {path}, the model of {held}"
+    elif epoch is not None:
+        target = f" of {epochs}" if epochs is not None else ""
+        progress["note"] = f"scored {Path(path).name}, the model of epoch {epoch}{target}"
     return progress
 
 

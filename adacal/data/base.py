@@ -216,6 +216,17 @@ def default_data_dir() -> Path:
     return (Path(cache).expanduser() if cache else Path.home() / ".cache") / "adacal"
 
 
+def data_location_hint(*, downloadable: bool = True) -> str:
+    """The end of every "dataset not found" message (which names the folder looked in): the two ways to point adacal
+    at a folder that holds the dataset, and (`downloadable`) the download.
+
+    >>> data_location_hint(downloadable=False)
+    'or point --data-dir DIR or $ADACAL_DATA at a folder that holds it'
+    """
+    where = "or point --data-dir DIR or $ADACAL_DATA at a folder that holds it"
+    return f"{where}, or run with network access to download it" if downloadable else where
+
+
 def dataset_names() -> list[str]:
     """The registered dataset names, as `load_dataset` and `adacal train --dataset` take them."""
     return DATASETS.names()

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from adacal.data.base import (
+    data_location_hint,
     DATASETS,
     NORMALIZATION,
     Dataset,
@@ -271,7 +272,7 @@ def load_tiny_imagenet(
                 f"Tiny-ImageNet is not in {data_dir} (it has no downloader). Put the tiny-imagenet-200 folder "
                 "(train/<wnid>/images/*.JPEG, val/images/, val/val_annotations.txt; from "
                 f"http://cs231n.stanford.edu/tiny-imagenet-200.zip) or {describe_image_npz('tiny-imagenet.npz')} "
-                f"in {data_dir}."
+                f"in {data_dir}, {data_location_hint(downloadable=False)}."
             )
         arrays = _read_tiny_folder(root, workers)
         source = str(root)
@@ -319,7 +320,8 @@ def load_imagenet(
     if root is None:
         raise DataUnavailableError(
             f"ImageNet is not in {data_dir} (it has no downloader). Put an imagenet folder with train/<wnid>/*.JPEG "
-            f"and val/<wnid>/*.JPEG (val sorted into class folders) in {data_dir}."
+            f"and val/<wnid>/*.JPEG (val sorted into class folders) in {data_dir}, "
+            f"{data_location_hint(downloadable=False)}."
         )
     train = _image_folder(root / "train")
     val = _image_folder(root / "val")

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from adacal.data.base import (
+    data_location_hint,
     DATASETS,
     Dataset,
     Split,
@@ -147,7 +148,7 @@ def load_newsgroup_records(data_dir: Path, *, download: bool) -> tuple[list[dict
         return read_newsgroups_jsonl(path), str(path)
     hint = (
         f"Put {FILE_NAME} (JSON lines with split, label, group, text) in {data_dir}, "
-        "or run with network access to download it."
+        f"{data_location_hint()}."
     )
     try:
         # scikit-learn makes <data_dir>/scikit_learn_data/20news_home before it downloads: gone again on failure.

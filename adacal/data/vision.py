@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from adacal.data.base import (
+    data_location_hint,
     DATASETS,
     NORMALIZATION,
     Dataset,
@@ -99,7 +100,7 @@ def load_image_arrays(spec: ArrayDatasetSpec, data_dir: Path, *, download: bool)
     if not download:
         raise DataUnavailableError(
             f"{spec.title} is not in {data_dir} and download is off. Put {what} in {data_dir}, "
-            "or run with network access to download it."
+            f"{data_location_hint()}."
         )
     try:
         with folders_removed_on_failure(data_dir):  # a download that cannot happen leaves no folder behind
@@ -109,7 +110,7 @@ def load_image_arrays(spec: ArrayDatasetSpec, data_dir: Path, *, download: bool)
         reason = " ".join(f"{exc.__class__.__name__}: {exc}".split())
         raise DataUnavailableError(
             f"Could not download {spec.title} into {data_dir} ({reason}). Put {what} in {data_dir}, "
-            "or run with network access to download it."
+            f"{data_location_hint()}."
         ) from None
     try:
         write_image_npz(path, **arrays)

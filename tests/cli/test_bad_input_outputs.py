@@ -266,6 +266,8 @@ def test_a_failed_download_leaves_no_data_folder(tmp_path, monkeypatch):
     (tmp_path / "data").mkdir()
     result = runner.invoke(app, ["train", "--dataset", "cifar10", "--data-dir", "data/typo/deeper", "--epochs", "1"])
     assert result.exit_code == 2 and "Could not download CIFAR-10" in result.stderr
+    # the fix a user needs: where to point adacal at the data
+    assert "--data-dir DIR or $ADACAL_DATA at a folder that holds it" in result.stderr
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["data"]
 
 

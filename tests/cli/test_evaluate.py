@@ -1,6 +1,7 @@
 """`adacal evaluate` through CliRunner, and its library side adacal.evaluation (input resolution, results, report)."""
 
 import json
+import re
 import sys
 import types
 
@@ -232,6 +233,10 @@ def test_checkpoint_in_run_folder_uses_its_predictions(tmp_path, fake_training):
     assert report["config"]["source"]["kind"] == "checkpoint"
     assert report["config"]["source"]["source"] == "predictions.npz"
     assert calls == []
+    # which epoch's model was scored is said, though the run's predictions.npz described it
+    result = invoke(run / "checkpoints" / "last.pt")
+    assert "Note: scored last.pt, the model of epoch 3 of 3." in result.stderr, result.stderr
+    assert report["config"]["source"]["checkpoint"]["epoch"] == 3
 
 
 def test_checkpoint_of_another_epoch_runs_itself_not_the_run_predictions(tmp_path, fake_training):
@@ -554,3 +559,20 @@ def test_labels_file_is_the_same_option_as_labels(tmp_path):
         assert result.exit_code == 0, result.output
         outputs.append(result.output)
     assert outputs[0] == outputs[1]
+
+
+def test_a_clipped_debiased_ece_is_shown_as_at_most_zero_with_its_estimate_in_the_json(tmp_path):
+    """Confidences 0.9, 0.9, 0.8, 0.8 with 2 equal-mass bins: (0.2² − 0·1/1)/2 + (0.4² − 0.5·0.5/1)/2 = −0.025 < 0,
+    so ECE-DEBIAS is clipped to 0: the table says ≤ 0, a note says why, the JSON keeps −0.025."""
+    np.savez(tmp_path / "p.npz", probs=np.array([[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]]),
+             labels=np.array([0, 1, 1, 1]))
+    result = invoke(tmp_path / "p.npz", "--n-bins", "2", "--json", tmp_path / "e.json")
+    assert result.exit_code == 0, result.output
+    assert re.search(r"ECE-DEBIAS\s*│\s*≤ 0\s*│", result.stdout), result.stdout
+    assert "Note: ECE-DEBIAS ≤ 0: its estimate of the squared error, -0.025, is below" in result.stderr
+    results = json.loads((tmp_path / "e.json").read_text())["results"]
+    assert results["metrics"]["ece_debias"] == 0.0 and results["ece_debias_squared"] == pytest.approx(-0.025)
+    # a positive estimate is shown as a number, without the note
+    np.savez(tmp_path / "q.npz", probs=np.array([[0.99, 0.01]] * 20), labels=np.array([1] * 20))
+    result = invoke(tmp_path / "q.npz", "--n-bins", "2")
+    assert "≤ 0" not in result.stdout and "ECE-DEBIAS ≤ 0" not in result.stderr

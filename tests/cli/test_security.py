@@ -3,6 +3,7 @@ every command without running, and paths written inside reports or checkpoints a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -173,6 +174,35 @@ def test_a_data_folder_named_in_a_checkpoint_is_not_created(tmp_path, monkeypatc
     result = runner.invoke(app, ["evaluate", str(tmp_path / "model.pt"), "--device", "cpu", "--quiet"])
     assert result.exit_code == 0, result.output
     assert not (tmp_path / "somewhere").exists()
+
+
+def test_ood_never_downloads_into_the_data_folder_a_checkpoint_records(tmp_path, monkeypatch):
+    """The recorded folder exists and holds the training set but not SVHN: `ood --out svhn` refuses, naming
+    --data-dir, instead of downloading into it (a path inside a file is not the user's word to write there)."""
+    from adacal.data import vision
+    from adacal.models import build_model
+    from adacal.training.checkpoints import make_checkpoint, save_checkpoint
+
+    def no_download(root):  # a download attempted would be a failure of this test
+        raise AssertionError(f"download attempted into {root}")
+
+    monkeypatch.setitem(vision.SPECS, "svhn", dataclasses.replace(vision.SPECS["svhn"], fetch=no_download))
+    recorded = tmp_path / "recorded"
+    recorded.mkdir()
+    rng = np.random.default_rng(0)
+    np.savez(recorded / "cifar10.npz", train_x=rng.integers(0, 255, (30, 32, 32, 3), dtype=np.uint8),
+             train_y=np.arange(30) % 10, test_x=rng.integers(0, 255, (10, 32, 32, 3), dtype=np.uint8),
+             test_y=np.arange(10), classes=np.array([f"c{i}" for i in range(10)]))
+    torch.manual_seed(0)
+    model = build_model("resnet20", num_classes=10, input_shape=(3, 32, 32))
+    checkpoint = make_checkpoint(model_name="resnet20", model_options={}, dataset="cifar10", num_classes=10,
+                                 input_shape=(3, 32, 32), epoch=1, model_state=model.state_dict(),
+                                 config={"seed": 0, "val_size": 10, "data_dir": str(recorded)})
+    save_checkpoint(checkpoint, tmp_path / "model.pt")
+    before = sorted(p.name for p in recorded.iterdir())
+    result = runner.invoke(app, ["ood", "--model", str(tmp_path / "model.pt"), "--out", "svhn", "--device", "cpu"])
+    one_line_error(result, "SVHN is not in", "recorded in model.pt", "never downloads into", "--data-dir DIR")
+    assert sorted(p.name for p in recorded.iterdir()) == before
 
 
 def test_a_file_named_in_a_checkpoints_model_options_is_never_read(tmp_path):

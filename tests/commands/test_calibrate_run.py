@@ -82,3 +82,24 @@ def test_the_report_may_not_replace_its_input(preds):
     with pytest.raises(InputError, match="--json"):
         run_calibrate(path, json_path=path)
     assert path.read_bytes() == before
+
+
+def test_a_calibrator_that_did_not_converge_says_what_to_try():
+    """A fit stopped at its iteration limit gets a note naming what to try, and the call it names is a valid one."""
+    from adacal.calibrators import build_calibrator, compare_calibrators
+    from adacal.commands.calibrate import convergence_notes
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(scale=3.0, size=(300, 5))
+    labels = rng.integers(0, 5, 300)
+    comparison = compare_calibrators(logits[:200], labels[:200], logits[200:], labels[200:],
+                                     methods=["temperature", "dirichlet"])
+    results = comparison.results
+    assert convergence_notes(results) == [] or "dirichlet did not converge" in convergence_notes(results)[0]
+    results["calibrators"]["dirichlet"]["params"].update(converged=False, n_iter=500)  # as a fit that stopped
+    notes = convergence_notes(results)
+    assert len(notes) == 1 and notes[0].startswith("dirichlet did not converge after 500 iterations")
+    assert "temperature, vector scaling" in notes[0] and "build_calibrator('dirichlet', max_iter=2000)" in notes[0]
+    unconverged = build_calibrator("dirichlet", max_iter=1).fit(logits[:200], labels[:200])
+    assert unconverged.summary()["converged"] is False  # what the note is about, from a real fit
+    assert build_calibrator("dirichlet", max_iter=2000).max_iter == 2000
