@@ -150,27 +150,36 @@ def test_paths_inside_reports_are_never_read_or_written(payloads, trained, tmp_p
     assert json.loads((run / "ood-digits.json").read_text())["results"]["temperature_source"] == "calibrate.json"
 
 
-def test_a_data_folder_named_in_a_checkpoint_is_not_created(tmp_path, monkeypatch):
-    """A checkpoint records the data folder its run used; one that does not exist here is ignored (the default data
-    folder is used) instead of being created and downloaded into."""
+def _tiny_cifar10(folder: Path) -> Path:
+    """A 30 + 10 image cifar10.npz in `folder` (made here), for a checkpoint to find its training data in."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    np.savez(folder / "cifar10.npz", train_x=rng.integers(0, 255, (30, 32, 32, 3), dtype=np.uint8),
+             train_y=np.arange(30) % 10, test_x=rng.integers(0, 255, (10, 32, 32, 3), dtype=np.uint8),
+             test_y=np.arange(10), classes=np.array([f"c{i}" for i in range(10)]))
+    return folder
+
+
+def _resnet20_checkpoint(path: Path, data_dir: Path) -> Path:
+    """An untrained CIFAR ResNet-20 checkpoint whose config records `data_dir` as its data folder."""
     from adacal.models import build_model
     from adacal.training.checkpoints import make_checkpoint, save_checkpoint
 
-    data = tmp_path / "data"
-    data.mkdir()
-    rng = np.random.default_rng(0)
-    np.savez(data / "cifar10.npz", train_x=rng.integers(0, 255, (30, 32, 32, 3), dtype=np.uint8),
-             train_y=np.arange(30) % 10, test_x=rng.integers(0, 255, (10, 32, 32, 3), dtype=np.uint8),
-             test_y=np.arange(10), classes=np.array([f"c{i}" for i in range(10)]))
-    monkeypatch.setenv("ADACAL_DATA", str(data))
-    monkeypatch.chdir(tmp_path)
-    elsewhere = tmp_path / "somewhere" / "else"
     torch.manual_seed(0)
     model = build_model("resnet20", num_classes=10, input_shape=(3, 32, 32))
     checkpoint = make_checkpoint(model_name="resnet20", model_options={}, dataset="cifar10", num_classes=10,
                                  input_shape=(3, 32, 32), epoch=1, model_state=model.state_dict(),
-                                 config={"seed": 0, "val_size": 10, "data_dir": str(elsewhere)})
-    save_checkpoint(checkpoint, tmp_path / "model.pt")
+                                 config={"seed": 0, "val_size": 10, "data_dir": str(data_dir)})
+    save_checkpoint(checkpoint, path)
+    return path
+
+
+def test_a_data_folder_named_in_a_checkpoint_is_not_created(tmp_path, monkeypatch):
+    """A checkpoint records the data folder its run used; one that does not exist here is ignored (the default data
+    folder is used) instead of being created and downloaded into."""
+    monkeypatch.setenv("ADACAL_DATA", str(_tiny_cifar10(tmp_path / "data")))
+    monkeypatch.chdir(tmp_path)
+    _resnet20_checkpoint(tmp_path / "model.pt", tmp_path / "somewhere" / "else")
     result = runner.invoke(app, ["evaluate", str(tmp_path / "model.pt"), "--device", "cpu", "--quiet"])
     assert result.exit_code == 0, result.output
     assert not (tmp_path / "somewhere").exists()
@@ -180,25 +189,13 @@ def test_ood_never_downloads_into_the_data_folder_a_checkpoint_records(tmp_path,
     """The recorded folder exists and holds the training set but not SVHN: `ood --out svhn` refuses, naming
     --data-dir, instead of downloading into it (a path inside a file is not the user's word to write there)."""
     from adacal.data import vision
-    from adacal.models import build_model
-    from adacal.training.checkpoints import make_checkpoint, save_checkpoint
 
     def no_download(root):  # a download attempted would be a failure of this test
         raise AssertionError(f"download attempted into {root}")
 
     monkeypatch.setitem(vision.SPECS, "svhn", dataclasses.replace(vision.SPECS["svhn"], fetch=no_download))
-    recorded = tmp_path / "recorded"
-    recorded.mkdir()
-    rng = np.random.default_rng(0)
-    np.savez(recorded / "cifar10.npz", train_x=rng.integers(0, 255, (30, 32, 32, 3), dtype=np.uint8),
-             train_y=np.arange(30) % 10, test_x=rng.integers(0, 255, (10, 32, 32, 3), dtype=np.uint8),
-             test_y=np.arange(10), classes=np.array([f"c{i}" for i in range(10)]))
-    torch.manual_seed(0)
-    model = build_model("resnet20", num_classes=10, input_shape=(3, 32, 32))
-    checkpoint = make_checkpoint(model_name="resnet20", model_options={}, dataset="cifar10", num_classes=10,
-                                 input_shape=(3, 32, 32), epoch=1, model_state=model.state_dict(),
-                                 config={"seed": 0, "val_size": 10, "data_dir": str(recorded)})
-    save_checkpoint(checkpoint, tmp_path / "model.pt")
+    recorded = _tiny_cifar10(tmp_path / "recorded")
+    _resnet20_checkpoint(tmp_path / "model.pt", recorded)
     before = sorted(p.name for p in recorded.iterdir())
     result = runner.invoke(app, ["ood", "--model", str(tmp_path / "model.pt"), "--out", "svhn", "--device", "cpu"])
     one_line_error(result, "SVHN is not in", "recorded in model.pt", "never downloads into", "--data-dir DIR")
