@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from adacal.cli.common import ForceOption, guarded, metrics_line, number
+from adacal.cli.common import ForceOption, guarded, metrics_line, number, table_console
 from adacal.cli.inputs import (
     LabelsFile, LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, print_notes, read_options,
 )
@@ -43,7 +43,7 @@ HELP = (
 TABLE_COLUMNS = (
     ("ece_em", "ECE-EM", 100.0),
     ("ece_ew", "ECE-EW", 100.0),
-    ("ece_debias", "ECE-debias", 100.0),
+    ("ece_debias", "ECE-DEBIAS", 100.0),
     ("nll", "NLL", 1.0),
     ("brier", "Brier", 1.0),
     ("error", "Error", 100.0),
@@ -61,7 +61,7 @@ def _describe(params: dict[str, Any]) -> str:
     for key, unit in (("n_knots", "knots"), ("n_bins", "bins"), ("n_thresholds", "steps")):
         if key in params:
             parts.append(f"{params[key]} {unit}")
-    return "\n".join(parts)  # one per line: the table keeps its metric columns readable at 80 columns
+    return "; ".join(parts)
 
 
 def _cell(metrics: dict[str, Any], key: str, scale: float) -> str:
@@ -72,8 +72,8 @@ def _cell(metrics: dict[str, Any], key: str, scale: float) -> str:
 
 
 def _print_table(results: dict[str, Any], *, n_val: int, n_test: int) -> None:
+    """The test metrics of every calibrator, then what each fitted (a second table: the metrics fit 80 columns)."""
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
     selection = results.get("selection") or {}
@@ -81,37 +81,41 @@ def _print_table(results: dict[str, Any], *, n_val: int, n_test: int) -> None:
     metric_header = _metric_header(selection.get("metric", "ece_em"))
     caption = f"fitted on {n_val} validation samples, tested on {n_test}"
     if folds:
-        caption += f"; chosen by {folds}-fold cross-validation on validation {metric_header} (first row)"
+        caption += (f"; CV: {folds}-fold cross-validation on validation {metric_header}, which chose the first row; "
+                    f"rank: by test ECE-EM")
     table = Table(
         title="Test metrics before and after calibration (ECE and error in %)",
         caption=caption,
         box=box.SIMPLE_HEAD,
         pad_edge=False,
+        collapse_padding=True,  # one space between columns: the metrics fit 80 columns
     )
     table.add_column("method", no_wrap=True)
     if folds:
-        table.add_column(f"CV {metric_header}", justify="right", no_wrap=True)
+        table.add_column("CV", justify="right", no_wrap=True)
     for _, header, _ in TABLE_COLUMNS:
         table.add_column(header, justify="right", no_wrap=True)
     if folds:
-        table.add_column("test rank", justify="right", no_wrap=True)
-    table.add_column("params", overflow="fold")
+        table.add_column("rank", justify="right", no_wrap=True)
     entries = results["calibrators"]
     before = next(iter(entries.values()))["test_pre"]
     padding = ("",) if folds else ()
     table.add_row("uncalibrated", *padding, *(_cell(before, key, scale) for key, _, scale in TABLE_COLUMNS),
-                  *padding, "", end_section=True)
+                  *padding, end_section=True)
     scale = 1.0 if selection.get("metric") in ("nll", "brier") else 100.0
+    fitted = Table(title="Fitted parameters", box=box.SIMPLE_HEAD, pad_edge=False)
+    fitted.add_column("method", no_wrap=True)
+    fitted.add_column("parameters", overflow="fold")
     for name, entry in entries.items():
         cells = [_cell(entry["test_post"], key, scale) for key, _, scale in TABLE_COLUMNS]
         if folds:
             cv = _cell({"mean": (entry.get("cv") or {}).get("mean")}, "mean", scale)
             cells = [cv, *cells, str(entry.get("test_rank", "-"))]
-        table.add_row(name, *cells, _describe(entry["params"]))
-    console = Console()
-    if not console.is_terminal:  # piped or captured: wide enough that the table never wraps
-        console = Console(width=160)
+        table.add_row(name, *cells)
+        fitted.add_row(name, _describe(entry["params"]))
+    console = table_console()
     console.print(table)
+    console.print(fitted)
 
 
 def _metric_header(key: str) -> str:

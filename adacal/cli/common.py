@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import warnings
 from collections.abc import Callable
@@ -41,6 +42,17 @@ def number(value: float, decimals: int) -> str:
     """`value` with `decimals` decimals, or in scientific notation from 10⁶ on (the NLL of logits near the float
     limit would otherwise print hundreds of digits)."""
     return f"{value:.3g}" if abs(value) >= 1e6 else f"{value:.{decimals}f}"
+
+
+def table_console(*, stderr: bool = False, wide: int = 160) -> Any:
+    """The rich console a table is printed on: the terminal's width; piped or captured, $COLUMNS when it is set, else
+    `wide` columns (a file of the output keeps whole rows). Tables are laid out to fit 80 columns and up."""
+    from rich.console import Console
+
+    console = Console(stderr=stderr)
+    if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
+        return console
+    return Console(stderr=stderr, width=wide)
 
 
 def metrics_line(metrics: dict[str, Any], names: Any = None) -> str:

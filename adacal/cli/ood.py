@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from adacal.cli.common import ForceOption, guarded
+from adacal.cli.common import ForceOption, guarded, table_console
 from adacal.cli.inputs import LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, read_options
 
 HELP = (
@@ -152,7 +152,8 @@ def _status(quiet: bool) -> Any:
 
 
 def _print_table(results: dict[str, Any], written: Path | None, notes: list[str] = ()) -> None:
-    from rich.console import Console
+    """One row per score and logits (as given, and / T when there is a temperature): fits 80 columns whatever the
+    number of scores. Notes go to stderr, as every command's do."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -162,29 +163,24 @@ def _print_table(results: dict[str, Any], written: Path | None, notes: list[str]
         f"{results['out']['name']} (n={results['out']['n']})"
     )
     caption = (
-        f"post: logits / T, T = {results['temperature']:.3g} ({results['temperature_source']})" if post
+        f"/ T: logits divided by T = {results['temperature']:.3g} ({results['temperature_source']})" if post
         else "no temperature: see --temperature, --fit-temperature"
     )
     table = Table(title=escape(title), caption=escape(caption))  # names come from file names: never markup
-    table.add_column("score")
+    table.add_column("score", no_wrap=True)
+    table.add_column("logits", no_wrap=True)
     columns = [("auroc", "AUROC %"), ("aupr_in", "AUPR-in %"), ("aupr_out", "AUPR-out %"),
                ("fpr_at_95_tpr", "FPR@95 %")]
     for _, label in columns:
-        table.add_column(f"{label} pre", justify="right")
-        if post:
-            table.add_column(f"{label} post", justify="right")
+        table.add_column(label, justify="right", no_wrap=True)
     for name, entry in results["scores"].items():
-        row = [name]
-        for key, _ in columns:
-            row.append(f"{100 * entry['pre'][key]:.2f}")
-            if post:
-                row.append(f"{100 * entry['post'][key]:.2f}")
-        table.add_row(*row)
-    console = Console()
-    if not console.is_terminal:  # piped or captured: wide enough that the table never wraps
-        console = Console(width=140 if post else 100)
+        table.add_row(name, "as given", *(f"{100 * entry['pre'][key]:.2f}" for key, _ in columns),
+                      end_section=not post)
+        if post:
+            table.add_row("", "/ T", *(f"{100 * entry['post'][key]:.2f}" for key, _ in columns), end_section=True)
+    console = table_console()
     console.print(table)
     for note in notes:
-        console.print(f"Note: {note}", soft_wrap=True, highlight=False, markup=False)
+        typer.echo(f"Note: {note}", err=True)
     if written is not None:
         console.print(f"Wrote {written}", soft_wrap=True, highlight=False, markup=False)

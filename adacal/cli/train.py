@@ -213,15 +213,17 @@ def _print_summary(result: Any, quiet: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from adacal.commands import display_name
+
     table = Table(
-        title="Test metrics", caption=f"% except nll and brier; model of epoch {result.selected_epoch} "
+        title="Test metrics", caption=f"% except NLL and Brier; model of epoch {result.selected_epoch} "
                                       f"({result.select})"
     )
     table.add_column("metric")
     table.add_column("value", justify="right")
     shown = [name for name in TABLE_METRICS if name in metrics] + [n for n in metrics if n not in TABLE_METRICS]
     for name in shown:
-        table.add_row(name, _percent(name, metrics[name]))
+        table.add_row(display_name(name), _percent(name, metrics[name]))  # as evaluate names them: ECE-EM
     console = Console()
     console.print(table)
     # Printed as text, not markup: a folder named like a tag ('[/x]') would stop the summary with a MarkupError.

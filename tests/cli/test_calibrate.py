@@ -205,7 +205,8 @@ def test_method_all_selects_on_validation_by_cross_validation_and_saves_that(pre
     assert sorted(ranks.values()) == list(range(1, len(order) + 1))
     by_test = sorted(order, key=lambda name: (results["calibrators"][name]["test_post"]["ece_em"], name))
     assert [ranks[name] for name in by_test] == list(range(1, len(order) + 1))
-    lines = [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
+    metrics_table = result.stdout.split("Fitted parameters")[0]  # (the second table lists them again)
+    lines = [line.split()[0] for line in metrics_table.splitlines() if line.strip()]
     assert [name for name in lines if name in order] == order  # the table lists the chosen one first
     assert f"Selected on validation (5-fold cross-validation, ECE-EM): {order[0]}" in result.stdout
     assert f"Best by test ECE-EM (shown, not used to choose): {by_test[0]}" in result.stdout
