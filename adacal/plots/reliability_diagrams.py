@@ -230,12 +230,16 @@ def reliability_diagram(
         first_main.set_aspect("auto")
         first_hist.set_ylim(bottom=0.0)
         if top_share > 0 and any(_histogram(p)[1].size <= _MAX_COUNT_LABELS for p in panels):
-            first_hist.set_ylim(0.0, 1.6 * top_share)  # room for the rotated counts above the bars
+            # Room for the rotated counts above the bars, but never past 100 % (a share axis ends there).
+            first_hist.set_ylim(0.0, min(100.0, 1.6 * top_share))
         handles, labels = first_main.get_legend_handles_labels()
         hist_handles, hist_labels = first_hist.get_legend_handles_labels()
         order = [labels.index(name) for name in ("Accuracy", "Gap", "Mean confidence per bin", "Perfect calibration")]
         entries = [labels[i] for i in order] + hist_labels + list(extra)
-        fig.legend([handles[i] for i in order] + hist_handles + list(extra.values()), entries,
+        shown = [handles[i] for i in order]
+        # The bars' swatches as a full bin draws them (a container's first bar may be a faded, sparse one).
+        shown[:2] = [_bar_swatch(shown[0], "Accuracy"), _bar_swatch(shown[1], "Gap")]
+        fig.legend(shown + hist_handles + list(extra.values()), entries,
                    loc="outside lower center", ncols=_legend_columns(entries, fig.get_figwidth()), frameon=False)
         add_title(fig, title)
     return fig
@@ -279,10 +283,11 @@ def _draw_reliability(
     bar_of = dict(zip(np.flatnonzero(kept).tolist(), bars.patches))
     low = np.minimum(accuracy, confidence)[filled]
     gap = np.abs(confidence - accuracy)[filled]
-    ax.bar(
+    gaps = ax.bar(
         edges[:-1][filled], gap, bottom=low, width=widths[filled], align="edge", facecolor=(1.0, 1.0, 1.0, 0.35),
         edgecolor=GAP_COLOR, hatch="////", linewidth=0.8, label="Gap", zorder=3,
     )
+    gap_of = dict(zip(np.flatnonzero(filled).tolist(), gaps.patches))
     centres = (edges[:-1] + edges[1:]) / 2.0
     ax.plot(centres[filled], confidence[filled], linestyle="none", marker="_", markersize=7, markeredgewidth=1.6,
             color=REFERENCE_COLOR, zorder=4, label="Mean confidence per bin")
@@ -306,12 +311,15 @@ def _draw_reliability(
         line.set_gid("smooth")
         # One entry for every panel's curve in a figure's shared legend; each panel's title gives its smECE.
         extra[SMOOTH_LEGEND] = line
-    sparse = (counts < min_count) & kept
+    sparse = (counts < min_count) & kept & filled
     # "all": every bin's count at its foot, except bins too narrow to hold the text (sparse ones are always labelled).
-    labelled = sparse if label_counts == "sparse" else sparse | ((widths >= _MIN_LABEL_WIDTH) & kept)
+    # Empty bins carry no label: "n=0" on every empty bin crowds the panel and says nothing the bare axis does not.
+    labelled = sparse if label_counts == "sparse" else sparse | ((widths >= _MIN_LABEL_WIDTH) & kept & filled)
+    for i in np.flatnonzero(sparse):
+        # Faded, gap included: a bin of one or two samples cannot dominate the panel with a full-height hatched gap.
+        bar_of[int(i)].set_alpha(_SPARSE_ALPHA)
+        gap_of[int(i)].set_alpha(_SPARSE_ALPHA)
     for i in np.flatnonzero(labelled):
-        if sparse[i]:
-            bar_of[int(i)].set_alpha(_SPARSE_ALPHA)
         top = max(accuracy[i], confidence[i]) if counts[i] else 0.0
         # Sparse bins: above the bar, or inside its foot when above would leave the axes. Others: at the foot.
         y = top + 0.015 if sparse[i] and top < 0.8 else 0.015
@@ -321,8 +329,20 @@ def _draw_reliability(
         text.set_gid(f"count:bin-{i}")
     if sparse.any():
         label = f"Bin with fewer than {min_count} samples (n shown)"
-        extra[label] = Patch(facecolor="#777777", alpha=_SPARSE_ALPHA, label=label)  # for every panel's colour
+        # The tint drawn: the panel's colour at the sparse bins' alpha (the last panel's, in a figure of several).
+        extra[label] = Patch(facecolor=color, alpha=_SPARSE_ALPHA, label=label)
     return extra
+
+
+def _bar_swatch(container: Any, label: str) -> Any:
+    """A legend patch drawn as a full bin's bar is (a container's first bar may be a faded, sparse one)."""
+    from matplotlib.patches import Patch
+
+    if label == "Gap":
+        return Patch(facecolor=(1.0, 1.0, 1.0, 0.35), edgecolor=GAP_COLOR, hatch="////", linewidth=0.8, label=label)
+    if not getattr(container, "patches", None):
+        return container
+    return Patch(facecolor=container.patches[0].get_facecolor()[:3], alpha=0.85, edgecolor="white", label=label)
 
 
 def _draw_histogram(ax: Axes, panel: ReliabilityPanel, color: str) -> tuple[float | None, float]:

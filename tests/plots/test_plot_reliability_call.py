@@ -56,7 +56,8 @@ def test_draws_into_a_given_axes_and_returns_its_figure():
     np.testing.assert_allclose(_bars(ax)[0], _reference(probs, labels, 5, "equal-width").accuracy, atol=1e-12)
     assert ax.get_title().startswith("mine\nECE-EW")
     counts = {t.get_gid(): t.get_text() for t in ax.texts}
-    assert counts == {f"count:bin-{i}": f"n={c}" for i, c in enumerate(display.stats.counts)}  # every bin
+    # every bin that holds samples; empty bins carry no "n=0"
+    assert counts == {f"count:bin-{i}": f"n={c}" for i, c in enumerate(display.stats.counts) if c > 0}
 
 
 def test_torch_tensors_are_accepted():
@@ -94,10 +95,14 @@ def test_sparse_and_empty_bins_are_marked_with_their_counts():
     counts = display.stats.counts
     heights, bars = _bars(display.ax)
     texts = {t.get_gid(): t.get_text() for t in display.ax.texts}
-    sparse = np.flatnonzero(counts < 10)
-    assert counts[5] == 3 and texts["count:bin-5"] == "n=3" and texts["count:bin-0"] == "n=0"
-    assert set(texts) == {f"count:bin-{i}" for i in sparse}  # only sparse and empty bins are labelled
+    sparse = np.flatnonzero((counts < 10) & (counts > 0))
+    assert counts[5] == 3 and texts["count:bin-5"] == "n=3" and "count:bin-0" not in texts  # no "n=0"
+    assert set(texts) == {f"count:bin-{i}" for i in sparse}  # only sparse bins that hold samples are labelled
     assert bars.patches[5].get_alpha() < bars.patches[9].get_alpha()
+    # the sparse bin's gap is faded too (it cannot dominate the panel), and the legend's swatch is the tint drawn
+    gaps = next(c for c in display.ax.containers if c.get_label() == "Gap")
+    assert gaps.patches[[i for i in np.flatnonzero(counts > 0)].index(5)].get_alpha() < 0.5
+    assert display.histogram_ax.get_ylim()[1] <= 100.0  # a share axis ends at 100 %
     hist_texts = {t.get_gid(): t.get_text() for t in display.histogram_ax.texts}
     assert hist_texts == {f"hist-count:bin-{i}": str(c) for i, c in enumerate(counts) if c > 0}
     legend_texts = [t.get_text() for t in display.figure.legends[0].get_texts()]
