@@ -90,15 +90,18 @@ def evaluate_predictions(
         "n_samples": pred.n_samples,
         "num_classes": pred.num_classes,
     }
+    # Equal-mass bin statistics, computed once for ECE-DEBIAS's estimate and the report's bins (when either is wanted).
+    equal_mass = (pred.top_label_statistics("equal-mass", n_bins)
+                  if "ece_debias" in results["metrics"] or n_bins <= MAX_REPORTED_BINS else None)
     if "ece_debias" in results["metrics"]:
         # The estimate before its root and the clip at 0 (Kumar et al.'s unbiased squared error): negative when the
         # bias correction exceeds the squared gaps, where ECE-DEBIAS reads 0 — below the estimator's resolution, not a
         # measured perfect calibration. Tables show it as "≤ 0".
-        results["ece_debias_squared"] = debiased_square_error(pred.top_label_statistics("equal-mass", n_bins))
+        results["ece_debias_squared"] = debiased_square_error(equal_mass)
     if n_bins <= MAX_REPORTED_BINS:
         results["bins"] = {
             "equal_width": pred.top_label_statistics("equal-width", n_bins).to_dict(),
-            "equal_mass": pred.top_label_statistics("equal-mass", n_bins).to_dict(),
+            "equal_mass": equal_mass.to_dict(),
         }
     if n_resamples:
         results["bootstrap"] = bootstrap_prepared(

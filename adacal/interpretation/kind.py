@@ -112,11 +112,12 @@ def _renormalized(
     moved = np.abs(sums - 1.0) > tolerance
     notes = [f"{name}: rows renormalised to sum to 1 ({int(moved.sum())} of {len(scores)}; they summed to "
              f"{value_range(sums)})"] if moved.any() else []
+    # Divided by numpy's row sums (not `sums`, einsum's): the bits `p / p.sum(axis=1)` gives, as users compute it.
     return scores / scores.sum(axis=1)[:, None], int(moved.sum()), notes
 
 
 def read_matrix_kind(values: Any, *, name: str, kind: str = "auto", renormalize: bool = False,
-                     named_probabilities: bool = False) -> ScoresReading:
+                     named_probabilities: bool = False, tolerance: float | None = None) -> ScoresReading:
     """The kind of an (N, K) score matrix, K >= 2, by the rules of docs/inputs.md ("Kind of scores").
 
     Every row is one of: a probability row (entries >= 0, sum within the dtype's rounding of 1), a near-probability
@@ -126,7 +127,8 @@ def read_matrix_kind(values: Any, *, name: str, kind: str = "auto", renormalize:
     is a probability row, logits when at most CHANCE_PROBABILITY_ROWS of them are and fewer than NEAR_ROWS are near
     probabilities or percentages, and refuses anything between.
     """
-    tolerance = probability_tolerance(values)
+    if tolerance is None:  # (a caller that converted bfloat16 values passes their tolerance)
+        tolerance = probability_tolerance(values)
     # C order: the row sums (and so the figures) are then the same bits as for the array in memory (.mat is F order).
     scores = np.ascontiguousarray(check_scores(to_numpy(values), name=name))
     if kind == "logits":

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import is_one_hot, mixed_binary_kinds, to_numpy
+from adacal.arrays import is_one_hot, mixed_binary_kinds, probability_tolerance, to_numpy
 from adacal.errors import InputError
 from adacal.interpretation.kind import (
     PROBABILITY_KEYS, ScoresReading, mixed_binary_readings, read_binary_kind, read_matrix_kind,
@@ -27,12 +27,11 @@ from adacal.sources.formats import (
 from adacal.sources.text_tables import format_suffix, text_stem
 
 
-def _check_hard_predictions(arrays: Arrays, key: str, raw: Any, one_per_sample: bool) -> None:
+def _check_hard_predictions(arrays: Arrays, key: str, values: np.ndarray, one_per_sample: bool) -> None:
     """Refuse class indices or one-hot rows under a key some frameworks use for hard predictions (`preds`, `y_pred`,
-    `predictions`): 0.0 / 1.0 would otherwise pass for probabilities."""
+    `predictions`): 0.0 / 1.0 would otherwise pass for probabilities. `values`: the scores as a numpy array."""
     if unprefixed(key) not in HARD_PREDICTION_KEYS:
         return
-    values = to_numpy(raw, keep_float=True)
     integers = np.issubdtype(values.dtype, np.integer) or values.dtype == np.bool_
     if not integers and values.dtype.kind == "f" and values.size:
         with np.errstate(invalid="ignore"):
@@ -77,22 +76,25 @@ def _scores(arrays: Arrays, keys: SplitKeys, options: ReadOptions) -> ScoresRead
     raw = arrays[key]
     name = arrays.label(key)
     one_per_sample = np.ndim(raw) == 1 or tuple(np.shape(raw)[1:]) == (1,)  # a binary model's single score
-    dtype = to_numpy(raw).dtype
+    # The rounding of the dtype as stored (bfloat16 has no numpy twin), then one conversion that every check reads.
+    tolerance = probability_tolerance(raw)
+    values = to_numpy(raw, keep_float=True)
+    dtype = values.dtype
     if dtype.kind in "OUSV" or dtype.kind == "b":
         raise InputError(f"Expected {name} to be numeric, got dtype {dtype}.")
     if dtype.kind not in "iuf":
         raise InputError(f"Expected {name} to be real numbers, got dtype {dtype}.")
-    _check_hard_predictions(arrays, key, raw, one_per_sample)
+    _check_hard_predictions(arrays, key, values, one_per_sample)
     named = unprefixed(key) in PROBABILITY_KEYS
     if one_per_sample:
         decision = options.decision_scores
         if not decision and not options.renormalize and options.scores_kind == "auto":
-            decision = mixed_binary_kinds(raw, _other_split_scores(arrays, options, keys))
-        spelled = "one score column (N, 1)" if np.ndim(raw) == 2 else "1-D scores"
-        return read_binary_kind(raw, name=name, spelled=spelled, kind=options.scores_kind,
+            decision = mixed_binary_kinds(values, _other_split_scores(arrays, options, keys))
+        spelled = "one score column (N, 1)" if np.ndim(values) == 2 else "1-D scores"
+        return read_binary_kind(values, name=name, spelled=spelled, kind=options.scores_kind,
                                 renormalize=options.renormalize, named_probabilities=named, decision=decision)
-    return read_matrix_kind(raw, name=name, kind=options.scores_kind, renormalize=options.renormalize,
-                            named_probabilities=named)
+    return read_matrix_kind(values, name=name, kind=options.scores_kind, renormalize=options.renormalize,
+                            named_probabilities=named, tolerance=tolerance)
 
 
 def _record(arrays: Arrays, keys: SplitKeys, reading: ScoresReading, labels_key: str | None,

@@ -210,7 +210,7 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
 
 def torch_arrays(path: Path, data: Any, pt_items: str | None = None) -> Arrays:
     """The arrays of a loaded .pt file (`adacal.sources.torch_file` reads its structure)."""
-    named, notes = torch_structure(path, data, pt_items)
+    named, notes = torch_structure(path, data, pt_items, label_keys=LABEL_KEYS)
     return Arrays(path, list(named), named.__getitem__, None, "pt", notes=tuple(notes))
 
 

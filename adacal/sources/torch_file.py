@@ -26,7 +26,6 @@ from typing import Any
 from adacal.arrays import is_one_hot
 from adacal.errors import InputError
 
-LABEL_NAMES = ("labels", "targets", "y", "label", "target", "label_ids", "y_true", "true_labels")
 _CHOOSE = "pass --pt-items batches, samples or pair to say which"
 
 
@@ -176,13 +175,14 @@ def _scalars_as_tensors(data: Any) -> Any:
     return data
 
 
-def _model_output_tuples(path: Path, data: dict[Any, Any]) -> tuple[dict[Any, Any], list[str]]:
+def _model_output_tuples(path: Path, data: dict[Any, Any], label_keys: tuple[str, ...]
+                         ) -> tuple[dict[Any, Any], list[str]]:
     """`data` with a tuple of model outputs under `predictions` reduced to its first item, the logits (Hugging Face's
     `Trainer.predict` with extra outputs): taken for one when the labels beside it have one entry per row of the first
     item, or when its items differ in shape past the first dimension (no batches could)."""
     notes = []
-    labels = next((data[key] for key in LABEL_NAMES if key in data and is_tensor(data[key])), None)
-    for key in [key for key in data if str(key).split("_", 1)[-1] == "predictions" or key == "predictions"]:
+    labels = next((data[key] for key in label_keys if key in data and is_tensor(data[key])), None)
+    for key in [key for key in data if key in ("predictions", "val_predictions", "test_predictions")]:
         items = data[key]
         if not (isinstance(items, tuple) and len(items) >= 2 and all(is_tensor(v) for v in items)
                 and items[0].ndim >= 1):
@@ -264,13 +264,15 @@ def _merged_dict_or_list(path: Path, data: Any, choice: str | None) -> tuple[Any
     return data, []  # refused by the caller, naming what it is
 
 
-def torch_structure(path: Path, data: Any, choice: str | None = None) -> tuple[dict[str, Any], list[str]]:
+def torch_structure(path: Path, data: Any, choice: str | None = None, *, label_keys: tuple[str, ...] = ()
+                    ) -> tuple[dict[str, Any], list[str]]:
     """The named tensors of a loaded .pt file (`""` for one tensor of scores), and notes on how lists were joined.
-    `choice`: --pt-items."""
+    `choice`: --pt-items; `label_keys`: the spellings of labels (`formats.LABEL_KEYS`), which tell a tuple of model
+    outputs under `predictions` from batches."""
     data = _scalars_as_tensors(data)
     notes: list[str] = []
     if isinstance(data, dict):
-        data, notes = _model_output_tuples(path, data)
+        data, notes = _model_output_tuples(path, data, label_keys)
     data, more = _merged_dict_or_list(path, data, choice)
     if is_tensor(data):
         data = {"": data}
