@@ -25,7 +25,8 @@ HELP = (
     "  adacal ood --out svhn --model runs/RUN\n\n"
     "  adacal ood --out cifar10-c --corruption fog --severity 5 --model runs/RUN --data-dir DIR\n\n"
     "CIFAR-10-C: Hendrycks' published files are read from --data-dir (DIR/CIFAR-10-C/<corruption>.npy and "
-    "labels.npy; all 19 corruptions); without them gaussian_noise is generated (the report says which).\n\n"
+    "labels.npy; all 19 corruptions); without them 16 of the 19 are generated from the CIFAR-10 test set (all but "
+    "frost, snow and spatter; docs/corruptions.md), and the report says which.\n\n"
     "From saved outputs of any model (.npz, .pt, .npy, .txt, .safetensors, .mat, .csv, .tsv, .json or .jsonl with "
     "`logits`, `probs` or `scores`, or `test_logits` as in predictions.npz, or the key --logits-key names; labels "
     "optional), printing the table, and writing a report only with --json PATH:\n\n"
@@ -60,8 +61,8 @@ def ood(
     corruption: Annotated[
         str | None,
         typer.Option("--corruption", help="Corruption of the OOD images (default for --out cifar10-c): any of "
-                                          "Hendrycks' 19 from the CIFAR-10-C files, or gaussian_noise generated. "
-                                          "[default: gaussian_noise]"),
+                                          "Hendrycks' 19 from the CIFAR-10-C files, or one of the 16 adacal "
+                                          "generates. [default: gaussian_noise]"),
     ] = None,
     severity: Annotated[
         int | None, typer.Option("--severity", help="Corruption severity, 1-5. [default: 5]")

@@ -4,8 +4,9 @@
 - `adacal.commands.evaluate.run_evaluate` (`adacal evaluate`);
 - `adacal.commands.calibrate.run_calibrate` (`adacal calibrate`);
 - `adacal.commands.ood.run_ood` (`adacal ood`);
+- `adacal.commands.shift.run_shift` (`adacal shift`);
 - `adacal.commands.plot.run_plot_reliability`, `run_plot_adafocal` (gamma, correspondence), `run_plot_curves`,
-  `run_plot_roc` (`adacal plot ...`);
+  `run_plot_roc`, `run_plot_shift` (`adacal plot ...`);
 - `adacal.commands.inputs`: what a path given to a command stands for (a predictions file, a checkpoint, a run
   folder), resolved to the predictions the command needs.
 
@@ -24,7 +25,8 @@ from typing import Any
 _HOMES = {"run_train": "train", "run_evaluate": "evaluate", "run_calibrate": "calibrate", "run_ood": "ood",
           "EvaluationRun": "evaluate", "CalibrationRun": "calibrate", "OodRun": "ood",
           "run_plot_reliability": "plot", "run_plot_adafocal": "plot", "run_plot_curves": "plot",
-          "run_plot_roc": "plot", "PlotRun": "plot"}
+          "run_plot_roc": "plot", "run_plot_shift": "plot", "PlotRun": "plot", "run_shift": "shift",
+          "ShiftRun": "shift"}
 
 # What the CLI shows and parses, from where it is defined (loaded on first use, like the commands).
 SHOWN = {

@@ -1,5 +1,5 @@
 """`adacal plot` as library calls: reliability diagrams, AdaFocal's γ dynamics, C_train/C_val correspondence, training
-and ROC curves, each read, drawn and written by one `run_plot_*` call.
+and ROC curves, calibration under shift, each read, drawn and written by one `run_plot_*` call.
 
 Reading inputs and drawing is `adacal.plots`; here each figure's output path is chosen and checked before anything is
 read (`adacal.plots.outputs`: a figure of several inputs goes to `plots/compare-<kind>-<names>.png` in the current
@@ -202,5 +202,20 @@ def run_plot_roc(reports: Sequence[Path], *, score: str = "entropy", labels: str
     return draw_figure("roc", reports, build, out=out, dpi=dpi, force=force)
 
 
+def run_plot_shift(reports: Sequence[Path], *, metric: str = "ece_em", labels: str | None = None,
+                   out: Path | None = None, force: bool = False, dpi: int = 150, title: str | None = None) -> PlotRun:
+    """`adacal plot shift`: a metric per corruption severity, boxes over corruptions, inputs side by side, before and
+    after temperature scaling, from shift reports or run folders holding shift.json."""
+    from adacal.plots.shift import check_shift_metric, shift_figure, shift_inputs
+
+    reports = [Path(path) for path in reports]
+    check_shift_metric(metric)  # before reading anything
+
+    def build() -> Any:
+        return shift_figure(shift_inputs(reports, parse_labels(labels, len(reports))), metric=metric, title=title)
+
+    return draw_figure("shift", reports, build, out=out, dpi=dpi, force=force)
+
+
 __all__ = ["PlotRun", "check_dpi", "draw_figure", "held_warnings", "parse_bins", "parse_labels",
-           "run_plot_adafocal", "run_plot_curves", "run_plot_reliability", "run_plot_roc"]
+           "run_plot_adafocal", "run_plot_curves", "run_plot_reliability", "run_plot_roc", "run_plot_shift"]

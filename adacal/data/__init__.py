@@ -37,7 +37,9 @@ from adacal.data.corruptions import (
     load_cifar_c,
     load_ood_set,
     load_ood_split,
+    load_shifted_set,
     ood_names,
+    shift_corruptions,
 )
 from adacal.data.folders import LazyImages
 from adacal.data.image_arrays import IMAGE_NPZ_KEYS, read_image_npz, write_image_npz
@@ -73,10 +75,12 @@ __all__ = [
     "load_dataset",
     "load_ood_set",
     "load_ood_split",
+    "load_shifted_set",
     "normalization",
     "ood_names",
     "read_image_npz",
     "resolve_device",
+    "shift_corruptions",
     "tokenize",
     "write_image_npz",
 ]

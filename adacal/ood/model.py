@@ -226,11 +226,11 @@ def ood_from_model(
         if found is not None:
             test_labels, test_source = found[0], str(found[1])
         elif out_name[:-2] == in_name and test_subset is None:
-            saved = _saved_predictions(run, checkpoint, in_name=in_name)
+            saved = saved_predictions(run, checkpoint, in_name=in_name)
             if saved is not None:
                 test_labels, test_source = np.asarray(saved["test"].labels), f"{run.predictions}"
     # The OOD set first: a shape the model cannot take is reported before the model or the in-distribution data.
-    with _recorded_folder(recorded, data_dir, checkpoint_path):
+    with recorded_data_folder(recorded, data_dir, checkpoint_path):
         ood = load_ood_set(
             out_name, data_dir=data_dir, corruption=corruption, severity=severity, seed=seed, download=download,
             select=select, input_kind=input_kind, input_shape=input_shape, test_labels=test_labels,
@@ -242,11 +242,11 @@ def ood_from_model(
         raise InputError(f"Expected the OOD set {out_name} to hold at least one sample, got none.")
 
     if saved is _UNREAD:
-        saved = _saved_predictions(run, checkpoint, in_name=in_name)
+        saved = saved_predictions(run, checkpoint, in_name=in_name)
     vectors = ood.source == "file" and input_kind == "vector"  # scored as given: compared with the training range
     dataset = None
     if saved is None or (with_val and saved["val"] is None) or vectors:
-        with _recorded_folder(recorded, data_dir, checkpoint_path):
+        with recorded_data_folder(recorded, data_dir, checkpoint_path):
             dataset = load_dataset(
                 in_name, data_dir=data_dir, download=download,
                 seed=options["seed"] if same else 0,
@@ -370,7 +370,7 @@ def _check_known_input(name: str, what: str, input_kind: str, input_shape: tuple
 
 
 @contextlib.contextmanager
-def _recorded_folder(recorded: bool, data_dir: Any, checkpoint_path: Path) -> Iterator[None]:
+def recorded_data_folder(recorded: bool, data_dir: Any, checkpoint_path: Path) -> Iterator[None]:
     """A set missing from the data folder a checkpoint records (never downloaded into) names the fix: --data-dir."""
     try:
         yield
@@ -401,7 +401,7 @@ def _check_cifar_c_labels(out_name: str, corruption: str | None, data_dir: str |
             )
 
 
-def _saved_predictions(run: RunFolder | None, checkpoint: dict[str, Any], *, in_name: str) -> dict[str, Any] | None:
+def saved_predictions(run: RunFolder | None, checkpoint: dict[str, Any], *, in_name: str) -> dict[str, Any] | None:
     """The run's predictions.npz ({"val", "test"}) when they are this checkpoint's outputs on `in_name`, else None.
 
     They are when `in_name` is the training dataset and the checkpoint's epoch is the epoch training evaluated

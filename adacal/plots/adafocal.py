@@ -29,6 +29,7 @@ from adacal.plots.style import (
     new_figure,
     text_width,
     tick_whole_epochs,
+    wrap_text,
 )
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; matplotlib is imported inside the functions
@@ -205,6 +206,101 @@ def _boundaries(ax: Axes, x: np.ndarray, lower: np.ndarray, upper: np.ndarray, *
 
 
 
+# ------------------------------------------------------------------------------------------- gaps and scales
+
+# A marker under every epoch where a series has no value (its line breaks there); its legend entry.
+GAP_LEGEND = "Epoch with no value: the line breaks (the title says why)"
+# A shared axis whose data span is below this fraction of its largest value would show noise-level motion across
+# its whole height (0.9840–0.9847): each panel then says how little its series moves.
+_TINY_SPAN = 0.01
+
+
+def _epochs_of(x: np.ndarray) -> np.ndarray:
+    """The epoch each point belongs to: several γ-updates of epoch k sit at k − 1 + j/u, all in epoch k."""
+    return np.ceil(np.asarray(x, dtype=np.float64) - 1e-9).astype(np.int64)
+
+
+def gap_text(x: Any, values: Any) -> str | None:
+    """Where a series has no value, in words ("in epoch 17 and after epoch 19", "in epochs 3–5", "in every epoch"),
+    or None when it has a value everywhere. Epochs are counted among the series' own epochs.
+
+        >>> gap_text([1, 2, 3, 4, 5, 6], [0.5, None, 0.4, 0.3, None, None])
+        'in epoch 2 and after epoch 4'
+    """
+    epochs = _epochs_of(x)
+    missing = ~np.isfinite(np.array([np.nan if v is None else v for v in values], dtype=np.float64))
+    if not missing.any():
+        return None
+    order = sorted(set(epochs.tolist()))
+    empty = sorted(set(epochs[missing].tolist()))
+    if len(empty) == len(order):
+        return "in every epoch"
+    position = {epoch: k for k, epoch in enumerate(order)}
+    runs: list[list[int]] = []
+    for epoch in empty:
+        if runs and position[epoch] == position[runs[-1][-1]] + 1:
+            runs[-1].append(epoch)
+        else:
+            runs.append([epoch])
+    parts = []
+    for run in runs:
+        if run[-1] == order[-1] and len(run) > 1 and run[0] != order[0]:
+            parts.append(f"after epoch {order[position[run[0]] - 1]}")
+        elif len(run) == 1:
+            parts.append(f"in epoch {run[0]}")
+        else:
+            parts.append(f"in epochs {run[0]}–{run[-1]}")
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _mark_gaps(ax: Axes, x: np.ndarray, values: np.ndarray, color: str, gid: str) -> bool:
+    """A small × under each point of `values` that has no value (its line breaks there), in the series' colour;
+    whether there were any."""
+    missing = ~np.isfinite(values)
+    if not missing.any():
+        return False
+    ax.plot(x[missing], np.zeros(int(missing.sum())), transform=ax.get_xaxis_transform(), linestyle="none",
+            marker="x", markersize=4.0, markeredgewidth=1.1, color=color, clip_on=False, zorder=6, gid=gid,
+            label="_gap")
+    return True
+
+
+def _gap_title(title: str, notes: list[str], width_pt: float) -> str:
+    """A panel's title with one line per series gap note beneath it, wrapped to the panel's width."""
+    import matplotlib
+
+    size = matplotlib.rcParams["axes.titlesize"]
+    return "\n".join([title, *(wrap_text(note, width_pt, size=size) for note in notes)])
+
+
+def _say_tiny_spans(axes: list[Any], series: list[np.ndarray], name: str, unit: str = "") -> None:
+    """Shared axes whose values all lie within a sliver of their size (γ from 0.9840 to 0.9847) would draw that
+    sliver as full-height motion: each such axis then says, in the panel, how far its own series moves."""
+    known = np.concatenate([s[np.isfinite(s)] for s in series]) if series else np.array([])
+    if known.size == 0:
+        return
+    span, level = float(np.ptp(known)), float(np.max(np.abs(known)))
+    if level == 0.0 or span >= _TINY_SPAN * level:
+        return
+    for ax, values in zip(axes, series):
+        finite = values[np.isfinite(values)]
+        if finite.size == 0:
+            continue
+        low, high = float(finite.min()), float(finite.max())
+        text = (f"{name} constant at {low:.6g}{unit}" if high == low else
+                f"{name} spans only {high - low:.2g}{unit} ({low:.6g} to {high:.6g})")
+        ax.text(0.98, 0.94, text, transform=ax.transAxes, ha="right", va="top", fontsize=7, color="#333333",
+                parse_math=False, gid="note:span", zorder=7,
+                bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.85})
+
+
+def _plain_numbers(*axes: Any) -> None:
+    """Tick labels as the values themselves: no offset ("+9.84e-1") or scientific factor above the axis, which
+    made 0.9840–0.9847 look like motion of 0 to 7."""
+    for ax in axes:
+        ax.ticklabel_format(axis="y", useOffset=False, style="plain")
+
+
 def gamma_dynamics(
     history: Sequence[Mapping[str, Any]],
     bins: Sequence[int] | None = None,
@@ -213,33 +309,50 @@ def gamma_dynamics(
 ) -> Figure:
     """AdaFocal's dynamics per validation bin (the paper's figure 5): a panel per bin with, stacked on one epoch axis,
     E_val,i = C_val,i − A_val,i (%, zero line dashed), γ_t (a dotted zero line where it goes negative: inverse focal)
-    and the bin's boundaries as a shaded band."""
+    and the bin's boundaries as a shaded band.
+
+    Each of the three rows shares one y-scale across the panels (bins compare at a glance; a bin whose γ barely moves
+    is drawn flat, not stretched to the panel's height), tick labels carry the values themselves (no offset), and a
+    row whose values all lie within 1 % of their size says in each panel how far its series moves. Where E_val has no
+    value (no validation sample in the bin) its line breaks: a × marks the epoch and the panel's title says which."""
     series = adafocal_series(history)
     chosen = check_bins(bins, series.n_bins)
     x = series.update_epochs
     error = 100.0 * series.calibration_error
     ncols, nrows = _panel_size(len(chosen))
     order = [r"$E_{val,i} = C_{val,i} - A_{val,i}$", "E = 0", r"$\gamma_t$", r"$\gamma = 0$ (below: inverse focal)",
-             "Bin boundaries"]
+             "Bin boundaries", GAP_LEGEND]
     default_title = "AdaFocal: calibration error and γ per validation bin" + _which_bins(chosen, series.n_bins)
     with figure_style():
         inverse = bool(np.nanmin(series.gammas[:, chosen]) < 0)
-        legend = [label for label in order if inverse or "inverse" not in label]
+        gaps = bool((~np.isfinite(error[:, chosen])).any() or (~np.isfinite(series.gammas[:, chosen])).any())
+        legend = [label for label in order if (inverse or "inverse" not in label) and (gaps or label != GAP_LEGEND)]
         fig = new_figure(_figure_width(3.2 * ncols + 0.3, legend, default_title), 3.7 * nrows + 0.5)
         fig.get_layout_engine().set(hspace=0.0, h_pad=0.03)
         cells = _panel_grid(fig, len(chosen), [1.9, 1.3, 1.0])
-        first = None
+        title_width = fig.get_figwidth() * 72.0 / ncols - 2 * TITLE_MARGIN_PT
+        first = first_gamma = first_edges = None
         handles: dict[str, Any] = {}
+        rows: dict[str, list[Any]] = {"error": [], "gamma": []}
         for k, b in enumerate(chosen):
-            ax = fig.add_subplot(cells[k][0], sharex=first, label=f"error:bin-{b}")
+            ax = fig.add_subplot(cells[k][0], sharex=first, sharey=first, label=f"error:bin-{b}")
             first = first or ax
-            gamma_ax = fig.add_subplot(cells[k][1], sharex=first, label=f"gamma:bin-{b}")
-            edge_ax = fig.add_subplot(cells[k][2], sharex=first, label=f"edges:bin-{b}")
+            gamma_ax = fig.add_subplot(cells[k][1], sharex=first, sharey=first_gamma, label=f"gamma:bin-{b}")
+            first_gamma = first_gamma or gamma_ax
+            edge_ax = fig.add_subplot(cells[k][2], sharex=first, sharey=first_edges, label=f"edges:bin-{b}")
+            first_edges = first_edges or edge_ax
+            rows["error"].append(ax)
+            rows["gamma"].append(gamma_ax)
             ax.axhline(0.0, color=REFERENCE_COLOR, linestyle="--", linewidth=0.9, label="E = 0", zorder=1)
             ax.plot(x, error[:, b], color=E_VAL_COLOR, label=r"$E_{val,i} = C_{val,i} - A_{val,i}$", zorder=3,
                     **line_markers(x.size, error[:, b]))
-            ax.set_title(f"Bin {b}")
             gammas = series.gammas[:, b]
+            notes = []
+            if _mark_gaps(ax, x, error[:, b], E_VAL_COLOR, f"gap:e_val:bin-{b}"):
+                notes.append(r"$E_{val}$: no validation samples in the bin " + gap_text(x, error[:, b]))
+            if _mark_gaps(gamma_ax, x, gammas, GAMMA_COLOR, f"gap:gamma:bin-{b}"):
+                notes.append(r"$\gamma_t$ not recorded " + gap_text(x, gammas))
+            ax.set_title(_gap_title(f"Bin {b}", notes, title_width))
             gamma_ax.plot(x, gammas, color=GAMMA_COLOR, linestyle="-", label=r"$\gamma_t$", zorder=3,
                           **line_markers(x.size, gammas))
             if np.nanmin(gammas) < 0:
@@ -250,12 +363,16 @@ def gamma_dynamics(
             edge_ax.plot(x, lower, color=BAND_COLOR, linewidth=0.9)
             edge_ax.plot(x, upper, color=BAND_COLOR, linewidth=0.9)
             format_percent(edge_ax.yaxis)
+            _plain_numbers(ax, gamma_ax)
             for panel in (ax, gamma_ax, edge_ax):
                 handles.update((label, h) for h, label in zip(*panel.get_legend_handles_labels()))
             if k % ncols == 0:
                 ax.set_ylabel(r"$E_{val}$ (%)")
                 gamma_ax.set_ylabel(r"$\gamma_t$")
                 edge_ax.set_ylabel("Bin edges (%)")
+            else:  # one scale per row: its values are read off the first column
+                for panel in (ax, gamma_ax, edge_ax):
+                    panel.tick_params(axis="y", labelleft=False)
             for panel in (ax, gamma_ax):
                 panel.tick_params(axis="x", labelbottom=False)
             if k >= len(chosen) - ncols:
@@ -263,11 +380,22 @@ def gamma_dynamics(
             else:
                 edge_ax.tick_params(labelbottom=False)
         tick_whole_epochs(first, x)
+        _say_tiny_spans(rows["error"], [error[:, b] for b in chosen], "E_val", " %")
+        _say_tiny_spans(rows["gamma"], [series.gammas[:, b] for b in chosen], "γ")
+        if gaps:
+            handles[GAP_LEGEND] = _gap_handle()
         labels = [label for label in order if label in handles]
         fig.legend([handles[label] for label in labels], labels, loc="outside lower center", ncols=len(labels),
                    frameon=False)
         add_title(fig, title, default=default_title)
     return fig
+
+
+def _gap_handle() -> Any:
+    """The legend's sample of the × that marks an epoch without a value."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], linestyle="none", marker="x", markersize=5.0, markeredgewidth=1.2, color="#444444")
 
 
 def correspondence(
@@ -277,7 +405,9 @@ def correspondence(
     title: str | None = None,
 ) -> Figure:
     """C_train (solid) against C_val (dashed) and A_val (dotted) per validation bin over epochs (the paper's figure 2,
-    common binning); the shaded band is the validation bin's boundaries. Bins without samples leave a gap.
+    common binning); the shaded band is the validation bin's boundaries. An epoch in which a bin holds no training
+    (or validation) sample leaves a gap in C_train (or C_val and A_val): a × in the series' colour marks it on the
+    epoch axis and the panel's title says when ("C_train: no training samples in the bin after epoch 19").
 
     Every series sits at the epoch it was measured in: C_train of epoch k over the training samples seen during
     epoch k (binned by the boundaries the previous γ-update set), C_val and A_val at the γ-update ending epoch k."""
@@ -294,9 +424,13 @@ def correspondence(
     default_title = (r"Correspondence of $C_{train}$ and $C_{val}$ per validation bin"
                      + _which_bins(chosen, series.n_bins))
     legend = [r"$C_{train}$", r"$C_{val}$", r"$A_{val}$", "Validation-bin boundaries"]
+    gaps = bool(np.isnan(c_train[:, chosen]).any() or np.isnan(c_val[:, chosen]).any()
+                or np.isnan(a_val[:, chosen]).any())
+    legend += [GAP_LEGEND] * gaps
     with figure_style():
         fig = new_figure(_figure_width(3.2 * ncols + 0.3, legend, default_title), 2.7 * nrows + 0.5)
         cells = _panel_grid(fig, len(chosen), [1.0])
+        title_width = fig.get_figwidth() * 72.0 / ncols - 2 * TITLE_MARGIN_PT
         first = None
         for k, b in enumerate(chosen):
             ax = fig.add_subplot(cells[k][0], sharex=first, label=f"confidence:bin-{b}")
@@ -310,7 +444,8 @@ def correspondence(
                     **isolated_markers(c_val[:, b]))
             ax.plot(x_val, a_val[:, b], color=REFERENCE_COLOR, linestyle=":", linewidth=1.8, label=r"$A_{val}$",
                     zorder=4, **isolated_markers(a_val[:, b]))
-            ax.set_title(f"Bin {b}")
+            ax.set_title(_gap_title(f"Bin {b}", _correspondence_gaps(ax, b, x_train, c_train[:, b], x_val,
+                                                                     c_val[:, b], a_val[:, b]), title_width))
             _limit_to_lines(ax, c_train[:, b], c_val[:, b], a_val[:, b])
             format_percent(ax.yaxis)
             if k % ncols == 0:
@@ -322,10 +457,28 @@ def correspondence(
         tick_whole_epochs(first, np.concatenate([x_val, x_train]))
         handles, labels = first.get_legend_handles_labels()
         order = [1, 2, 3, 0]
-        fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center",
-                   ncols=4, frameon=False)
+        handles, labels = [handles[i] for i in order], [labels[i] for i in order]
+        if gaps:
+            handles, labels = handles + [_gap_handle()], labels + [GAP_LEGEND]
+        fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), frameon=False)
         add_title(fig, title, default=default_title)
     return fig
+
+
+def _correspondence_gaps(ax: Axes, b: int, x_train: np.ndarray, c_train: np.ndarray, x_val: np.ndarray,
+                         c_val: np.ndarray, a_val: np.ndarray) -> list[str]:
+    """Mark the gaps of bin `b`'s three series on the epoch axis and say them, one note per series (C_val and A_val
+    together where they break at the same updates, as they do when the bin holds no validation sample)."""
+    notes = []
+    if _mark_gaps(ax, x_train, c_train, GAMMA_COLOR, f"gap:c_train:bin-{b}"):
+        notes.append(r"$C_{train}$: no training samples in the bin " + gap_text(x_train, c_train))
+    together = np.array_equal(np.isnan(c_val), np.isnan(a_val))
+    if _mark_gaps(ax, x_val, c_val, E_VAL_COLOR, f"gap:c_val:bin-{b}"):
+        names = r"$C_{val}$, $A_{val}$" if together else r"$C_{val}$"
+        notes.append(f"{names}: no validation samples in the bin " + gap_text(x_val, c_val))
+    if not together and _mark_gaps(ax, x_val, a_val, REFERENCE_COLOR, f"gap:a_val:bin-{b}"):
+        notes.append(r"$A_{val}$: no value " + gap_text(x_val, a_val))
+    return notes
 
 
 def _limit_to_lines(ax: Axes, *series: np.ndarray) -> None:

@@ -15,6 +15,9 @@ accuracies; NaN for a bin with no samples.
 
 Random numbers are drawn in a fixed order — resample by resample, `rng.random(N)` (consistency) or
 `rng.integers(0, N, N)` (bootstrap) — so a plain loop with the same seed reproduces the band exactly.
+
+Where the samples lie also bounds the smoothed reliability curve drawn over the bars: `smooth_coverage` (from the
+confidences) or `bins_coverage` (from the bins that hold samples) mark the stretch of its grid that is drawn.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import numpy as np
 
 from adacal.checks import check_in_range, check_non_negative_int
 from adacal.errors import InputError, unknown_name
-from adacal.metrics.binning import assign_bins
+from adacal.metrics.binning import BinStatistics, assign_bins
 
 BAND_KINDS = ("consistency", "bootstrap")
 MAX_BAND_SAMPLES = 100_000
@@ -156,3 +159,34 @@ def reliability_bands(
     if kind == "consistency":
         return consistency_bands(confidences, edges, level=level, n_samples=n_samples, seed=seed)
     return bootstrap_bands(confidences, correct, edges, level=level, n_samples=n_samples, seed=seed)
+
+
+def smooth_coverage(grid: Any, confidences: Any, bandwidth: float) -> np.ndarray:
+    """Where along `grid` a smoothed reliability curve of `confidences` is drawn: from the lowest to the highest
+    confidence (to the grid's resolution), and no farther than two bandwidths from a sample, so an empty stretch
+    wider than 4σ breaks the curve. A kernel regression has a value everywhere; the figure shows it only where
+    samples say something.
+
+        >>> smooth_coverage([0.0, 0.25, 0.5, 0.75, 1.0], [0.5, 0.7], 0.05).tolist()
+        [False, False, True, True, False]
+    """
+    grid = np.asarray(grid, dtype=np.float64)
+    values = np.unique(np.asarray(confidences, dtype=np.float64))
+    if grid.size == 0 or values.size == 0:
+        return np.zeros(grid.shape, dtype=bool)
+    half_step = float(np.max(np.diff(grid), initial=0.0)) / 2.0
+    above = np.clip(np.searchsorted(values, grid), 0, values.size - 1)
+    below = np.clip(above - 1, 0, values.size - 1)
+    nearest = np.minimum(np.abs(grid - values[above]), np.abs(grid - values[below]))
+    inside = (grid >= values[0] - half_step) & (grid <= values[-1] + half_step)
+    return inside & (nearest <= max(2.0 * float(bandwidth), half_step))
+
+
+def bins_coverage(grid: np.ndarray, stats: BinStatistics) -> np.ndarray:
+    """Where along `grid` the bins that hold samples lie (the coverage of a panel built without its samples)."""
+    edges, counts = np.asarray(stats.edges, dtype=np.float64), np.asarray(stats.counts)
+    half_step = float(np.max(np.diff(grid), initial=0.0)) / 2.0
+    covered = np.zeros(grid.shape, dtype=bool)
+    for i in np.flatnonzero(counts > 0):
+        covered |= (grid >= edges[i] - half_step) & (grid <= edges[i + 1] + half_step)
+    return covered

@@ -33,7 +33,9 @@ KIND_PREFIX = "adacal plot "
 _MAX_NAMES_LENGTH = 80
 _HEAD_BYTES = 64 * 1024
 _KIND_PATTERNS = {
-    "png": re.compile(rb"tEXtComment\x00adacal plot ([a-z-]+)"),
+    # The chunk's 4-byte length first: the kind ends where the chunk does, not at the CRC bytes after it (which may
+    # read as letters).
+    "png": re.compile(rb"(?s)(.{4})tEXtComment\x00adacal plot ([a-z-]+)"),
     "svg": re.compile(rb"<dc:description>adacal plot ([a-z-]+)</dc:description>"),
     "pdf": re.compile(rb"/Subject \(adacal plot ([a-z-]+)\)"),
 }
@@ -87,7 +89,12 @@ def figure_kind(path: str | os.PathLike) -> str | None:
     except OSError:
         return None
     match = _KIND_PATTERNS[fmt].search(head) or _KIND_PATTERNS[fmt].search(tail)
-    return match.group(1).decode("ascii") if match else None
+    if match is None:
+        return None
+    if fmt == "png":
+        text_length = int.from_bytes(match.group(1), "big") - len(b"Comment\x00" + KIND_PREFIX.encode("ascii"))
+        return match.group(2)[:max(text_length, 0)].decode("ascii") or None
+    return match.group(1).decode("ascii")
 
 
 def check_replace(path: str | os.PathLike, kind: str, *, force: bool = False) -> None:

@@ -16,7 +16,7 @@ from adacal.checks import check_non_negative_int
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError, unknown_name
 from adacal.metrics.binning import BinStatistics, calibration_error, equal_width_edges
-from adacal.plots.bands import ReliabilityBands
+from adacal.plots.bands import ReliabilityBands, bins_coverage, smooth_coverage
 from adacal.plots.style import (
     GAP_COLOR,
     LOSS_COLORS,
@@ -25,10 +25,12 @@ from adacal.plots.style import (
     colors_for,
     figure_style,
     format_percent,
+    isolated_markers,
     new_figure,
     percent_tick,
     plain,
     set_percent_axes,
+    text_width,
     wrap_text,
 )
 
@@ -46,6 +48,7 @@ MAX_PANELS = 60
 _MAX_COUNT_LABELS = 30
 _BAND_COLOR = "#333333"
 _SMOOTH_COLOR = "#111111"
+_ACCURACY_COLOR = "#6E6E6E"  # the histogram's overall-accuracy line: grey, dash-dotted
 _SPARSE_ALPHA = 0.3
 _DEFAULT_COLOR = LOSS_COLORS["ce"]
 _MIN_LABEL_WIDTH = 0.035
@@ -58,10 +61,15 @@ if TYPE_CHECKING:  # pragma: no cover - typing only; matplotlib is imported insi
 
 @dataclass(frozen=True)
 class ReliabilityPanel:
-    """One reliability diagram: bin statistics, an optional ECE (fraction; computed from the bins when None) and an
-    optional confidence histogram (BinStatistics or (edges, counts); the panel's own bin counts when None) and
+    """One reliability diagram: bin statistics, an optional ECE of those bins (fraction; computed from them when
+    None), an optional confidence histogram (BinStatistics or (edges, counts); the panel's own bin counts when None),
     optional bands around the bin accuracies (`adacal.plots.bands`) and an optional smoothed reliability curve
-    (`adacal.metrics.SmoothReliability`, Błasiok & Nakkiran 2023) drawn over the bars."""
+    (`adacal.metrics.SmoothReliability`, Błasiok & Nakkiran 2023) drawn over the bars.
+
+    The title headlines the metrics `adacal evaluate` prints: `ece_em` (equal-mass bins, AdaECE), then `ece_ew`
+    (fractions, computed as evaluate computes them; None: the ECE of the panel's bins of that binning, when it has
+    them). `coverage` marks where along `smooth.grid` the curve is drawn (a boolean mask: where samples lie; None:
+    over the bins that hold samples)."""
 
     label: str
     stats: BinStatistics
@@ -71,10 +79,15 @@ class ReliabilityPanel:
     bands: ReliabilityBands | None = None
     smooth: Any = None
     binning: str | None = None  # "equal-width" or "equal-mass" when known (else read from the edges)
+    ece_em: float | None = None
+    ece_ew: float | None = None
+    coverage: Any = None
 
 
 # The legend entry of the smoothed reliability curve in a figure of several panels (each title gives its smECE).
-SMOOTH_LEGEND = "Smoothed accuracy (kernel regression)"
+SMOOTH_LEGEND = "Smoothed accuracy (where samples lie)"
+# The headline metric of every adacal table first (equal-mass bins), then its equal-width sibling.
+_TITLE_ECES = ("ECE-EM", "ECE-EW")
 
 
 def _binning_name(stats: BinStatistics, binning: str | None = None) -> str:
@@ -84,6 +97,35 @@ def _binning_name(stats: BinStatistics, binning: str | None = None) -> str:
     edges = np.asarray(stats.edges, dtype=np.float64)
     uniform = edges.size >= 2 and np.allclose(edges, equal_width_edges(edges.size - 1), atol=1e-12)
     return "ECE-EW" if uniform else "ECE-EM"
+
+
+def _ece_parts(panel: ReliabilityPanel, ece_name: str | None = None) -> list[str]:
+    """The ECEs a panel's title gives, headline first: "ECE-EM 1.74 %", "ECE-EW 2.66 %". Each is the panel's own
+    value (`ece_em`, `ece_ew`), else the ECE of its bins (or of its equal-width histogram) when they are of that
+    binning; a panel whose ECE is named otherwise (`ece_name`) gives that one alone."""
+    drawn_name = ece_name or _binning_name(panel.stats, panel.binning)
+    drawn = calibration_error(panel.stats) if panel.ece is None else float(panel.ece)
+    values = dict(zip(_TITLE_ECES, (panel.ece_em, panel.ece_ew)))
+    if drawn_name not in values:
+        return [f"{drawn_name} {100 * drawn:.2f} %"]
+    if values[drawn_name] is None:
+        values[drawn_name] = drawn
+    histogram = panel.histogram
+    if values["ECE-EW"] is None and isinstance(histogram, BinStatistics) and _binning_name(histogram) == "ECE-EW":
+        values["ECE-EW"] = calibration_error(histogram)
+    # the same rounding as evaluate's table: a fraction in % with two decimals
+    return [f"{name} {100 * value:.2f} %" for name, value in values.items() if value is not None]
+
+
+def _joined_lines(parts: list[str], width_pt: float, size: Any) -> str:
+    """`parts` joined by " · ", a new line where the next part would make a line wider than `width_pt`."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and text_width(f"{lines[-1]} · {part}", size=size) <= width_pt:
+            lines[-1] += f" · {part}"
+        else:
+            lines.append(part)
+    return "\n".join(lines)
 
 
 def check_diagram_bins(n_bins: int, where: str) -> None:
@@ -169,8 +211,10 @@ def reliability_diagram(
     Bars are the bin accuracies (heights = `stats.accuracy` exactly), spanning each bin's edges; the hatched "Gap"
     goes from accuracy to the bin's mean confidence. A panel's `bands` are drawn as an interval at each bin's centre.
     Bins with fewer than `min_count` samples are faded and labelled "n=<count>" (gid "count:bin-<i>"). The panel
-    title shows the ECE in %. Beneath each diagram: the share of samples per confidence bin (%), each bar labelled
-    with its count (up to 30 bins), with the overall accuracy and mean confidence marked.
+    title headlines ECE-EM, with ECE-EW beside it where the line has room, in % as `adacal evaluate` prints them
+    (`_ece_parts`); a smoothed curve is drawn where its samples lie. Beneath each diagram: the share of samples per
+    confidence bin (%), each bar labelled with its count (up to 30 bins), with the overall accuracy (grey,
+    dash-dotted) and mean confidence (red, dotted) marked.
     """
     if isinstance(panels, (str, bytes, Mapping)) or not isinstance(panels, Sequence):
         raise InputError(f"Expected a list of reliability panels, got {type(panels).__name__}.")
@@ -202,18 +246,20 @@ def reliability_diagram(
             first_hist = first_hist or hist_ax
             color = panel.color or colors[k]
             extra.update(_draw_reliability(ax, panel.stats, color, bands=panel.bands, min_count=min_count,
-                                           smooth=panel.smooth))
-            ece = calibration_error(panel.stats) if panel.ece is None else float(panel.ece)
-            name = ece_name or _binning_name(panel.stats, panel.binning)
+                                           smooth=panel.smooth, coverage=panel.coverage))
             accuracy, share = _draw_histogram(hist_ax, panel, color)
             top_share = max(top_share, share)
-            summary = f"{name} {100 * ece:.2f} %" + ("" if accuracy is None else f" · Acc. {100 * accuracy:.1f} %")
+            parts = _ece_parts(panel, ece_name) + ([] if accuracy is None else [f"Acc. {100 * accuracy:.1f} %"])
             if panel.smooth is not None:
-                summary += f"\nsmECE {100 * panel.smooth.ece:.2f} % (σ = {panel.smooth.bandwidth:.3f})"
+                parts.append(f"smECE {100 * panel.smooth.ece:.2f} % (σ = {panel.smooth.bandwidth:.3f})")
+            size = matplotlib.rcParams["axes.titlesize"]
+            # ECE-EW beside ECE-EM where the line has room; a title is centred over its axes, narrower than its
+            # column, so the numbers keep a margin that a wrapped label does not need.
+            summary = _joined_lines(parts, label_width - 2 * _PANEL_MARGIN_PT, size)
             note = empty_bins_note(panel.stats)
             if note is not None:  # empty bins of zero width are not drawn: say so beneath the panel's numbers
-                summary += "\n" + wrap_text(note, label_width, size=matplotlib.rcParams["axes.titlesize"])
-            label = wrap_text(panel.label, label_width, size=matplotlib.rcParams["axes.titlesize"])
+                summary += "\n" + wrap_text(note, label_width, size=size)
+            label = wrap_text(panel.label, label_width, size=size)
             ax.set_title(f"{label}\n{summary}", parse_math=False)
             if column == 0:
                 ax.set_ylabel("Accuracy (%)")
@@ -236,6 +282,7 @@ def reliability_diagram(
         hist_handles, hist_labels = first_hist.get_legend_handles_labels()
         order = [labels.index(name) for name in ("Accuracy", "Gap", "Mean confidence per bin", "Perfect calibration")]
         entries = [labels[i] for i in order] + hist_labels + list(extra)
+        entries[0] = _accuracy_entry(panels)
         shown = [handles[i] for i in order]
         # The bars' swatches as a full bin draws them (a container's first bar may be a faded, sparse one).
         shown[:2] = [_bar_swatch(shown[0], "Accuracy"), _bar_swatch(shown[1], "Gap")]
@@ -243,6 +290,17 @@ def reliability_diagram(
                    loc="outside lower center", ncols=_legend_columns(entries, fig.get_figwidth()), frameon=False)
         add_title(fig, title)
     return fig
+
+
+def _accuracy_entry(panels: Sequence[ReliabilityPanel]) -> str:
+    """The bars' legend entry, naming their bins when every panel has the same: "Accuracy (15 equal-mass bins)" (the
+    titles give ECE-EM and ECE-EW whatever the bars' binning)."""
+    kinds = {(panel.stats.n_bins, _binning_name(panel.stats, panel.binning)) for panel in panels}
+    if len(kinds) != 1:
+        return "Accuracy"
+    ((n_bins, name),) = kinds
+    binning = "equal-width" if name == "ECE-EW" else "equal-mass"
+    return f"Accuracy ({n_bins} {binning} bin{'s' * (n_bins != 1)})"
 
 
 def _legend_columns(entries: list[str], width_in: float) -> int:
@@ -262,11 +320,13 @@ def check_min_count(min_count: Any) -> int:
 
 def _draw_reliability(
     ax: Axes, stats: BinStatistics, color: str, *, bands: ReliabilityBands | None = None,
-    min_count: int = MIN_BIN_COUNT, label_counts: str = "sparse", smooth: Any = None,
+    min_count: int = MIN_BIN_COUNT, label_counts: str = "sparse", smooth: Any = None, coverage: Any = None,
 ) -> dict[str, Any]:
     """Draw one diagram into `ax`; return the legend entries beyond the four every diagram has (label → handle).
 
-    `label_counts`: "sparse" labels bins with fewer than `min_count` samples with their count, "all" every bin."""
+    `label_counts`: "sparse" labels bins with fewer than `min_count` samples with their count, "all" every bin.
+    `smooth` is drawn where `coverage` (a mask over its grid) says, else over the bins that hold samples."""
+    from matplotlib import patheffects
     from matplotlib.patches import Patch
 
     edges = np.asarray(stats.edges, dtype=np.float64)
@@ -307,7 +367,16 @@ def _draw_reliability(
             extra[bands.description] = drawn
     if smooth is not None:
         label = f"Smoothed (smECE {100 * smooth.ece:.2f} %, σ = {smooth.bandwidth:.3f})"
-        (line,) = ax.plot(smooth.grid, smooth.curve, color=_SMOOTH_COLOR, linewidth=1.6, zorder=6, label=label)
+        grid = np.asarray(smooth.grid, dtype=np.float64)
+        covered = bins_coverage(grid, stats) if coverage is None else np.asarray(coverage, dtype=bool)
+        if covered.shape != grid.shape:
+            raise InputError(f"Expected the smoothed curve's coverage to have one value per grid point ({grid.size}), "
+                             f"got {covered.size}.")
+        curve = np.where(covered, np.asarray(smooth.curve, dtype=np.float64), np.nan)  # no line over empty stretches
+        # Solid and haloed over the bars: never mistaken for the histogram's dash-dotted overall-accuracy line.
+        (line,) = ax.plot(grid, curve, color=_SMOOTH_COLOR, linewidth=1.8, zorder=6, label=label,
+                          path_effects=[patheffects.withStroke(linewidth=3.2, foreground="white")],
+                          **isolated_markers(curve))
         line.set_gid("smooth")
         # One entry for every panel's curve in a figure's shared legend; each panel's title gives its smECE.
         extra[SMOOTH_LEGEND] = line
@@ -366,8 +435,9 @@ def _draw_histogram(ax: Axes, panel: ReliabilityPanel, color: str) -> tuple[floa
         weights = stats.weights
         accuracy = float(np.sum(weights * stats.accuracy))
         confidence = float(np.sum(weights * stats.mean_confidence))
-        ax.axvline(accuracy, color=REFERENCE_COLOR, linestyle="-", linewidth=1.2, label="Overall accuracy")
-        ax.axvline(confidence, color=GAP_COLOR, linestyle=":", linewidth=1.5, label="Average confidence")
+        ax.axvline(accuracy, color=_ACCURACY_COLOR, linestyle="-.", linewidth=1.4, label="Overall accuracy",
+                   gid="overall-accuracy", zorder=4)
+        ax.axvline(confidence, color=GAP_COLOR, linestyle=":", linewidth=1.5, label="Average confidence", zorder=4)
         return accuracy, top
     return None, top
 
@@ -402,7 +472,9 @@ def panel_from_scores(
     color: str | None = None,
 ) -> ReliabilityPanel:
     """One reliability panel from per-sample scores (probabilities or logits) and labels: the top-1 bin statistics,
-    the equal-width confidence histogram beneath, and the bands and smoothed curve when asked for."""
+    the equal-width confidence histogram beneath, ECE-EM and ECE-EW of `n_bins` bins as `adacal evaluate` computes
+    them from the same scores (`headline_eces`), and the bands and smoothed curve (drawn where the confidences lie,
+    `smooth_coverage`) when asked for."""
     from adacal.metrics import top_label
     from adacal.metrics.binning import bin_statistics
     from adacal.metrics.smooth import smooth_reliability_of
@@ -415,7 +487,25 @@ def panel_from_scores(
     band = reliability_bands(bands, confidences, correct, stats.edges, level=band_level, n_samples=band_samples,
                              seed=seed)
     curve = smooth_reliability_of(confidences, correct) if smooth else None
-    return ReliabilityPanel(label, stats, histogram=histogram, color=color, bands=band, smooth=curve, binning=binning)
+    coverage = None if curve is None else smooth_coverage(curve.grid, confidences, curve.bandwidth)
+    ece_em, ece_ew = headline_eces(scores, labels, n_bins=n_bins)
+    return ReliabilityPanel(label, stats, histogram=histogram, color=color, bands=band, smooth=curve, binning=binning,
+                            ece_em=ece_em, ece_ew=ece_ew, coverage=coverage)
+
+
+def headline_eces(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS) -> tuple[float, float]:
+    """ECE-EM and ECE-EW (fractions) of top-1 predictions, computed as `adacal evaluate` computes its report from
+    the same scores (so a panel's title and evaluate's table agree to the last digit).
+
+        >>> probs, labels = [[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]], [0, 1, 1, 1]
+        >>> [round(ece, 4) for ece in headline_eces(probs, labels, n_bins=2)]
+        [0.3, 0.3]
+    """
+    from adacal.metrics.calibration import compute_prepared, prepare_metric_inputs
+
+    pred, names, n_bins = prepare_metric_inputs(scores, labels, ("ece-em", "ece-ew"), n_bins)
+    metrics = compute_prepared(pred, names, n_bins)
+    return metrics["ece_em"], metrics["ece_ew"]
 
 
 def reliability(
@@ -446,7 +536,9 @@ def reliability(
     "quantile"). `bands`: "consistency" (where a calibrated model's bin accuracies would fall), "bootstrap" (the
     uncertainty of each accuracy) or "none", from `band_samples` seeded resamples at `band_level` (see
     `adacal.plots.bands`). Bins with fewer than `min_count` samples are faded and labelled with their count.
-    `smooth=True` adds the smoothed reliability curve (kernel regression with smECE's automatic bandwidth).
+    `smooth=True` adds the smoothed reliability curve (kernel regression with smECE's automatic bandwidth), drawn
+    only where the confidences lie (`smooth_coverage`). The title gives ECE-EM and ECE-EW of `n_bins` bins, as
+    `adacal evaluate` prints them.
 
     Without `ax` a new figure (no pyplot) holds the diagram and a histogram of samples per bin beneath it; with `ax`
     only the diagram is drawn into it, every bin labelled with its count, and the axes' figure is returned.
@@ -474,12 +566,13 @@ def reliability(
         main = next(a for a in figure.axes if a.get_label() == "reliability:0")
         hist = next(a for a in figure.axes if a.get_label() == "histogram:0")
         return ReliabilityDisplay(figure, main, hist, stats, band, ece)
-    _draw_reliability(ax, stats, color, bands=band, min_count=min_count, label_counts="all", smooth=curve)
+    _draw_reliability(ax, stats, color, bands=band, min_count=min_count, label_counts="all", smooth=curve,
+                      coverage=panel.coverage)
     note = empty_bins_note(stats)
     if note is not None:  # the legend's last line, without a marker: the title may be the caller's
         ax.plot([], [], linestyle="none", label=note, gid="note:empty-bins")
     set_percent_axes(ax, "Confidence (%)", "Accuracy (%)")
-    summary = f"{_binning_name(stats, binning)} {100 * ece:.2f} %"
+    summary = " · ".join(_ece_parts(panel))
     heading = title if title is not None else (summary if label is None else f"{name}\n{summary}")
     ax.set_title(heading, parse_math=False)
     if note is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from adacal.checks import check_non_negative_int, check_positive_int
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError, unknown_name
 from adacal.interpretation import load_predictions
-from adacal.metrics.binning import BinStatistics
+from adacal.metrics.binning import BinStatistics, calibration_error
 from adacal.plots.readers import (
     FRACTION_SLACK,
     MAX_SAMPLES,
@@ -97,7 +97,9 @@ def _holds_a_report(path: Path) -> bool:
     return head.startswith("{") and '"schema_version"' in head
 
 
-def _evaluate_bins(path: Path, binning: str, n_bins: int | None) -> tuple[BinStatistics, Any]:
+def _evaluate_bins(path: Path, binning: str, n_bins: int | None) -> tuple[BinStatistics, Any, dict[str, float]]:
+    """An evaluate.json's `binning` bins (checked), its equal-width bins (the histogram; None without them) and the
+    ECE-EM and ECE-EW it stores (`_stored_eces`)."""
     report = read_report(path, kind="evaluate")
     results = report["results"]
     bins = results.get("bins") if isinstance(results, Mapping) else None
@@ -152,7 +154,28 @@ def _evaluate_bins(path: Path, binning: str, n_bins: int | None) -> tuple[BinSta
             f"{path} holds {chosen.n_bins} {binning} bins; --n-bins {n_bins} needs a predictions file or run folder."
         )
     histogram = stats(bins["equal_width"], "equal_width") if isinstance(bins.get("equal_width"), Mapping) else None
-    return chosen, histogram
+    eces = _stored_eces(results, path)
+    for name, which in (("ece_em", "equal_mass"), ("ece_ew", "equal_width")):
+        if name not in eces and isinstance(bins.get(which), Mapping):  # left out by evaluate --metrics: its bins' ECE
+            eces[name] = calibration_error(chosen if which == key else stats(bins[which], which))
+    return chosen, histogram, eces
+
+
+def _stored_eces(results: Mapping[str, Any], path: Path) -> dict[str, float]:
+    """The ECE-EM and ECE-EW an evaluate.json stores under results.metrics (what `adacal evaluate` printed), as
+    {"ece_em": ..., "ece_ew": ...}; a metric the report leaves out (evaluate --metrics) is absent (`_evaluate_bins`
+    then takes it from the report's bins of that binning)."""
+    metrics = results.get("metrics")
+    found: dict[str, float] = {}
+    for key in ("ece_em", "ece_ew"):
+        value = metrics.get(key) if isinstance(metrics, Mapping) else None
+        if value is None:
+            continue
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not number or not np.isfinite(value) or not -FRACTION_SLACK <= value <= 1.0 + FRACTION_SLACK:
+            raise InputError(f"Expected results.metrics.{key} in {path} to be a fraction in [0, 1], got {value!r}.")
+        found[key] = float(value)
+    return found
 
 
 def _load_calibrator(path: Path, method: str) -> tuple[Any, str]:
@@ -269,7 +292,6 @@ def reliability_inputs(request: ReliabilityRequest, *, notes_out: list[str] | No
         >>> [panel.label for panel in panels]  # doctest: +SKIP
         ['CE', 'AdaFocal']
     """
-    from adacal.arrays import to_probs
     from adacal.metrics.binning import BINNINGS, check_n_bins
     from adacal.plots.bands import check_band_options
 
@@ -339,8 +361,9 @@ def reliability_inputs(request: ReliabilityRequest, *, notes_out: list[str] | No
             if split != "test":  # evaluate scores the test split only (its config.source.split)
                 raise InputError(f"{path} holds bin statistics of the test split; --split {split} needs a "
                                  "predictions file or run folder.")
-            stats, histogram = _evaluate_bins(path, binning, n_bins)
-            panels.append(ReliabilityPanel(label="", stats=stats, histogram=histogram, binning=binning))
+            stats, histogram, eces = _evaluate_bins(path, binning, n_bins)
+            panels.append(ReliabilityPanel(label="", stats=stats, histogram=histogram, binning=binning,
+                                           ece_em=eces.get("ece_em"), ece_ew=eces.get("ece_ew")))
             continue
         try:
             predictions = _split_predictions(path, split, options or ReadOptions())
@@ -348,16 +371,17 @@ def reliability_inputs(request: ReliabilityRequest, *, notes_out: list[str] | No
             raise InputError(str(exc).replace("--labels FILE", "--labels-file FILE")) from None
         if notes_out is not None:  # what reading the file assumed (binary scores, a dropped index column, ...)
             notes_out.extend(note for note in predictions.notes if note not in notes_out)
-        probs, _ = to_probs(predictions.logits)
-        panels.append(panel_from_scores(probs, predictions.labels, binning=binning, n_bins=bins, smooth=smooth,
-                                        **band_options))
+        # The scores as read, as `adacal evaluate` scores them: the titles' ECEs are the numbers its table prints.
+        panels.append(panel_from_scores(predictions.logits, predictions.labels, binning=binning, n_bins=bins,
+                                        smooth=smooth, **band_options))
         if calibrator is not None:
+            from adacal.evaluation import calibrated_probs
+
             fitted, name = calibrator
-            try:  # vector / matrix scaling take only the kind of scores they were fitted on (Calibrator.transform)
-                calibrated_probs = np.asarray(fitted.transform(predictions.logits), dtype=np.float64)
-            except InputError as exc:
-                raise InputError(f"{str(exc).rstrip('.')} (--calibrated, applied to {path}).") from None
-            panels.append(panel_from_scores(calibrated_probs, predictions.labels, binning=binning, n_bins=bins,
+            # As `evaluate --calibrator` applies it; vector / matrix scaling take only the kind of scores they were
+            # fitted on (Calibrator.transform says so, naming the input).
+            scaled = calibrated_probs(fitted, predictions.logits, calibrator_path=f"--calibrated, applied to {path}")
+            panels.append(panel_from_scores(scaled, predictions.labels, binning=binning, n_bins=bins,
                                             smooth=smooth, **band_options))
             names.append(f"{names[-1]} + {name}")
             details.append(details[-1])
@@ -371,11 +395,7 @@ def reliability_inputs(request: ReliabilityRequest, *, notes_out: list[str] | No
             note = empty_bins_note(panel.stats, detail=True)
             if note is not None and f"{label}: {note}" not in notes_out:
                 notes_out.append(f"{label}: {note}")
-    return [
-        ReliabilityPanel(label=label, stats=panel.stats, histogram=panel.histogram, color=color, bands=panel.bands,
-                         smooth=panel.smooth, binning=panel.binning)
-        for label, panel, color in zip(final, panels, colors)
-    ]
+    return [replace(panel, label=label, color=color) for label, panel, color in zip(final, panels, colors)]
 
 
 __all__ = ["ReliabilityRequest", "reliability_inputs", "unique_inputs"]

@@ -24,7 +24,7 @@ SCHEMA_VERSION = 1
 MAX_JSON_BYTES = 256 << 20
 MAX_DEPTH = 64
 MAX_INT_DIGITS = 40
-REPORT_KINDS = ("evaluate", "calibrate", "ood", "calibrator", "train-config")
+REPORT_KINDS = ("evaluate", "calibrate", "ood", "shift", "calibrator", "train-config")
 
 
 class _Refused(ValueError):
@@ -255,6 +255,10 @@ _CALIBRATOR = obj({"method": nonempty_string, "format_version": integer(1), "par
                   {"options": OBJECT, "num_classes": integer(2)})
 _SCORE_METRICS = obj(optional={key: nullable(fraction) for key in ("auroc", "aupr_in", "aupr_out", "fpr_at_95_tpr")})
 _SET = obj({"name": string, "n": integer(1)})
+# One shifted (or the clean) set of a shift report: its size and metrics before and after T.
+_SHIFT_SET = obj({"n": integer(1), "pre": _METRICS}, {"post": nullable(_METRICS)})
+_SHIFT_SET_ENTRY = obj({"corruption": nonempty_string, "severity": integer(1, 5), "source": nonempty_string,
+                        "n": integer(1), "pre": _METRICS}, {"post": nullable(_METRICS), "files": list_of(string)})
 
 RESULTS: dict[str, Schema] = {
     "evaluate": obj(optional={"metrics": _METRICS,
@@ -269,6 +273,9 @@ RESULTS: dict[str, Schema] = {
     "ood": obj(optional={"scores": mapping_of(obj({"pre": _SCORE_METRICS}, {"post": nullable(_SCORE_METRICS)})),
                          "in": _SET, "out": _SET, "temperature": nullable(number),
                          "temperature_source": nullable(string)}),
+    "shift": obj({"clean": _SHIFT_SET, "sets": list_of(_SHIFT_SET_ENTRY)},
+                 {"dataset": string, "n": integer(1), "temperature": nullable(number),
+                  "temperature_source": nullable(string), "by_severity": OBJECT}),
     "calibrator": obj({"calibrator": _CALIBRATOR}),
     "train-config": OBJECT,
 }

@@ -379,4 +379,6 @@ def test_split_val_needs_val_arrays_and_one_equal_mass_bin_is_titled_ece_em(tmp_
     _ok(["reliability", str(tmp_path / "one.npz"), "--binning", "equal-mass", "--n-bins", "1", "--out",
          str(tmp_path / "m.png"), "--dpi", "30"])
     titles = [ax.get_title() for ax in saved_figures[-1].axes if ax.get_label().startswith("reliability:")]
-    assert "ECE-EM" in titles[0] and "ECE-EW" not in titles[0]
+    assert titles[0].splitlines()[1].startswith("ECE-EM ")  # the headline, as evaluate's; ECE-EW beside it
+    legend = [t.get_text() for t in saved_figures[-1].legends[0].get_texts()]
+    assert "Accuracy (1 equal-mass bin)" in legend

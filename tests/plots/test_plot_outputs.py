@@ -360,3 +360,17 @@ def test_a_comparison_lands_outside_the_folder_of_runs_so_a_glob_of_it_still_nam
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["af", "ce"]  # runs/* is still only runs
     result = _invoke(["curves", *sorted((tmp_path / "runs").iterdir()), "--dpi", "30"])
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("crc", [b"fghi", b"\x00\x01\x02\x03", b"-abc"])
+def test_a_png_figures_kind_ends_with_its_text_chunk_whatever_bytes_follow(tmp_path, crc):
+    """The kind is read up to the tEXt chunk's recorded length: a CRC whose bytes read as letters ('shift' + 'fghi')
+    is not part of it (a figure was once refused as a 'shiftf' figure when redrawn)."""
+    import struct
+
+    from adacal.plots.outputs import figure_kind
+
+    text = b"Comment\x00adacal plot shift"
+    path = tmp_path / "figure.png"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + struct.pack(">I", len(text)) + b"tEXt" + text + crc + b"\x00" * 16)
+    assert figure_kind(path) == "shift"
