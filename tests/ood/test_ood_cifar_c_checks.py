@@ -123,7 +123,7 @@ def test_a_file_of_other_inputs_is_still_scored_by_the_model(digits_run, one_tor
 @pytest.mark.parametrize("out", ["svhn", "cifar10", "cifar100-c", "20newsgroups"])
 def test_a_named_set_of_another_shape_is_refused_before_it_is_loaded(digits_run, tmp_path, monkeypatch, out):
     """A digits model reads (64,): SVHN's (3, 32, 32) is known from its spec, so nothing is loaded or downloaded."""
-    import adacal.data.corruptions as corruptions
+    import adacal.data.corruptions.ood_sets as corruptions  # where the OOD sets are loaded
     import adacal.data.text as text
 
     def never(*args, **kwargs):
@@ -141,7 +141,7 @@ def test_a_named_set_of_another_shape_is_refused_before_it_is_loaded(digits_run,
 
 
 def test_an_in_distribution_set_of_another_shape_is_refused_before_it_is_loaded(digits_run, monkeypatch):
-    import adacal.data.corruptions as corruptions
+    import adacal.data.corruptions.ood_sets as corruptions
 
     monkeypatch.setattr(corruptions, "load_image_arrays", lambda *a, **k: pytest.fail("the OOD set was loaded"))
     with pytest.raises(InputError, match=r"Expected in-distribution inputs of shape \(64,\) .* got \(3, 32, 32\) "

@@ -13,11 +13,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from adacal.data.base import DATASETS, Split, check_data_file, default_data_dir, images_to_tensor, labels_to_tensor
+from adacal.data.base import (
+    DATASETS,
+    Split,
+    check_data_file,
+    default_data_dir,
+    images_to_tensor,
+    labels_to_tensor,
+    load_dataset,
+)
 from adacal.data.corruptions.hendrycks import CORRUPTED_SETS, cifar_c_folder, load_cifar_c, missing_files_message
 from adacal.data.corruptions.suite import CORRUPTIONS, UNAVAILABLE, check_corruption, check_severity, shift_corruptions
 from adacal.data.image_arrays import check_image_labels, check_images, read_npz
-from adacal.data.vision import SPECS
+from adacal.data.vision import SPECS, load_image_arrays
 from adacal.errors import InputError, unknown_name
 
 
@@ -185,16 +193,12 @@ def clean_test_split(name: str, *, data_dir: Any, download: bool) -> tuple[Split
     >>> shape, kind
     ((64,), 'vector')
     """
-    # Looked up on the package, which re-exports them, so that patching adacal.data.corruptions.load_image_arrays or
-    # .load_dataset (as tests do, to prove that a set is refused before anything is loaded) reaches these calls.
-    from adacal.data import corruptions as package
-
     if name in SPECS:
         root = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
-        arrays, _ = package.load_image_arrays(SPECS[name], root, download=download)
+        arrays, _ = load_image_arrays(SPECS[name], root, download=download)
         split = Split(images_to_tensor(arrays["test_x"]), labels_to_tensor(arrays["test_y"]))
         return split, tuple(split.inputs.shape[1:]), "image"
-    dataset = package.load_dataset(name, data_dir=data_dir, seed=0, download=download)
+    dataset = load_dataset(name, data_dir=data_dir, seed=0, download=download)
     return dataset.test, dataset.input_shape, dataset.kind
 
 
