@@ -25,7 +25,7 @@
 # Machine notes for this project's lent GPU machines:
 # - they have torch 2.11 (adacal works with 2.11-2.x; nothing here needs more);
 # - they cannot download: the data must travel with the working tree, at most 64 MiB in all per call. cifar10.npz is
-#   170 MB, so it travels JPEG-packed (58 MiB, ~40 dB PSNR against the shared copy) and is unpacked there:
+#   170 MB, so it travels JPEG-packed (31 MiB, ~47 dB PSNR against the shared copy) and is unpacked there:
 #     here:  echo /.data/ >> .git/info/exclude
 #            python benchmarks/pack_cifar10.py pack ../shared/data/cifar10.npz .data/cifar10.jpeg.npz
 #     there (run with carry [".data"]):  python benchmarks/pack_cifar10.py unpack .data/cifar10.jpeg.npz \

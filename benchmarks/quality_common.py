@@ -32,7 +32,6 @@ import os
 import platform
 import re
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -45,7 +44,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
 import adacal  # noqa: E402
-
+# The result files' I/O, re-exported here, where the scripts and tests have always found it.
+from quality_files import RESULT_SCHEMA, commit_file, read_result, result_path, write_result  # noqa: E402,F401
 
 
 def _shared_data() -> Path:
@@ -63,7 +63,6 @@ SHARED_DATA = _shared_data()
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 PLOTS_DIR = RESULTS_DIR / "plots"
 RUNS_DIR = RESULTS_DIR / "quality_runs"
-RESULT_SCHEMA = "adacal-quality-run/1"
 
 # benchmark name -> (adacal loss name, loss options)
 LOSS_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -314,53 +313,6 @@ def arm_of(options: dict[str, Any]) -> str | None:
         if all(options.get(k) == _plain(v) for k, v in values.items()):
             return arm
     return None
-
-
-def result_path(runs_dir: Path, name: str, arm: str, seed: int) -> Path:
-    return Path(runs_dir) / f"{name}-{arm}-seed{seed}.json"
-
-
-def read_result(path: Path, key: str | None = None) -> dict[str, Any] | None:
-    """The result file at `path` if it is one and (when `key` is given) holds that key, else None."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("schema") != RESULT_SCHEMA:
-        return None
-    if key is not None and data.get("key") != key:
-        return None
-    return data
-
-
-def write_result(path: Path, entry: dict[str, Any]) -> Path:
-    from adacal.reports import write_json
-
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    return write_json(path, entry)
-
-
-def commit_file(path: Path, message: str, *, attempts: int = 20) -> bool:
-    """`git add` + `git commit` of this one file in the repository holding it (retried while another process holds
-    the index lock). Returns whether a commit was made; never pushes."""
-    path = Path(path).resolve()
-    for attempt in range(attempts):
-        add = subprocess.run(["git", "-C", str(path.parent), "add", "--", path.name], capture_output=True, text=True)
-        commit = None
-        if add.returncode == 0:
-            commit = subprocess.run(["git", "-C", str(path.parent), "commit", "-q", "-m", message, "--", path.name],
-                                    capture_output=True, text=True)
-            if commit.returncode == 0:
-                return True
-            if "nothing to commit" in (commit.stdout + commit.stderr) or "no changes added" in commit.stdout:
-                return False
-        error = (commit or add).stderr
-        if "index.lock" not in error:
-            print(f"  warning: could not commit {path}: {error.strip()}", file=sys.stderr, flush=True)
-            return False
-        time.sleep(0.5 + 0.25 * attempt)
-    print(f"  warning: could not commit {path}: the git index stayed locked", file=sys.stderr, flush=True)
-    return False
 
 
 # ------------------------------------------------------------------------------------------------ training
@@ -1106,11 +1058,12 @@ def check_common_arguments(args: Any) -> None:
             raise SystemExit(f"Error: {error}") from None
 
 
-def redirect_quick_outputs(args: Any, *, results: Path, dataset: str) -> None:
-    """A smoke test writes nothing into the repository: runs, result files, JSON and plots all go under <out>_quick."""
+def redirect_quick_outputs(args: Any, *, results: Path, dataset: str, runs_dir: Path | None = None) -> None:
+    """A smoke test writes nothing into the repository: runs, result files, JSON and plots all go under <out>_quick
+    (`runs_dir`: the default result-file folder, RUNS_DIR / dataset unless given)."""
     args.out = args.out.rstrip("/") + "_quick"
-    if args.runs_dir == str(RUNS_DIR / dataset):
-        args.runs_dir = str(Path(args.out) / "quality_runs" / dataset)
+    if args.runs_dir == str(runs_dir or RUNS_DIR / dataset):
+        args.runs_dir = str(Path(args.out) / "quality_runs" / Path(runs_dir or dataset).name)
     if args.results == str(results):
         args.results = str(Path(args.out) / f"{results.stem}_quick.json")
     if args.plots == str(PLOTS_DIR):

@@ -3,7 +3,9 @@ zero-padded by `padding` pixels on each side, then a horizontal flip with probab
 RandomCrop(32, padding=4) + RandomHorizontalFlip, without a per-image Python loop or PIL).
 
 The random draws come from a `torch.Generator` on the CPU (so a seed gives the same augmentation on any device) in a
-fixed order: top offsets, left offsets, flip coins.
+fixed order per batch: top offsets, left offsets, flip coins. `draw_epoch_augmentation` makes those same per-batch
+draws for a whole epoch at once, so a loader moves them to the device in one copy instead of three a batch (each copy
+from host memory waits for the GPU).
 """
 
 from __future__ import annotations
@@ -22,6 +24,29 @@ def draw_augmentation(
         flips = torch.rand(n, generator=generator) < 0.5
     else:
         flips = torch.zeros(n, dtype=torch.bool)
+    return top, left, flips
+
+
+def draw_epoch_augmentation(
+    batch_sizes: list[int], *, padding: int = 4, flip: bool = True, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The draws of `draw_augmentation` for consecutive batches of `batch_sizes`, made batch by batch in that order
+    (so the values are those a per-batch loop would draw), concatenated: (top, left, flips) of length
+    sum(batch_sizes), on the CPU. Batch b's parameters are the slice of its samples.
+
+    Example:
+        >>> import torch
+        >>> from adacal.data.augment import draw_augmentation, draw_epoch_augmentation
+        >>> top, left, flips = draw_epoch_augmentation([3, 2], generator=torch.Generator().manual_seed(0))
+        >>> generator = torch.Generator().manual_seed(0)
+        >>> first, second = draw_augmentation(3, generator=generator), draw_augmentation(2, generator=generator)
+        >>> torch.equal(top[3:], second[0]) and torch.equal(left[3:], second[1]) and torch.equal(flips[3:], second[2])
+        True
+    """
+    draws = [draw_augmentation(int(size), padding=padding, flip=flip, generator=generator) for size in batch_sizes]
+    if not draws:
+        return torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.bool)
+    top, left, flips = (torch.cat(parts) for parts in zip(*draws))
     return top, left, flips
 
 

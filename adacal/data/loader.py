@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from adacal.data.augment import augment_batch, draw_augmentation
+from adacal.data.augment import augment_batch, crop_and_flip, draw_epoch_augmentation
 from adacal.data.base import Dataset, Split, check_int, normalization
 from adacal.errors import InputError
 
@@ -214,24 +214,34 @@ class BatchLoader:
 
     def iterate(self, start_batch: int = 0) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         """This epoch's batches after the first `start_batch` ones: exactly the tail of a full iteration (the
-        augmentation draws of the skipped batches are replayed, cheap, so the generator is where it would be)."""
+        augmentation draws of the skipped batches are made too, cheap, so the others are those a full pass draws).
+
+        The order and the epoch's augmentation parameters reach the device in one copy each per epoch: no batch waits
+        on a copy from host memory (which, not pinned, would wait for the GPU to finish its queued work)."""
         n_batches = len(self)
         check_int("start_batch", start_batch, minimum=0)
         if start_batch > n_batches:
             raise InputError(f"Expected start_batch in [0, {n_batches}] for {n_batches} batches, got {start_batch}.")
         order = self.indices()
-        generator = self.augmentation_generator() if self.augment else None
-        if generator is not None:
-            for b in range(start_batch):
-                size = len(order[b * self.batch_size : (b + 1) * self.batch_size])
-                draw_augmentation(size, padding=self.padding, generator=generator)
+        params = None
+        if self.augment:
+            sizes = [len(order[b * self.batch_size : (b + 1) * self.batch_size]) for b in range(n_batches)]
+            params = tuple(self._to_device(t) for t in draw_epoch_augmentation(
+                sizes, padding=self.padding, generator=self.augmentation_generator()))
         if self._on_device:
-            order = order.to(self.device)
+            order = self._to_device(order)
         for b in range(start_batch, n_batches):
-            index = order[b * self.batch_size : (b + 1) * self.batch_size]
+            window = slice(b * self.batch_size, (b + 1) * self.batch_size)
+            index = order[window]
             inputs = self._fetch(self._inputs, index)
             labels = self._fetch(self._labels, index)
-            yield self.prepare(inputs, generator), labels
+            yield self.prepare(inputs, params=None if params is None else tuple(t[window] for t in params)), labels
+
+    def _to_device(self, tensor: torch.Tensor) -> torch.Tensor:
+        """A CPU tensor on this loader's device: pinned and copied without blocking on CUDA."""
+        if self.device.type == "cuda":
+            return tensor.pin_memory().to(self.device, non_blocking=True)
+        return tensor.to(self.device)
 
     def _fetch(self, source: Any, index: torch.Tensor) -> torch.Tensor:
         batch = source.index_select(0, index) if isinstance(source, torch.Tensor) else source[index]
@@ -242,14 +252,21 @@ class BatchLoader:
                 batch = batch.to(self.device)
         return batch
 
-    def prepare(self, inputs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        """A raw batch (already on the device) → model input: augment (when on), float32, normalised."""
+    def prepare(
+        self, inputs: torch.Tensor, generator: torch.Generator | None = None, *,
+        params: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        """A raw batch (already on the device) → model input: augment (when on; with the (top, left, flips) `params`
+        when given, else drawn from `generator`), float32, normalised."""
         if self.kind == "text":
             return inputs.long()
         if self.kind == "vector":
             return inputs.float()
         if self.augment:
-            inputs = augment_batch(inputs, generator=generator, padding=self.padding)
+            if params is not None:
+                inputs = crop_and_flip(inputs, *params, padding=self.padding)
+            else:
+                inputs = augment_batch(inputs, generator=generator, padding=self.padding)
         memory_format = torch.channels_last if self.channels_last else torch.contiguous_format
         images = inputs.to(dtype=torch.float32, memory_format=memory_format)
         return images.mul_(self._scale).add_(self._shift)

@@ -18,6 +18,7 @@ from adacal.training.checkpoints import checkpoint_test_subset_method, load_chec
 
 SPLITS = ("train", "val", "test")
 EVAL_BATCH_SIZE = 512
+CUDA_EVAL_BATCH_SIZE = 1024  # the trainer's validation and test passes on a GPU: 5,000 images in 5 batches
 
 
 @contextlib.contextmanager

@@ -28,17 +28,17 @@ from adacal.runs import EVALUATE_FILE, RunFolder
 from adacal.training.checkpoints import load_checkpoint
 from adacal.training.config import TrainConfig
 from adacal.training.distributed import DistributedContext
-from adacal.training.inference import EVAL_BATCH_SIZE, predict, slice_split
+from adacal.training.inference import CUDA_EVAL_BATCH_SIZE, EVAL_BATCH_SIZE, predict, slice_split
 from adacal.training.interrupts import InterruptGuard, TrainingInterrupted
 from adacal.training.optimizers import build_optimizer
-from adacal.training.progress import ProgressDispatcher
+from adacal.training.progress import EpochTotals, ProgressDispatcher, Reading
 from adacal.training.results import TrainResult, report_metrics, run_evaluation_report, validation_metrics
 from adacal.training.run_writer import INTERRUPTED, RunWriter
 from adacal.training.schedules import build_scheduler
 from adacal.training.trainer_state import TrainerState
 from adacal.training.update_schedule import idle_update_epochs, parse_update_every
 
-CUDA_SYNC_EVERY = 25  # batches between reads of the loss on a GPU (each read waits for the GPU)
+CUDA_SYNC_EVERY = 25  # batches between reads of the running totals on a GPU (progress and the NaN/Inf check)
 
 
 class NonFiniteLossError(AdacalError):
@@ -88,6 +88,9 @@ class Trainer(TrainerState):
         self.loss = loss.to(device)
         self.needs_validation = bool(getattr(loss, "needs_validation", False))
         self.channels_last = bool(config.channels_last)
+        # Batches between host reads of the running loss (progress, NaN/Inf check): every batch on the CPU, where a
+        # read costs nothing; every CUDA_SYNC_EVERY on a GPU, where each read would otherwise wait for the GPU.
+        self.read_every = 1 if device.type == "cpu" else CUDA_SYNC_EVERY
 
         self.net = model.to(device)
         if self.channels_last:
@@ -145,8 +148,10 @@ class Trainer(TrainerState):
             data = self.dataset.split(split)
             start, stop = self.dist.shard_bounds(len(data))
             shard = slice_split(data, start, stop) if self.dist.enabled else data
+            # a GPU scores a split in a few large batches (fewer launches); the CPU keeps its batches, and so its bits
+            eval_batch = EVAL_BATCH_SIZE if self.device.type == "cpu" else CUDA_EVAL_BATCH_SIZE
             self._eval_loaders[split] = BatchLoader(
-                shard, max(EVAL_BATCH_SIZE, self.config.batch_size), dataset=self.dataset, shuffle=False,
+                shard, max(eval_batch, self.config.batch_size), dataset=self.dataset, shuffle=False,
                 augment=False, device=self.device, channels_last=self.channels_last,
             ) if len(shard) else None
         return self._eval_loaders[split]
@@ -269,13 +274,16 @@ class Trainer(TrainerState):
         return notes
 
     def train_epoch(self, epoch: int) -> dict[str, Any]:
-        """One pass over the training split (with any per-n-batch γ-updates); no validation, no files."""
+        """One pass over the training split (with any per-n-batch γ-updates); no validation, no files.
+
+        No step reads a device value on the host: the running totals stay on the device (`EpochTotals`) and are read
+        every `read_every` batches (progress, the NaN/Inf check), before a mid-epoch γ-update or checkpoint, and at the
+        epoch's end."""
         model, loss_fn, device = self.model, self.loss, self.device
         loader = self.train_loader
         loader.set_epoch(epoch)
         n_batches = len(loader)
         every = self.schedule.batches_for_epoch(epoch) if self.needs_validation else None
-        sync_every = 1 if device.type == "cpu" else CUDA_SYNC_EVERY
         # Summed over the batch (the reference code's reduction) = the per-sample mean times the batch size, for every
         # loss; the mean is what history.jsonl and the progress bar report either way.
         summed = self.config.loss_reduction == "sum"
@@ -287,11 +295,8 @@ class Trainer(TrainerState):
         partial = self.partial_epoch if self.partial_epoch and self.partial_epoch["epoch"] == epoch else None
         self.partial_epoch = None
         start = int(partial["batch"]) if partial else 0
-        batch_losses = torch.zeros(n_batches, device=device)
-        loss_sum = torch.tensor(float(partial["loss_sum"]) if partial else 0.0, device=device, dtype=torch.float64)
-        correct = torch.tensor(int(partial["correct"]) if partial else 0, device=device, dtype=torch.int64)
-        seen = int(partial["seen"]) if partial else 0
-        checked = start
+        totals = EpochTotals(device, start=start, **({key: partial[key] for key in ("loss_sum", "correct", "seen")}
+                                                     if partial else {}))
         updates = [BinUpdate.from_dict(u) for u in partial["updates"]] if partial else []
         cached_val: tuple[np.ndarray, np.ndarray] | None = None
         guard = self._guard if not self.dist.enabled else None
@@ -301,20 +306,16 @@ class Trainer(TrainerState):
                 with self._autocast():
                     logits = model(inputs)
                 value = loss_fn(logits.float(), labels)
-                batch_losses[batch - 1] = value.detach()
-                if batch % sync_every == 0 or batch == n_batches:
-                    window = batch_losses[checked:batch]
-                    bad = not bool(torch.isfinite(window).all())
-                    if self.dist.any(bad, device):
-                        self._raise_non_finite(epoch, checked, batch, window)
-                    checked = batch
+                totals.add(value, logits, labels)
+                updating = every is not None and batch % every == 0
+                readings: list[Reading] = []
+                if batch % self.read_every == 0 or batch == n_batches or updating:
+                    # read before a γ-update too: a NaN loss must not surface as NaN validation outputs
+                    readings = totals.read(wait=batch == n_batches or updating)
+                    self._refuse_non_finite(epoch, readings)
                 self._step(value * labels.shape[0] if summed else value)
-                size = labels.shape[0]
-                seen += size
-                loss_sum += value.detach().double() * size
-                correct += (logits.detach().argmax(dim=1) == labels).sum()
 
-                if every is not None and batch % every == 0:
+                if updating:
                     # γ-update from a validation pass in eval mode; `predict` puts the model back in train mode.
                     cached_val = self.predict_split("val")
                     record = self._update_loss(*cached_val)
@@ -322,32 +323,37 @@ class Trainer(TrainerState):
                     self.emit("update", epoch=epoch, batch=batch, record=record)
                     if batch != n_batches:
                         cached_val = None
-                if batch % sync_every == 0 or batch == n_batches:
-                    self.emit(
-                        "batch_end", epoch=epoch, batch=batch, batches=n_batches,
-                        running_loss=float(loss_sum) / max(seen, 1),
-                    )
+                self._report(epoch, readings, n_batches)
                 if guard is not None and guard.pending:
-                    if checked < batch:  # never save a state whose latest losses were not checked yet (GPU)
-                        window = batch_losses[checked:batch]
-                        if not bool(torch.isfinite(window).all()):
-                            self._raise_non_finite(epoch, checked, batch, window)
-                    self._save_interrupted(
-                        guard, epoch, batch, loss_sum=loss_sum, correct=correct, seen=seen, updates=updates
-                    )
-        totals = torch.stack(
-            [loss_sum, correct.double(), torch.tensor(float(seen), device=device, dtype=torch.float64)])
+                    readings = totals.read(wait=True)  # never save a state whose latest losses were not checked
+                    self._refuse_non_finite(epoch, readings)
+                    self._report(epoch, readings, n_batches)
+                    self._save_interrupted(guard, epoch, batch, totals=totals, updates=updates)
+        if totals.unread:
+            self._refuse_non_finite(epoch, totals.read(wait=True))
+        summary = totals.totals()
         if self.dist.enabled:
             import torch.distributed as tdist
 
-            tdist.all_reduce(totals)
-        total_loss, total_correct, total_seen = (float(v) for v in totals.cpu())
+            tdist.all_reduce(summary)
+        total_loss, total_correct, total_seen = (float(v) for v in summary.cpu())
         return {
             "train": {"loss": total_loss / max(total_seen, 1), "accuracy": total_correct / max(total_seen, 1)},
             "updates": updates,
             "every": every,
             "cached_val": cached_val,
         }
+
+    def _refuse_non_finite(self, epoch: int, readings: list[Reading]) -> None:
+        """Raise NonFiniteLossError when a reading holds a NaN or Inf loss (decided on every rank at once)."""
+        for reading in readings:
+            if self.dist.any(not reading.finite, self.device):
+                self._raise_non_finite(epoch, reading.first - 1, reading.last, reading.losses)
+
+    def _report(self, epoch: int, readings: list[Reading], n_batches: int) -> None:
+        for reading in readings:
+            self.emit("batch_end", epoch=epoch, batch=reading.last, batches=n_batches,
+                      running_loss=reading.running_loss)
 
     def _step(self, objective: torch.Tensor) -> None:
         """One optimiser step on `objective`: gradients from zero, backward (scaled under float16 AMP), the gradient
@@ -363,13 +369,13 @@ class Trainer(TrainerState):
         scaler.update()
 
     def _save_interrupted(
-        self, guard: InterruptGuard, epoch: int, batch: int, *, loss_sum: torch.Tensor, correct: torch.Tensor,
-        seen: int, updates: list[BinUpdate],
+        self, guard: InterruptGuard, epoch: int, batch: int, *, totals: EpochTotals, updates: list[BinUpdate],
     ) -> None:
         """Write checkpoints/interrupted.pt (the state after `batch` of `epoch`), then raise KeyboardInterrupt: the
         pending signal is raised when `critical()` ends, after the write."""
-        partial = {"epoch": epoch, "batch": batch, "loss_sum": float(loss_sum), "correct": int(correct),
-                   "seen": int(seen), "updates": [u.to_dict() for u in updates]}
+        counts = totals.totals().cpu().tolist()
+        partial = {"epoch": epoch, "batch": batch, "loss_sum": counts[0], "correct": int(counts[1]),
+                   "seen": int(totals.seen), "updates": [u.to_dict() for u in updates]}
         with guard.critical(), self._writing():
             self.writer.save_checkpoint(INTERRUPTED, self.checkpoint(epoch - 1, partial_epoch=partial))
             self._saved_interrupted = self.folder.checkpoint(INTERRUPTED)
