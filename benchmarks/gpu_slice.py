@@ -299,7 +299,7 @@ _EPOCH_LINE = re.compile(r"\] epoch +(\d+)/(\d+) +([\d.]+)s")
 
 
 def epoch_times(log_path: Path) -> dict[str, Any]:
-    """The epoch times a cell's log printed (quality_common.EpochPrinter's lines)."""
+    """The epoch times a cell's log printed (quality_training.EpochPrinter's lines)."""
     seconds = [float(m.group(3)) for m in _EPOCH_LINE.finditer(log_path.read_text(errors="replace"))]
     return {"epoch_seconds": seconds, "epoch_seconds_median": statistics.median(seconds) if seconds else None}
 

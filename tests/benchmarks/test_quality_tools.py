@@ -1,5 +1,6 @@
-"""The quality benchmarks' runner (benchmarks/quality_common.py): result keys, arms, temperature fits, resumability
-from the committed result files alone, the summary over seeds, and summarize_runs.py reading those files."""
+"""The quality benchmarks' runner (benchmarks/quality_common.py and the quality_* modules it re-exports): result keys,
+arms, temperature fits, resumability from the committed result files alone, the summary over seeds, and
+summarize_runs.py reading those files."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ def _load(name: str):
 
 
 qc = _load("quality_common")
+qs = _load("quality_summary")  # the private helpers a test reads, in their modules
+qt = _load("quality_training")
 summarize_runs = _load("summarize_runs")
 
 
@@ -175,7 +178,7 @@ def test_a_committed_result_key_is_still_current_and_the_bin_count_spelling_does
     old_config = {**RESOLVED, "loss": "adafocal", "loss_options": {"num_bins": 15, "lam": 1.0, "gamma_init": 1.0,
                   "gamma_max": 20.0, "gamma_min": -2.0, "switch_threshold": 0.2}}
     new_options = qc.protocol_options({**RESOLVED, "loss": "adafocal", "loss_options": {}})
-    assert qc._with_loss_defaults(qc.protocol_options(old_config)) == qc._with_loss_defaults(new_options)
+    assert qc.with_loss_defaults(qc.protocol_options(old_config)) == qc.with_loss_defaults(new_options)
 
 
 # ------------------------------------------------------------------------------------------------ the grid, end to end
@@ -288,7 +291,7 @@ def test_training_time_is_averaged_per_device_only(finished):
     header, rows = qc.table_rows([row], with_ood=False)
     assert rows[0][header.index("train s/run")] == "300 (cpu) · 12 (cuda)"
     (same,) = qc.summarise(entries, ["adafocal"], ["mean"])
-    assert qc.table_rows([same], with_ood=False)[1][0][-1] == qc._cell(same["figures"]["train_seconds"], 1.0, 0)
+    assert qc.table_rows([same], with_ood=False)[1][0][-1] == qs._cell(same["figures"]["train_seconds"], 1.0, 0)
     # Runs on cuda and cuda:0 of one card are one group; a row all on a GPU says so.
     on_card = [{**e, "machine": {**e["machine"], "device": d, "gpu": "H100"}}
                for e, d in zip(entries, ["cuda", "cuda:0"])]
@@ -320,10 +323,10 @@ def test_a_reused_run_folder_keeps_the_device_it_trained_on(finished, monkeypatc
 def test_the_device_of_a_run_folder_is_read_from_its_config(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    assert qc._run_device(run) == "cpu"  # no config.json: the CPU
+    assert qt._run_device(run) == "cpu"  # no config.json: the CPU
     (run / "config.json").write_text(json.dumps({"config": {"device": "CUDA:1"}}))
-    assert qc._run_device(run) == "cuda:1"
-    assert qc._device_name("cpu") == "cpu" and qc._device_name(None) == "cpu"
+    assert qt._run_device(run) == "cuda:1"
+    assert qt._device_name("cpu") == "cpu" and qt._device_name(None) == "cpu"
 
 
 def test_figures_are_drawn_from_the_result_files(finished, tmp_path):
@@ -419,7 +422,7 @@ def test_benchmark_processes_compute_in_float32_on_cuda():
     saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
     try:
         torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = True
-        qc._set_threads(torch.get_num_threads())
+        qc.set_threads(torch.get_num_threads())
         assert torch.backends.cudnn.allow_tf32 is False and torch.backends.cuda.matmul.allow_tf32 is False
     finally:
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
