@@ -183,24 +183,26 @@ def summarise(entries: list[dict[str, Any]], losses: list[str]) -> dict[str, Any
     return {"per_loss": table, "ece_em_paired_with_ce_post_t": paired}
 
 
-def print_table(summary: dict[str, Any]) -> None:
-    """ECE-EM (%) per severity: each loss as trained and after T, mean ± std over seeds."""
+def print_table(summary: dict[str, Any], metric: str = "ece_em", stages: tuple[str, ...] = ("pre", "post")) -> None:
+    """`metric` (%) per severity: each loss as trained and after T, mean ± std over seeds."""
     per_loss = summary["per_loss"]
-    severities = sorted({int(s) for block in per_loss.values() for s in block["ece_em_pre"]})
+    severities = sorted({int(s) for block in per_loss.values() for s in block[f"{metric}_pre"]})
     header = ["loss", "T", *("clean" if s == 0 else f"s{s}" for s in severities)]
     rows = []
     for loss, block in per_loss.items():
-        for stage in ("pre", "post"):
+        for stage in stages:
             cells = []
             for s in severities:
-                stat = block[f"ece_em_{stage}"].get(str(s))
+                stat = block[f"{metric}_{stage}"].get(str(s))
                 spread = "" if not stat or stat["std"] is None else f" ± {100 * stat['std']:.2f}"
                 cells.append("–" if not stat or stat["mean"] is None else f"{100 * stat['mean']:.2f}{spread}")
             name = qc.DISPLAY.get(loss, loss) + ("" if stage == "pre" else " + T")
-            seeds = f" ({len(block['seeds'])} seeds)" if stage == "pre" else ""
+            count = len(block["seeds"])
+            seeds = f" ({count} seed{'s' if count != 1 else ''})" if stage == stages[0] else ""
             temperature = block["temperature"]["mean"] if stage == "post" else None
             rows.append([name + seeds, "" if temperature is None else f"{temperature:.2f}", *cells])
-    print("ECE-EM (%) under shift: mean over corruptions, then mean ± std over seeds")
+    title = {"ece_em": "ECE-EM", "error": "Error"}.get(metric, metric)
+    print(f"{title} (%) under shift: mean over corruptions, then mean ± std over seeds")
     print(qc.markdown_table(header, rows))
 
 
@@ -208,8 +210,9 @@ def draw(entries: list[dict[str, Any]], losses: list[str], folder: Path, slug: s
     from adacal.plots.shift import ShiftGroup, shift_figure
     from adacal.plots.style import save_figure
 
-    groups = [ShiftGroup(label=loss, results=[e["results"] for e in entries if e["loss"] == loss],
-                         loss=loss if loss in qc.DISPLAY else None) for loss in losses]
+    # Display names in the legend; the losses adacal names keep their colours, variants take spare ones.
+    groups = [ShiftGroup(label=qc.DISPLAY.get(loss, loss), results=[e["results"] for e in entries if e["loss"] == loss],
+                         loss=loss if loss in ("ce", "flsd-53", "adafocal") else None) for loss in losses]
     groups = [g for g in groups if g.results]
     if not groups:
         return []
@@ -266,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     summary = summarise(entries, losses)
     print_table(summary)
+    print_table(summary, "error", stages=("pre",))  # T never changes the argmax
     from adacal.reports import utc_now, write_json
 
     Path(args.results).parent.mkdir(parents=True, exist_ok=True)
