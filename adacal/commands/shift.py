@@ -144,7 +144,9 @@ def run_shift(
     run_dir = scorer.run.root if scorer.run is not None else None
     value, source = _temperature(scorer, temperature=temperature, fit=fit_temperature, run_dir=run_dir)
     clean_logits, clean_labels = scorer.clean_test()
-    rows = _limit_rows(len(clean_labels), limit, seed)
+    from adacal.ood.model import limit_indices
+
+    rows = limit_indices(len(clean_labels), limit, seed)  # as `adacal ood --limit` picks them
     if rows is not None:
         clean_logits, clean_labels = clean_logits[rows], clean_labels[rows]
     clean = {"n": int(len(clean_labels)), **set_metrics(clean_logits, clean_labels, temperature=value, n_bins=n_bins)}
@@ -191,13 +193,6 @@ def run_shift(
 def _check_positive(flag: str, value: Any, *, minimum: int = 1) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise InputError(f"Expected {flag} to be an integer >= {minimum}, got {value!r}.")
-
-
-def _limit_rows(n: int, limit: int | None, seed: int) -> np.ndarray | None:
-    """A seeded random `limit` of range(n), ascending (the same positions in every set), or None for all."""
-    if limit is None or limit >= n:
-        return None
-    return np.sort(np.random.default_rng(seed).permutation(n)[:limit])
 
 
 def _temperature(scorer: _ModelScorer, *, temperature: float | None, fit: bool,

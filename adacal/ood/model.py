@@ -205,7 +205,7 @@ def ood_from_model(
                 rows = np.sort(np.random.default_rng(seed).permutation(n)[:m])
                 why = f"a seeded random {m} (--seed {seed}) to match the model's {m}-image {in_name} test subset"
             subsample.update({"from": int(n), "to": int(m), "reason": why})
-        index = _limit_indices(len(rows), limit, seed)
+        index = limit_indices(len(rows), limit, seed)
         rows = rows if index is None else rows[index]
         if subsample and index is not None:
             subsample["limited_to"] = int(len(rows))  # --limit then takes some of the test subset's images
@@ -415,7 +415,7 @@ def saved_predictions(run: RunFolder | None, checkpoint: dict[str, Any], *, in_n
     return splits
 
 
-def _limit_indices(n: int, limit: int | None, seed: int) -> np.ndarray | None:
+def limit_indices(n: int, limit: int | None, seed: int) -> np.ndarray | None:
     """A seeded random `limit` of range(n) in ascending order (CIFAR test sets are sorted by class), or None for all."""
     if limit is None or limit >= n:
         return None
@@ -423,7 +423,7 @@ def _limit_indices(n: int, limit: int | None, seed: int) -> np.ndarray | None:
 
 
 def _subset_rows(array: np.ndarray, limit: int | None, seed: int) -> np.ndarray:
-    index = _limit_indices(len(array), limit, seed)
+    index = limit_indices(len(array), limit, seed)
     return array if index is None else array[index]
 
 
@@ -432,7 +432,7 @@ def _subset_split(split: Any, limit: int | None, seed: int) -> Any:
 
     from adacal.data import Split
 
-    index = _limit_indices(len(split), limit, seed)
+    index = limit_indices(len(split), limit, seed)
     if index is None:
         return split
     index = torch.from_numpy(index)
