@@ -219,7 +219,7 @@ class _ModelScorer:
         from adacal.models import model_input_kind
         from adacal.ood.model import resolve_checkpoint
         from adacal.training.checkpoints import checkpoint_test_subset_method, load_checkpoint
-        from adacal.training.inference import checkpoint_data_options, resolve_device
+        from adacal.training.inference import CheckpointModel, checkpoint_data_options, resolve_device
 
         self.checkpoint_path, self.run = resolve_checkpoint(model)
         self.checkpoint = load_checkpoint(self.checkpoint_path)
@@ -238,8 +238,8 @@ class _ModelScorer:
         self.subset_method = checkpoint_test_subset_method(self.checkpoint)
         self.device = resolve_device(device)
         self.device_name = str(self.device)
-        self.batch_size = batch_size
-        self._model: Any = None
+        self._scorer = CheckpointModel(self.checkpoint, self.checkpoint_path, device=self.device,
+                                       batch_size=batch_size)
         self._dataset: Any = None
         self._saved: Any = None
         self._saved_read = False
@@ -268,21 +268,7 @@ class _ModelScorer:
         return self._dataset
 
     def _logits(self, split: Any) -> np.ndarray:
-        from adacal.data import BatchLoader
-        from adacal.training.inference import build_model_from_checkpoint, predict
-
-        import torch
-
-        channels_last = bool(self.options.get("channels_last"))  # as the run trained: the faster layout on CPUs
-        if self._model is None:
-            self._model, _ = build_model_from_checkpoint(self.checkpoint)
-            self._model = self._model.to(self.device)
-            if channels_last:
-                self._model = self._model.to(memory_format=torch.channels_last)
-        loader = BatchLoader(split, self.batch_size, dataset=self.dataset, shuffle=False, augment=False,
-                             device=self.device, channels_last=channels_last)
-        logits, _ = predict(self._model, loader, self.device)
-        return logits
+        return self._scorer.predict(split, normalise_as=self.dataset)[0]
 
     def _subset_rows(self, labels: np.ndarray) -> np.ndarray | None:
         """The rows of the full test set the run was scored on (its --test-subset), or None for all."""

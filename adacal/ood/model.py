@@ -149,13 +149,13 @@ def ood_from_model(
     it was subsampled to the in-distribution size, or None), out_range (for a file of feature vectors: their
     min and max and the training dataset's feature range, else None), and val when asked.
     """
-    from adacal.data import BatchLoader, load_dataset, load_ood_set
+    from adacal.data import load_dataset, load_ood_set
     from adacal.data.corruptions import cifar_test_labels, hendrycks_file
     from adacal.data.base import subset_test_rows
     from adacal.checks import check_device_name
     from adacal.models import model_input_kind
     from adacal.training.checkpoints import checkpoint_test_subset_method, load_checkpoint
-    from adacal.training.inference import build_model_from_checkpoint, checkpoint_data_options, predict, resolve_device
+    from adacal.training.inference import CheckpointModel, checkpoint_data_options, resolve_device
 
     in_name, out_name, corruption, severity = check_ood_options(
         in_name=in_name, out_name=out_name, corruption=corruption, severity=severity
@@ -260,17 +260,10 @@ def ood_from_model(
         if len(dataset.test) == 0:
             raise InputError(f"Expected the {in_name} test set to hold at least one sample, got none.")
 
-    model = None
+    scorer = CheckpointModel(checkpoint, checkpoint_path, device=torch_device, batch_size=batch_size)
 
     def logits_of(split: Any) -> np.ndarray:
-        nonlocal model
-        if model is None:
-            model, _ = build_model_from_checkpoint(checkpoint)
-            model = model.to(torch_device)
-        # Normalise with the training dataset's statistics (the model's input convention), whatever the set.
-        loader = BatchLoader(split, batch_size, dataset=trained, shuffle=False, augment=False, device=torch_device)
-        logits, _ = predict(model, loader, torch_device)
-        return logits
+        return scorer.predict(split, normalise_as=trained)[0]
 
     in_split = None if saved is not None else _subset_split(dataset.test, limit, seed)
     in_labels = _subset_rows(np.asarray(saved["test"].labels), limit, seed) if in_split is None else (

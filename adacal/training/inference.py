@@ -157,6 +157,42 @@ def predict_checkpoint(
     return predict_checkpoint_splits(path, (split,), data_dir=data_dir, device=device)[split]
 
 
+class CheckpointModel:
+    """A checkpoint's model, rebuilt on first use and kept, and its logits on any split.
+
+    The one path from a checkpoint to logits (`predict_checkpoint_splits`, `adacal ood`, `adacal shift`): eval mode,
+    no gradients, inputs normalised with the training dataset's statistics (the model's input convention, whatever
+    set is scored), and an image model in channels_last when its run trained that way (the faster CPU layout).
+    """
+
+    def __init__(self, checkpoint: dict[str, Any], path: str | os.PathLike = "the checkpoint", *,
+                 device: torch.device, batch_size: int = EVAL_BATCH_SIZE) -> None:
+        from adacal.models import model_input_kind
+
+        self.checkpoint, self.path, self.device, self.batch_size = checkpoint, path, device, batch_size
+        options = checkpoint_data_options(checkpoint, path)
+        self.channels_last = bool(options["channels_last"]) and model_input_kind(
+            str(checkpoint["model_name"])) == "image"
+        self._model: torch.nn.Module | None = None
+
+    @property
+    def model(self) -> torch.nn.Module:
+        if self._model is None:
+            model, _ = build_model_from_checkpoint(self.checkpoint, self.path)
+            model = model.to(self.device)
+            self._model = model.to(memory_format=torch.channels_last) if self.channels_last else model
+        return self._model
+
+    def predict(self, split: Any, *, normalise_as: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Logits (N, K) float32 and labels (N,) of `split`; `normalise_as` is the training dataset (name or
+        object)."""
+        from adacal.data import BatchLoader
+
+        loader = BatchLoader(split, self.batch_size, dataset=normalise_as, shuffle=False, augment=False,
+                             device=self.device, channels_last=self.channels_last)
+        return predict(self.model, loader, self.device)
+
+
 def predict_checkpoint_splits(
     path: str | os.PathLike,
     splits: Iterable[str],
@@ -167,7 +203,7 @@ def predict_checkpoint_splits(
 ) -> dict[str, Predictions]:
     """`predict_checkpoint` for several splits, reading the checkpoint and the dataset once. `contents`: the checkpoint
     file as the caller already loaded it (`safe_torch_load`), so that it is not read again."""
-    from adacal.data import BatchLoader, load_dataset
+    from adacal.data import load_dataset
 
     splits = tuple(splits)
     for split in splits:
@@ -176,25 +212,17 @@ def predict_checkpoint_splits(
     checkpoint_path = resolve_checkpoint_path(path)
     checkpoint = load_checkpoint(checkpoint_path, contents)
     options = checkpoint_data_options(checkpoint, checkpoint_path)
-    torch_device = resolve_device(device)
-    model, dataset_name = build_model_from_checkpoint(checkpoint, checkpoint_path)
+    scorer = CheckpointModel(checkpoint, checkpoint_path, device=resolve_device(device))
+    _ = scorer.model  # the weights are checked against the architecture before any data is read
     dataset = load_dataset(
-        dataset_name,
+        str(checkpoint["dataset"]),
         data_dir=data_dir if data_dir is not None else options["data_dir"],
         seed=options["seed"],
         train_subset=options["train_subset"],
         val_size=options["val_size"],
     ).limit_test(options["test_subset"], method=checkpoint_test_subset_method(checkpoint))
-    channels_last = options["channels_last"] and dataset.kind == "image"
-    model = model.to(torch_device)
-    if channels_last:
-        model = model.to(memory_format=torch.channels_last)
     predictions = {}
     for split in splits:
-        loader = BatchLoader(
-            getattr(dataset, split), EVAL_BATCH_SIZE, dataset=dataset, shuffle=False, augment=False,
-            device=torch_device, channels_last=channels_last,
-        )
-        logits, labels = predict(model, loader, torch_device)
+        logits, labels = scorer.predict(getattr(dataset, split), normalise_as=dataset)
         predictions[split] = Predictions(logits=logits, labels=labels)
     return predictions

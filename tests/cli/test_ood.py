@@ -11,6 +11,7 @@ from sklearn.metrics import roc_auc_score
 from adacal.cli import app
 
 from cli_helpers import one_line_error, runner
+from tiny_runs import one_torch_thread, tiny_cifar_run
 
 METRIC_KEYS = {"auroc", "aupr_in", "aupr_out", "fpr_at_95_tpr", "roc"}
 
@@ -206,13 +207,8 @@ def test_help_has_examples():
 
 @pytest.fixture(scope="module")
 def one_thread():
-    """One intra-op thread: on a busy 2-core machine a small CNN runs about twice as fast as with two."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with one_torch_thread():
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -268,29 +264,12 @@ def test_trained_model_against_cifar10_c(trained_run, one_thread, tmp_path, real
 
 @pytest.fixture(scope="module")
 def tiny_cifar(tmp_path_factory, one_thread):
-    """resnet20 trained for one epoch on 120 random CIFAR-shaped images, scored on a 40-image test subset of 60, and
-    Hendrycks-layout files whose 'fog' at severity 5 is the clean test set itself (so its logits must equal the
-    in-distribution logits of the same images) and whose other severities are blank."""
-    from adacal.data import write_image_npz
-    from adacal.training import TrainConfig, train
-
+    """tiny_runs.tiny_cifar_run (a one-epoch resnet20 on a 40-image test subset, fog s5 in Hendrycks' layout holding
+    the clean test set itself), plus other_images.npz: 70 random images as a file OOD set."""
     data = tmp_path_factory.mktemp("tiny-cifar")
-    rng = np.random.default_rng(0)
-    test_x = rng.integers(0, 256, (60, 32, 32, 3), dtype=np.uint8)
-    test_y = np.arange(60) % 10
-    write_image_npz(data / "cifar10.npz", train_x=rng.integers(0, 256, (120, 32, 32, 3), dtype=np.uint8),
-                    train_y=np.arange(120) % 10, test_x=test_x, test_y=test_y, classes=[f"c{i}" for i in range(10)])
-    hendrycks = data / "CIFAR-10-C"
-    hendrycks.mkdir()
-    fog = np.zeros((300, 32, 32, 3), dtype=np.uint8)
-    fog[240:] = test_x
-    np.save(hendrycks / "fog.npy", fog)
-    np.save(hendrycks / "labels.npy", np.tile(test_y, 5))
-    np.savez(data / "other_images.npz", x=rng.integers(0, 256, (70, 32, 32, 3), dtype=np.uint8))
-    result = train(TrainConfig(dataset="cifar10", data_dir=str(data), model="resnet20", loss="ce", epochs=1,
-                               batch_size=32, val_size=40, test_subset=40, out=str(tmp_path_factory.mktemp("runs")),
-                               device="cpu"))
-    return Path(result.run_dir), data
+    run, _ = tiny_cifar_run(data, tmp_path_factory.mktemp("runs"))
+    np.savez(data / "other_images.npz", x=np.random.default_rng(1).integers(0, 256, (70, 32, 32, 3), dtype=np.uint8))
+    return run, data
 
 
 def _ood(*args):

@@ -5,47 +5,27 @@ work."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from adacal.errors import InputError
+from tiny_runs import one_torch_thread, tiny_cifar_run
 
 
 @pytest.fixture(scope="module")
 def one_thread():
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with one_torch_thread():
+        yield
 
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory, one_thread):
-    """resnet20 trained one epoch on 120 random CIFAR-shaped images, scored on a 40-image test subset of 60; the
-    data folder's Hendrycks-layout fog.npy holds the clean test set itself at severity 5 (blank elsewhere)."""
-    from adacal.data import write_image_npz
-    from adacal.training import TrainConfig, train
-
+    """tiny_runs.tiny_cifar_run: a one-epoch resnet20 on a 40-image test subset, and fog s5 in Hendrycks' layout
+    holding the clean test set itself."""
     data = tmp_path_factory.mktemp("tiny-cifar")
-    rng = np.random.default_rng(0)
-    test_x = rng.integers(0, 256, (60, 32, 32, 3), dtype=np.uint8)
-    test_y = np.arange(60) % 10
-    write_image_npz(data / "cifar10.npz", train_x=rng.integers(0, 256, (120, 32, 32, 3), dtype=np.uint8),
-                    train_y=np.arange(120) % 10, test_x=test_x, test_y=test_y, classes=[f"c{i}" for i in range(10)])
-    hendrycks = data / "CIFAR-10-C"
-    hendrycks.mkdir()
-    fog = np.zeros((300, 32, 32, 3), dtype=np.uint8)
-    fog[240:] = test_x
-    np.save(hendrycks / "fog.npy", fog)
-    np.save(hendrycks / "labels.npy", np.tile(test_y, 5))
-    result = train(TrainConfig(dataset="cifar10", data_dir=str(data), model="resnet20", loss="ce", epochs=1,
-                               batch_size=32, val_size=40, test_subset=40, out=str(tmp_path_factory.mktemp("runs")),
-                               device="cpu"))
-    return Path(result.run_dir), data
+    run, _ = tiny_cifar_run(data, tmp_path_factory.mktemp("runs"))
+    return run, data
 
 
 def _shift(run, tmp_path, **options):
