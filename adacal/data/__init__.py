@@ -27,6 +27,7 @@ from adacal.data.corruptions import (
     CIFAR_C_CORRUPTIONS,
     CORRUPTIONS,
     GAUSSIAN_NOISE_SIGMAS,
+    SEVERITY_TABLES,
     OODSet,
     check_corruption,
     cifar_c_folder,
@@ -39,6 +40,7 @@ from adacal.data.corruptions import (
     load_ood_split,
     load_shifted_set,
     ood_names,
+    severity_table_for,
     shift_corruptions,
 )
 from adacal.data.folders import LazyImages
@@ -53,6 +55,7 @@ __all__ = [
     "GAUSSIAN_NOISE_SIGMAS",
     "IMAGE_NPZ_KEYS",
     "NORMALIZATION",
+    "SEVERITY_TABLES",
     "BatchLoader",
     "Dataset",
     "LazyImages",
@@ -80,6 +83,7 @@ __all__ = [
     "ood_names",
     "read_image_npz",
     "resolve_device",
+    "severity_table_for",
     "shift_corruptions",
     "tokenize",
     "write_image_npz",

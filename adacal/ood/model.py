@@ -143,11 +143,12 @@ def ood_from_model(
       is made from). Only the kept images are read (Hendrycks' files) or corrupted, so memory follows N.
     - `with_val`: info["val"] holds validation Predictions (from predictions.npz, else computed on the validation
       split the model was trained with) for fitting a temperature.
-    Models run in eval mode without gradients. info: checkpoint, run (folder or None), dataset (trained on),
-    in_source ("predictions.npz" or "model"), device, in, out, corruption, severity, out_source (dataset, file,
-    hendrycks-files or generated), out_files, out_size (samples in the whole OOD set), out_subsample (why and how
-    it was subsampled to the in-distribution size, or None), out_range (for a file of feature vectors: their
-    min and max and the training dataset's feature range, else None), and val when asked.
+    Models run in eval mode without gradients. info: checkpoint, run (folder or None), dataset (trained on), in_source
+    ("predictions.npz" or "model"), device, in, out, corruption, severity, out_source (dataset, file, hendrycks-files
+    or generated), out_files, out_table (the corruption's severity table, None for none), out_size (samples in the
+    whole OOD set), out_subsample (why and how it was subsampled to the in-distribution size, or None), out_range (for
+    a file of feature vectors: their min and max and the training dataset's feature range, else None), and val when
+    asked.
     """
     from adacal.data import load_dataset, load_ood_set
     from adacal.data.corruptions import cifar_test_labels, hendrycks_file
@@ -299,6 +300,7 @@ def ood_from_model(
         "severity": severity,
         "out_source": ood.source,
         "out_files": list(ood.files),
+        "out_table": ood.table,
         "out_size": ood.size,
         "out_subsample": subsample or None,
         "out_range": out_range,

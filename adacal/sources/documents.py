@@ -258,7 +258,8 @@ _SET = obj({"name": string, "n": integer(1)})
 # One shifted (or the clean) set of a shift report: its size and metrics before and after T.
 _SHIFT_SET = obj({"n": integer(1), "pre": _METRICS}, {"post": nullable(_METRICS)})
 _SHIFT_SET_ENTRY = obj({"corruption": nonempty_string, "severity": integer(1, 5), "source": nonempty_string,
-                        "n": integer(1), "pre": _METRICS}, {"post": nullable(_METRICS), "files": list_of(string)})
+                        "n": integer(1), "pre": _METRICS}, {"post": nullable(_METRICS), "files": list_of(string),
+                                                              "table": nullable(nonempty_string)})
 
 RESULTS: dict[str, Schema] = {
     "evaluate": obj(optional={"metrics": _METRICS,

@@ -5,6 +5,7 @@ work."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -159,6 +160,43 @@ def test_a_vector_model_is_refused_naming_why(tmp_path, one_thread):
                                out=str(tmp_path / "runs")))
     with pytest.raises(InputError, match="image model"):
         _shift(result.run_dir, tmp_path)
+
+
+def test_a_tiny_imagenet_run_is_shifted_with_the_tiny_imagenet_table_and_says_so(tmp_path, one_thread):
+    """A 64 x 64 run takes Hendrycks' Tiny-ImageNet-C parameters (not CIFAR's), recorded per set and in the notes;
+    each set equals the public generator's output with that table, scored by the ordinary checkpoint evaluation."""
+    from adacal.data import corrupt, read_image_npz, write_image_npz
+    from adacal.training import TrainConfig, train
+    from adacal.training.inference import predict_checkpoint
+
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.default_rng(4)
+    write_image_npz(data / "tiny-imagenet.npz", train_x=rng.integers(0, 256, (48, 64, 64, 3), dtype=np.uint8),
+                    train_y=np.arange(48) % 4, test_x=rng.integers(0, 256, (12, 64, 64, 3), dtype=np.uint8),
+                    test_y=np.arange(12) % 4, classes=[f"n{i}" for i in range(4)])
+    run = Path(train(TrainConfig(dataset="tiny-imagenet", data_dir=str(data), model="resnet20", loss="ce", epochs=1,
+                                 batch_size=16, val_size=16, out=str(tmp_path / "runs"), device="cpu")).run_dir)
+    shifted = _shift(run, tmp_path, corruptions="gaussian_noise", severities="5", temperature=1.0)
+    results = shifted.report["results"]
+    (entry,) = results["sets"]
+    assert entry["table"] == "tiny-imagenet" and results["table"] == "tiny-imagenet"
+    assert any("Tiny-ImageNet-C parameters (64x64; each image saved as JPEG quality 85" in note
+               for note in shifted.notes)
+
+    arrays = read_image_npz(data / "tiny-imagenet.npz")
+    noisy = tmp_path / "noisy"
+    noisy.mkdir()
+    made = corrupt(arrays["test_x"], "gaussian_noise", severity=5, seed=0, table="tiny-imagenet")
+    assert not np.array_equal(made, corrupt(arrays["test_x"], "gaussian_noise", severity=5, seed=0))
+    write_image_npz(noisy / "tiny-imagenet.npz", train_x=arrays["train_x"], train_y=arrays["train_y"],
+                    test_x=made, test_y=arrays["test_y"], classes=[f"n{i}" for i in range(4)])
+    independent = predict_checkpoint(run / "checkpoints" / "last.pt", data_dir=noisy, device="cpu")
+    from adacal.metrics import compute_metrics
+
+    expected = compute_metrics(independent.logits, independent.labels, names=("error", "ece_em"))
+    assert entry["pre"]["error"] == pytest.approx(expected["error"])
+    assert entry["pre"]["ece_em"] == pytest.approx(expected["ece_em"], abs=1e-6)
 
 
 def test_severity_and_corruption_parsing():

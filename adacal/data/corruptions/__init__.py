@@ -3,10 +3,14 @@ out-of-distribution sets `adacal ood` scores against.
 
     from adacal.data.corruptions import corrupt, load_shifted_set, shift_corruptions
     foggy = corrupt(images_uint8, "fog", severity=3, seed=0)            # any layout, numpy or torch
+    tiny = corrupt(images_64, "fog", severity=3, table="tiny-imagenet")  # Tiny-ImageNet-C's parameters
     shifted = load_shifted_set("cifar10", "fog", 3, data_dir="/data")    # Hendrycks' file, else generated + cached
 
-- `suite`: the registry (`CORRUPTIONS`), the five CIFAR severity parameters of each corruption (`SEVERITIES`), the
-  ones not generated and why (`UNAVAILABLE`), `corrupt`, and the chunked uint8 machinery (`corrupt_images`).
+- `tables`: Hendrycks' severity tables, "cifar" (CIFAR-10-C's, `SEVERITIES`, the default) and "tiny-imagenet"
+  (Tiny-ImageNet-C's, then their JPEG save at quality 85), each for its native size (`SEVERITY_TABLES`), and
+  `severity_table_for`, which picks a dataset's table and refuses images of another size.
+- `suite`: the registry (`CORRUPTIONS`), `severity_parameter`, the ones not generated and why (`UNAVAILABLE`),
+  `corrupt`, and the chunked uint8 machinery (`corrupt_images`).
 - `noise`, `blur`, `weather`, `digital`: the generators, 16 of Hendrycks' 19 corruptions (`shift_corruptions()`).
 - `hendrycks`: reading and checking Hendrycks' published CIFAR-10-C / CIFAR-100-C files.
 - `ood_sets`: `load_ood_set`, the OOD sets of `adacal ood`.
@@ -50,7 +54,15 @@ from adacal.data.corruptions.suite import (
     corrupt,
     corruption_names,
     known_corruptions,
+    severity_parameter,
     shift_corruptions,
+)
+from adacal.data.corruptions.tables import (
+    SEVERITY_TABLES,
+    TINY_IMAGENET_SEVERITIES,
+    SeverityTable,
+    severity_table_for,
+    table_words,
 )
 from adacal.data.corruptions.weather import fog
 # Re-exported for the loaders `ood_sets.clean_test_split` looks up here (patch them here to stop a set loading).
@@ -65,6 +77,9 @@ __all__ = [
     "GENERATOR_VERSIONS",
     "OODSet",
     "SEVERITIES",
+    "SEVERITY_TABLES",
+    "SeverityTable",
+    "TINY_IMAGENET_SEVERITIES",
     "UNAVAILABLE",
     "brightness",
     "check_cifar_c_arrays",
@@ -97,6 +112,9 @@ __all__ = [
     "pixelate",
     "rgb_to_hsv",
     "saturate",
+    "severity_parameter",
+    "severity_table_for",
+    "table_words",
     "shift_corruptions",
     "shifted_cache_file",
     "shot_noise",

@@ -1,5 +1,5 @@
 """Digital corruptions of Hendrycks & Dietterich (2019): brightness, contrast, saturate, pixelate, JPEG compression and
-the elastic transform, with their CIFAR severities (`SEVERITIES`).
+the elastic transform, with their CIFAR or Tiny-ImageNet severities (`adacal.data.corruptions.tables`).
 
 Brightness and saturate go through HSV as scikit-image's rgb2hsv / hsv2rgb define it (`rgb_to_hsv`, `hsv_to_rgb`,
 vectorised here); pixelate and JPEG use PIL as their script does, image by image; the elastic transform replaces
@@ -8,14 +8,14 @@ OpenCV's affine warp with an exact bilinear one (`bilinear_sample`).
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 import numpy as np
 import scipy.ndimage as ndi
 from PIL import Image
 
-from adacal.data.corruptions.suite import corrupt_images, register_corruption, severity_parameter
+from adacal.data.corruptions.suite import corrupt_images, jpeg_round_trip, register_corruption, severity_parameter
+from adacal.data.corruptions.tables import DEFAULT_TABLE
 
 
 def _hsv_planes(red: np.ndarray, green: np.ndarray, blue: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -88,8 +88,11 @@ def hsv_to_rgb(hsv: np.ndarray) -> np.ndarray:
 
 
 @register_corruption("brightness", version="1")
-def brightness(images: Any, *, severity: int, seed: int = 0, layout: str = "auto") -> Any:
-    """Brightness: V (HSV) + c, clipped to [0, 1], c = 0.05, 0.1, 0.15, 0.2, 0.3 for severities 1-5.
+def brightness(
+    images: Any, *, severity: int, seed: int = 0, layout: str = "auto", table: str = DEFAULT_TABLE
+) -> Any:
+    """Brightness: V (HSV) + c, clipped to [0, 1], c = 0.05, 0.1, 0.15, 0.2, 0.3 for severities 1-5 (tiny-imagenet:
+    0.1, 0.2, 0.3, 0.4, 0.5).
 
     Not random. Single-channel images are their own V (a grey's hue and saturation are 0). Arguments and result as
     `gaussian_noise`.
@@ -97,7 +100,7 @@ def brightness(images: Any, *, severity: int, seed: int = 0, layout: str = "auto
     >>> brightness(np.array([[[[0, 0, 0], [255, 0, 0]]]], np.uint8), severity=4).tolist()  # black turns grey
     [[[[51, 51, 51], [255, 0, 0]]]]
     """
-    shift = float(severity_parameter("brightness", severity))
+    shift = float(severity_parameter("brightness", severity, table))
 
     def transform(block: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         if block.shape[-1] == 1:
@@ -105,45 +108,52 @@ def brightness(images: Any, *, severity: int, seed: int = 0, layout: str = "auto
         hue, saturation, value = _hsv_planes(*np.moveaxis(block, -1, 0) / 255.0)
         return np.stack(_rgb_planes(hue, saturation, np.clip(value + shift, 0, 1)), axis=-1)
 
-    return corrupt_images(images, transform, seed=seed, layout=layout, name="brightness", weight=4)
+    return corrupt_images(images, transform, seed=seed, layout=layout, name="brightness", table=table, weight=4)
 
 
 @register_corruption("contrast", version="1")
-def contrast(images: Any, *, severity: int, seed: int = 0, layout: str = "auto") -> Any:
-    """Contrast: (x - m) * c + m, m each image's mean per channel, c = 0.75, 0.5, 0.4, 0.3, 0.15 (severities 1-5).
+def contrast(
+    images: Any, *, severity: int, seed: int = 0, layout: str = "auto", table: str = DEFAULT_TABLE
+) -> Any:
+    """Contrast: (x - m) * c + m, m each image's mean per channel, c = 0.75, 0.5, 0.4, 0.3, 0.15 (severities 1-5;
+    tiny-imagenet: 0.4, 0.3, 0.2, 0.1, 0.05).
 
     Not random. Arguments and result as `gaussian_noise`.
 
     >>> contrast(np.array([[[[0], [255]]]], np.uint8), severity=2)[0, 0, :, 0].tolist()  # mean 127.5, half as far
     [64, 191]
     """
-    factor = float(severity_parameter("contrast", severity))
+    factor = float(severity_parameter("contrast", severity, table))
 
     def transform(block: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         values = block / 255.0
         means = values.mean(axis=(1, 2), keepdims=True)
         return (values - means) * factor + means
 
-    return corrupt_images(images, transform, seed=seed, layout=layout, name="contrast")
+    return corrupt_images(images, transform, seed=seed, layout=layout, name="contrast", table=table)
 
 
 @register_corruption("saturate", version="1")
-def saturate(images: Any, *, severity: int, seed: int = 0, layout: str = "auto") -> Any:
+def saturate(
+    images: Any, *, severity: int, seed: int = 0, layout: str = "auto", table: str = DEFAULT_TABLE
+) -> Any:
     """Saturate: S (HSV) * a + b, clipped to [0, 1], (a, b) = (0.3, 0), (0.1, 0), (1.5, 0), (2, 0.1), (2.5, 0.2) for
-    severities 1-5: the first two wash colours out, the last three strengthen them.
+    severities 1-5 (tiny-imagenet: (0.3, 0), (0.1, 0), (2, 0), (5, 0.1), (30, 0.2)): the first two wash colours out,
+    the last three strengthen them.
 
     Not random; RGB images only. Arguments and result as `gaussian_noise`.
 
     >>> saturate(np.array([[[[200, 100, 100]]]], np.uint8), severity=2).tolist()  # S 0.5 -> 0.05
     [[[[200, 190, 190]]]]
     """
-    scale, offset = severity_parameter("saturate", severity)
+    scale, offset = severity_parameter("saturate", severity, table)
 
     def transform(block: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         hue, saturation, value = _hsv_planes(*np.moveaxis(block, -1, 0) / 255.0)
         return np.stack(_rgb_planes(hue, np.clip(saturation * scale + offset, 0, 1), value), axis=-1)
 
-    return corrupt_images(images, transform, seed=seed, layout=layout, name="saturate", weight=4, rgb_only=True)
+    return corrupt_images(images, transform, seed=seed, layout=layout, name="saturate", table=table, weight=4,
+                          rgb_only=True)
 
 
 def _pil_images(block: np.ndarray, convert: Any) -> np.ndarray:
@@ -156,15 +166,18 @@ def _pil_images(block: np.ndarray, convert: Any) -> np.ndarray:
 
 
 @register_corruption("pixelate", version="1")
-def pixelate(images: Any, *, severity: int, seed: int = 0, layout: str = "auto") -> Any:
-    """Pixelate: PIL box resize to int(c * size), then back, c = 0.95, 0.9, 0.85, 0.75, 0.65 (severities 1-5).
+def pixelate(
+    images: Any, *, severity: int, seed: int = 0, layout: str = "auto", table: str = DEFAULT_TABLE
+) -> Any:
+    """Pixelate: PIL box resize to int(c * size), then back, c = 0.95, 0.9, 0.85, 0.75, 0.65 (severities 1-5;
+    tiny-imagenet: 0.9, 0.8, 0.7, 0.6, 0.5).
 
     Not random. Arguments and result as `gaussian_noise`.
 
     >>> pixelate(np.full((1, 32, 32, 3), 77, np.uint8), severity=5).max()  # a constant image is unchanged
     np.uint8(77)
     """
-    factor = float(severity_parameter("pixelate", severity))
+    factor = float(severity_parameter("pixelate", severity, table))
 
     def transform(block: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         height, width = block.shape[1:3]
@@ -172,33 +185,29 @@ def pixelate(images: Any, *, severity: int, seed: int = 0, layout: str = "auto")
         return _pil_images(block, lambda picture: picture.resize(small, Image.Resampling.BOX).resize(
             (width, height), Image.Resampling.BOX))
 
-    return corrupt_images(images, transform, seed=seed, layout=layout, name="pixelate")
+    return corrupt_images(images, transform, seed=seed, layout=layout, name="pixelate", table=table)
 
 
 @register_corruption("jpeg_compression", version="1")
-def jpeg_compression(images: Any, *, severity: int, seed: int = 0, layout: str = "auto") -> Any:
-    """JPEG compression: each image saved by PIL as JPEG at quality 80, 65, 58, 50, 40 (severities 1-5), decoded.
+def jpeg_compression(
+    images: Any, *, severity: int, seed: int = 0, layout: str = "auto", table: str = DEFAULT_TABLE
+) -> Any:
+    """JPEG compression: each image saved by PIL as JPEG at quality 80, 65, 58, 50, 40 (severities 1-5; tiny-imagenet:
+    65, 58, 50, 40, 25), decoded (`jpeg_round_trip`).
 
-    Not random. PIL's default chroma subsampling (4:2:0) applies, as in their script. Arguments and result as
+    Not random. PIL's default chroma subsampling (4:2:0) applies, as in their script. With the tiny-imagenet table
+    the result is saved at quality 85 once more, as every Tiny-ImageNet-C file was. Arguments and result as
     `gaussian_noise`.
 
     >>> int(np.abs(jpeg_compression(np.full((1, 32, 32, 3), 90, np.uint8), severity=5).astype(int) - 90).max()) <= 1
     True
     """
-    quality = int(severity_parameter("jpeg_compression", severity))
-
-    def compress(picture: Image.Image) -> Image.Image:
-        buffer = io.BytesIO()
-        picture.save(buffer, format="JPEG", quality=quality)
-        buffer.seek(0)
-        decoded = Image.open(buffer)
-        decoded.load()
-        return decoded
+    quality = int(severity_parameter("jpeg_compression", severity, table))
 
     def transform(block: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        return _pil_images(block, compress)
+        return jpeg_round_trip(block, quality)
 
-    return corrupt_images(images, transform, seed=seed, layout=layout, name="jpeg_compression")
+    return corrupt_images(images, transform, seed=seed, layout=layout, name="jpeg_compression", table=table)
 
 
 def _fold(index: np.ndarray, size: int, mode: str) -> np.ndarray:
@@ -266,20 +275,23 @@ def elastic_draws(height: int, width: int) -> int:
 
 
 @register_corruption("elastic_transform", version="1")
-def elastic_transform(images: Any, *, severity: int, seed: int = 0, layout: str = "auto") -> Any:
-    """Elastic transform: a random affine warp, then a smooth random displacement field, as Hendrycks' CIFAR code.
+def elastic_transform(
+    images: Any, *, severity: int, seed: int = 0, layout: str = "auto", table: str = DEFAULT_TABLE
+) -> Any:
+    """Elastic transform: a random affine warp, then a smooth random displacement field, as Hendrycks' code.
 
     (alpha, sigma, affine) = (0, 0, 0.08), (0.05, 0.2, 0.07), (0.08, 0.06, 0.06), (0.1, 0.04, 0.05), (0.1, 0.03, 0.03)
-    times the image size (32). Affine: the three corners (c + s, c + s), (c + s, c - s), (c - s, c - s) (c the centre,
-    s a third of the size) each moved by U(-affine, affine) per coordinate; the image is warped so they land there
-    (bilinear, reflect-101 borders, as cv2.warpAffine). Displacement: dx, dy = gaussian(U(-1, 1) per pixel, sigma,
+    (tiny-imagenet: (0, 0, 0.08), (0.05, 0.3, 0.06), (0.1, 0.08, 0.06), (0.1, 0.03, 0.03), (0.16, 0.03, 0.02)) times
+    the image's side (their IMSIZE: 32, 64). Affine: the three corners (c + s, c + s), (c + s, c - s), (c - s, c - s) (c
+    the centre, s a third of the size) each moved by U(-affine, affine) per coordinate; the image is warped so they land
+    there (bilinear, reflect-101 borders, as cv2.warpAffine). Displacement: dx, dy = gaussian(U(-1, 1) per pixel, sigma,
     reflect borders, truncate 3) * alpha, sampled bilinearly (scipy map_coordinates order 1, reflect). Severity 1 has
     alpha 0: only the affine warp. Arguments and result as `gaussian_noise`.
 
     >>> elastic_transform(np.full((2, 32, 32, 3), 140, np.uint8), severity=3, seed=0).max()
     np.uint8(140)
     """
-    alpha_share, sigma_share, affine_share = severity_parameter("elastic_transform", severity)
+    alpha_share, sigma_share, affine_share = severity_parameter("elastic_transform", severity, table)
 
     def transform(block: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         n, height, width, _ = block.shape
@@ -304,4 +316,5 @@ def elastic_transform(images: Any, *, severity: int, seed: int = 0, layout: str 
         shift = (smooth * alpha).astype(np.float32)
         return bilinear_sample(warped, ys + shift[:, 1], xs + shift[:, 0], mode="reflect")
 
-    return corrupt_images(images, transform, seed=seed, layout=layout, name="elastic_transform", weight=4)
+    return corrupt_images(images, transform, seed=seed, layout=layout, name="elastic_transform", table=table,
+                          weight=4)

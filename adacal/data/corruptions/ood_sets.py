@@ -24,6 +24,7 @@ from adacal.data.base import (
 )
 from adacal.data.corruptions.hendrycks import CORRUPTED_SETS, cifar_c_folder, load_cifar_c, missing_files_message
 from adacal.data.corruptions.suite import CORRUPTIONS, UNAVAILABLE, check_corruption, check_severity, shift_corruptions
+from adacal.data.corruptions.tables import severity_table_for
 from adacal.data.image_arrays import check_image_labels, check_images, read_npz
 from adacal.data.vision import SPECS, load_image_arrays
 from adacal.errors import InputError, unknown_name
@@ -37,13 +38,16 @@ def _looks_like_path(name: str) -> bool:
 class OODSet:
     """An out-of-distribution set: the (possibly subsampled) split, the per-sample input shape, how many samples the
     whole set holds, and where its images came from (`source`: "dataset", "file", "hendrycks-files" or
-    "generated"; `files`: the .npy files read, if any — for a set `load_shifted_set` generated, its cache file)."""
+    "generated"; `files`: the .npy files read, if any — for a set `load_shifted_set` generated, its cache file;
+    `table`: the severity table of its corruption — "cifar" for Hendrycks' CIFAR-C files, the one
+    `severity_table_for` chose for a generated set, None for a set not corrupted)."""
 
     split: Split
     shape: tuple[int, ...]
     size: int
     source: str
     files: tuple[str, ...] = ()
+    table: str | None = None
 
 
 def ood_names() -> list[str]:
@@ -113,6 +117,9 @@ def load_ood_set(
       "text" is refused (token ids of the model's training vocabulary, which a checkpoint does not keep).
     `select(n, labels)` (the set's n labels) may return indices into its n samples to keep (None: all); they are taken
     before any corruption is generated (nothing is cached here: `load_shifted_set` caches whole generated sets).
+    A generated corruption uses the severity table of the dataset (`severity_table_for`: cifar10, cifar100, svhn ->
+    "cifar"; tiny-imagenet -> "tiny-imagenet"), or for a file the table of its images' size (32x32 or 64x64); any
+    other dataset or size is refused. The table is recorded as `OODSet.table`.
     `test_labels`, the clean test set's labels (`cifar_test_labels` reads them from `<data-dir>/cifar10.npz`;
     `test_source` says where they came from, for messages), are what each severity of Hendrycks' files must hold in
     order (`check_cifar_c_arrays`); without them those files are checked for shape, label range and five equal
@@ -132,7 +139,8 @@ def load_ood_set(
             split, size = load_cifar_c(folder, corruption, severity=severity, select=select,
                                        dataset=CORRUPTED_SETS[key], test_labels=test_labels, test_source=test_source)
             files = (str(folder / f"{corruption}.npy"), str(folder / "labels.npy"))
-            return OODSet(split, tuple(int(v) for v in split.inputs.shape[1:]), size, "hendrycks-files", files)
+            return OODSet(split, tuple(int(v) for v in split.inputs.shape[1:]), size, "hendrycks-files", files,
+                          table="cifar")
     if corruption is not None and corruption not in CORRUPTIONS:
         if corrupted_by_default:
             raise InputError(missing_files_message(key, corruption, data_dir))
@@ -160,10 +168,18 @@ def load_ood_set(
         base = CORRUPTED_SETS.get(key, key)
         if base not in DATASETS:
             raise unknown_name("OOD dataset", text, ood_names())
+        known = ood_set_input(base)
+        if corruption is not None and known is not None and known[0] == "image":
+            severity_table_for(base, known[1])  # a dataset without a table is refused before it is loaded
         split, shape, kind = clean_test_split(base, data_dir=data_dir, download=download)
         source = "dataset"
         if corruption is not None and kind != "image":
             raise InputError(f"Expected an image dataset for corruption '{corruption}', got the {kind} dataset {base}.")
+    table = None
+    if corruption is not None:
+        # A dataset's images take its table; a file's, the table of their size (32x32 cifar, 64x64 tiny-imagenet).
+        table = (severity_table_for(None, shape, source=str(text)) if source == "file"
+                 else severity_table_for(CORRUPTED_SETS.get(key, key), shape))
     size = len(split)
     rows = select(size, split.labels.numpy()) if select is not None else None
     if rows is not None:
@@ -172,9 +188,10 @@ def load_ood_set(
         if not isinstance(split.inputs, torch.Tensor):
             raise InputError(f"Corruptions need in-memory images; {text} is loaded lazily.")
         corrupt_fn: Callable[..., Any] = CORRUPTIONS.get(corruption)
-        split = Split(corrupt_fn(split.inputs, severity=severity, seed=seed, layout="nchw"), split.labels)
+        split = Split(corrupt_fn(split.inputs, severity=severity, seed=seed, layout="nchw", table=table),
+                      split.labels)
         source = "generated"
-    return OODSet(split, tuple(int(s) for s in shape), size, source)
+    return OODSet(split, tuple(int(s) for s in shape), size, source, table=table)
 
 
 def clean_test_split(name: str, *, data_dir: Any, download: bool) -> tuple[Split, tuple[int, ...], str]:

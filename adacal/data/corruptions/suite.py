@@ -1,12 +1,17 @@
-"""The corruption suite: its registry, Hendrycks & Dietterich's five CIFAR severity parameters per corruption, the
-corruptions it cannot make (and why), and the chunked uint8 machinery every generator runs through.
+"""The corruption suite: its registry, the severity parameter of a corruption in one of Hendrycks & Dietterich's
+tables (`severity_parameter`; the tables are in `tables`), the corruptions it cannot make (and why), and the chunked
+uint8 machinery every generator runs through.
 
-Every generator has one signature, `(images, *, severity, seed=0, layout="auto")`: uint8 images (N, H, W, C) or
-(N, C, H, W), numpy or torch, in; uint8 of the same layout and type out. `corrupt_images` does the common part: it
-checks the images, views them channels last, and hands the generator's `transform(block, rng)` one chunk of images
-at a time (memory stays bounded), with one `numpy.random.default_rng(seed)` for the whole call. A transform returns
-the chunk's corrupted values on the [0, 1] scale (clipped and rounded to the nearest grey level here, `to_uint8`), or
-uint8 values as they are.
+Every generator has one signature, `(images, *, severity, seed=0, layout="auto", table="cifar")`: uint8 images
+(N, H, W, C) or (N, C, H, W), numpy or torch, in; uint8 of the same layout and type out. `table` picks the
+parameters: "cifar" (CIFAR-10-C's, the default) or "tiny-imagenet" (Tiny-ImageNet-C's, whose files were saved as
+JPEG at quality 85: that save is the last step of every corruption with this table). `corrupt_images` does the
+common part: it checks the images, views them channels last, and hands the generator's `transform(block, rng)` one
+chunk of images at a time (memory stays bounded), with one `numpy.random.default_rng(seed)` for the whole call. A
+transform returns the chunk's corrupted values on the [0, 1] scale (clipped and rounded to the nearest grey level
+here, `to_uint8`), or uint8 values as they are; then the table's final save, if it has one (`jpeg_round_trip`).
+A table is not checked against the images' size here: `severity_table_for` chooses a dataset's table and refuses
+images of another size.
 
 Determinism: a transform draws from `rng` in image order (all of image i's numbers before any of image i + 1's, as
 many for every image), so the result is the same bytes for the same seed and images whatever the chunk size, and the
@@ -20,9 +25,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import io
+
 import numpy as np
 import torch
+from PIL import Image
 
+from adacal.data.corruptions.tables import CIFAR_SEVERITIES, DEFAULT_TABLE, check_table
 from adacal.errors import InputError, unknown_name
 from adacal.registry import Registry
 
@@ -40,26 +49,8 @@ CIFAR_C_CORRUPTIONS = (
 )
 CIFAR_C_SEVERITIES = 5
 
-# Hendrycks' CIFAR parameters (make_cifar_c.py), severities 1-5; intensities are on the [0, 1] scale.
-SEVERITIES: dict[str, tuple[Any, ...]] = {
-    "gaussian_noise": (0.04, 0.06, 0.08, 0.09, 0.10),  # noise standard deviation
-    "shot_noise": (500, 250, 100, 75, 50),  # Poisson events per unit intensity
-    "impulse_noise": (0.01, 0.02, 0.03, 0.05, 0.07),  # fraction of values set to 0 or 1
-    "speckle_noise": (0.06, 0.10, 0.12, 0.16, 0.20),  # standard deviation of the multiplicative noise
-    "defocus_blur": ((0.3, 0.4), (0.4, 0.5), (0.5, 0.6), (1, 0.2), (1.5, 0.1)),  # disk radius, its alias blur
-    "gaussian_blur": (0.4, 0.6, 0.7, 0.8, 1.0),  # sigma in pixels
-    "glass_blur": ((0.05, 1, 1), (0.25, 1, 1), (0.4, 1, 1), (0.25, 1, 2), (0.4, 1, 2)),  # sigma, max delta, iterations
-    "motion_blur": ((6, 1), (6, 1.5), (6, 2), (8, 2), (9, 2.5)),  # radius, sigma (ImageMagick's -motion-blur)
-    "zoom_blur": (1.06, 1.11, 1.16, 1.21, 1.26),  # zoom factors np.arange(1, c, 0.01), averaged with the image
-    "fog": ((0.2, 3), (0.5, 3), (0.75, 2.5), (1, 2), (1.5, 1.75)),  # fog strength, plasma wibble decay
-    "brightness": (0.05, 0.1, 0.15, 0.2, 0.3),  # added to V (HSV)
-    "contrast": (0.75, 0.5, 0.4, 0.3, 0.15),  # factor on the distance to each channel's mean
-    "saturate": ((0.3, 0), (0.1, 0), (1.5, 0), (2, 0.1), (2.5, 0.2)),  # S (HSV) times a plus b
-    "pixelate": (0.95, 0.9, 0.85, 0.75, 0.65),  # box-resize factor down, then back up
-    "jpeg_compression": (80, 65, 58, 50, 40),  # JPEG quality
-    # alpha (displacement scale), sigma (its smoothness), affine (corner jitter): fractions of the image size (32)
-    "elastic_transform": ((0, 0, 0.08), (0.05, 0.2, 0.07), (0.08, 0.06, 0.06), (0.1, 0.04, 0.05), (0.1, 0.03, 0.03)),
-}
+# Hendrycks' CIFAR parameters, the default table (`adacal.data.corruptions.tables` holds both tables).
+SEVERITIES: dict[str, tuple[Any, ...]] = CIFAR_SEVERITIES
 GAUSSIAN_NOISE_SIGMAS = SEVERITIES["gaussian_noise"]
 
 # Hendrycks' corruptions adacal does not generate, and why (used in error messages and docs/corruptions.md).
@@ -92,13 +83,15 @@ def check_severity(severity: Any) -> int:
     return int(severity)
 
 
-def severity_parameter(name: str, severity: Any) -> Any:
-    """Hendrycks' CIFAR parameter of corruption `name` at `severity` (checked), from `SEVERITIES`.
+def severity_parameter(name: str, severity: Any, table: str = DEFAULT_TABLE) -> Any:
+    """Hendrycks' parameter of corruption `name` at `severity` (checked) in severity table `table` ("cifar":
+    `SEVERITIES`, "tiny-imagenet"; an unknown table is an InputError listing them).
 
-    >>> severity_parameter("jpeg_compression", 5)
-    40
+    >>> severity_parameter("jpeg_compression", 5), severity_parameter("jpeg_compression", 5, "tiny-imagenet")
+    (40, 25)
     """
-    return SEVERITIES[name][check_severity(severity) - 1]
+    level = check_severity(severity)
+    return check_table(table).parameters[name][level - 1]
 
 
 def resolve_layout(shape: tuple[int, ...], layout: str) -> str:
@@ -131,6 +124,25 @@ def to_uint8(values: np.ndarray) -> np.ndarray:
     return np.rint(values * 255.0).astype(np.uint8)
 
 
+def jpeg_round_trip(block: np.ndarray, quality: int) -> np.ndarray:
+    """Each uint8 image of a chunk (n, H, W, C), C = 1 or 3, saved by PIL as JPEG at `quality` (default 4:2:0 chroma
+    subsampling for RGB) and decoded: jpeg_compression's step, and the save that made Tiny-ImageNet-C's files.
+
+    >>> grey = np.full((1, 16, 16, 3), 90, np.uint8)
+    >>> int(np.abs(jpeg_round_trip(grey, 85).astype(int) - 90).max()) <= 1
+    True
+    """
+    out = np.empty_like(block)
+    for index, image in enumerate(block):
+        buffer = io.BytesIO()
+        Image.fromarray(image[..., 0] if image.shape[-1] == 1 else image).save(buffer, format="JPEG", quality=quality)
+        buffer.seek(0)
+        decoded = Image.open(buffer)
+        decoded.load()
+        out[index] = np.asarray(decoded).reshape(image.shape)
+    return out
+
+
 def corrupt_images(
     images: Any,
     transform: Callable[[np.ndarray, np.random.Generator], np.ndarray],
@@ -140,6 +152,7 @@ def corrupt_images(
     name: str,
     weight: float = 1.0,
     rgb_only: bool = False,
+    table: str = DEFAULT_TABLE,
 ) -> Any:
     """Run `transform(block, rng)` over uint8 images chunk by chunk; the generators' common body.
 
@@ -152,6 +165,8 @@ def corrupt_images(
         name: the corruption, for messages.
         weight: how much more working memory the transform needs than most (chunks of 1024 CIFAR images at 1).
         rgb_only: refuse single-channel images (colour corruptions).
+        table: the severity table the transform's parameters come from; its final save (Tiny-ImageNet-C's JPEG at
+            quality 85) is applied to every corrupted image.
 
     Returns:
         uint8 images of the input's layout and type (a torch tensor for a tensor).
@@ -161,6 +176,7 @@ def corrupt_images(
     array([[255, 255],
            [255, 255]], dtype=uint8)
     """
+    saved_quality = check_table(table).saved_quality
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"Expected seed to be a non-negative integer, got {seed!r}.")
     is_torch = isinstance(images, torch.Tensor)
@@ -180,7 +196,8 @@ def corrupt_images(
     step = max(1, int(VALUES_PER_CHUNK / (per_image * weight)))
     for start in range(0, len(hwc), step):
         block = np.ascontiguousarray(hwc[start : start + step])
-        out[start : start + step] = to_uint8(transform(block, rng))
+        corrupted = to_uint8(transform(block, rng))
+        out[start : start + step] = corrupted if saved_quality is None else jpeg_round_trip(corrupted, saved_quality)
     if order == "nchw":
         out = np.ascontiguousarray(out.transpose(0, 3, 1, 2))
     return torch.from_numpy(out) if is_torch else out
@@ -259,7 +276,8 @@ def check_corruption(name: Any, *, generated: bool = False) -> str:
     return key
 
 
-def corrupt(images: Any, name: str, *, severity: int, seed: int = 0, layout: str = "auto") -> Any:
+def corrupt(images: Any, name: str, *, severity: int, seed: int = 0, layout: str = "auto",
+            table: str = DEFAULT_TABLE) -> Any:
     """Apply the corruption registered as `name` (`CORRUPTIONS`) at `severity`.
 
     Args:
@@ -268,6 +286,8 @@ def corrupt(images: Any, name: str, *, severity: int, seed: int = 0, layout: str
         severity: 1 to 5.
         seed: seeds its random numbers (the same seed and images give the same bytes).
         layout: "auto", "nhwc" or "nchw".
+        table: the severity table, "cifar" (CIFAR-10-C's parameters) or "tiny-imagenet" (Tiny-ImageNet-C's, then
+            their JPEG save at quality 85); `severity_table_for` says which a dataset's images take.
 
     Returns:
         uint8 images of the input's layout and type.
@@ -276,4 +296,4 @@ def corrupt(images: Any, name: str, *, severity: int, seed: int = 0, layout: str
     np.uint8(151)
     """
     return CORRUPTIONS.get(check_corruption(name, generated=True))(images, severity=severity, seed=seed,
-                                                                    layout=layout)
+                                                                    layout=layout, table=table)

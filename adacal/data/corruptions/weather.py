@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from adacal.data.corruptions.suite import corrupt_images, register_corruption, severity_parameter
+from adacal.data.corruptions.tables import DEFAULT_TABLE
 
 
 def plasma_draws(mapsize: int) -> int:
@@ -77,18 +78,22 @@ def plasma_fractal(uniforms: np.ndarray, *, mapsize: int = 32, wibble_decay: flo
 
 
 @register_corruption("fog", version="1")
-def fog(images: Any, *, severity: int, seed: int = 0, layout: str = "auto") -> Any:
+def fog(
+    images: Any, *, severity: int, seed: int = 0, layout: str = "auto", table: str = DEFAULT_TABLE
+) -> Any:
     """Fog: x + c * plasma, rescaled by max(x) / (max(x) + c), with (c, wibble decay) = (0.2, 3), (0.5, 3),
-    (0.75, 2.5), (1, 2), (1.5, 1.75) for severities 1-5; one fractal per image (grey: the same on every channel).
+    (0.75, 2.5), (1, 2), (1.5, 1.75) for severities 1-5 (tiny-imagenet: (0.4, 3), (0.7, 3), (1, 2.5), (1.5, 2),
+    (2, 1.75)); one fractal per image (grey: the same on every channel).
 
-    The fractal's side is the smallest power of two holding the image (32 for CIFAR, as theirs), cut to the image.
+    The fractal's side is the smallest power of two holding the image (32 for CIFAR, 64 for Tiny-ImageNet, as
+    theirs), cut to the image.
     Arguments and result as `gaussian_noise`.
 
     >>> foggy = fog(np.full((2, 32, 32, 3), 100, np.uint8), severity=5, seed=0)
     >>> bool(foggy.std() > 10)
     True
     """
-    strength, decay = severity_parameter("fog", severity)
+    strength, decay = severity_parameter("fog", severity, table)
 
     def transform(block: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         n, height, width, _ = block.shape
@@ -99,4 +104,4 @@ def fog(images: Any, *, severity: int, seed: int = 0, layout: str = "auto") -> A
         values += (strength * maps[:, :height, :width, None]).astype(np.float32)
         return values * (peak / (peak + np.float32(strength)))
 
-    return corrupt_images(images, transform, seed=seed, layout=layout, name="fog")
+    return corrupt_images(images, transform, seed=seed, layout=layout, name="fog", table=table)

@@ -9,3 +9,9 @@ from corruption_helpers import natural_images
 def photos():
     """64 smooth synthetic 32 x 32 RGB images with photographs' spectrum (see corruption_helpers.natural_images)."""
     return natural_images(64)
+
+
+@pytest.fixture(scope="session")
+def tiny_photos():
+    """16 smooth synthetic 64 x 64 RGB images (Tiny-ImageNet's size), for the tiny-imagenet severity table."""
+    return natural_images(16, size=64, seed=1)

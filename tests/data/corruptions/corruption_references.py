@@ -1,4 +1,5 @@
-"""Slow, obviously-correct re-implementations of Hendrycks' make_cifar_c.py, one image (and mostly one pixel) at a
+"""Slow, obviously-correct re-implementations of Hendrycks' make_cifar_c.py and make_tinyimagenet_c.py (the same
+functions; the parameters come in as arguments, the image size from the image), one image (and mostly one pixel) at a
 time, for the reference tests. They follow their code line by line where it is numpy/scipy, and the documented
 behaviour of the OpenCV / scikit-image / ImageMagick / colorsys calls where it is not; random numbers come in from
 outside (drawn from the same generator, in the same order, as adacal's vectorised code draws them), so a reference
@@ -8,10 +9,12 @@ and a generator can be compared value for value. Each returns float values on th
 from __future__ import annotations
 
 import colorsys
+import io
 import math
 
 import numpy as np
 import scipy.ndimage as ndi
+from PIL import Image
 
 
 def reflect101(i: int, n: int) -> int:
@@ -89,16 +92,19 @@ def gaussian_filter(x, sigma):
     return out
 
 
-def glass_blur_shuffle(image, sigma, iterations, moves):
-    """Their glass_blur up to the second blur, with the dx, dy of each visited pixel from `moves` (True: -1): the
-    first blur (scipy, as skimage calls it) rounded to uint8, then their loop and their swap statement verbatim."""
+def glass_blur_shuffle(image, sigma, iterations, offsets, max_delta=1):
+    """Their glass_blur up to the second blur, with the dx, dy of each visited pixel (h, w) from
+    offsets[i, h - max_delta - 1, w - max_delta - 1] (what their np.random.randint(-max_delta, max_delta) drew): the
+    first blur (scipy, as skimage calls it) rounded to uint8, then their loop (the 32 or 64 of their code is the
+    image's size) and their swap statement verbatim."""
     x = np.rint(np.clip(ndi.gaussian_filter(image / 255.0, sigma=(sigma, sigma, 0), mode="nearest"), 0, 1)
                 * 255).astype(np.uint8)
     height, width = x.shape[:2]
+    first = max_delta + 1
     for i in range(iterations):
-        for h in range(height - 1, 1, -1):
-            for w in range(width - 1, 1, -1):
-                dx, dy = -int(moves[i, h - 2, w - 2, 0]), -int(moves[i, h - 2, w - 2, 1])
+        for h in range(height - max_delta, max_delta, -1):
+            for w in range(width - max_delta, max_delta, -1):
+                dx, dy = (int(v) for v in offsets[i, h - first, w - first])
                 h_prime, w_prime = h + dy, w + dx
                 # swap (as their code writes it: with numpy views, a copy)
                 x[h, w], x[h_prime, w_prime] = x[h_prime, w_prime], x[h, w]
@@ -185,10 +191,13 @@ def plasma_fractal(uniforms, mapsize=32, wibbledecay=3):
     return maparray / maparray.max()
 
 
-def fog(image, strength, decay, uniforms):
+def fog(image, strength, decay, uniforms, mapsize=32):
+    """Their fog; `mapsize` is their plasma_fractal's default (32 in make_cifar_c.py, 64 in make_tinyimagenet_c.py)
+    and the crop [:32, :32] / [:64, :64] is the image's size."""
     x = image / 255.0
     max_val = x.max()
-    x = x + strength * plasma_fractal(uniforms, wibbledecay=decay)[:32, :32][..., np.newaxis]
+    height, width = image.shape[:2]
+    x = x + strength * plasma_fractal(uniforms, mapsize=mapsize, wibbledecay=decay)[:height, :width][..., np.newaxis]
     return np.clip(x * max_val / (max_val + strength), 0, 1) * 255
 
 
@@ -273,8 +282,10 @@ def warp_affine(x, m):
 
 
 def elastic_transform(image, severity_parameters, uniforms):
-    """Their CIFAR elastic_transform with IMSIZE 32; `uniforms`: 6 for the affine, then the dx and dy fields."""
-    alpha, sigma, affine = (32 * v for v in severity_parameters)
+    """Their elastic_transform with IMSIZE the image's size (32 in make_cifar_c.py, 64 in make_tinyimagenet_c.py);
+    `uniforms`: 6 for the affine, then the dx and dy fields."""
+    imsize = image.shape[0]
+    alpha, sigma, affine = (imsize * v for v in severity_parameters)
     image = np.array(image, dtype=np.float32) / 255.0
     shape = image.shape
     shape_size = shape[:2]
@@ -286,12 +297,22 @@ def elastic_transform(image, severity_parameters, uniforms):
     pts2 = pts1 + (-affine + 2 * affine * uniforms[:6].reshape(pts1.shape)).astype(np.float32)
     m = affine_from_points(pts1, pts2)
     image = warp_affine(image, m)
-    field = 32 * 32
-    dx = (ndi.gaussian_filter(-1 + 2 * uniforms[6:6 + field].reshape(32, 32), sigma, mode="reflect", truncate=3)
+    field = shape[0] * shape[1]
+    dx = (ndi.gaussian_filter(-1 + 2 * uniforms[6:6 + field].reshape(shape_size), sigma, mode="reflect", truncate=3)
           * alpha).astype(np.float32)
-    dy = (ndi.gaussian_filter(-1 + 2 * uniforms[6 + field:].reshape(32, 32), sigma, mode="reflect", truncate=3)
+    dy = (ndi.gaussian_filter(-1 + 2 * uniforms[6 + field:].reshape(shape_size), sigma, mode="reflect", truncate=3)
           * alpha).astype(np.float32)
     dx, dy = dx[..., np.newaxis], dy[..., np.newaxis]
     x, y, z = np.meshgrid(np.arange(shape[1]), np.arange(shape[0]), np.arange(shape[2]))
     indices = np.reshape(y + dy, (-1, 1)), np.reshape(x + dx, (-1, 1)), np.reshape(z, (-1, 1))
     return np.clip(ndi.map_coordinates(image, indices, order=1, mode="reflect").reshape(shape), 0, 1) * 255
+
+
+def jpeg_save(image, quality=85):
+    """Their Tiny-ImageNet-C save, `Image.fromarray(np.uint8(img)).save(path, quality=85, optimize=True)` (a .JPEG
+    path), read back; `image` already uint8."""
+    buffer = io.BytesIO()
+    Image.fromarray(image[..., 0] if image.shape[-1] == 1 else image).save(buffer, format="JPEG", quality=quality,
+                                                                          optimize=True)
+    buffer.seek(0)
+    return np.asarray(Image.open(buffer)).reshape(image.shape)

@@ -35,9 +35,9 @@ def calls(monkeypatch):
     made = []
     generate = cache._generate
 
-    def counting(images, corruption, severity, seed):
+    def counting(images, corruption, severity, seed, table="cifar"):
         made.append(corruption)
-        return generate(images, corruption, severity, seed)
+        return generate(images, corruption, severity, seed, table)
 
     monkeypatch.setattr(cache, "_generate", counting)
     return made
@@ -51,6 +51,7 @@ def test_a_generated_set_is_the_corrupted_test_set_cached_under_its_fingerprint(
     clean = np.load(data / "cifar10.npz")["test_x"]
     shifted = load_shifted_set("cifar10", "fog", 3, data_dir=data, seed=2, cache_dir=tmp_path / "cache")
     assert shifted.source == "generated" and shifted.size == N_TEST and shifted.shape == (3, 32, 32)
+    assert shifted.table == "cifar"
     assert shifted.split.inputs.dtype == torch.uint8 and shifted.split.inputs.shape == (N_TEST, 3, 32, 32)
     expected = corrupt(clean, "fog", severity=3, seed=2)
     assert np.array_equal(shifted.split.inputs.numpy().transpose(0, 2, 3, 1), expected)
@@ -137,7 +138,7 @@ def test_hendrycks_files_are_preferred_where_present(data, tmp_path, calls):
     for name in ("fog", "frost"):
         shifted = load_shifted_set("cifar10", name, 2, data_dir=data, cache_dir=tmp_path / "cache",
                                    test_labels=np.arange(N_TEST) % 10, test_source="cifar10.npz")
-        assert shifted.source == "hendrycks-files"
+        assert shifted.source == "hendrycks-files" and shifted.table == "cifar"
         assert shifted.files == (str(data / "CIFAR-10-C" / f"{name}.npy"), str(data / "CIFAR-10-C" / "labels.npy"))
         assert np.array_equal(shifted.split.inputs.numpy().transpose(0, 2, 3, 1), images[N_TEST : 2 * N_TEST])
         assert np.array_equal(shifted.split.labels.numpy(), labels[N_TEST : 2 * N_TEST])

@@ -94,10 +94,10 @@ def test_glass_blur_is_their_sequential_shuffle(few, severity):
     import scipy.ndimage as ndi
 
     sigma, _, iterations = SEVERITIES["glass_blur"][severity - 1]
-    moves = np.random.default_rng(8).random((len(few), iterations, 30, 30, 2)) < 0.5
+    moves = np.random.default_rng(8).random((len(few), iterations, 30, 30, 2)) < 0.5  # True: -1, else 0
     expected = []
     for image, image_moves in zip(few, moves):
-        shuffled = ref.glass_blur_shuffle(image, sigma, iterations, image_moves)
+        shuffled = ref.glass_blur_shuffle(image, sigma, iterations, -image_moves.astype(int))
         blurred = ndi.gaussian_filter(shuffled / 255.0, sigma=(sigma, sigma, 0), mode="nearest")
         expected.append(np.clip(blurred, 0, 1) * 255)
     close(glass_blur(few, severity=severity, seed=8), expected, exact_share=0.99)
