@@ -1,29 +1,14 @@
 """A tiny trained CIFAR-shaped run, for the tests that score a real model offline (tests/commands/, tests/cli/).
 
-Test modules import it by name (`from tiny_runs import one_torch_thread, tiny_cifar_run`): tests/conftest.py puts
+Test modules import it by name (`from tiny_runs import tiny_cifar_run`): tests/conftest.py puts
 tests/ on sys.path.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-
-
-@contextlib.contextmanager
-def one_torch_thread() -> Iterator[None]:
-    """One intra-op thread inside: on a busy 2-core machine a small CNN runs about twice as fast as with two."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def tiny_cifar_run(data: Path, runs: Path) -> tuple[Path, np.ndarray]:

@@ -11,7 +11,7 @@ from sklearn.metrics import roc_auc_score
 from adacal.cli import app
 
 from cli_helpers import one_line_error, runner
-from tiny_runs import one_torch_thread, tiny_cifar_run
+from tiny_runs import tiny_cifar_run
 
 METRIC_KEYS = {"auroc", "aupr_in", "aupr_out", "fpr_at_95_tpr", "roc"}
 
@@ -206,7 +206,7 @@ def test_help_has_examples():
 
 
 @pytest.fixture(scope="module")
-def one_thread():
+def one_thread(one_torch_thread):
     with one_torch_thread():
         yield
 

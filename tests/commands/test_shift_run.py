@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from adacal.errors import InputError
-from tiny_runs import one_torch_thread, tiny_cifar_run
+from tiny_runs import tiny_cifar_run
 
 
 @pytest.fixture(scope="module")
-def one_thread():
+def one_thread(one_torch_thread):
     with one_torch_thread():
         yield
 

@@ -15,3 +15,20 @@ def photos():
 def tiny_photos():
     """16 smooth synthetic 64 x 64 RGB images (Tiny-ImageNet's size), for the tiny-imagenet severity table."""
     return natural_images(16, size=64, seed=1)
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """(corruption, severity table) per call of the whole-set generator behind `load_shifted_set` (cache hits make
+    none)."""
+    from adacal.data.corruptions import cache
+
+    made = []
+    generate = cache._generate
+
+    def counting(images, corruption, severity, seed, table="cifar"):
+        made.append((corruption, table))
+        return generate(images, corruption, severity, seed, table)
+
+    monkeypatch.setattr(cache, "_generate", counting)
+    return made

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import torch
 
-import adacal.data.corruptions.cache as cache
 from adacal.data import corrupt, load_ood_set, write_image_npz
 from adacal.data.corruptions import GENERATOR_VERSIONS, default_cache_dir, load_shifted_set
 from adacal.errors import InputError, UnknownNameError
@@ -27,20 +26,6 @@ def data(tmp_path):
     root.mkdir()
     write_cifar(root, n_test=N_TEST)
     return root
-
-
-@pytest.fixture
-def calls(monkeypatch):
-    """The corruptions generated (one entry per call of the generator)."""
-    made = []
-    generate = cache._generate
-
-    def counting(images, corruption, severity, seed, table="cifar"):
-        made.append(corruption)
-        return generate(images, corruption, severity, seed, table)
-
-    monkeypatch.setattr(cache, "_generate", counting)
-    return made
 
 
 def cached_files(cache_dir):
@@ -59,7 +44,7 @@ def test_a_generated_set_is_the_corrupted_test_set_cached_under_its_fingerprint(
     (name,) = cached_files(tmp_path / "cache")
     assert re.fullmatch(r"fog-s3-seed2-[0-9a-f]{16}\.npy", name), name
     assert shifted.files == (str(tmp_path / "cache" / "corruptions" / "cifar10" / name),)
-    assert np.array_equal(np.load(shifted.files[0]), expected) and calls == ["fog"]
+    assert np.array_equal(np.load(shifted.files[0]), expected) and calls == [("fog", "cifar")]
     # The same set as `adacal ood --out cifar10-c` generates from the whole test set.
     ood = load_ood_set("cifar10-c", data_dir=data, corruption="fog", severity=3, seed=2, download=False)
     assert ood.source == "generated" and torch.equal(ood.split.inputs, shifted.split.inputs)
@@ -68,12 +53,12 @@ def test_a_generated_set_is_the_corrupted_test_set_cached_under_its_fingerprint(
 def test_a_cache_hit_gives_the_same_bytes_without_generating(data, tmp_path, calls):
     first = load_shifted_set("cifar10", "motion_blur", 4, data_dir=data, cache_dir=tmp_path / "cache")
     second = load_shifted_set("cifar10", "motion_blur", 4, data_dir=data, cache_dir=tmp_path / "cache")
-    assert calls == ["motion_blur"] and torch.equal(first.split.inputs, second.split.inputs)
+    assert calls == [("motion_blur", "cifar")] and torch.equal(first.split.inputs, second.split.inputs)
     assert second.files == first.files
     # Another severity, seed or corruption is another file.
     load_shifted_set("cifar10", "motion_blur", 5, data_dir=data, cache_dir=tmp_path / "cache")
     load_shifted_set("cifar10", "motion_blur", 4, data_dir=data, seed=1, cache_dir=tmp_path / "cache")
-    assert calls == ["motion_blur"] * 3 and len(cached_files(tmp_path / "cache")) == 3
+    assert calls == [("motion_blur", "cifar")] * 3 and len(cached_files(tmp_path / "cache")) == 3
     assert not [name for name in cached_files(tmp_path / "cache") if name.endswith(".tmp")]
 
 
@@ -81,10 +66,10 @@ def test_a_new_generator_version_or_test_set_never_reads_a_stale_file(data, tmp_
     load_shifted_set("cifar10", "contrast", 2, data_dir=data, cache_dir=tmp_path / "cache")
     monkeypatch.setitem(GENERATOR_VERSIONS, "contrast", "2-test")
     load_shifted_set("cifar10", "contrast", 2, data_dir=data, cache_dir=tmp_path / "cache")
-    assert calls == ["contrast"] * 2 and len(cached_files(tmp_path / "cache")) == 2
+    assert calls == [("contrast", "cifar")] * 2 and len(cached_files(tmp_path / "cache")) == 2
     write_cifar(data, n_test=N_TEST, seed=1)  # other test images, same shape and labels
     changed = load_shifted_set("cifar10", "contrast", 2, data_dir=data, cache_dir=tmp_path / "cache")
-    assert calls == ["contrast"] * 3 and len(cached_files(tmp_path / "cache")) == 3
+    assert calls == [("contrast", "cifar")] * 3 and len(cached_files(tmp_path / "cache")) == 3
     clean = np.load(data / "cifar10.npz")["test_x"]
     assert np.array_equal(changed.split.inputs.numpy().transpose(0, 2, 3, 1), corrupt(clean, "contrast", severity=2))
 
@@ -108,7 +93,7 @@ def test_a_damaged_cache_file_is_regenerated_and_replaced(data, tmp_path, calls,
     else:
         os.mkdir(path)
     again = load_shifted_set("cifar10", "pixelate", 5, data_dir=data, cache_dir=tmp_path / "cache")
-    assert calls == ["pixelate"] * 2 and torch.equal(again.split.inputs, good.split.inputs)
+    assert calls == [("pixelate", "cifar")] * 2 and torch.equal(again.split.inputs, good.split.inputs)
     if damage != "a folder":  # a folder in the way is left alone (the set comes back uncached)
         assert np.array_equal(np.load(path), good.split.inputs.numpy().transpose(0, 2, 3, 1))
 

@@ -32,20 +32,6 @@ def tiny_data(tmp_path):
     return root
 
 
-@pytest.fixture
-def calls(monkeypatch):
-    """(corruption, table) per call of the generator."""
-    made = []
-    generate = cache._generate
-
-    def counting(images, corruption, severity, seed, table="cifar"):
-        made.append((corruption, table))
-        return generate(images, corruption, severity, seed, table)
-
-    monkeypatch.setattr(cache, "_generate", counting)
-    return made
-
-
 def test_tiny_imagenet_takes_the_tiny_table_and_is_cached_apart(tiny_data, tmp_path, calls):
     clean = np.load(tiny_data / "tiny-imagenet.npz")["test_x"]
     shifted = load_shifted_set(TINY, "glass_blur", 5, data_dir=tiny_data, seed=1, cache_dir=tmp_path / "cache")
