@@ -165,7 +165,10 @@ def draw_figures(entries: list[dict[str, Any]], losses: list[str], arms: list[st
                     stats = BinStatistics(edges=np.asarray(b["edges"]), counts=np.asarray(b["counts"]),
                                           mean_confidence=np.asarray(b["mean_confidence"]),
                                           accuracy=np.asarray(b["accuracy"]))
-                    panels.append(ReliabilityPanel(label=DISPLAY[e["loss"]], stats=stats))
+                    # Titles headline the test metrics `adacal evaluate` printed for the run, whichever bars are drawn.
+                    panels.append(ReliabilityPanel(label=DISPLAY[e["loss"]], stats=stats, binning=binning,
+                                                   ece_em=e["test_pre"].get("ece_em"),
+                                                   ece_ew=e["test_pre"].get("ece_ew")))
                 save(reliability_diagram(panels, title=f"{title}, {arm} arm, seed {seed}: test set before temperature "
                                                        f"scaling ({binning} bins)"),
                      f"reliability_{binning.replace('-', '_')}_{arm.replace('-', '_')}")
