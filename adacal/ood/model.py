@@ -3,10 +3,8 @@ and the OOD set (SVHN, CIFAR-10-C) with the trained model, then `detect_ood` as 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,7 @@ import numpy as np
 
 from adacal.arrays import check_labels, check_scores
 from adacal.checks import check_integer
-from adacal.errors import DataUnavailableError, InputError, unknown_name
+from adacal.errors import InputError, unknown_name
 from adacal.ood.scores import DEFAULT_CORRUPTION, DEFAULT_SEVERITY, OOD_REPORT_PREFIX, SEVERITIES
 from adacal.runs import OOD_FILE, RunFolder, check_predictions_of_run, predictions_are_from, require_run_folder
 from adacal.sources.files import check_regular_file
@@ -156,7 +154,12 @@ def ood_from_model(
     from adacal.checks import check_device_name
     from adacal.models import model_input_kind
     from adacal.training.checkpoints import checkpoint_test_subset_method, load_checkpoint
-    from adacal.training.inference import CheckpointModel, checkpoint_data_options, resolve_device
+    from adacal.training.inference import (
+        CheckpointModel,
+        checkpoint_data_options,
+        recorded_data_folder,
+        resolve_device,
+    )
 
     in_name, out_name, corruption, severity = check_ood_options(
         in_name=in_name, out_name=out_name, corruption=corruption, severity=severity
@@ -175,6 +178,7 @@ def ood_from_model(
     input_shape = tuple(int(v) for v in checkpoint["input_shape"])
     input_kind = model_input_kind(str(checkpoint["model_name"]))  # how an .npz given as --out is read
     options = checkpoint_data_options(checkpoint, checkpoint_path)
+    gone = options["recorded_data_dir_gone"] if data_dir is None else None
     if data_dir is None and options["data_dir"] is not None:
         # The folder the run trained from, as its checkpoint records it: read, never downloaded into (a path inside a
         # file is not the user's word to write there); --data-dir names a folder that may be.
@@ -231,7 +235,7 @@ def ood_from_model(
             if saved is not None:
                 test_labels, test_source = np.asarray(saved["test"].labels), f"{run.predictions}"
     # The OOD set first: a shape the model cannot take is reported before the model or the in-distribution data.
-    with recorded_data_folder(recorded, data_dir, checkpoint_path):
+    with recorded_data_folder(recorded, data_dir, checkpoint_path, gone=gone):
         ood = load_ood_set(
             out_name, data_dir=data_dir, corruption=corruption, severity=severity, seed=seed, download=download,
             select=select, input_kind=input_kind, input_shape=input_shape, test_labels=test_labels,
@@ -247,7 +251,7 @@ def ood_from_model(
     vectors = ood.source == "file" and input_kind == "vector"  # scored as given: compared with the training range
     dataset = None
     if saved is None or (with_val and saved["val"] is None) or vectors:
-        with recorded_data_folder(recorded, data_dir, checkpoint_path):
+        with recorded_data_folder(recorded, data_dir, checkpoint_path, gone=gone):
             dataset = load_dataset(
                 in_name, data_dir=data_dir, download=download,
                 seed=options["seed"] if same else 0,
@@ -362,21 +366,6 @@ def _check_known_input(name: str, what: str, input_kind: str, input_shape: tuple
     if shape is None and kind != input_kind:
         raise InputError(f"Expected {what} inputs of shape {input_shape} like the model's input ({input_kind}), got "
                          f"{name}, a {kind} dataset.")
-
-
-@contextlib.contextmanager
-def recorded_data_folder(recorded: bool, data_dir: Any, checkpoint_path: Path) -> Iterator[None]:
-    """A set missing from the data folder a checkpoint records (never downloaded into) names the fix: --data-dir."""
-    try:
-        yield
-    except DataUnavailableError as exc:
-        if not recorded:
-            raise
-        missing = str(exc).split(" and download is off.")[0].rstrip(".")
-        raise DataUnavailableError(
-            f"{missing} ({data_dir} is the data folder recorded in {checkpoint_path.name}, which adacal reads but "
-            "never downloads into): pass --data-dir DIR, a folder holding the set or one to download it into."
-        ) from None
 
 
 def _check_cifar_c_labels(out_name: str, corruption: str | None, data_dir: str | os.PathLike | None) -> None:

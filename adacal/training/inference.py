@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from adacal.checks import check_integer
-from adacal.errors import CheckpointError, InputError
+from adacal.errors import CheckpointError, DataUnavailableError, InputError
 from adacal.data.loader import resolve_device  # noqa: F401  (the one --device reading, importable here too)
 from adacal.predictions import Predictions
 from adacal.training.checkpoints import checkpoint_test_subset_method, load_checkpoint, resolve_checkpoint_path
@@ -130,14 +131,18 @@ def checkpoint_data_options(checkpoint: dict[str, Any], path: str | os.PathLike)
     data_dir = config.get("data_dir")
     if data_dir is not None and not isinstance(data_dir, str):
         raise CheckpointError(f"Expected the training option data_dir in {path} to be a folder path, got {data_dir!r}.")
+    # A recorded folder that is gone (moved, another machine): the default data folder is used instead, and a set
+    # missing there is reported with the folder the run trained from (`recorded_data_folder`).
+    recorded_gone = None
     if data_dir is not None and not os.path.isdir(os.path.expanduser(data_dir)):
-        data_dir = None
+        data_dir, recorded_gone = None, data_dir
     channels_last = config.get("channels_last", False)
     if not isinstance(channels_last, bool):
         raise CheckpointError(f"Expected the training option channels_last in {path} to be true or false, got "
                               f"{channels_last!r}.")
     return {
         "data_dir": data_dir,
+        "recorded_data_dir_gone": recorded_gone,
         "seed": integer("seed", 0) or 0,
         "train_subset": integer("train_subset", 1),
         "val_size": integer("val_size", 1),
@@ -193,6 +198,29 @@ class CheckpointModel:
         return predict(self.model, loader, self.device)
 
 
+@contextlib.contextmanager
+def recorded_data_folder(recorded: bool, data_dir: Any, checkpoint_path: Path, *, gone: str | None = None
+                         ) -> Iterator[None]:
+    """A set missing from the data folder a checkpoint records (never downloaded into) names the fix: --data-dir.
+    `gone`: the folder the checkpoint records when it no longer exists (the default folder was used instead), named
+    in the error so that a moved data folder is not a mystery."""
+    try:
+        yield
+    except DataUnavailableError as exc:
+        if gone is not None and not recorded:
+            raise DataUnavailableError(
+                f"{str(exc).rstrip('.')} (the data folder recorded in {checkpoint_path.name}, {gone}, no longer "
+                "exists, so adacal looked in its default folder)."
+            ) from None
+        if not recorded:
+            raise
+        missing = str(exc).split(" and download is off.")[0].rstrip(".")
+        raise DataUnavailableError(
+            f"{missing} ({data_dir} is the data folder recorded in {checkpoint_path.name}, which adacal reads but "
+            "never downloads into): pass --data-dir DIR, a folder holding the set or one to download it into."
+        ) from None
+
+
 def predict_checkpoint_splits(
     path: str | os.PathLike,
     splits: Iterable[str],
@@ -214,13 +242,15 @@ def predict_checkpoint_splits(
     options = checkpoint_data_options(checkpoint, checkpoint_path)
     scorer = CheckpointModel(checkpoint, checkpoint_path, device=resolve_device(device))
     _ = scorer.model  # the weights are checked against the architecture before any data is read
-    dataset = load_dataset(
-        str(checkpoint["dataset"]),
-        data_dir=data_dir if data_dir is not None else options["data_dir"],
-        seed=options["seed"],
-        train_subset=options["train_subset"],
-        val_size=options["val_size"],
-    ).limit_test(options["test_subset"], method=checkpoint_test_subset_method(checkpoint))
+    gone = options["recorded_data_dir_gone"] if data_dir is None else None
+    with recorded_data_folder(False, None, checkpoint_path, gone=gone):
+        dataset = load_dataset(
+            str(checkpoint["dataset"]),
+            data_dir=data_dir if data_dir is not None else options["data_dir"],
+            seed=options["seed"],
+            train_subset=options["train_subset"],
+            val_size=options["val_size"],
+        ).limit_test(options["test_subset"], method=checkpoint_test_subset_method(checkpoint))
     predictions = {}
     for split in splits:
         logits, labels = scorer.predict(getattr(dataset, split), normalise_as=dataset)

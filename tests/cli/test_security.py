@@ -287,3 +287,25 @@ def test_paths_that_look_like_rich_markup_print_as_they_are(tmp_path):
         result = runner.invoke(app, args)
         assert result.exit_code == 0, (name, result.output)
         assert shown in result.output, name
+
+
+@pytest.mark.parametrize("command", [
+    ["evaluate", "MODEL", "--device", "cpu", "--quiet"],
+    ["ood", "--model", "MODEL", "--out", "cifar10-c", "--device", "cpu"],
+    ["shift", "MODEL", "--corruptions", "contrast", "--severities", "5", "--device", "cpu"],
+])
+def test_a_gone_recorded_data_folder_is_named_when_the_default_one_lacks_the_set(tmp_path, monkeypatch, command):
+    """The data folder a checkpoint records no longer exists (moved, another machine) and the default folder has no
+    CIFAR-10 either: the one-line error names the recorded folder, so the fallback is not a mystery."""
+    from adacal.data import vision
+
+    def no_download(root):
+        raise OSError("offline")
+
+    monkeypatch.setitem(vision.SPECS, "cifar10", dataclasses.replace(vision.SPECS["cifar10"], fetch=no_download))
+    monkeypatch.setenv("ADACAL_DATA", str(tmp_path / "empty-default"))
+    monkeypatch.setenv("ADACAL_CACHE", str(tmp_path / "cache"))
+    _resnet20_checkpoint(tmp_path / "model.pt", tmp_path / "moved-away")
+    args = [str(tmp_path / "model.pt") if part == "MODEL" else part for part in command]
+    result = runner.invoke(app, args)
+    one_line_error(result, "recorded in model.pt", str(tmp_path / "moved-away"), "no longer exists")
