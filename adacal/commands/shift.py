@@ -232,7 +232,6 @@ class _ModelScorer:
                              f"on {self.dataset}, whose model reads {kind} inputs.")
         options = checkpoint_data_options(self.checkpoint, self.checkpoint_path)
         self.recorded = data_dir is None and options["data_dir"] is not None
-        self.gone = options["recorded_data_dir_gone"] if data_dir is None else None
         # The data folder the run trained from, as its checkpoint records it: read, never downloaded into.
         self.data_dir = Path(options["data_dir"]) if self.recorded else (None if data_dir is None else Path(data_dir))
         self.download = False if self.recorded else download
@@ -251,7 +250,8 @@ class _ModelScorer:
     def _folder(self) -> contextlib.AbstractContextManager[None]:
         from adacal.training.inference import recorded_data_folder
 
-        return recorded_data_folder(self.recorded, self.data_dir, self.checkpoint_path, gone=self.gone)
+        return recorded_data_folder(self.recorded, self.data_dir, self.checkpoint_path,
+                                    gone=self.options["recorded_data_dir_gone"])
 
     def _saved_predictions(self) -> Any:
         from adacal.ood.model import saved_predictions

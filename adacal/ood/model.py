@@ -178,7 +178,6 @@ def ood_from_model(
     input_shape = tuple(int(v) for v in checkpoint["input_shape"])
     input_kind = model_input_kind(str(checkpoint["model_name"]))  # how an .npz given as --out is read
     options = checkpoint_data_options(checkpoint, checkpoint_path)
-    gone = options["recorded_data_dir_gone"] if data_dir is None else None
     if data_dir is None and options["data_dir"] is not None:
         # The folder the run trained from, as its checkpoint records it: read, never downloaded into (a path inside a
         # file is not the user's word to write there); --data-dir names a folder that may be.
@@ -207,7 +206,7 @@ def ood_from_model(
                 rows = subset_test_rows(labels, m, method=subset_method)
                 why = f"the model's own {m} {in_name} test-subset images"
             else:
-                rows = np.sort(np.random.default_rng(seed).permutation(n)[:m])
+                rows = limit_indices(n, m, seed)  # m < n here: never None
                 why = f"a seeded random {m} (--seed {seed}) to match the model's {m}-image {in_name} test subset"
             subsample.update({"from": int(n), "to": int(m), "reason": why})
         index = limit_indices(len(rows), limit, seed)
@@ -235,7 +234,7 @@ def ood_from_model(
             if saved is not None:
                 test_labels, test_source = np.asarray(saved["test"].labels), f"{run.predictions}"
     # The OOD set first: a shape the model cannot take is reported before the model or the in-distribution data.
-    with recorded_data_folder(recorded, data_dir, checkpoint_path, gone=gone):
+    with recorded_data_folder(recorded, data_dir, checkpoint_path, gone=options["recorded_data_dir_gone"]):
         ood = load_ood_set(
             out_name, data_dir=data_dir, corruption=corruption, severity=severity, seed=seed, download=download,
             select=select, input_kind=input_kind, input_shape=input_shape, test_labels=test_labels,
@@ -251,7 +250,7 @@ def ood_from_model(
     vectors = ood.source == "file" and input_kind == "vector"  # scored as given: compared with the training range
     dataset = None
     if saved is None or (with_val and saved["val"] is None) or vectors:
-        with recorded_data_folder(recorded, data_dir, checkpoint_path, gone=gone):
+        with recorded_data_folder(recorded, data_dir, checkpoint_path, gone=options["recorded_data_dir_gone"]):
             dataset = load_dataset(
                 in_name, data_dir=data_dir, download=download,
                 seed=options["seed"] if same else 0,

@@ -202,12 +202,13 @@ class CheckpointModel:
 def recorded_data_folder(recorded: bool, data_dir: Any, checkpoint_path: Path, *, gone: str | None = None
                          ) -> Iterator[None]:
     """A set missing from the data folder a checkpoint records (never downloaded into) names the fix: --data-dir.
-    `gone`: the folder the checkpoint records when it no longer exists (the default folder was used instead), named
-    in the error so that a moved data folder is not a mystery."""
+    `data_dir`: the folder read (None: the default one). `gone`: the folder the checkpoint records when it no longer
+    exists (`checkpoint_data_options`); when the default folder was read instead, the error names it, so that a moved
+    data folder is not a mystery."""
     try:
         yield
     except DataUnavailableError as exc:
-        if gone is not None and not recorded:
+        if gone is not None and not recorded and data_dir is None:
             raise DataUnavailableError(
                 f"{str(exc).rstrip('.')} (the data folder recorded in {checkpoint_path.name}, {gone}, no longer "
                 "exists, so adacal looked in its default folder)."
@@ -242,8 +243,7 @@ def predict_checkpoint_splits(
     options = checkpoint_data_options(checkpoint, checkpoint_path)
     scorer = CheckpointModel(checkpoint, checkpoint_path, device=resolve_device(device))
     _ = scorer.model  # the weights are checked against the architecture before any data is read
-    gone = options["recorded_data_dir_gone"] if data_dir is None else None
-    with recorded_data_folder(False, None, checkpoint_path, gone=gone):
+    with recorded_data_folder(False, data_dir, checkpoint_path, gone=options["recorded_data_dir_gone"]):
         dataset = load_dataset(
             str(checkpoint["dataset"]),
             data_dir=data_dir if data_dir is not None else options["data_dir"],

@@ -24,7 +24,7 @@ import torch
 
 from adacal.data.base import DATASETS, Split
 from adacal.data.corruptions.hendrycks import CORRUPTED_SETS, cifar_c_folder, load_cifar_c, missing_files_message
-from adacal.data.corruptions.ood_sets import OODSet, clean_test_split, ood_set_input
+from adacal.data.corruptions.ood_sets import OODSet, check_corruptible, clean_test_split
 from adacal.data.corruptions.suite import (
     CORRUPTIONS,
     GENERATOR_VERSIONS,
@@ -206,9 +206,7 @@ def load_shifted_set(
             f"'{corruption}', which {UNAVAILABLE[corruption]}; Hendrycks' files hold it for CIFAR-10 and CIFAR-100 "
             "only."
         )
-    known = ood_set_input(key)
-    if known is not None and known[0] == "image":
-        severity_table_for(key, known[1])  # a dataset without a table, or of another size, before it is loaded
+    check_corruptible(key)  # a dataset without a table, before it is loaded
     split, shape, kind = clean_test_split(key, data_dir=data_dir, download=download)
     if kind != "image":
         raise InputError(f"Expected an image dataset for corruption '{corruption}', got the {kind} dataset {key}.")

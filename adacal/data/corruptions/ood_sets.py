@@ -168,9 +168,8 @@ def load_ood_set(
         base = CORRUPTED_SETS.get(key, key)
         if base not in DATASETS:
             raise unknown_name("OOD dataset", text, ood_names())
-        known = ood_set_input(base)
-        if corruption is not None and known is not None and known[0] == "image":
-            severity_table_for(base, known[1])  # a dataset without a table is refused before it is loaded
+        if corruption is not None:
+            check_corruptible(base)
         split, shape, kind = clean_test_split(base, data_dir=data_dir, download=download)
         source = "dataset"
         if corruption is not None and kind != "image":
@@ -192,6 +191,14 @@ def load_ood_set(
                       split.labels)
         source = "generated"
     return OODSet(split, tuple(int(s) for s in shape), size, source, table=table)
+
+
+def check_corruptible(dataset: str) -> None:
+    """Refuse, from its spec alone (before anything is loaded or downloaded), an image dataset that has no severity
+    table of its images' size (`severity_table_for`: imagenet); other kinds are refused later, by what they are."""
+    known = ood_set_input(dataset)
+    if known is not None and known[0] == "image":
+        severity_table_for(dataset, known[1])
 
 
 def clean_test_split(name: str, *, data_dir: Any, download: bool) -> tuple[Split, tuple[int, ...], str]:
