@@ -206,6 +206,28 @@ def print_table(summary: dict[str, Any], metric: str = "ece_em", stages: tuple[s
     print(qc.markdown_table(header, rows))
 
 
+def print_paired_table(summary: dict[str, Any]) -> None:
+    """Each AdaFocal variant (as trained, and after T) minus the same seed's temperature-scaled CE, in points of
+    ECE-EM per severity: mean ± std of the paired differences (negative: the variant is better calibrated)."""
+    paired = summary["ece_em_paired_with_ce_post_t"]
+    severities = sorted({int(s) for block in paired.values() for s in block})
+    if not severities:
+        return
+    rows = []
+    for name, block in paired.items():
+        loss, stage = name.removesuffix("_minus_ce_post").rsplit("_", 1)
+        label = qc.DISPLAY.get(loss, loss) + (" as trained" if stage == "pre" else " + T") + " − CE + T"
+        cells = []
+        for s in severities:
+            stat = block.get(str(s))
+            spread = "" if not stat or stat["std"] is None else f" ± {100 * stat['std']:.2f}"
+            cells.append("–" if not stat or stat["mean"] is None else f"{100 * stat['mean']:+.2f}{spread}")
+        rows.append([label, str(max(stat["n"] for stat in block.values())), *cells])
+    print("ECE-EM minus the same seed's temperature-scaled CE (points; mean ± std of the paired differences)")
+    print(qc.markdown_table(["points of ECE-EM", "seeds", *("clean" if s == 0 else f"s{s}" for s in severities)],
+                            rows))
+
+
 def draw(entries: list[dict[str, Any]], losses: list[str], folder: Path, slug: str) -> list[Path]:
     from adacal.plots.shift import ShiftGroup, shift_figure
     from adacal.plots.style import save_figure
@@ -270,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarise(entries, losses)
     print_table(summary)
     print_table(summary, "error", stages=("pre",))  # T never changes the argmax
+    print_paired_table(summary)
     from adacal.reports import utc_now, write_json
 
     Path(args.results).parent.mkdir(parents=True, exist_ok=True)

@@ -67,6 +67,18 @@ def test_adafocal_is_compared_with_temperature_scaled_ce_seed_by_seed():
     assert as_trained["0"]["values"] == pytest.approx([-0.01, -0.02])
 
 
+def test_the_paired_table_prints_points_with_their_sign(capsys):
+    shift_cifar10.print_paired_table(shift_cifar10.summarise(_entries(), ["ce", "adafocal"]))
+    lines = capsys.readouterr().out.splitlines()
+    as_trained = next(line for line in lines if "as trained" in line)
+    # clean: -0.01, -0.02 → -1.50 ± 0.71 points; severity 5: -0.03, -0.01 → -2.00 ± 1.41
+    assert as_trained.startswith("| AdaFocal as trained − CE + T | 2 | -1.50 ± 0.71 |")
+    assert as_trained.endswith("| -2.00 ± 1.41 |")
+    after_t = next(line for line in lines if "AdaFocal + T" in line)
+    # after T AdaFocal is unchanged (post_scale 1): severity 5 0.12 - 0.15, 0.16 - 0.17 again
+    assert after_t.endswith("| -2.00 ± 1.41 |")
+
+
 def test_summary_only_rebuilds_from_the_result_files(tmp_path, capsys):
     runs = tmp_path / "runs"
     runs.mkdir()
