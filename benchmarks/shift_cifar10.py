@@ -215,6 +215,8 @@ def print_paired_table(summary: dict[str, Any]) -> None:
         return
     rows = []
     for name, block in paired.items():
+        if not block:  # no seed of this variant has its CE run yet
+            continue
         loss, stage = name.removesuffix("_minus_ce_post").rsplit("_", 1)
         label = qc.DISPLAY.get(loss, loss) + (" as trained" if stage == "pre" else " + T") + " − CE + T"
         cells = []

@@ -79,6 +79,13 @@ def test_the_paired_table_prints_points_with_their_sign(capsys):
     assert after_t.endswith("| -2.00 ± 1.41 |")
 
 
+def test_a_variant_with_no_seed_paired_with_ce_is_left_out_of_the_paired_table(capsys):
+    entries = _entries() + [{"loss": "adafocal-g0-lam3", "seed": 7, "results": _entries()[2]["results"]}]
+    shift_cifar10.print_paired_table(shift_cifar10.summarise(entries, ["ce", "adafocal", "adafocal-g0-lam3"]))
+    out = capsys.readouterr().out
+    assert "AdaFocal as trained" in out and "λ3" not in out  # seed 7 has no CE run to pair with
+
+
 def test_summary_only_rebuilds_from_the_result_files(tmp_path, capsys):
     runs = tmp_path / "runs"
     runs.mkdir()
