@@ -183,6 +183,14 @@ def summarise(entries: list[dict[str, Any]], losses: list[str]) -> dict[str, Any
     return {"per_loss": table, "ece_em_paired_with_ce_post_t": paired}
 
 
+def percent_cell(stat: dict[str, Any] | None, *, signed: bool = False) -> str:
+    """A mean ± std of fractions as percent (or points) with two decimals; "–" where there is no mean."""
+    if not stat or stat["mean"] is None:
+        return "–"
+    spread = "" if stat["std"] is None else f" ± {100 * stat['std']:.2f}"
+    return f"{100 * stat['mean']:{'+' if signed else ''}.2f}{spread}"
+
+
 def print_table(summary: dict[str, Any], metric: str = "ece_em", stages: tuple[str, ...] = ("pre", "post")) -> None:
     """`metric` (%) per severity: each loss as trained and after T, mean ± std over seeds."""
     per_loss = summary["per_loss"]
@@ -191,11 +199,7 @@ def print_table(summary: dict[str, Any], metric: str = "ece_em", stages: tuple[s
     rows = []
     for loss, block in per_loss.items():
         for stage in stages:
-            cells = []
-            for s in severities:
-                stat = block[f"{metric}_{stage}"].get(str(s))
-                spread = "" if not stat or stat["std"] is None else f" ± {100 * stat['std']:.2f}"
-                cells.append("–" if not stat or stat["mean"] is None else f"{100 * stat['mean']:.2f}{spread}")
+            cells = [percent_cell(block[f"{metric}_{stage}"].get(str(s))) for s in severities]
             name = qc.DISPLAY.get(loss, loss) + ("" if stage == "pre" else " + T")
             count = len(block["seeds"])
             seeds = f" ({count} seed{'s' if count != 1 else ''})" if stage == stages[0] else ""
@@ -219,11 +223,7 @@ def print_paired_table(summary: dict[str, Any]) -> None:
             continue
         loss, stage = name.removesuffix("_minus_ce_post").rsplit("_", 1)
         label = qc.DISPLAY.get(loss, loss) + (" as trained" if stage == "pre" else " + T") + " − CE + T"
-        cells = []
-        for s in severities:
-            stat = block.get(str(s))
-            spread = "" if not stat or stat["std"] is None else f" ± {100 * stat['std']:.2f}"
-            cells.append("–" if not stat or stat["mean"] is None else f"{100 * stat['mean']:+.2f}{spread}")
+        cells = [percent_cell(block.get(str(s)), signed=True) for s in severities]
         rows.append([label, str(max(stat["n"] for stat in block.values())), *cells])
     print("ECE-EM minus the same seed's temperature-scaled CE (points; mean ± std of the paired differences)")
     print(qc.markdown_table(["points of ECE-EM", "seeds", *("clean" if s == 0 else f"s{s}" for s in severities)],

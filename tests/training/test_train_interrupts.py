@@ -76,12 +76,12 @@ def _signal_in_gamma_update(monkeypatch, n: int, signum: int) -> None:
     monkeypatch.setattr(Trainer, "_update_loss", patched)
 
 
-def _interrupt(monkeypatch, out: Path, install) -> tuple[Path, "TrainingInterrupted"]:
-    from adacal.training import TrainingInterrupted
-
+def _interrupt(monkeypatch, out: Path, install, options: dict = MID_EPOCH) -> tuple[Path, TrainingInterrupted]:
+    """Train a run of `options` under `out` with the signal `install` sets up; it must stop with TrainingInterrupted
+    and leave the process's signal handlers as they were."""
     install()
     with pytest.raises(TrainingInterrupted) as raised:
-        train(TrainConfig(**MID_EPOCH, epochs=EPOCHS, out=str(out)))
+        train(TrainConfig(**options, epochs=EPOCHS, out=str(out)))
     monkeypatch.undo()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
     return only_run(out), raised.value
@@ -185,23 +185,13 @@ def _signal_in_last_write(monkeypatch, epoch: int, signum: int) -> None:
     monkeypatch.setattr(run_writer.RunWriter, "save_checkpoint", patched)
 
 
-def _interrupt_options(monkeypatch, out: Path, install, options: dict) -> tuple[Path, "TrainingInterrupted"]:
-    from adacal.training import TrainingInterrupted
-
-    install()
-    with pytest.raises(TrainingInterrupted) as raised:
-        train(TrainConfig(**options, epochs=EPOCHS, out=str(out)))
-    monkeypatch.undo()
-    return only_run(out), raised.value
-
-
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_an_interrupt_between_epochs_says_last_pt_holds_the_epoch_and_resume_is_exact(
     reference, tmp_path, monkeypatch, signum
 ):
     """A signal while last.pt of epoch 3 is written: the write finishes, epoch 3 is complete, nothing of epoch 4 was
     trained, so there is no interrupted.pt and the line says so instead of naming a batch."""
-    run, interrupted = _interrupt_options(
+    run, interrupted = _interrupt(
         monkeypatch, tmp_path, lambda: _signal_in_last_write(monkeypatch, 3, signum), OPTIONS)
     last = run / "checkpoints" / "last.pt"
     assert interrupted.saved is None
@@ -214,7 +204,7 @@ def test_an_interrupt_between_epochs_says_last_pt_holds_the_epoch_and_resume_is_
 
 
 def test_an_interrupt_in_the_validation_pass_says_the_epoch_is_trained_again(reference, tmp_path, monkeypatch):
-    run, interrupted = _interrupt_options(
+    run, interrupted = _interrupt(
         monkeypatch, tmp_path, lambda: _signal_in_validation(monkeypatch, 3, signal.SIGINT), OPTIONS)
     last = run / "checkpoints" / "last.pt"
     assert interrupted.message == (
