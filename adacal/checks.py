@@ -159,7 +159,7 @@ def _same_value(first: Any, second: Any) -> bool:
             return False
 
 
-_DEVICE_NAME = re.compile(r"auto|cpu(:\d+)?|cuda(:\d+)?")
+_DEVICE_NAME = re.compile(r"auto|cpu(:\d+)?|cuda(:\d+)?", re.ASCII)  # ASCII digits: \d alone matches "٣"
 
 
 def check_device_name(device: Any, name: str = "--device") -> str:

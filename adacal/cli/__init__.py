@@ -8,7 +8,7 @@ import typer
 
 from adacal.version import __version__
 from adacal.cli import calibrate, evaluate, ood, plot, shift, train
-from adacal.cli.common import OneLineErrorGroup, reflow
+from adacal.cli.common import OneLineErrorGroup, drop_unreadable_terminal_size, reflow
 
 app = typer.Typer(
     name="adacal",
@@ -38,6 +38,7 @@ def _root(
     ] = False,
 ) -> None:
     """Calibration toolkit (AdaFocal, ECE metrics, post-hoc calibrators, OOD detection)."""
+    drop_unreadable_terminal_size()  # before any command draws a table
 
 
 # Each command is a module-level function of its module (options in, one library call, output), registered here.
@@ -50,4 +51,5 @@ app.add_typer(plot.plot_app, name="plot", help=plot.HELP)
 
 
 def main() -> None:
+    drop_unreadable_terminal_size()  # before the help text is drawn, too
     app()

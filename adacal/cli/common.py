@@ -44,13 +44,23 @@ def number(value: float, decimals: int) -> str:
     return f"{value:.3g}" if abs(value) >= 1e6 else f"{value:.{decimals}f}"
 
 
+def drop_unreadable_terminal_size() -> None:
+    """Leave out a $COLUMNS or $LINES that is not ASCII digits: rich reads them with `str.isdigit()`, true of "²",
+    and then fails in int() with a traceback; without them it asks the terminal (or takes its default width)."""
+    for name in ("COLUMNS", "LINES"):
+        value = os.environ.get(name)
+        if value is not None and not (value.isascii() and value.isdigit()):
+            del os.environ[name]
+
+
 def table_console(*, stderr: bool = False, wide: int = 160) -> Any:
     """The rich console a table is printed on: the terminal's width; piped or captured, $COLUMNS when it is set, else
     `wide` columns (a file of the output keeps whole rows). Tables are laid out to fit 80 columns and up."""
     from rich.console import Console
 
     console = Console(stderr=stderr)
-    if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
+    columns = os.environ.get("COLUMNS", "")
+    if console.is_terminal or (columns.isascii() and columns.isdigit()):  # "²".isdigit() too, which int() refuses
         return console
     return Console(stderr=stderr, width=wide)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,8 @@ import numpy as np
 from adacal.errors import InputError
 from adacal.shift import SEVERITIES, SHIFT_METRICS, by_severity, set_metrics, shift_report, shift_report_name
 
+# One part of --severities: "3" or "4-5", ASCII digits only (re.ASCII: \d would also match "٣").
+_SEVERITY_PART = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", re.ASCII)
 # progress(done, total, what): called before each set is scored (done sets so far) and once at the end.
 Progress = Callable[[int, int, str], None]
 
@@ -64,14 +67,14 @@ def parse_severities(severities: str | Iterable[int] | None) -> list[int]:
     if isinstance(severities, str):
         values: list[Any] = []
         for part in severities.split(","):
-            text = part.strip()
-            low, dash, high = text.partition("-")
-            if dash and low.strip().isdigit() and high.strip().isdigit() and int(low) <= int(high):
-                values.extend(range(int(low), int(high) + 1))
-            elif text.isdigit():
-                values.append(int(text))
-            else:
+            # ASCII digits only: str.isdigit() also admits "²" (which int() refuses) and int() reads "٣" or "1_0"
+            match = _SEVERITY_PART.fullmatch(part)
+            low, high = (None, None) if match is None else (match.group(1), match.group(2) or match.group(1))
+            if low is None or int(low) > int(high):
                 raise InputError(f"Expected --severities to be integers 1-5 (e.g. 1,3,5 or 4-5), got {severities!r}.")
+            if len(high) > 2 or int(high) > 5:  # checked before the range is made: "1-10000000000" is no list
+                raise InputError(f"Expected --severities to be integers from 1 to 5, got {severities!r}.")
+            values.extend(range(int(low), int(high) + 1))
     else:
         values = list(severities)
     if not values or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= 5

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from adacal.conventions import LOSS_OPTION_FLAGS
@@ -23,11 +24,12 @@ def parse_milestones(text: str | None) -> tuple[int, ...] | None:
     cleaned = text.strip().lower()
     if cleaned in ("", "none"):
         return ()
-    try:
-        return tuple(int(part) for part in cleaned.split(","))
-    except ValueError:
+    parts = [part.strip() for part in cleaned.split(",")]
+    # ASCII digits only: int() also reads "٣", "1_000" and "+5"; "²" (whose isdigit() is true) it refuses
+    if not all(re.fullmatch(r"[0-9]+", part) for part in parts):
         raise InputError("Expected --milestones to be comma-separated epoch numbers like 150,250, got "
-                         f"{text!r}.") from None
+                         f"{text!r}.")
+    return tuple(int(part) for part in parts)
 
 
 def train_config(*, milestones: str | tuple[int, ...] | None = None, embeddings: Any = None, **options: Any) -> Any:

@@ -37,7 +37,8 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
         name = device.strip().lower() if isinstance(device, str) else device
     if name == "auto":
         return torch.device("cuda", _current_cuda_index()) if torch.cuda.is_available() else torch.device("cpu")
-    if name == "cpu" or (isinstance(name, str) and name.startswith("cpu:") and name[4:].isdigit()):
+    if name == "cpu" or (isinstance(name, str) and name.startswith("cpu:") and name[4:].isascii()
+                           and name[4:].isdigit()):
         return torch.device("cpu")  # torch.device("cpu", 0) names the one CPU device too
     if not isinstance(name, str) or not name.startswith("cuda"):
         raise InputError(f"Expected --device to be auto, cpu or cuda, got {name!r}.")

@@ -330,7 +330,7 @@ def validate_config(config: TrainConfig) -> None:
     if not _is_int(config.seed) or not 0 <= config.seed < 2**32:
         raise InputError(f"Expected --seed to be an integer in [0, 2**32), got {config.seed!r}.")
     device = str(config.device)
-    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", device):
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", device, re.ASCII):
         raise InputError(f"Expected --device to be auto, cpu or cuda (or cuda:N), got {config.device!r}.")
     parse_update_every(config.update_every)
     if config.select not in SELECTIONS:

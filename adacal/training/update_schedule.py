@@ -51,7 +51,7 @@ def parse_update_every(value: Any) -> UpdateSchedule:
     parts = text.split(",")
     previous_last = 0
     for index, part in enumerate(parts):
-        match = re.fullmatch(r"\s*(epoch|\d+)\s*(?::\s*(\d+)\s*)?", part)
+        match = re.fullmatch(r"\s*(epoch|\d+)\s*(?::\s*(\d+)\s*)?", part, re.ASCII)  # ASCII: not "٣"
         if not match:
             raise InputError(problem)
         rule, last = match.group(1), match.group(2)
