@@ -9,7 +9,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from adacal.cli.common import ForceOption, guarded, metrics_line, number, table_console
+from adacal.cli.common import (
+    DEBIAS_NOTE, ForceOption, debias_clipped, guarded, metric_cell, metrics_line, number, table_console,
+)
 from adacal.cli.inputs import (
     LabelsFile, LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, print_notes, read_options,
 )
@@ -68,7 +70,14 @@ def _cell(metrics: dict[str, Any], key: str, scale: float) -> str:
     value = metrics.get(key)
     if value is None or value != value:
         return "-"
-    return number(value * scale, 2 if scale != 1.0 else 3)
+    return metric_cell(key, value, number(value * scale, 2 if scale != 1.0 else 3))
+
+
+def _debias_clipped(results: dict[str, Any]) -> bool:
+    """Whether a cell of the table shows a clipped ECE-DEBIAS (≤ 0): uncalibrated or after any calibrator."""
+    entries = results["calibrators"].values()
+    return any(debias_clipped((entry.get(stage) or {}).get("ece_debias")) for entry in entries
+               for stage in ("test_pre", "test_post"))
 
 
 def _print_table(results: dict[str, Any], *, n_val: int, n_test: int) -> None:
@@ -285,6 +294,8 @@ def calibrate(
                    f"{metrics_line(best['test_pre'])})")
         return
     _print_table(run.results, n_val=run.n_val, n_test=run.n_test)
+    if _debias_clipped(run.results):
+        typer.echo(f"Note: {DEBIAS_NOTE}.", err=True)
     selection = run.results["selection"]
     if len(run.methods) > 1:
         header = _metric_header(selection["metric"])

@@ -44,6 +44,32 @@ def number(value: float, decimals: int) -> str:
     return f"{value:.3g}" if abs(value) >= 1e6 else f"{value:.{decimals}f}"
 
 
+# How every table shows an ECE-DEBIAS clipped at 0, and the note that says why (evaluate's note adds the estimate).
+DEBIAS_CLIPPED = "≤ 0"
+DEBIAS_NOTE = ("ECE-DEBIAS ≤ 0: its estimate of the squared error is below the estimator's resolution (the bias "
+               "correction exceeds the squared gaps); it is no measured perfect calibration")
+
+
+def debias_clipped(value: Any) -> bool:
+    """Whether an ECE-DEBIAS value is the estimator's clip: the root of max(estimate, 0) is exactly 0 only when the
+    debiased estimate of the squared error is ≤ 0 (`results.ece_debias_squared` in evaluate's report).
+
+    >>> debias_clipped(0.0), debias_clipped(1e-9), debias_clipped(None)
+    (True, False, False)
+    """
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0.0
+
+
+def metric_cell(key: str, value: Any, text: str) -> str:
+    """A table's cell for metric `key` (a report key: ece_debias): `text`, the value as the table formats it, or
+    "≤ 0" for a clipped ECE-DEBIAS, the same in every table (evaluate, train, calibrate, shift).
+
+    >>> metric_cell("ece_debias", 0.0, "0.00"), metric_cell("ece_em", 0.0, "0.00")
+    ('≤ 0', '0.00')
+    """
+    return DEBIAS_CLIPPED if key == "ece_debias" and debias_clipped(value) else text
+
+
 def drop_unreadable_terminal_size() -> None:
     """Leave out a $COLUMNS or $LINES that is not ASCII digits: rich reads them with `str.isdigit()`, true of "²",
     and then fails in int() with a traceback; without them it asks the terminal (or takes its default width)."""

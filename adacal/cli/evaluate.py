@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from adacal.cli.common import ForceOption, guarded, metrics_line, number
+from adacal.cli.common import ForceOption, guarded, metric_cell, metrics_line, number
 from adacal.cli.inputs import (
     LabelsFile, LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, print_notes, read_options,
 )
@@ -64,8 +64,6 @@ def _print_table(report: dict[str, Any], label: str, calibrated_from: str | None
     from rich.table import Table
 
     from adacal.commands import FRACTION_METRICS, display_name, metric_key
-    from adacal.commands.evaluate import debias_below_resolution
-
     results = report["results"]
     config = report["config"]
     assumed = results["assumed_input"]
@@ -90,7 +88,7 @@ def _print_table(report: dict[str, Any], label: str, calibrated_from: str | None
         key = metric_key(name)
         value = results["metrics"][key]
         unit = "%" if name in FRACTION_METRICS else _UNITS.get(name, "")
-        shown = "≤ 0" if key == "ece_debias" and debias_below_resolution(results) else _format(name, value)
+        shown = metric_cell(key, value, _format(name, value))  # a clipped ECE-DEBIAS: ≤ 0, as in every table
         row = [display_name(name), shown, unit]
         if intervals:
             ci = intervals[key]

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from adacal.cli.common import ForceOption, guarded, number, table_console
+from adacal.cli.common import DEBIAS_NOTE, ForceOption, debias_clipped, guarded, metric_cell, number, table_console
 
 HELP = (
     "Calibration under dataset shift (Ovadia et al. 2019): score a trained image model on a corruption suite, every "
@@ -86,7 +86,8 @@ def shift(
         typer.echo(_summary_line(run.results))
         return
     _print_tables(run.results)
-    for note in run.notes:  # before the closing line, as ood prints them
+    debias = [f"{DEBIAS_NOTE}."] if _debias_clipped(run.results) else []
+    for note in [*run.notes, *debias]:  # before the closing line, as ood prints them
         typer.echo(f"Note: {note}", err=True)
     if run.written is not None:
         table_console().print(f"Wrote {run.written}", soft_wrap=True, highlight=False, markup=False)
@@ -154,15 +155,24 @@ def _print_tables(results: dict[str, Any]) -> None:
         for _, label, _, _ in _COLUMNS:
             table.add_column(label, justify="right", no_wrap=True)
         clean = results["clean"][stage]
-        table.add_row("clean", *(_cell(clean[key], scale, decimals) for key, _, scale, decimals in _COLUMNS),
+        table.add_row("clean", *(_cell(key, clean[key], scale, decimals) for key, _, scale, decimals in _COLUMNS),
                       end_section=True)
         for severity, block in results["by_severity"].items():
             if block[stage] is None:
                 continue
-            table.add_row(severity, *(_cell(block[stage][key]["mean"], scale, decimals)
+            table.add_row(severity, *(_cell(key, block[stage][key]["mean"], scale, decimals)
                                       for key, _, scale, decimals in _COLUMNS))
         table_console().print(table)
 
 
-def _cell(value: float | None, scale: float, decimals: int) -> str:
-    return "–" if value is None else number(scale * value, decimals)
+def _debias_clipped(results: dict[str, Any]) -> bool:
+    """Whether a cell of the tables shows a clipped ECE-DEBIAS (≤ 0): the clean set, or a severity's mean (0 only
+    when every corruption's estimate is clipped)."""
+    values = [results["clean"][stage]["ece_debias"] for stage in ("pre", "post") if results["clean"][stage]]
+    values += [block[stage]["ece_debias"]["mean"] for block in results["by_severity"].values()
+               for stage in ("pre", "post") if block[stage] is not None]
+    return any(debias_clipped(value) for value in values)
+
+
+def _cell(key: str, value: float | None, scale: float, decimals: int) -> str:
+    return "–" if value is None else metric_cell(key, value, number(scale * value, decimals))

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from adacal.cli.common import EXIT_INTERRUPTED, guarded
+from adacal.cli.common import DEBIAS_NOTE, EXIT_INTERRUPTED, debias_clipped, guarded, metric_cell
 from adacal.commands.train import LOSS_FLAGS  # each loss flag's parameter name → the loss option it sets
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
@@ -223,9 +223,12 @@ def _print_summary(result: Any, quiet: bool) -> None:
     table.add_column("value", justify="right")
     shown = [name for name in TABLE_METRICS if name in metrics] + [n for n in metrics if n not in TABLE_METRICS]
     for name in shown:
-        table.add_row(display_name(name), _percent(name, metrics[name]))  # as evaluate names them: ECE-EM
+        # as evaluate names and shows them: ECE-EM, a clipped ECE-DEBIAS as ≤ 0
+        table.add_row(display_name(name), metric_cell(name, metrics[name], _percent(name, metrics[name])))
     console = Console()
     console.print(table)
+    if debias_clipped(metrics.get("ece_debias")):
+        typer.echo(f"Note: {DEBIAS_NOTE}.", err=True)
     # Printed as text, not markup: a folder named like a tag ('[/x]') would stop the summary with a MarkupError.
     console.print(f"Run folder: {result.run_dir}  ({result.seconds:.1f}s)", highlight=False, soft_wrap=True,
                   markup=False)
