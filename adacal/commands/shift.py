@@ -187,7 +187,7 @@ def run_shift(
               "temperature": value, "temperature_source": source, "seed": int(seed), "limit": limit,
               "test_subset": scorer.test_subset, "data_dir": None if scorer.data_dir is None else str(scorer.data_dir),
               "cache_dir": None if cache_dir is None else str(cache_dir), "n_bins": int(n_bins),
-              "device": scorer.device_name}
+              "device": scorer.device_name, "loss": scorer.loss}
     report = shift_report(results, config=config)
     target = json_path or (run_dir / shift_report_name(names, levels, suite=suite, limit=limit)
                            if run_dir is not None else None)
@@ -229,6 +229,9 @@ class _ModelScorer:
         self.checkpoint_path, self.run = resolve_checkpoint(model)
         self.checkpoint = load_checkpoint(self.checkpoint_path)
         self.dataset = str(self.checkpoint["dataset"]).lower()
+        trained = self.checkpoint.get("config")
+        loss = trained.get("loss") if isinstance(trained, dict) else None
+        self.loss = loss if isinstance(loss, str) else None  # the training loss: `plot shift` colours the run by it
         kind = model_input_kind(str(self.checkpoint["model_name"]))
         if kind != "image":
             raise InputError(f"Expected an image model for adacal shift (it corrupts images), but {model} was trained "

@@ -161,38 +161,54 @@ def _temperatures(group: ShiftGroup) -> str:
 
 def shift_inputs(paths: Sequence[str | Path], labels: Sequence[str] | None = None) -> list[ShiftGroup]:
     """One group per input: a shift report (shift*.json) or a run folder holding shift.json (else its one other
-    shift-*.json). Labels default to the run folder's loss and name."""
+    shift-*.json). Each group's loss (its colour) is its run's (the run folder's config.json, else the loss the report
+    records); labels default to the loss's name (the run folder's name, or the report's, when neither says), told
+    apart as `plot roc` tells them apart when they repeat (model, dataset, seed, folder)."""
+    from adacal.plots.readers import distinct_labels, input_details
+    from adacal.plots.style import display_name
     from adacal.runs import find_run_folder
     from adacal.sources.documents import read_report
 
-    groups = []
-    for i, given in enumerate(paths):
-        path = Path(given)
-        folder = path if path.is_dir() else None
-        if folder is not None:
-            candidates = [folder / "shift.json"] if (folder / "shift.json").is_file() else sorted(
-                folder.glob("shift-*.json"))
-            if len(candidates) != 1:
-                found = ", ".join(p.name for p in candidates) or "none"
-                raise InputError(f"Expected {folder} to hold shift.json (written by 'adacal shift {folder}'), found "
-                                 f"{found}: give the report file itself.")
-            path = candidates[0]
+    results, losses, names, details = [], [], [], []
+    for given in paths:
+        path = _report_path(Path(given))
         report = read_report(path, kind="shift")
         run = find_run_folder(path)
-        loss = _run_loss(run)
-        label = labels[i] if labels is not None else (run.root.name if run is not None else path.stem)
-        groups.append(ShiftGroup(label=label, results=[report["results"]], loss=loss if labels is None else None))
-    return groups
+        info = _run_info(run)
+        recorded = (report.get("config") or {}).get("loss")  # written by adacal shift from the checkpoint
+        loss = (info.config.get("loss") if info is not None else None) or recorded
+        loss = loss if isinstance(loss, str) and loss.strip() else None
+        results.append(report["results"])
+        losses.append(loss)
+        names.append(display_name(loss) if loss is not None else (run.root.name if run is not None else path.stem))
+        details.append(input_details(info, path))
+    final = list(labels) if labels is not None else distinct_labels(names, details)
+    return [ShiftGroup(label=label, results=[found], loss=loss) for label, found, loss in zip(final, results, losses)]
 
 
-def _run_loss(run: Any) -> str | None:
+def _report_path(path: Path) -> Path:
+    """The shift report an input names: the file itself, or a run folder's shift.json (else its one shift-*.json)."""
+    if not path.is_dir():
+        return path
+    candidates = [path / "shift.json"] if (path / "shift.json").is_file() else sorted(path.glob("shift-*.json"))
+    if len(candidates) != 1:
+        found = ", ".join(p.name for p in candidates) or "none"
+        raise InputError(f"Expected {path} to hold shift.json (written by 'adacal shift {path}'), found {found}: give "
+                         "the report file itself.")
+    return candidates[0]
+
+
+def _run_info(run: Any) -> Any:
+    """The run's options (a `RunInfo`) from its config.json, or None without a run or a readable config (the report's
+    own record of the loss is used then)."""
+    from adacal.plots.readers import RunInfo
     from adacal.runs import run_config
 
     if run is None:
         return None
     try:
-        config = run_config(run) or {}
+        report = run_config(run)
     except InputError:
         return None
-    loss = config.get("loss")
-    return loss if isinstance(loss, str) else None
+    config = (report or {}).get("config")
+    return RunInfo(root=run.root, config=config) if isinstance(config, Mapping) else None

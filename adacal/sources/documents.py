@@ -195,6 +195,23 @@ def fraction(value: Any, where: str) -> None:
         raise _Mismatch(where, "a number in [0, 1]", value)
 
 
+def non_negative(value: Any, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < math.inf:
+        raise _Mismatch(where, "a finite number >= 0", value)
+
+
+def positive(value: Any, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < math.inf:
+        raise _Mismatch(where, "a finite number > 0", value)
+
+
+def all_of(*schemas: Schema) -> Schema:
+    def check(value: Any, where: str) -> None:
+        for schema in schemas:
+            schema(value, where)
+    return check
+
+
 def nullable(schema: Schema) -> Schema:
     def check(value: Any, where: str) -> None:
         if value is not None:
@@ -255,11 +272,26 @@ _CALIBRATOR = obj({"method": nonempty_string, "format_version": integer(1), "par
                   {"options": OBJECT, "num_classes": integer(2)})
 _SCORE_METRICS = obj(optional={key: nullable(fraction) for key in ("auroc", "aupr_in", "aupr_out", "fpr_at_95_tpr")})
 _SET = obj({"name": string, "n": integer(1)})
+# The range of each metric a shift report holds (adacal.shift.SHIFT_METRICS): the ECEs and the error are fractions
+# in [0, 1], the NLL a finite number of nats >= 0. A value outside it (an ECE of 1e308 or -0.4, an NLL of -1e300) is
+# no figure adacal wrote: `plot shift` refuses it in one line naming the field, never draws it.
+_SHIFT_RANGES: dict[str, Schema] = {"error": fraction, "nll": non_negative, "ece_em": fraction, "ece_ew": fraction,
+                                    "ece_debias": fraction}
+_SHIFT_METRICS = all_of(_METRICS, obj(optional={key: nullable(schema) for key, schema in _SHIFT_RANGES.items()}))
 # One shifted (or the clean) set of a shift report: its size and metrics before and after T.
-_SHIFT_SET = obj({"n": integer(1), "pre": _METRICS}, {"post": nullable(_METRICS)})
+_SHIFT_SET = obj({"n": integer(1), "pre": _SHIFT_METRICS}, {"post": nullable(_SHIFT_METRICS)})
 _SHIFT_SET_ENTRY = obj({"corruption": nonempty_string, "severity": integer(1, 5), "source": nonempty_string,
-                        "n": integer(1), "pre": _METRICS}, {"post": nullable(_METRICS), "files": list_of(string),
-                                                              "table": nullable(nonempty_string)})
+                        "n": integer(1), "pre": _SHIFT_METRICS}, {"post": nullable(_SHIFT_METRICS),
+                                                                  "files": list_of(string),
+                                                                  "table": nullable(nonempty_string)})
+# A severity's summary over the corruptions (adacal.shift.spread of each metric): its statistics within the
+# metric's range, the standard deviation >= 0.
+_SHIFT_SPREADS = obj(optional={key: obj(optional={
+    "n": integer(0), "std": nullable(non_negative),
+    **{stat: nullable(schema) for stat in ("mean", "median", "q1", "q3", "min", "max")}})
+    for key, schema in _SHIFT_RANGES.items()})
+_SHIFT_SEVERITY = obj(optional={"sets": integer(0), "pre": nullable(_SHIFT_SPREADS),
+                                "post": nullable(_SHIFT_SPREADS)})
 
 RESULTS: dict[str, Schema] = {
     "evaluate": obj(optional={"metrics": _METRICS,
@@ -275,8 +307,8 @@ RESULTS: dict[str, Schema] = {
                          "in": _SET, "out": _SET, "temperature": nullable(number),
                          "temperature_source": nullable(string)}),
     "shift": obj({"clean": _SHIFT_SET, "sets": list_of(_SHIFT_SET_ENTRY)},
-                 {"dataset": string, "n": integer(1), "temperature": nullable(number),
-                  "temperature_source": nullable(string), "by_severity": OBJECT}),
+                 {"dataset": string, "n": integer(1), "temperature": nullable(positive),
+                  "temperature_source": nullable(string), "by_severity": mapping_of(_SHIFT_SEVERITY)}),
     "calibrator": obj({"calibrator": _CALIBRATOR}),
     "train-config": OBJECT,
 }
@@ -287,6 +319,9 @@ CONFIGS: dict[str, Schema] = {
         "loss_options": nullable(OBJECT), "model_options": nullable(OBJECT),
     }),
     "calibrator": obj({"method": nonempty_string}, {"options": nullable(OBJECT)}),
+    "shift": obj(optional={"severities": list_of(integer(1, 5)), "temperature": nullable(positive),
+                           "n_bins": integer(2), "seed": integer(0), "limit": nullable(integer(1)),
+                           "corruptions": list_of(nonempty_string), "loss": nullable(string)}),
 }
 ENVELOPE = obj(
     {"schema_version": ANY, "results": OBJECT},

@@ -3,6 +3,8 @@ T on one y-scale, the source of the sets in the title; from reports and run fold
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from cli_helpers import runner
@@ -109,3 +111,154 @@ def test_cli_draws_reports_and_run_folders_and_refuses_a_folder_without_one(tmp_
     refused = runner.invoke(app, ["plot", "shift", str(empty), "--out", str(tmp_path / "x.png")])
     assert refused.exit_code != 0 and "adacal shift" in refused.output
     assert not (tmp_path / "x.png").exists()
+
+
+def _report_with(tmp_path, change, name="shift.json"):
+    """A shift report whose results `change` edits in place, written as JSON."""
+    results = _results(VALUES, clean=0.05)
+    change(results)
+    path = tmp_path / name
+    write_json(path, shift_report(results, config={}))
+    return path
+
+
+def _set_metric(stage, key, value, where="sets"):
+    def change(results):
+        (results["sets"][1] if where == "sets" else results["clean"])[stage][key] = value
+    return change
+
+
+def _set_spread(key, stat, value):
+    def change(results):
+        results["by_severity"]["5"]["pre"][key][stat] = value
+    return change
+
+
+def _set(field, value):
+    def change(results):
+        target, key = (results["sets"][0], "severity") if field == "severity" else (results, field)
+        target[key] = value
+    return change
+
+
+@pytest.mark.parametrize("change, field, shown", [
+    (_set_metric("pre", "ece_em", 1e308), "results.sets[1].pre.ece_em", "1e+308"),
+    (_set_metric("pre", "ece_em", -0.4), "results.sets[1].pre.ece_em", "-0.4"),
+    (_set_metric("post", "ece_ew", 1.0000001), "results.sets[1].post.ece_ew", "1.0000001"),
+    (_set_metric("pre", "ece_debias", -1e-9, where="clean"), "results.clean.pre.ece_debias", "-1e-09"),
+    (_set_metric("pre", "nll", -1e300), "results.sets[1].pre.nll", "-1e+300"),
+    (_set_metric("post", "nll", -0.001, where="clean"), "results.clean.post.nll", "-0.001"),
+    (_set_metric("pre", "error", 1.5), "results.sets[1].pre.error", "1.5"),
+    (_set_metric("pre", "error", -0.1, where="clean"), "results.clean.pre.error", "-0.1"),
+    (_set("temperature", 0.0), "results.temperature", "0.0"),
+    (_set("temperature", -1.5), "results.temperature", "-1.5"),
+    (_set("severity", 6), "results.sets[0].severity", "6"),
+    (_set("severity", 0), "results.sets[0].severity", "0"),
+    (_set("severity", 2.5), "results.sets[0].severity", "2.5"),
+    (_set_spread("ece_em", "mean", 2.0), "results.by_severity.5.pre.ece_em.mean", "2.0"),
+    (_set_spread("nll", "max", -3.0), "results.by_severity.5.pre.nll.max", "-3.0"),
+    (_set_spread("ece_em", "std", -0.1), "results.by_severity.5.pre.ece_em.std", "-0.1"),
+])
+def test_a_figure_outside_its_range_is_refused_in_one_line_naming_the_field_and_value(tmp_path, change, field,
+                                                                                       shown):
+    report = _report_with(tmp_path, change)
+    out = tmp_path / "x.png"
+    result = runner.invoke(app, ["plot", "shift", str(report), "--out", str(out)])
+    assert result.exit_code != 0 and not out.exists()
+    line = result.output.strip()
+    assert len(line.splitlines()) == 1 and line.startswith("Error: Expected") and "Traceback" not in line
+    assert f"'{field}'" in line and line.endswith(f" {shown}.")
+    from adacal.sources.documents import read_report
+
+    with pytest.raises(InputError, match=rf"'{re.escape(field)}'"):
+        read_report(report, kind="shift")
+
+
+@pytest.mark.parametrize("change", [
+    _set_metric("pre", "ece_em", 0.0), _set_metric("pre", "ece_em", 1.0), _set_metric("pre", "nll", 0.0),
+    _set_metric("pre", "nll", 250.0), _set_metric("pre", "error", 1.0), _set_metric("pre", "ece_debias", None),
+    _set("temperature", 1e-3), _set("temperature", None), _set("severity", 5),
+])
+def test_figures_at_the_edges_of_their_ranges_are_drawn(tmp_path, change):
+    report = _report_with(tmp_path, change)
+    result = runner.invoke(app, ["plot", "shift", str(report), "--out", str(tmp_path / "x.png")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "x.png").is_file()
+
+
+def test_a_report_adacal_shift_writes_passes_the_range_check():
+    """The report of real metrics: set_metrics of logits (including an overflowing NLL's worth of confidence) is
+    inside every range the schema checks."""
+    from adacal.shift import set_metrics
+    from adacal.sources.documents import check_report
+
+    rng = np.random.default_rng(0)
+    logits, labels = rng.normal(size=(50, 10)) * 30.0, rng.integers(0, 10, 50)
+    entry = {"corruption": "fog", "severity": 3, "source": "generated", "n": 50,
+             **set_metrics(logits, labels, temperature=2.0)}
+    results = {"clean": {"n": 50, **set_metrics(logits, labels, temperature=2.0)}, "sets": [entry],
+               "temperature": 2.0, "by_severity": by_severity([entry], [3])}
+    assert entry["pre"]["nll"] > 10  # confidently wrong: a large NLL, still in range
+    check_report(shift_report(results, config={"severities": [3], "temperature": 2.0}), "r.json", kind="shift")
+
+
+def _run_folder(root, name, loss, values):
+    """A run folder (config.json naming its loss, as `adacal train` writes it) holding a shift.json."""
+    from adacal.reports import make_report
+
+    run = root / name
+    run.mkdir()
+    write_json(run / "config.json", make_report("train-config", config={"loss": loss, "dataset": "cifar10",
+                                                                       "model": "resnet20", "seed": 0}, results={}))
+    write_json(run / "shift.json", shift_report(_results(values, clean=0.05), config={}))
+    return run
+
+
+def _face_colors(figure):
+    from matplotlib.colors import to_hex
+
+    _, boxes = _boxes(figure, "pre")
+    return {gid: to_hex(patch.get_facecolor(), keep_alpha=False) for gid, patch in boxes.items()}
+
+
+def test_each_run_keeps_its_loss_colour_and_label(tmp_path):
+    """Two runs of different losses whose folder names say nothing of the loss: each is drawn in its loss's colour
+    and named by its loss, in either order; --labels renames them and keeps the colours."""
+    from adacal.plots.shift import shift_inputs
+    from adacal.plots.style import LOSS_COLORS
+
+    ada = _run_folder(tmp_path, "run-1", "adafocal", VALUES)
+    ce = _run_folder(tmp_path, "run-2", "ce", {key: value + 0.1 for key, value in VALUES.items()})
+    for order in ([ada, ce], [ce, ada]):
+        groups = shift_inputs(order)
+        assert [(g.label, g.loss) for g in groups] == [
+            ("AdaFocal", "adafocal") if path == ada else ("CE", "ce") for path in order]
+        colors = _face_colors(shift_figure(groups))
+        assert colors["shift:AdaFocal:pre:5"] == LOSS_COLORS["adafocal"].lower()
+        assert colors["shift:CE:pre:5"] == LOSS_COLORS["ce"].lower()
+    named = shift_inputs([ada, ce], labels=["mine", "theirs"])
+    assert [(g.label, g.loss) for g in named] == [("mine", "adafocal"), ("theirs", "ce")]
+    colors = _face_colors(shift_figure(named))
+    assert colors["shift:mine:pre:1"] == LOSS_COLORS["adafocal"].lower()
+    result = runner.invoke(app, ["plot", "shift", str(ada), str(ce), "--out", str(tmp_path / "both.png")])
+    assert result.exit_code == 0, result.output
+
+
+def test_a_report_outside_its_run_folder_is_coloured_by_the_loss_it_records(tmp_path):
+    from adacal.plots.shift import shift_inputs
+
+    report = tmp_path / "elsewhere.json"
+    write_json(report, shift_report(_results(VALUES, clean=0.05), config={"loss": "focal"}))
+    unnamed = tmp_path / "unnamed.json"
+    write_json(unnamed, shift_report(_results(VALUES, clean=0.05), config={}))
+    groups = shift_inputs([report, unnamed])
+    assert [(g.label, g.loss) for g in groups] == [("Focal", "focal"), ("unnamed", None)]
+
+
+def test_two_runs_of_one_loss_are_told_apart(tmp_path):
+    from adacal.plots.shift import shift_inputs
+
+    first = _run_folder(tmp_path, "run-a", "ce", VALUES)
+    second = _run_folder(tmp_path, "run-b", "ce", VALUES)
+    labels = [g.label for g in shift_inputs([first, second])]
+    assert len(set(labels)) == 2 and all(label.startswith("CE (") for label in labels)
