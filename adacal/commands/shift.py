@@ -146,12 +146,9 @@ def run_shift(
     scorer = _ModelScorer(model, data_dir=data_dir, download=download, device=device, batch_size=batch_size)
     run_dir = scorer.run.root if scorer.run is not None else None
     value, source = _temperature(scorer, temperature=temperature, fit=fit_temperature, run_dir=run_dir)
-    clean_logits, clean_labels = scorer.clean_test()
-    from adacal.ood.model import limit_indices
-
-    rows = limit_indices(len(clean_labels), limit, seed)  # as `adacal ood --limit` picks them
-    if rows is not None:
-        clean_logits, clean_labels = clean_logits[rows], clean_labels[rows]
+    # --limit: a seeded random N of the test images (as `adacal ood --limit` picks them), taken before the model runs:
+    # the model scores those N of every set, never the whole set to keep N of its logits.
+    clean_logits, clean_labels, rows = scorer.clean_test(limit=limit, seed=seed)
     clean = {"n": int(len(clean_labels)), **set_metrics(clean_logits, clean_labels, temperature=value, n_bins=n_bins)}
 
     sets: list[dict[str, Any]] = []
@@ -160,9 +157,7 @@ def run_shift(
         for severity in levels:
             if progress is not None:
                 progress(len(sets), total, f"{name} s{severity}")
-            logits, labels, shifted = scorer.shifted(name, severity, seed=seed, cache_dir=cache_dir)
-            if rows is not None:
-                logits, labels = logits[rows], labels[rows]
+            logits, labels, shifted = scorer.shifted(name, severity, seed=seed, cache_dir=cache_dir, rows=rows)
             if not np.array_equal(labels, clean_labels):
                 raise InputError(f"Expected the {name} severity-{severity} set to hold the clean test images in "
                                  f"order (its labels differ from the test labels): {shifted.source} "
@@ -252,6 +247,7 @@ class _ModelScorer:
         self._saved: Any = None
         self._saved_read = False
         self._test_labels: tuple[np.ndarray, str] | None = None
+        self.n_test: int | None = None  # the clean test images (after --test-subset), known once clean_test ran
 
     def _folder(self) -> contextlib.AbstractContextManager[None]:
         from adacal.training.inference import recorded_data_folder
@@ -287,18 +283,30 @@ class _ModelScorer:
             return None
         return subset_test_rows(labels, int(self.test_subset), method=self.subset_method)
 
-    def clean_test(self) -> tuple[np.ndarray, np.ndarray]:
+    def clean_test(self, *, limit: int | None = None, seed: int = 0) -> tuple[np.ndarray, np.ndarray,
+                                                                             np.ndarray | None]:
+        """The clean test logits and labels of the run's test images, or of a seeded random `limit` of them (only
+        those are scored when the model runs), and those rows (None: all), which every shifted set then keeps."""
         from adacal.arrays import check_scores
+        from adacal.ood.model import limit_indices
 
         saved = self._saved_predictions()
         if saved is not None:
             logits, labels = np.asarray(saved["test"].logits), np.asarray(saved["test"].labels)
+            self.n_test = len(labels)
+            rows = limit_indices(len(labels), limit, seed)
+            if rows is not None:
+                logits, labels = logits[rows], labels[rows]
         else:
             test = self._data().limit_test(self.test_subset, method=self.subset_method).test
             if len(test) == 0:
                 raise InputError(f"Expected the {self.dataset} test set to hold at least one image, got none.")
+            self.n_test = len(test)
+            rows = limit_indices(len(test), limit, seed)
+            if rows is not None:
+                test = test.subset(rows)
             logits, labels = self._logits(test), test.labels.numpy()
-        return check_scores(logits, name=f"{self.dataset} test logits"), labels.astype(np.int64)
+        return check_scores(logits, name=f"{self.dataset} test logits"), labels.astype(np.int64), rows
 
     def clean_val(self) -> Any:
         from adacal.arrays import check_scores
@@ -314,8 +322,10 @@ class _ModelScorer:
         logits = check_scores(self._logits(val), name=f"{self.dataset} validation logits")
         return Predictions(logits=logits, labels=val.labels.numpy().astype(np.int64))
 
-    def shifted(self, corruption: str, severity: int, *, seed: int, cache_dir: Any) -> tuple[np.ndarray, np.ndarray,
-                                                                                             Any]:
+    def shifted(self, corruption: str, severity: int, *, seed: int, cache_dir: Any,
+                rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, Any]:
+        """The logits and labels of a shifted set: the corrupted copies of the run's test images (its --test-subset),
+        of those `rows` only (--limit; None: all), selected before the model runs; and the set (its source)."""
         from adacal.arrays import check_scores
         from adacal.data.corruptions import cifar_test_labels, load_shifted_set
 
@@ -329,7 +339,13 @@ class _ModelScorer:
             shifted = load_shifted_set(self.dataset, corruption, severity, data_dir=self.data_dir, seed=seed,
                                        cache_dir=cache_dir, download=self.download, **labels_of)
         split = shifted.split
-        rows = self._subset_rows(split.labels.numpy())
+        subset = self._subset_rows(split.labels.numpy())
+        if subset is not None:
+            split = split.subset(subset)
+        if self.n_test is not None and len(split) != self.n_test:
+            raise InputError(f"Expected the {corruption} severity-{severity} set to hold the {self.n_test} clean test "
+                             f"images in order, but it holds {len(split)}: {shifted.source} "
+                             f"{', '.join(shifted.files) or ''}".rstrip() + ".")
         if rows is not None:
             split = split.subset(rows)
         logits = check_scores(self._logits(split), name=f"{self.dataset} {corruption} s{severity} logits")

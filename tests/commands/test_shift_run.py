@@ -130,6 +130,102 @@ def test_limit_scores_the_same_images_in_every_set(tiny_run, tmp_path):
     assert shifted.written.name == "shift-fog-s5-n15.json"
 
 
+def _count_images(monkeypatch):
+    """Record the number of images of every split the model is run on (`CheckpointModel.predict`, the one path from
+    a checkpoint to logits)."""
+    from adacal.training.inference import CheckpointModel
+
+    seen: list[int] = []
+    predict = CheckpointModel.predict
+
+    def counting(self, split, **options):
+        seen.append(len(split))
+        return predict(self, split, **options)
+
+    monkeypatch.setattr(CheckpointModel, "predict", counting)
+    return seen
+
+
+@pytest.mark.parametrize("saved", [True, False], ids=["clean-from-predictions.npz", "clean-scored"])
+def test_limit_runs_the_model_on_the_limited_images_only_and_scores_them_as_directly(tiny_run, tmp_path,
+                                                                                     monkeypatch, saved):
+    """--limit 15 of the run's 40 test images: the model sees 15 images per set (and for the clean set, when it is
+    scored rather than read from predictions.npz), and each set's figures are those of scoring the same 15 images
+    directly: the ordinary checkpoint evaluation of a data folder holding the corrupted images, at the rows --limit
+    picks (a seeded sample of the 40)."""
+    from adacal.commands.shift import _ModelScorer
+    from adacal.data import corrupt, read_image_npz, write_image_npz
+    from adacal.interpretation import load_split_predictions
+    from adacal.metrics import compute_metrics
+    from adacal.ood.model import limit_indices
+    from adacal.training.inference import predict_checkpoint
+
+    run, data = tiny_run
+    names = ["error", "nll", "ece_em", "ece_ew", "ece_debias"]
+    # Scored before the model is wrapped: the 40 test-subset images of gaussian_noise s2, generated with --seed 3
+    # (the seed of the corruptions and of --limit).
+    independent = {}
+    arrays = read_image_npz(data / "cifar10.npz")
+    noisy = tmp_path / "noisy"
+    noisy.mkdir()
+    write_image_npz(noisy / "cifar10.npz", train_x=arrays["train_x"], train_y=arrays["train_y"],
+                    test_x=corrupt(arrays["test_x"], "gaussian_noise", severity=2, seed=3), test_y=arrays["test_y"],
+                    classes=[f"c{i}" for i in range(10)])
+    independent["gaussian_noise"] = predict_checkpoint(run / "checkpoints" / "last.pt", data_dir=noisy, device="cpu")
+    clean = load_split_predictions(run / "predictions.npz")["test"]
+
+    if not saved:
+        monkeypatch.setattr(_ModelScorer, "_saved_predictions", lambda self: None)
+    seen = _count_images(monkeypatch)
+    shifted = _shift(run, tmp_path, corruptions="gaussian_noise,fog", severities="2,5", limit=15, seed=3,
+                     temperature=1.5)
+    assert seen == ([] if saved else [15]) + [15] * 4  # clean (when scored), then 2 corruptions x 2 severities
+
+    rows = limit_indices(40, 15, 3)
+    assert len(rows) == 15 and shifted.results["n"] == 15
+    for stage, scale in (("pre", 1.0), ("post", 1.5)):
+        expected = compute_metrics(clean.logits[rows] / scale, clean.labels[rows], names=names)
+        for key, value in expected.items():
+            assert shifted.results["clean"][stage][key] == pytest.approx(value, abs=1e-5)
+    sets = {(e["corruption"], e["severity"]): e for e in shifted.results["sets"]}
+    direct = independent["gaussian_noise"]
+    expected = compute_metrics(direct.logits[rows], direct.labels[rows], names=names)
+    for key, value in expected.items():
+        assert sets["gaussian_noise", 2]["pre"][key] == pytest.approx(value, abs=1e-5)
+    for key in names:  # fog s5 in the files is the clean images: the clean figures of the same 15
+        assert sets["fog", 5]["pre"][key] == pytest.approx(shifted.results["clean"]["pre"][key], abs=1e-5)
+
+
+def test_a_shifted_set_of_another_size_is_refused_before_the_model_runs_on_it(tiny_run, tmp_path, monkeypatch):
+    """A set that does not hold the run's test images (here cut to 30 of the 60, fewer than its 40) is refused in one
+    line naming it, with or without --limit, and the model never scores it."""
+    import dataclasses
+
+    import adacal.data.corruptions as corruptions
+
+    run, _ = tiny_run
+    load = corruptions.load_shifted_set
+
+    def shorter(*args, **options):
+        found = load(*args, **options)
+        return dataclasses.replace(found, split=found.split.subset(np.arange(30)))
+
+    monkeypatch.setattr(corruptions, "load_shifted_set", shorter)
+    for limit in (None, 15):
+        seen = _count_images(monkeypatch)
+        with pytest.raises(InputError, match=r"^Expected the brightness severity-1 set to hold the 40 clean test "
+                                             r"images in order, but it holds 30: generated"):
+            _shift(run, tmp_path, corruptions="brightness", severities="1", temperature=1.0, limit=limit)
+        assert seen == []
+
+
+def test_without_limit_the_model_sees_every_test_image_once_per_set(tiny_run, tmp_path, monkeypatch):
+    run, _ = tiny_run
+    seen = _count_images(monkeypatch)
+    shifted = _shift(run, tmp_path, corruptions="brightness", severities="1,3", temperature=1.0)
+    assert seen == [40, 40] and shifted.results["n"] == 40
+
+
 @pytest.mark.parametrize("options, message", [
     ({"corruptions": "fgo"}, "fog"),
     ({"corruptions": "fog,fog"}, "once"),
