@@ -26,12 +26,16 @@ np.savetxt writes; a .csv/.tsv with one column per class and a label column; a .
 objects, or a .jsonl with one object per sample; a .safetensors of named tensors or a .mat of MATLAB variables;
 the text formats gzipped too, e.g. .csv.gz), a checkpoint, or a run folder written by 'adacal train'. Labels may be
 class indices (1-D or one column),
-one-hot rows or booleans. 1-D (or one-column) binary scores are taken as positive-class probabilities when all in
-[0, 1], else as decision scores (logits); string labels are mapped through a `classes` array (or a .csv header).
-Rows that are all in [0, 1] and sum to 1 are taken as probabilities, anything else as logits; the table and JSON say
-which was assumed. Values in [0, 1] whose rows sum to almost 1, and percentages (rows summing to about 100), are
-refused rather than guessed at (--renormalize divides each row by its sum). The table shows fractions as %; the JSON
-holds fractions (NLL in nats).
+one-hot rows or booleans; string labels are mapped through a `classes` array (or a .csv header).
+
+The kind of the scores is decided for the whole matrix by the rule of docs/inputs.md §2, never row by row:
+probabilities when every row is non-negative and sums to 1; logits when (almost) none is (at most 1 % of the rows,
+which logits match by chance); refused in between, naming the first rows, rather than guessed at: probabilities with
+a few rows that are not (an all-zero row, a -1e-12 entry, a row summing to 0.5), rows summing to almost 1,
+percentages. --scores-kind logits|probs chooses; --renormalize divides each row by its sum. 1-D (or one-column)
+binary scores are positive-class probabilities when all in [0, 1], decision scores (logits) when at least 2 values
+(and more than 1 %) lie outside it, refused in between (one stray value). The Note line and the JSON say which was
+assumed and by which rule. The table shows fractions as %; the JSON holds fractions (NLL in nats).
 
 A run folder that has no evaluate.json (training was interrupted) gets this report as its evaluate.json, noting which
 epoch's checkpoint was scored; so does a checkpoint of such a run, or the checkpoint a run selected. Never with

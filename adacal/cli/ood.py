@@ -53,10 +53,13 @@ def ood(
     ] = None,
     in_preds: Annotated[
         Path | None,
-        typer.Option("--in-preds", help="Saved in-distribution logits (.npz/.pt with `logits` or `test_logits`)."),
+        typer.Option("--in-preds", help="Saved in-distribution scores, logits or probabilities (any predictions "
+                                        "file, e.g. .npz/.pt with `logits`, `probs` or `test_logits`; their kind "
+                                        "decided as --scores-kind says)."),
     ] = None,
     out_preds: Annotated[
-        Path | None, typer.Option("--out-preds", help="Saved OOD logits (.npz/.pt with `logits` or `test_logits`).")
+        Path | None, typer.Option("--out-preds", help="Saved OOD scores, logits or probabilities, read by the "
+                                                      "same rules as --in-preds.")
     ] = None,
     corruption: Annotated[
         str | None,

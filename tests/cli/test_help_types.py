@@ -10,7 +10,7 @@ from adacal.cli.help_types import type_word
 from cli_helpers import runner
 
 COMMANDS = [[], ["train"], ["evaluate"], ["calibrate"], ["ood"], ["plot"], ["plot", "reliability"], ["plot", "gamma"],
-            ["plot", "correspondence"], ["plot", "curves"], ["plot", "roc"]]
+            ["plot", "correspondence"], ["plot", "curves"], ["plot", "roc"], ["shift"], ["plot", "shift"]]
 PYTHON_TYPE = re.compile(r"<(str|int|float|bool|path|file|dir|list\[\w+\])>")
 
 
@@ -51,3 +51,37 @@ def test_type_words_follow_the_parameter_not_its_name():
     words = {param.name: type_word(param) for param in ood.params}
     assert words["limit"] == "INTEGER" and words["temperature"] == "NUMBER" and words["in_name"] == "TEXT"
     assert words["data_dir"] == "PATH" and words["fit_temperature"] == "" and words["quiet"] == ""
+
+
+# What help texts once said of the reading rules, no longer the rule that runs (docs/inputs.md §2): a single row
+# never turns a matrix into logits; a matrix whose rows disagree is refused.
+STALE_RULES = re.compile(r"anything else (is read |is taken )?as logits|else as logits|otherwise (as )?logits|"
+                         r"else (as )?decision scores", re.IGNORECASE)
+
+
+def _words(text):
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", text).split())
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda args: " ".join(args) or "adacal")
+def test_no_help_text_describes_a_reading_rule_that_no_longer_runs(args):
+    text = _words(_help(args))
+    assert not STALE_RULES.search(text), STALE_RULES.search(text).group(0)
+
+
+def test_evaluate_help_says_the_kind_rule_that_runs():
+    """docs/inputs.md §2: probabilities when every row is one, logits when (almost) none is, refused in between,
+    --scores-kind to choose; the binary rule likewise."""
+    text = _words(_help(["evaluate"]))
+    for phrase in ("probabilities when every row is non-negative and sums to 1", "logits when (almost) none is",
+                   "refused in between", "--scores-kind logits|probs chooses", "--renormalize divides each row",
+                   "decision scores (logits) when at least 2 values", "docs/inputs.md §2"):
+        assert phrase in text, phrase
+
+
+@pytest.mark.parametrize("args", [["evaluate"], ["calibrate"], ["ood"], ["plot", "reliability"]],
+                         ids=" ".join)
+def test_every_scores_kind_option_says_the_rule(args):
+    text = _words(_help(args))
+    assert re.search(r"--scores-kind .*probabilities when every row is one, logits when \(almost\) none is; a matrix "
+                     r"whose rows disagree is refused", text)
