@@ -57,8 +57,8 @@ def shift(
     device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda or cuda:N.")] = "auto",
     batch_size: Annotated[int, typer.Option("--batch-size", help="Images per forward pass.")] = 512,
     limit: Annotated[
-        int | None, typer.Option("--limit", help="Score a seeded random N of the test images, the same in every set "
-                                                 "(quick checks). [default: all]")
+        int | None, typer.Option("--limit", help="Score a seeded random N of the test images, the same in every set; "
+                                                 "only those go through the model (quick checks). [default: all]")
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the generated corruptions and of --limit.")] = 0,
     n_bins: Annotated[int, typer.Option("--bins", help="Bins of the ECEs.")] = 15,
