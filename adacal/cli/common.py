@@ -102,7 +102,8 @@ def metrics_line(metrics: dict[str, Any], names: Any = None) -> str:
         value = metrics.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             label = "error" if key == "error" else display_name(key)
-            parts.append(f"{label} {number(value, 4)}" if key in _NOT_PERCENT else f"{label} {number(100 * value, 2)}%")
+            shown = number(value, 4) if key in _NOT_PERCENT else f"{number(100 * value, 2)}%"
+            parts.append(f"{label} {metric_cell(key, value, shown)}")  # a clipped ECE-DEBIAS: ≤ 0, as in the tables
     return "  ".join(parts)
 
 

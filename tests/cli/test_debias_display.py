@@ -124,3 +124,13 @@ def test_shift_tables_show_a_clipped_debias_and_its_note(capsys):
     results["clean"] = {"n": 60, **set_metrics(*positive, temperature=1.0)}
     results["sets"], results["by_severity"] = sets[:1], by_severity(sets[:1], [1])
     assert not _debias_clipped(results)
+
+
+def test_the_quiet_line_shows_a_clipped_debias_as_the_tables_do(tmp_path):
+    for seed, clipped in ((CLIPPED_SEED, True), (NOT_CLIPPED_SEED, False)):
+        logits, labels = _calibrated(seed)
+        np.savez(tmp_path / "p.npz", logits=logits, labels=labels)
+        result = runner.invoke(app, ["evaluate", str(tmp_path / "p.npz"), "-q", "--metrics", "ece-debias,ece-em"])
+        assert result.exit_code == 0, result.output
+        value = compute_metrics(logits, labels, names=["ece_debias"])["ece_debias"]
+        assert f"ECE-DEBIAS {'≤ 0' if clipped else f'{100 * value:.2f}%'}  ECE-EM" in result.stdout
