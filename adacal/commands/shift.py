@@ -110,10 +110,11 @@ def run_shift(
     files where the data folder has them (CIFAR-10-C / CIFAR-100-C), else generated from the clean test split with
     `seed` and cached under `cache_dir` (default $ADACAL_CACHE or ~/.cache/adacal). A model trained with
     --test-subset m is scored on the corrupted copies of its m test images; `limit` keeps a seeded random N of those
-    (the same images in every set). The temperature is `temperature`, else fitted on the clean validation logits
-    with `fit_temperature`, else the run's calibrate.json, else fitted on the clean validation logits (minimising
-    ECE-EM, as the paper does). The report goes to `json_path` ("-": standard output), else into the run folder
-    (`shift_report_name`); a checkpoint outside a run folder without `json_path` writes nothing.
+    (the same images in every set; only those go through the model). The temperature is `temperature`, else fitted
+    on the clean validation logits with `fit_temperature`, else the run's calibrate.json, else fitted on the clean
+    validation logits (minimising ECE-EM, as the paper does). The report goes to `json_path` ("-": standard output),
+    else into the run folder (`shift_report_name`); a checkpoint outside a run folder without `json_path` writes
+    nothing.
     """
     from adacal.checks import check_device_name
     from adacal.data.corruptions import shift_corruptions
@@ -247,7 +248,8 @@ class _ModelScorer:
         self._saved: Any = None
         self._saved_read = False
         self._test_labels: tuple[np.ndarray, str] | None = None
-        self.n_test: int | None = None  # the clean test images (after --test-subset), known once clean_test ran
+        # The labels of the clean test images (after --test-subset, before --limit), known once clean_test ran.
+        self.clean_labels: np.ndarray | None = None
 
     def _folder(self) -> contextlib.AbstractContextManager[None]:
         from adacal.training.inference import recorded_data_folder
@@ -293,7 +295,7 @@ class _ModelScorer:
         saved = self._saved_predictions()
         if saved is not None:
             logits, labels = np.asarray(saved["test"].logits), np.asarray(saved["test"].labels)
-            self.n_test = len(labels)
+            self.clean_labels = labels.astype(np.int64)
             rows = limit_indices(len(labels), limit, seed)
             if rows is not None:
                 logits, labels = logits[rows], labels[rows]
@@ -301,7 +303,7 @@ class _ModelScorer:
             test = self._data().limit_test(self.test_subset, method=self.subset_method).test
             if len(test) == 0:
                 raise InputError(f"Expected the {self.dataset} test set to hold at least one image, got none.")
-            self.n_test = len(test)
+            self.clean_labels = test.labels.numpy().astype(np.int64)
             rows = limit_indices(len(test), limit, seed)
             if rows is not None:
                 test = test.subset(rows)
@@ -342,9 +344,15 @@ class _ModelScorer:
         subset = self._subset_rows(split.labels.numpy())
         if subset is not None:
             split = split.subset(subset)
-        if self.n_test is not None and len(split) != self.n_test:
-            raise InputError(f"Expected the {corruption} severity-{severity} set to hold the {self.n_test} clean test "
-                             f"images in order, but it holds {len(split)}: {shifted.source} "
+        # Checked on every image before --limit keeps some and the model runs: a set that is not the clean images'
+        # copies in order is refused before it is scored.
+        if self.clean_labels is not None and len(split) != len(self.clean_labels):
+            raise InputError(f"Expected the {corruption} severity-{severity} set to hold the {len(self.clean_labels)} "
+                             f"clean test images in order, but it holds {len(split)}: {shifted.source} "
+                             f"{', '.join(shifted.files) or ''}".rstrip() + ".")
+        if self.clean_labels is not None and not np.array_equal(split.labels.numpy(), self.clean_labels):
+            raise InputError(f"Expected the {corruption} severity-{severity} set to hold the clean test images in "
+                             f"order (its labels differ from the test labels): {shifted.source} "
                              f"{', '.join(shifted.files) or ''}".rstrip() + ".")
         if rows is not None:
             split = split.subset(rows)

@@ -196,9 +196,15 @@ def test_limit_runs_the_model_on_the_limited_images_only_and_scores_them_as_dire
         assert sets["fog", 5]["pre"][key] == pytest.approx(shifted.results["clean"]["pre"][key], abs=1e-5)
 
 
-def test_a_shifted_set_of_another_size_is_refused_before_the_model_runs_on_it(tiny_run, tmp_path, monkeypatch):
-    """A set that does not hold the run's test images (here cut to 30 of the 60, fewer than its 40) is refused in one
-    line naming it, with or without --limit, and the model never scores it."""
+@pytest.mark.parametrize("kept, message", [
+    (30, r"to hold the 40 clean test images in order, but it holds 30: generated"),
+    (50, r"to hold the clean test images in order \(its labels differ from the test labels\): generated"),
+])
+def test_a_shifted_set_that_is_not_the_test_images_is_refused_before_the_model_runs_on_it(tiny_run, tmp_path,
+                                                                                           monkeypatch, kept, message):
+    """A set that does not hold the run's test images is refused in one line naming it, with or without --limit, and
+    the model never scores it: cut to 30 of the 60 (fewer than the run's 40), or to 50, of which the test subset's
+    rule keeps 40 others (labels in another order)."""
     import dataclasses
 
     import adacal.data.corruptions as corruptions
@@ -206,15 +212,14 @@ def test_a_shifted_set_of_another_size_is_refused_before_the_model_runs_on_it(ti
     run, _ = tiny_run
     load = corruptions.load_shifted_set
 
-    def shorter(*args, **options):
+    def cut(*args, **options):
         found = load(*args, **options)
-        return dataclasses.replace(found, split=found.split.subset(np.arange(30)))
+        return dataclasses.replace(found, split=found.split.subset(np.arange(kept)))
 
-    monkeypatch.setattr(corruptions, "load_shifted_set", shorter)
+    monkeypatch.setattr(corruptions, "load_shifted_set", cut)
     for limit in (None, 15):
         seen = _count_images(monkeypatch)
-        with pytest.raises(InputError, match=r"^Expected the brightness severity-1 set to hold the 40 clean test "
-                                             r"images in order, but it holds 30: generated"):
+        with pytest.raises(InputError, match=r"^Expected the brightness severity-1 set " + message):
             _shift(run, tmp_path, corruptions="brightness", severities="1", temperature=1.0, limit=limit)
         assert seen == []
 
