@@ -68,17 +68,21 @@ class IdentityCalibration(Calibrator):
         self.fitted_on_ = kind
         return self
 
-    def transform(self, logits: Any) -> np.ndarray:
-        """The probabilities of each row, read as the kind fitted on.
+    def transform(self, logits: Any, *, scores_kind: str | None = None) -> np.ndarray:
+        """The probabilities of each row, read as the kind fitted on (or as `scores_kind` says).
 
         Args:
             logits: scores (N, K) with the K of `fit`, of the kind it was fitted on.
+            scores_kind: None (the kind fitted on, `fitted_on_`), or "logits" / "probs" for scores of a kind known
+                to the caller (a file whose reading decided it): the identity maps either kind.
 
         Returns:
             float64 probabilities (N, K), rows summing to 1. Using it before `fit` raises NotFittedError.
         """
         self._check_fitted()
-        kind = "probs" if _is_probs(self.fitted_on_) else "logits"
+        if scores_kind is not None and scores_kind not in ("logits", "probs"):
+            raise InputError(f"Expected scores_kind to be None, logits or probs, got {scores_kind!r}.")
+        kind = scores_kind or ("probs" if _is_probs(self.fitted_on_) else "logits")
         try:
             scores = _read(logits, kind)
         except InputError as exc:

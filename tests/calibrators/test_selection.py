@@ -278,3 +278,8 @@ def test_uncalibrated_keeps_the_kind_it_was_fitted_on():
     explicit = IdentityCalibration().fit(np.array([[0.9, 0.1], [0.2, 0.8]]), [0, 1], scores_kind="logits")
     assert explicit.fitted_on_ == "logits"
     np.testing.assert_allclose(explicit.transform([[0.9, 0.1]]), softmax([[0.9, 0.1]], axis=1), atol=1e-15)
+    # Scores whose kind the caller knows (a file's reading) are read as that kind: the identity maps either.
+    probs = np.array([[0.2, 0.8], [0.6, 0.4]])
+    np.testing.assert_array_equal(on_logits.transform(probs, scores_kind="probs"), probs)
+    np.testing.assert_allclose(on_probs.transform([[2.0, -1.0]], scores_kind="logits"),
+                               softmax([[2.0, -1.0]], axis=1), atol=1e-15)
