@@ -137,7 +137,7 @@ def _cv_table(results: dict[str, Any]) -> Any:
         title=f"Choice on validation: {selection['folds']}-fold cross-validation (stratified, seed "
               f"{selection['seed']})",
         caption="mean over the held-out folds; ECE in %; lowest CV " + _metric_header(key) + " chosen, ties to the "
-        "simpler",
+        "simpler" + ("; skipped: CV NLL worse than uncalibrated's" if selection.get("skipped") else ""),
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         collapse_padding=True,
@@ -155,9 +155,9 @@ def _cv_table(results: dict[str, Any]) -> Any:
         if name == results["best"]:
             status = "selected"
         elif name in skipped:
-            status = f"skipped: NLL worse than {selection.get('baseline') or BASELINE}"
+            status = "skipped"
         elif not means:
-            status = "failed on a fold"
+            status = "failed"
         else:
             status = ""
         table.add_row(name, *(_cell(means, metric, scale) for metric, _, scale in columns), status)
@@ -341,7 +341,7 @@ def calibrate(
         return
     _print_table(run.results, n_val=run.n_val, n_test=run.n_test)
     if len(run.methods) > 1:
-        typer.echo(_selected_line(run))
+        table_console().print(_selected_line(run), markup=False, highlight=False)  # wrapped to the terminal
         by_test = min(run.results["calibrators"].items(), key=lambda item: item[1]["test_rank"])[0]
         typer.echo(f"Best by test ECE-EM (shown, not used to choose): {by_test}")
         for line in _selection_warnings(run):

@@ -221,8 +221,10 @@ def test_method_all_selects_on_validation_by_cross_validation_and_saves_that(pre
         assert rows[name][0] == f"{selection['cv_nll'][name]:.3f}"
         assert rows[name][1] == f"{100 * selection['cv_ece_em'][name]:.2f}"
     assert rows[order[0]][2] == "selected"
+    message = " ".join(result.stdout.split())
     assert (f"Selected {order[0]}: lowest 5-fold CV NLL ({cv[order[0]]:.3f} vs uncalibrated "
-            f"{cv['uncalibrated']:.3f})." in result.stdout) or order[0] == "uncalibrated"
+            f"{cv['uncalibrated']:.3f})." in message) or order[0] == "uncalibrated"
+    assert f"Selected {order[0]}: {selection['reason']}." in message
     assert f"Best by test ECE-EM (shown, not used to choose): {by_test[0]}" in result.stdout
     calibrator = load_calibrator(saved)
     assert calibrator.name == results["best"]
@@ -406,9 +408,13 @@ def test_select_by_ece_skips_what_is_worse_than_uncalibrated_and_says_so(tmp_pat
     assert "isotonic" in selection["skipped"] and selection["method"] not in selection["skipped"]
     assert selection["cv_nll"][selection["method"]] <= selection["cv_nll"]["uncalibrated"]
     assert load_calibrator(saved).name == selection["method"]
-    assert "skipped: NLL worse than uncalibrated" in result.stdout
-    assert f"Selected {selection['method']}: " in result.stdout
-    assert "passed over for a CV NLL worse than uncalibrated's: " in result.stdout
+    rows = {line.split()[0]: line.split()[-1] for line in result.stdout.split("Test metrics")[0].splitlines()
+            if line.split()[:1] in (["isotonic"], [selection["method"]])}
+    assert rows == {"isotonic": "skipped", selection["method"]: "selected"}
+    assert "skipped: CV NLL worse than uncalibrated's" in " ".join(result.stdout.split())
+    message = " ".join(result.stdout.split())
+    assert f"Selected {selection['method']}: {selection['reason']}." in message
+    assert "passed over for a CV NLL worse than uncalibrated's: " in message
     noise = selection["ece_noise"]
     assert noise["n"] == 114 and noise["fold_size"] == 22
     note = " ".join(result.output.split())
