@@ -4,7 +4,8 @@
     calibrator = build_calibrator("temperature", objective="ece-em").fit(val_logits, val_labels)
     probs = calibrator.transform(test_logits)
 
-Names (CALIBRATORS): temperature, ets, vector-scaling, matrix-scaling, dirichlet, spline, histogram, isotonic.
+Names (CALIBRATORS): uncalibrated (the identity, the baseline), temperature, ets, vector-scaling, matrix-scaling,
+dirichlet, spline, histogram, isotonic.
 Temperature scaling and ETS rescale the whole row; vector scaling, matrix scaling and Dirichlet calibration map it
 linearly (class-wise, so they may change the predicted class); spline, histogram and isotonic recalibrate the
 top-class confidence only and rebuild the row so that it sums to 1 and keeps its predicted class (see
@@ -19,6 +20,7 @@ from typing import Any
 from adacal.calibrators.base import CALIBRATORS, Calibrator, TopLabelCalibrator, complete_top_label
 from adacal.calibrators.ets import EnsembleTemperatureScaling
 from adacal.calibrators.histogram import HistogramBinning
+from adacal.calibrators.identity import IdentityCalibration
 from adacal.calibrators.isotonic import IsotonicCalibration
 from adacal.calibrators.linear import DirichletCalibration, MatrixScaling, VectorScaling
 from adacal.calibrators.saving import load_calibrator, save_calibrator
@@ -69,6 +71,7 @@ __all__ = [
     "DirichletCalibration",
     "EnsembleTemperatureScaling",
     "HistogramBinning",
+    "IdentityCalibration",
     "IsotonicCalibration",
     "MatrixScaling",
     "SplineCalibration",

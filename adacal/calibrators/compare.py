@@ -1,8 +1,13 @@
 """Fit calibrators on validation predictions, choose one by cross-validation on validation data, and measure them on
-test: what `adacal calibrate` reports."""
+test: what `adacal calibrate` reports.
+
+The choice (`choose_calibrator`) is by a proper scoring rule, the mean held-out NLL over the folds, with the identity
+("uncalibrated") always a candidate, so that no calibrator is chosen that makes the probabilities worse than none;
+ties go to the simpler method (SIMPLICITY_ORDER)."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from collections.abc import Callable, Iterator
@@ -20,7 +25,20 @@ from adacal.errors import AdacalError, InputError
 from adacal.registry import option_names
 
 DEFAULT_FOLDS = 5
-DEFAULT_SELECTION_METRIC = "ece-em"
+DEFAULT_SELECTION_METRIC = "nll"
+# The identity calibrator: a candidate whenever several methods are compared, and the reference a selection by another
+# metric than NLL may not fall below (in CV NLL).
+BASELINE = "uncalibrated"
+# Ties in the selection go to the earlier method: fewest fitted parameters first (identity 0, temperature 1, ETS 3,
+# vector scaling 2K, the spline's knots, histogram's bins, isotonic's steps (up to N), Dirichlet K(K + 1) with
+# regularisation, matrix scaling K(K + 1) without).
+SIMPLICITY_ORDER = ("uncalibrated", "temperature", "ets", "vector-scaling", "spline", "histogram", "isotonic",
+                    "dirichlet", "matrix-scaling")
+# Two CV figures this close (relative to the larger of 1 and the lowest) are a tie.
+TIE_TOLERANCE = 1e-9
+# Validation sets smaller than this get the expected ECE-EM of a perfectly calibrated model at their size (`ece_noise`).
+SMALL_VALIDATION = 300
+NOISE_SIMULATIONS = 200
 
 
 @dataclass(frozen=True)
@@ -108,6 +126,71 @@ def warnings_if_it_works() -> Iterator[None]:
         warnings.warn_explicit(message.message, message.category, message.filename, message.lineno)
 
 
+def fit_with_kind(calibrator: Calibrator, scores: np.ndarray, labels: np.ndarray, scores_kind: str) -> Calibrator:
+    """`calibrator.fit(scores, labels)` with the kind decided once for the whole validation split (`scores_kind`
+    "probs" or "logits"), where its `fit` takes `scores_kind`: a fold's subset of the rows is then read as the split
+    was, never re-decided."""
+    if "scores_kind" in inspect.signature(calibrator.fit).parameters:
+        return calibrator.fit(scores, labels, scores_kind=scores_kind)
+    return calibrator.fit(scores, labels)
+
+
+def cross_validate_metrics(
+    calibrator: Calibrator,
+    logits: np.ndarray,
+    labels: np.ndarray,
+    folds: list[np.ndarray],
+    *,
+    metrics: list[str],
+    n_bins: int,
+    step: Callable[[str], None] | None = None,
+    scores_kind: str = "auto",
+) -> dict[str, list[float]]:
+    """Each metric (compute_metrics names) of `calibrator` refitted on all but each fold and scored on that fold.
+
+    Args:
+        calibrator: an unfitted calibrator (refitted from its options on each fold).
+        logits: validation scores (N, K), float64 as `checked_scores` gives them.
+        labels: validation class indices (N,).
+        folds: the held-out index sets (`stratified_folds`).
+        metrics: the metrics to score each held-out fold by.
+        n_bins: bins of the ECE metrics.
+        step: called with a description after each fold.
+        scores_kind: the kind of `logits` ("probs" / "logits"), passed to each fold's fit; "auto" decides per fit.
+
+    Returns:
+        {report key: [the metric on each held-out fold]}.
+
+    Example:
+        >>> import numpy as np
+        >>> from adacal.calibrators import IdentityCalibration
+        >>> from adacal.calibrators.compare import cross_validate_metrics
+        >>> logits, labels = np.array([[2.0, 0.0], [0.0, 2.0]] * 4), np.array([0, 1] * 4)
+        >>> scores = cross_validate_metrics(IdentityCalibration(), logits, labels, [np.arange(4), np.arange(4, 8)],
+        ...                                 metrics=["nll"], n_bins=15)
+        >>> [round(value, 4) for value in scores["nll"]]  # −ln sigmoid(2) on both folds
+        [0.1269, 0.1269]
+    """
+    from adacal.metrics import compute_metrics
+
+    scores: dict[str, list[float]] = {}
+    for index, held_out in enumerate(folds):
+        train = np.ones(labels.size, dtype=bool)
+        train[held_out] = False
+        with warnings_if_it_works():
+            fold_calibrator = type(calibrator)(**calibrator.get_params())
+            if scores_kind == "auto":
+                fold_calibrator.fit(logits[train], labels[train])
+            else:
+                fit_with_kind(fold_calibrator, logits[train], labels[train], scores_kind)
+            probs = fold_calibrator.transform(logits[held_out])
+        for key, value in compute_metrics(probs, labels[held_out], n_bins=n_bins, names=metrics).items():
+            scores.setdefault(key, []).append(float(value))
+        if step is not None:
+            step(f"{calibrator.name}: fold {index + 1}/{len(folds)}")
+    return scores
+
+
 def cross_validate(
     calibrator: Calibrator,
     logits: np.ndarray,
@@ -119,19 +202,145 @@ def cross_validate(
     step: Callable[[str], None] | None = None,
 ) -> list[float]:
     """The metric (a compute_metrics name) of `calibrator` refitted on all but each fold and scored on that fold."""
-    from adacal.metrics import compute_metrics
+    return next(iter(cross_validate_metrics(calibrator, logits, labels, folds, metrics=[metric], n_bins=n_bins,
+                                            step=step).values()))
 
-    scores = []
-    for index, held_out in enumerate(folds):
-        train = np.ones(labels.size, dtype=bool)
-        train[held_out] = False
-        with warnings_if_it_works():
-            fold_calibrator = type(calibrator)(**calibrator.get_params()).fit(logits[train], labels[train])
-            probs = fold_calibrator.transform(logits[held_out])
-        scores.append(next(iter(compute_metrics(probs, labels[held_out], n_bins=n_bins, names=metric).values())))
-        if step is not None:
-            step(f"{calibrator.name}: fold {index + 1}/{len(folds)}")
-    return scores
+
+def simplicity_rank(name: str) -> int:
+    """Where a method stands in SIMPLICITY_ORDER (fewest parameters first); methods not listed come after all."""
+    return SIMPLICITY_ORDER.index(name) if name in SIMPLICITY_ORDER else len(SIMPLICITY_ORDER)
+
+
+def _tied(value: float, best: float) -> bool:
+    return value <= best + TIE_TOLERANCE * max(1.0, abs(best))
+
+
+def choose_calibrator(
+    cv_means: dict[str, dict[str, float] | None], *, metric: str, folds: int, baseline: str | None = BASELINE
+) -> dict[str, Any]:
+    """The choice between cross-validated calibrators, with the reason in words.
+
+    The lowest mean CV `metric` wins; ties (within 1e-9, relative) go to the simpler method (SIMPLICITY_ORDER). With a
+    selection metric other than NLL, a calibrator whose CV NLL is worse than the baseline's (the identity,
+    "uncalibrated") is skipped, and said so: a proper scoring rule vetoes a calibrator that makes the probabilities
+    worse than none, however its ECE looks. Methods with no CV figure (a fold that failed) are never chosen.
+
+    Args:
+        cv_means: {method: {report key: mean over the folds} or None when it failed}; "nll" always among the keys.
+        metric: the selection metric's report key ("nll", "ece_em", ...).
+        folds: the number of folds (for the message).
+        baseline: the identity's name, or None when it is not a candidate.
+
+    Returns:
+        {"best", "order" (best first, then by CV metric), "skipped" ({method: why}), "reason" (a sentence)}.
+
+    Example:
+        >>> from adacal.calibrators.compare import choose_calibrator
+        >>> means = {"uncalibrated": {"nll": 0.245, "ece_em": 0.05}, "temperature": {"nll": 0.231, "ece_em": 0.03},
+        ...          "isotonic": {"nll": 0.293, "ece_em": 0.01}}
+        >>> choose_calibrator(means, metric="nll", folds=5)["reason"]
+        'lowest 5-fold CV NLL (0.231 vs uncalibrated 0.245)'
+        >>> choice = choose_calibrator(means, metric="ece_em", folds=5)
+        >>> choice["best"], choice["skipped"]["isotonic"]
+        ('temperature', 'CV NLL 0.293 is worse than uncalibrated 0.245')
+    """
+    from adacal.metrics import display_name
+
+    scored = {name: means for name, means in cv_means.items() if means is not None and math.isfinite(means[metric])}
+    if not scored:
+        raise InputError(f"Expected at least one calibrator to fit on every validation fold, but none did: "
+                         f"{sorted(cv_means)} all failed.")
+    skipped: dict[str, str] = {}
+    reference = scored.get(baseline) if baseline is not None else None
+    if reference is not None and metric != "nll":
+        for name, means in scored.items():
+            if name != baseline and not _tied(means["nll"], reference["nll"]):
+                skipped[name] = (f"CV NLL {_figure('nll', means['nll'])} is worse than {baseline} "
+                                 f"{_figure('nll', reference['nll'])}")
+    eligible = {name: means for name, means in scored.items() if name not in skipped}
+    lowest = min(means[metric] for means in eligible.values())
+    best = min((name for name, means in eligible.items() if _tied(means[metric], lowest)),
+               key=lambda name: (simplicity_rank(name), name))
+    rest = sorted((name for name in cv_means if name != best),
+                  key=lambda name: (_finite_or_inf((cv_means[name] or {}).get(metric)), simplicity_rank(name), name))
+    label = f"{folds}-fold CV {display_name(metric)}"
+    value = _figure(metric, eligible[best][metric])
+    others = sorted((name for name in eligible if name != best),
+                    key=lambda name: (eligible[name][metric], simplicity_rank(name), name))
+    if best == baseline:
+        runner_up = f"; next: {others[0]} {_figure(metric, eligible[others[0]][metric])}" if others else ""
+        tie = any(_tied(eligible[name][metric], lowest) for name in others)
+        reason = (f"{'no calibrator has a lower' if not tie else 'tied for the lowest'} {label} "
+                  f"({baseline} {value}{runner_up}); the simpler is kept")
+    else:
+        against = (f" vs {baseline} {_figure(metric, reference[metric])}" if reference is not None
+                   else f" vs {others[0]} {_figure(metric, eligible[others[0]][metric])}" if others else "")
+        reason = f"lowest {label} ({value}{against})"
+        if any(_tied(eligible[name][metric], lowest) for name in others):
+            reason += ", tied with a more complex method; the simpler is kept"
+    passed_over = [name for name in skipped if scored[name][metric] < eligible[best][metric]]
+    if passed_over:
+        shown = sorted(passed_over, key=lambda name: scored[name][metric])
+        more = f" and {len(shown) - 3} more" if len(shown) > 3 else ""
+        reason += (f"; passed over for a CV NLL worse than {baseline}'s: "
+                   + ", ".join(f"{name} ({display_name(metric)} {_figure(metric, scored[name][metric])})"
+                               for name in shown[:3]) + more)
+    return {"best": best, "order": [best, *rest], "skipped": skipped, "reason": reason}
+
+
+def _figure(key: str, value: float) -> str:
+    """A metric as tables show it: fractions in % with two decimals, NLL and Brier with three."""
+    from adacal.metrics.calibration import FRACTION_METRICS
+
+    if key.replace("_", "-") in FRACTION_METRICS:
+        return f"{100.0 * value:.2f}%"
+    return f"{value:.3f}"
+
+
+def ece_noise(
+    probs: np.ndarray, *, n_bins: int, fold_size: int | None = None, simulations: int = NOISE_SIMULATIONS,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """How large ECE-EM is by chance alone at this sample size: the mean ECE-EM of a perfectly calibrated model with
+    these top-1 confidences, each sample's correctness drawn as Bernoulli(its confidence), over `simulations` seeded
+    draws — on all the samples and, with `fold_size`, on that many of them drawn without replacement (one held-out
+    fold of the cross-validation).
+
+    Args:
+        probs: probabilities (N, K), e.g. the uncalibrated validation predictions.
+        n_bins: equal-mass bins of the ECE.
+        fold_size: the held-out fold's size, or None.
+        simulations: draws (default 200).
+        seed: seed of the draws.
+
+    Returns:
+        {"n", "n_bins", "simulations", "seed", "expected_ece_em", "fold_size", "expected_fold_ece_em"} (the fold
+        figures None without `fold_size`).
+
+    Example:
+        >>> import numpy as np
+        >>> from adacal.calibrators.compare import ece_noise
+        >>> probs = np.tile([[0.8, 0.2]], (100, 1))
+        >>> noise = ece_noise(probs, n_bins=15, simulations=50)
+        >>> 0.0 < noise["expected_ece_em"] < 0.2, noise["n"]
+        (True, 100)
+    """
+    from adacal.metrics.binning import top1_ece
+
+    confidences = np.asarray(probs, dtype=np.float64).max(axis=1)
+    rng = np.random.default_rng(seed)
+
+    def expected(size: int) -> float:
+        values = []
+        for _ in range(simulations):
+            drawn = confidences if size == confidences.size else rng.choice(confidences, size, replace=False)
+            correct = (rng.random(size) < drawn).astype(np.float64)
+            values.append(top1_ece(drawn, correct, n_bins=n_bins, binning="equal-mass"))
+        return float(np.mean(values))
+
+    return {"n": int(confidences.size), "n_bins": n_bins, "simulations": simulations, "seed": seed,
+            "expected_ece_em": expected(confidences.size), "fold_size": fold_size,
+            "expected_fold_ece_em": expected(fold_size) if fold_size else None}
 
 
 def compare_calibrators(
@@ -155,11 +364,13 @@ def compare_calibrators(
         val_labels: validation class indices (N,).
         test_logits: test logits (M, K).
         test_labels: test class indices (M,).
-        methods: calibrator names (default: all registered).
+        methods: calibrator names (default: all registered). With more than one, "uncalibrated" (the identity) is
+            always among them: the choice may be to change nothing.
         objective: temperature scaling's objective (default "nll").
         n_bins: bins of the metrics, the ECE objectives and histogram binning (default 15).
         folds: folds of the stratified cross-validation that chooses between several methods (default 5).
-        metric: the selection metric, any `compute_metrics` name, lower is better (default "ece-em").
+        metric: the selection metric, any `compute_metrics` name, lower is better (default "nll", a proper scoring
+            rule); with another, a method whose CV NLL is worse than uncalibrated's is skipped (`choose_calibrator`).
         seed: seed of the folds (default 0).
         progress: called as progress(done, total, description) after each fold fit and each final fit, or None.
 
@@ -175,18 +386,22 @@ def compare_calibrators(
         >>> comparison.best, round(comparison.results["calibrators"]["temperature"]["params"]["temperature"], 4)
         ('temperature', 1.8205)
     """
-    # Selection: with more than one method, each is refitted on all but one fold of the validation split (seeded,
-    # stratified by label: `stratified_folds`) and scored by `metric` on the held-out fold; the lowest mean wins (ties:
-    # by name). A method that cannot be fitted on a fold (e.g. too few samples for a spline) gets no score and is not
-    # chosen. The test split plays no part in the choice: it gives the test metrics beside it and `test_rank` (the
-    # rank by test `metric`, the paper-style ranking). With one method there is nothing to choose: folds = 0.
+    # Selection: with more than one method, each (and the identity, "uncalibrated") is refitted on all but one fold of
+    # the validation split (seeded, stratified by label: `stratified_folds`) and scored on the held-out fold by
+    # `metric`, NLL and ECE-EM; `choose_calibrator` picks. A method that cannot be fitted on a fold (e.g. too few
+    # samples for a spline) gets no score and is not chosen. The test split plays no part in the choice: it gives the
+    # test metrics beside it and `test_rank` (the rank by test ECE-EM, the paper-style ranking). With one method there
+    # is nothing to choose: folds = 0.
     # Results: {"calibrators": {name: {"params", "calibrator", "val", "test_pre", "test_post", "cv", "test_rank"}},
     # "best", "selection": {"method", "metric", "folds", "split": "validation", "seed", "stratified": True,
-    # "cv_scores": {name: mean or None}, "cv_fold_scores": {name: [per fold]}, "errors": {name: message}}},
-    # calibrators ordered by cross-validation score, best first.
+    # "cv_scores": {name: mean or None}, "cv_fold_scores": {name: [per fold]}, "cv_nll", "cv_ece_em": {name: mean},
+    # "baseline", "skipped": {name: why}, "reason", "tie_order", "ece_noise", "errors": {name: message}}},
+    # calibrators ordered best first, then by cross-validation score.
     from adacal.metrics import compute_metrics, metric_key, resolve_metric_names
 
     names = list(methods) if methods else CALIBRATORS.names()
+    if len(names) > 1 and BASELINE in CALIBRATORS and BASELINE not in names:
+        names = [BASELINE, *names]
     calibrators = build_calibrators(names, objective=objective, n_bins=n_bins)
     selection_metric = check_selection(metric, folds)
     seed = check_int("seed", seed, minimum=0)
@@ -195,7 +410,8 @@ def compare_calibrators(
     # the cross-validation folds all see the same float64 predictions.
     # One model's two splits are read alike: a binary model's scores outside [0, 1] in one make both decision scores.
     binary_kind = "logits" if mixed_binary_kinds(val_logits, test_logits) else None
-    val_scores = checked_scores(val_logits, name="validation logits", binary_kind=binary_kind)[0]
+    val_scores, val_kind = checked_scores(val_logits, name="validation logits", binary_kind=binary_kind)
+    scores_kind = "probs" if val_kind == "probabilities" else "logits"
     n, k = val_scores.shape
     val_labels = check_labels(val_labels, n=n, num_classes=k, name="validation labels")
     test_scores = checked_scores(test_logits, name="test logits", binary_kind=binary_kind)[0]
@@ -222,21 +438,24 @@ def compare_calibrators(
             progress(done, total, description)
 
     key = metric_key(resolve_metric_names(selection_metric)[0])
+    scored_metrics = list(dict.fromkeys([selection_metric, "nll", "ece-em"]))
     fold_sets = stratified_folds(val_labels, n_folds, seed=seed) if n_folds else []
-    fold_scores: dict[str, list[float] | None] = {}
+    fold_scores: dict[str, dict[str, list[float]] | None] = {}
     errors: dict[str, str] = {}
     for name, calibrator in calibrators.items():
         if not n_folds:
             continue
         try:
-            fold_scores[name] = cross_validate(
-                calibrator, val_scores, val_labels, fold_sets, metric=selection_metric, n_bins=n_bins, step=step
+            fold_scores[name] = cross_validate_metrics(
+                calibrator, val_scores, val_labels, fold_sets, metrics=scored_metrics, n_bins=n_bins, step=step,
+                scores_kind=scores_kind,
             )
         except AdacalError as exc:
             fold_scores[name], errors[name] = None, str(exc)
             done = (list(calibrators).index(name) + 1) * n_folds
-    cv_scores = {name: (float(np.mean(s)) if s is not None else None) for name, s in fold_scores.items()}
-    if n_folds and all(value is None for value in cv_scores.values()):
+    cv_means = {name: ({metric_name: float(np.mean(values)) for metric_name, values in scores.items()}
+                       if scores is not None else None) for name, scores in fold_scores.items()}
+    if n_folds and all(value is None for value in cv_means.values()):
         raise InputError(
             f"Expected at least one calibrator to fit on every validation fold, but none did: {errors}."
         )
@@ -246,7 +465,7 @@ def compare_calibrators(
     for name, calibrator in calibrators.items():
         try:
             with warnings_if_it_works():
-                calibrator.fit(val_scores, val_labels)
+                fit_with_kind(calibrator, val_scores, val_labels, scores_kind)
                 val_probs, test_probs = calibrator.transform(val_scores), calibrator.transform(test_scores)
         except AdacalError as exc:
             # Compared with others, a method that cannot be fitted is reported and left out; alone, it is the error.
@@ -263,26 +482,38 @@ def compare_calibrators(
             "test_post": compute_metrics(test_probs, test_labels, n_bins=n_bins),
         }
         if n_folds:
-            scores = fold_scores[name]
+            scores = (fold_scores[name] or {}).get(key)
             entries[name]["cv"] = {
                 "metric": key,
-                "mean": cv_scores[name],
+                "mean": cv_means[name][key] if cv_means[name] is not None else None,
                 "std": float(np.std(scores)) if scores is not None else None,
                 "folds": scores,
+                "means": cv_means[name],
             }
         step(f"{name}: fit on all validation data")
-    by_test = sorted(entries, key=lambda name: (_finite_or_inf(_metric(entries[name]["test_post"], key)), name))
+    by_test = sorted(entries, key=lambda name: (_finite_or_inf(_metric(entries[name]["test_post"], "ece_em")),
+                                                simplicity_rank(name), name))
     for rank, name in enumerate(by_test, start=1):
         entries[name]["test_rank"] = rank
     if not entries:
         raise InputError(f"Expected at least one calibrator to fit on the validation data, but none did: {errors}.")
-    order = sorted(entries, key=lambda name: (_finite_or_inf(cv_scores.get(name)), name)) if n_folds else list(entries)
-    if n_folds and cv_scores.get(order[0]) is None:
+    choice = {"best": next(iter(entries)), "order": list(entries), "skipped": {}, "reason": "the only method"}
+    if n_folds and all(cv_means.get(name) is None for name in entries):
         raise InputError(
             "Expected at least one calibrator to fit on every validation fold and on all of it, but none did: "
             f"{errors}."
         )
-    best = order[0]
+    if n_folds:
+        choice = choose_calibrator({name: cv_means.get(name) for name in entries}, metric=key, folds=n_folds,
+                                   baseline=BASELINE if BASELINE in entries else None)
+    order, best = choice["order"], choice["best"]
+    fold_size = int(min(fold.size for fold in fold_sets)) if n_folds else None
+    noise = (ece_noise(softmax_rows(val_scores, scores_kind), n_bins=n_bins, fold_size=fold_size, seed=seed)
+             if val_labels.size < SMALL_VALIDATION else None)
+
+    def means(metric_name: str) -> dict[str, float | None]:
+        return {name: (cv_means[name] or {}).get(metric_name) for name in order} if n_folds else {}
+
     selection = {
         "method": best,
         "metric": key,
@@ -290,12 +521,27 @@ def compare_calibrators(
         "split": "validation",
         "seed": seed,
         "stratified": True,
-        "cv_scores": {name: cv_scores[name] for name in order} if n_folds else {},
-        "cv_fold_scores": {name: fold_scores[name] for name in order} if n_folds else {},
+        "cv_scores": means(key),
+        "cv_fold_scores": {name: (fold_scores[name] or {}).get(key) if fold_scores[name] is not None else None
+                           for name in order} if n_folds else {},
+        "cv_nll": means("nll"),
+        "cv_ece_em": means("ece_em"),
+        "baseline": BASELINE if BASELINE in entries and n_folds else None,
+        "skipped": choice["skipped"],
+        "reason": choice["reason"],
+        "tie_order": list(SIMPLICITY_ORDER),
+        "ece_noise": noise,
         "errors": errors,
     }
     results = {"calibrators": {name: entries[name] for name in order}, "best": best, "selection": selection}
     return CalibrationComparison(results=results, fitted={name: calibrators[name] for name in order}, best=best)
+
+
+def softmax_rows(scores: np.ndarray, scores_kind: str) -> np.ndarray:
+    """Probabilities of checked scores of a known kind (probability rows as they are, softmax of logit rows)."""
+    from adacal.arrays import softmax
+
+    return scores if scores_kind == "probs" else softmax(scores)
 
 
 def _metric(metrics: dict[str, float], key: str) -> float | None:

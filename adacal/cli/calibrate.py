@@ -17,6 +17,8 @@ from adacal.cli.inputs import (
 )
 from adacal.conventions import DEFAULT_N_BINS
 
+BASELINE = "uncalibrated"  # the identity calibrator's name (adacal.calibrators.compare.BASELINE)
+
 HELP = (
     "Fit post-hoc calibrators on validation logits and judge them on test.\n\n"
     "RUN_OR_PREDICTIONS is a run folder written by 'adacal train' (or a checkpoint or predictions.npz inside one), "
@@ -26,16 +28,21 @@ HELP = (
     "logits are recomputed from the checkpoint (for a run folder, the one training selected). The report is written to "
     "calibrate.json in the run folder; nothing else there is touched. For a predictions file the results are only "
     "printed unless --json is given.\n\n"
-    "Methods: temperature (temperature scaling, by NLL unless --objective says otherwise), ets (ensemble "
+    "Methods: uncalibrated (the identity: the model's own probabilities), temperature (temperature scaling, by NLL "
+    "unless --objective says otherwise), ets (ensemble "
     "temperature scaling, Zhang et al. 2020), vector-scaling, matrix-scaling and dirichlet (Kull et al. 2019, "
     "with ODIR regularisation; these may change the predicted class), spline (Gupta et al. 2021), histogram "
     "(equal-mass histogram binning), isotonic (isotonic regression), or all.\n\n"
-    "With --method all, one calibrator is chosen on the validation split only: each is scored by --folds-fold "
-    "cross-validation inside it (stratified, seeded by --seed) on --select-metric, and the lowest mean wins. The "
-    "choice is results.selection and results.best in the report, is listed first, and is what --save writes "
-    "(refitted on the whole validation split). The table shows test metrics before and after calibration (ECE and "
-    "error in %) beside the cross-validation score; the 'test rank' column is the paper-style ranking by test "
-    "metric, shown only, never used to choose. On a terminal a progress bar counts the fits (one per fold and "
+    "With --method all, one calibrator is chosen on the validation split only, 'uncalibrated' among the candidates: "
+    "each is scored by --folds-fold cross-validation inside it (stratified, seeded by --seed) and the lowest mean "
+    "held-out --select-metric wins (default NLL, a proper scoring rule; ties go to the simpler method: uncalibrated, "
+    "temperature, ets, vector-scaling, spline, histogram, isotonic, dirichlet, matrix-scaling). With another "
+    "--select-metric, a calibrator whose CV NLL is worse than uncalibrated's is skipped, and said so. The choice and "
+    "why are printed, are results.selection and results.best in the report, and are what --save writes (refitted on "
+    "the whole validation split). A first table shows every candidate's CV NLL and CV ECE-EM; the next, test "
+    "metrics before and after calibration (ECE and error in %), with the paper-style ranking by test ECE-EM, shown "
+    "only, never used to choose. Under 300 validation samples a note gives the ECE-EM a perfectly calibrated model "
+    "would show there by chance. On a terminal a progress bar counts the fits (one per fold and "
     "calibrator); nothing is drawn when the output is piped or with --quiet.\n\n"
     "Example: adacal calibrate runs/RUN --method temperature\n\n"
     "Example: adacal calibrate preds.npz --method all --json calibrate.json --save chosen.json"
@@ -81,17 +88,19 @@ def _debias_clipped(results: dict[str, Any]) -> bool:
 
 
 def _print_table(results: dict[str, Any], *, n_val: int, n_test: int) -> None:
-    """The test metrics of every calibrator, then what each fitted (a second table: the metrics fit 80 columns)."""
+    """With --method all, the cross-validation figures the choice was made on; then the test metrics of every
+    calibrator, and what each fitted (a third table: the metrics fit 80 columns)."""
     from rich import box
     from rich.table import Table
 
     selection = results.get("selection") or {}
     folds = selection.get("folds") or 0
-    metric_header = _metric_header(selection.get("metric", "ece_em"))
+    console = table_console()
+    if folds:
+        console.print(_cv_table(results))
     caption = f"fitted on {n_val} validation samples, tested on {n_test}"
     if folds:
-        caption += (f"; CV: {folds}-fold cross-validation on validation {metric_header}, which chose the first row; "
-                    f"rank: by test ECE-EM")
+        caption += "; rank: by test ECE-EM (shown, never used to choose)"
     table = Table(
         title="Test metrics before and after calibration (ECE and error in %)",
         caption=caption,
@@ -100,36 +109,79 @@ def _print_table(results: dict[str, Any], *, n_val: int, n_test: int) -> None:
         collapse_padding=True,  # one space between columns: the metrics fit 80 columns
     )
     table.add_column("method", no_wrap=True)
-    if folds:
-        table.add_column("CV", justify="right", no_wrap=True)
     for _, header, _ in TABLE_COLUMNS:
         table.add_column(header, justify="right", no_wrap=True)
     if folds:
         table.add_column("rank", justify="right", no_wrap=True)
     entries = results["calibrators"]
     before = next(iter(entries.values()))["test_pre"]
-    padding = ("",) if folds else ()
-    table.add_row("uncalibrated", *padding, *(_cell(before, key, scale) for key, _, scale in TABLE_COLUMNS),
-                  *padding, end_section=True)
-    scale = 1.0 if selection.get("metric") in ("nll", "brier") else 100.0
+    # The identity candidate's test metrics are the model's own: one "uncalibrated" row, first, with its rank.
+    rank = (str((entries.get(BASELINE) or {}).get("test_rank", "-")),) if folds else ()
+    table.add_row(BASELINE, *(_cell(before, key, scale) for key, _, scale in TABLE_COLUMNS), *rank,
+                  end_section=True)
     fitted = Table(title="Fitted parameters", box=box.SIMPLE_HEAD, pad_edge=False)
     fitted.add_column("method", no_wrap=True)
     fitted.add_column("parameters", overflow="fold")
     for name, entry in entries.items():
+        fitted.add_row(name, _describe(entry["params"]) or ("none (the identity)" if name == BASELINE else ""))
+        if name == BASELINE:
+            continue
         cells = [_cell(entry["test_post"], key, scale) for key, _, scale in TABLE_COLUMNS]
         if folds:
-            cv = _cell({"mean": (entry.get("cv") or {}).get("mean")}, "mean", scale)
-            cells = [cv, *cells, str(entry.get("test_rank", "-"))]
+            cells.append(str(entry.get("test_rank", "-")))
         table.add_row(name, *cells)
-        fitted.add_row(name, _describe(entry["params"]))
-    console = table_console()
     console.print(table)
     console.print(fitted)
+
+
+def _cv_table(results: dict[str, Any]) -> Any:
+    """Every candidate's mean held-out figures (CV NLL, CV ECE-EM, and the selection metric when it is another), the
+    selected one first, with what became of each."""
+    from rich import box
+    from rich.table import Table
+
+    selection = results["selection"]
+    key = selection["metric"]
+    table = Table(
+        title=f"Choice on validation: {selection['folds']}-fold cross-validation (stratified, seed "
+              f"{selection['seed']})",
+        caption="mean over the held-out folds; ECE in %; lowest CV " + _metric_header(key) + " chosen, ties to the "
+        "simpler" + ("; skipped: CV NLL worse than uncalibrated's" if selection.get("skipped") else ""),
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    table.add_column("method", no_wrap=True)
+    columns = [("nll", "CV NLL", 1.0), ("ece_em", "CV ECE-EM", 100.0)]
+    if key not in ("nll", "ece_em"):
+        columns.append((key, f"CV {_metric_header(key)}", 1.0 if key in ("nll", "brier") else 100.0))
+    for _, header, _ in columns:
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    skipped = selection.get("skipped") or {}
+    for name, entry in results["calibrators"].items():
+        means = (entry.get("cv") or {}).get("means") or {}
+        if name == results["best"]:
+            status = "selected"
+        elif name in skipped:
+            status = "skipped"
+        elif not means:
+            status = "failed"
+        else:
+            status = ""
+        table.add_row(name, *(_cell(means, metric, scale) for metric, _, scale in columns), status)
+    return table
 
 
 def _metric_header(key: str) -> str:
     headers = {key: header for key, header, _ in TABLE_COLUMNS}
     return headers.get(key, key.replace("_", "-").upper())
+
+
+def _selected_line(run: Any) -> str:
+    """What --method all chose and why, e.g. "Selected temperature: lowest 5-fold CV NLL (0.231 vs uncalibrated
+    0.245)."."""
+    return f"Selected {run.best}: {run.results['selection']['reason']}."
 
 
 def _selection_warnings(run: Any) -> list[str]:
@@ -202,8 +254,9 @@ def calibrate(
     method: Annotated[
         str,
         typer.Option(
-            help="Calibrator: temperature, ets, vector-scaling, matrix-scaling, dirichlet, spline, histogram, "
-            "isotonic, or all (fit each, choose one by cross-validation on validation data)."
+            help="Calibrator: uncalibrated (the identity), temperature, ets, vector-scaling, matrix-scaling, "
+            "dirichlet, spline, histogram, isotonic, or all (fit each, choose one by cross-validated NLL on "
+            "validation data, uncalibrated included)."
         ),
     ] = "temperature",
     objective: Annotated[
@@ -231,8 +284,9 @@ def calibrate(
         Optional[str],
         typer.Option(
             "--select-metric",
-            help="Metric (lower is better) the cross-validation chooses by: ece-em (default), ece-ew, "
-            "ece-debias, nll, brier, ... Only with --method all.",
+            help="Metric (lower is better) the cross-validation chooses by: nll (default, a proper scoring "
+            "rule), brier, ece-em, ece-ew, ... With any but nll, a calibrator whose CV NLL is worse than "
+            "uncalibrated's is skipped. Only with --method all.",
             show_default=False,
         ),
     ] = None,
@@ -285,7 +339,8 @@ def calibrate(
     print_notes(run.notes, quiet, run.reading)
     if is_stdout(json_path) or is_stdout(save):
         # The JSON is the whole of stdout; what the table would have warned about goes to stderr.
-        for line in _selection_warnings(run) + _bound_warnings(run.results):
+        selected = [_selected_line(run)] if len(run.methods) > 1 else []
+        for line in selected + _selection_warnings(run) + _bound_warnings(run.results):
             typer.echo(line, err=True)
         return
     if quiet:
@@ -296,12 +351,10 @@ def calibrate(
     _print_table(run.results, n_val=run.n_val, n_test=run.n_test)
     if _debias_clipped(run.results):
         typer.echo(f"Note: {DEBIAS_NOTE}.", err=True)
-    selection = run.results["selection"]
     if len(run.methods) > 1:
-        header = _metric_header(selection["metric"])
-        typer.echo(f"Selected on validation ({selection['folds']}-fold cross-validation, {header}): {run.best}")
+        table_console().print(_selected_line(run), markup=False, highlight=False)  # wrapped to the terminal
         by_test = min(run.results["calibrators"].items(), key=lambda item: item[1]["test_rank"])[0]
-        typer.echo(f"Best by test {header} (shown, not used to choose): {by_test}")
+        typer.echo(f"Best by test ECE-EM (shown, not used to choose): {by_test}")
         for line in _selection_warnings(run):
             typer.echo(line)
     for line in _bound_warnings(run.results):

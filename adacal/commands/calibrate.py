@@ -160,7 +160,7 @@ def run_calibrate(
         report=report, results=results, best=comparison.best, n_val=len(inputs.val),
         n_test=len(inputs.test), methods=methods, written=written, saved=save,
         notes=list(inputs.notes) + _missing_classes_note(inputs.val.labels, inputs.val.num_classes)
-        + convergence_notes(results),
+        + convergence_notes(results) + ece_noise_notes(results),
         reading=reading_lines(inputs.val.interpretation, inputs.test.interpretation, names=("val", "test")),
     )
 
@@ -179,6 +179,25 @@ def convergence_notes(results: dict[str, Any]) -> list[str]:
                 f"its iteration limit or its regularisation (build_calibrator({name!r}, max_iter=2000))"
             )
     return notes
+
+
+def ece_noise_notes(results: dict[str, Any]) -> list[str]:
+    """How noisy 15-bin ECE is on a small validation split (under SMALL_VALIDATION samples): the ECE-EM a perfectly
+    calibrated model with the same confidences would show there by chance (`adacal.calibrators.compare.ece_noise`)."""
+    selection = results.get("selection") or {}
+    noise = selection.get("ece_noise")
+    if not noise:
+        return []
+    n, bins = noise["n"], noise["n_bins"]
+    fold = (f" and ~{100 * noise['expected_fold_ece_em']:.1f}% on one {noise['fold_size']}-sample fold of the "
+            "cross-validation") if noise.get("expected_fold_ece_em") is not None else ""
+    advice = ("" if not selection.get("folds") else "; the choice is by CV NLL, a proper scoring rule"
+              if selection.get("metric") == "nll" else "; --select-metric nll (the default) chooses by a proper "
+              "scoring rule instead")
+    return [f"the validation split has only {n} samples: its {bins}-bin ECE-EM is noisy there, a perfectly calibrated "
+            f"model with these confidences would still show ~{100 * noise['expected_ece_em']:.1f}% on {n} samples"
+            f"{fold} (mean of {noise['simulations']} seeded simulations), so ECE differences below that are "
+            f"noise{advice}"]
 
 
 def _same_file(first: Path | None, second: Path | None) -> bool:

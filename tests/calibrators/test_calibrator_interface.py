@@ -37,7 +37,7 @@ def fitted(small):
 
 def test_registry_has_every_method():
     assert NAMES == ["dirichlet", "ets", "histogram", "isotonic", "matrix-scaling", "spline", "temperature",
-                     "vector-scaling"]
+                     "uncalibrated", "vector-scaling"]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -75,9 +75,13 @@ def test_temperature_on_a_predictions_file_with_json(preds, tmp_path, arrays):
     assert report["input"]["path"] == str(preds)
     entry = report["results"]["calibrators"]["temperature"]
     assert report["results"]["best"] == "temperature"
+    from adacal.calibrators.compare import SIMPLICITY_ORDER
+
     assert report["results"]["selection"] == {
-        "method": "temperature", "metric": "ece_em", "folds": 0, "split": "validation", "seed": 0,
-        "stratified": True, "cv_scores": {}, "cv_fold_scores": {}, "errors": {},
+        "method": "temperature", "metric": "nll", "folds": 0, "split": "validation", "seed": 0,
+        "stratified": True, "cv_scores": {}, "cv_fold_scores": {}, "cv_nll": {}, "cv_ece_em": {}, "baseline": None,
+        "skipped": {}, "reason": "the only method", "tie_order": list(SIMPLICITY_ORDER), "ece_noise": None,
+        "errors": {},
     }
     # The default objective is NLL (Guo et al. 2017): the fitted T is the library's NLL fit, not a grid point.
     from adacal.calibrators import TemperatureScaling
@@ -182,37 +186,76 @@ def test_method_all_selects_on_validation_by_cross_validation_and_saves_that(pre
     out, saved = tmp_path / "all.json", tmp_path / "chosen.json"
     result = _invoke(preds, "--method", "all", "--json", out, "--save", saved)
     assert result.exit_code == 0, result.output
-    for name in ["uncalibrated", *CALIBRATORS.names()]:
+    assert "uncalibrated" in CALIBRATORS.names()  # the identity is a candidate
+    for name in CALIBRATORS.names():
         assert name in result.stdout
     report = json.loads(out.read_text())
     results = report["results"]
-    assert report["config"]["folds"] == 5 and report["config"]["select_metric"] == "ece_em"
+    assert report["config"]["folds"] == 5 and report["config"]["select_metric"] == "nll"
     selection = results["selection"]
-    assert {key: selection[key] for key in ("metric", "folds", "split")} == {
-        "metric": "ece_em", "folds": 5, "split": "validation"}
+    assert {key: selection[key] for key in ("metric", "folds", "split", "baseline")} == {
+        "metric": "nll", "folds": 5, "split": "validation", "baseline": "uncalibrated"}
     order = list(results["calibrators"])
     assert sorted(order) == CALIBRATORS.names()
-    # The choice is the lowest mean cross-validation score, and the calibrators are listed in that order.
+    # The choice is the lowest mean cross-validated NLL, and the calibrators are listed in that order.
     cv = selection["cv_scores"]
+    assert cv == selection["cv_nll"]
     assert list(cv) == order and [cv[name] for name in order] == sorted(cv.values())
     for name in order:
         folds = selection["cv_fold_scores"][name]
         assert len(folds) == 5 and cv[name] == pytest.approx(np.mean(folds), rel=1e-12)
         assert results["calibrators"][name]["cv"]["mean"] == cv[name]
     assert selection["method"] == results["best"] == order[0]
-    # Test metrics are shown beside it, with the paper-style test ranking as a column only.
+    assert cv[order[0]] <= cv["uncalibrated"]
+    # Test metrics are shown beside it, with the paper-style test ranking (by ECE-EM) as a column only.
     ranks = {name: results["calibrators"][name]["test_rank"] for name in order}
     assert sorted(ranks.values()) == list(range(1, len(order) + 1))
     by_test = sorted(order, key=lambda name: (results["calibrators"][name]["test_post"]["ece_em"], name))
     assert [ranks[name] for name in by_test] == list(range(1, len(order) + 1))
-    metrics_table = result.stdout.split("Fitted parameters")[0]  # (the second table lists them again)
-    lines = [line.split()[0] for line in metrics_table.splitlines() if line.strip()]
-    assert [name for name in lines if name in order] == order  # the table lists the chosen one first
-    assert f"Selected on validation (5-fold cross-validation, ECE-EM): {order[0]}" in result.stdout
+    # The first table: every candidate, uncalibrated included, with its CV NLL and CV ECE-EM, the chosen one first.
+    cv_table = result.stdout.split("Test metrics before")[0]
+    rows = {line.split()[0]: line.split()[1:] for line in cv_table.splitlines() if line.split()[:1] in [[n] for n
+                                                                                                        in order]}
+    assert list(rows) == order
+    for name in order:
+        assert rows[name][0] == f"{selection['cv_nll'][name]:.3f}"
+        assert rows[name][1] == f"{100 * selection['cv_ece_em'][name]:.2f}"
+    assert rows[order[0]][2] == "selected"
+    message = " ".join(result.stdout.split())
+    assert (f"Selected {order[0]}: lowest 5-fold CV NLL ({cv[order[0]]:.3f} vs uncalibrated "
+            f"{cv['uncalibrated']:.3f})." in message) or order[0] == "uncalibrated"
+    assert f"Selected {order[0]}: {selection['reason']}." in message
     assert f"Best by test ECE-EM (shown, not used to choose): {by_test[0]}" in result.stdout
     calibrator = load_calibrator(saved)
     assert calibrator.name == results["best"]
     assert calibrator.to_dict() == results["calibrators"][results["best"]]["calibrator"]
+
+
+def test_uncalibrated_round_trips_through_save_and_evaluate(tmp_path):
+    """--method uncalibrated --save writes the identity, and evaluate --calibrator with it reports exactly what
+    evaluate reports without it (for logits and for probabilities)."""
+    rng = np.random.default_rng(11)
+    logits = rng.normal(0.0, 2.0, size=(600, 3))
+    probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    labels = (probs.cumsum(axis=1) < rng.random((600, 1))).sum(axis=1).clip(max=2)
+    path = _write(tmp_path / "p.npz", val_logits=logits[:300], val_labels=labels[:300], test_logits=logits[300:],
+                  test_labels=labels[300:])
+    _write(tmp_path / "test.npz", logits=logits[300:], labels=labels[300:])
+    saved, out = tmp_path / "uncalibrated.json", tmp_path / "all.json"
+    result = _invoke(path, "--method", "uncalibrated", "--save", saved, "--json", out)
+    assert result.exit_code == 0, result.output
+    results = json.loads(out.read_text())["results"]
+    entry = results["calibrators"]["uncalibrated"]
+    assert entry["test_post"] == entry["test_pre"] and entry["calibrator"]["params"] == {}
+    assert load_calibrator(saved).name == "uncalibrated" and "none (the identity)" in result.stdout
+    plain, calibrated = tmp_path / "plain.json", tmp_path / "calibrated.json"
+    for args, where in (([], plain), (["--calibrator", saved], calibrated)):
+        done = runner.invoke(app, ["evaluate", str(tmp_path / "test.npz"), *map(str, args), "--json", str(where)])
+        assert done.exit_code == 0, done.output
+    plain_metrics = json.loads(plain.read_text())["results"]["metrics"]
+    calibrated_metrics = json.loads(calibrated.read_text())["results"]["metrics"]
+    assert calibrated_metrics == pytest.approx(plain_metrics, rel=1e-12, abs=1e-15)
+    assert calibrated_metrics["nll"] == pytest.approx(results["calibrators"]["uncalibrated"]["test_pre"]["nll"])
 
 
 def test_the_choice_never_looks_at_the_test_split(tmp_path, arrays):
@@ -347,3 +390,35 @@ def test_validation_labels_missing_classes_are_warned_about(tmp_path):
     np.savez(tmp_path / "all.npz", val_logits=logits[:40], val_labels=np.arange(40) % 4, test_logits=logits[40:],
              test_labels=labels[40:])
     assert "validation labels hold" not in _invoke(tmp_path / "all.npz", "--method", "temperature").stderr
+
+
+def test_select_by_ece_skips_what_is_worse_than_uncalibrated_and_says_so(tmp_path):
+    """114 validation samples of a calibrated binary model (the issue's case): by CV ECE-EM isotonic regression looks
+    best, but its CV NLL is worse than uncalibrated's: it is skipped, named in the table and in the message, never
+    saved; the small split gets the ECE noise note, with a figure that is the report's."""
+    rng = np.random.default_rng(0)
+    z = rng.normal(0.0, 2.5, size=600)
+    labels = (rng.random(600) < 1.0 / (1.0 + np.exp(-z))).astype(np.int64)
+    path = _write(tmp_path / "b.npz", val_logits=z[:114], val_labels=labels[:114], test_logits=z[114:],
+                  test_labels=labels[114:])
+    out, saved = tmp_path / "r.json", tmp_path / "c.json"
+    result = _invoke(path, "--method", "all", "--select-metric", "ece-em", "--json", out, "--save", saved)
+    assert result.exit_code == 0, result.output
+    selection = json.loads(out.read_text())["results"]["selection"]
+    assert "isotonic" in selection["skipped"] and selection["method"] not in selection["skipped"]
+    assert selection["cv_nll"][selection["method"]] <= selection["cv_nll"]["uncalibrated"]
+    assert load_calibrator(saved).name == selection["method"]
+    rows = {line.split()[0]: line.split()[-1] for line in result.stdout.split("Test metrics")[0].splitlines()
+            if line.split()[:1] in (["isotonic"], [selection["method"]])}
+    assert rows == {"isotonic": "skipped", selection["method"]: "selected"}
+    assert "skipped: CV NLL worse than uncalibrated's" in " ".join(result.stdout.split())
+    message = " ".join(result.stdout.split())
+    assert f"Selected {selection['method']}: {selection['reason']}." in message
+    assert "passed over for a CV NLL worse than uncalibrated's: " in message
+    noise = selection["ece_noise"]
+    assert noise["n"] == 114 and noise["fold_size"] == 22
+    note = " ".join(result.output.split())
+    assert (f"the validation split has only 114 samples: its 15-bin ECE-EM is noisy there, a perfectly calibrated "
+            f"model with these confidences would still show ~{100 * noise['expected_ece_em']:.1f}% on 114 samples"
+            in note)
+    assert "--select-metric nll (the default) chooses by a proper scoring rule instead" in note

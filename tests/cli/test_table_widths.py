@@ -51,6 +51,14 @@ def test_calibrate_all_methods(files, width):
 
 
 @pytest.mark.parametrize("width", WIDTHS)
+def test_calibrate_all_methods_by_another_metric(files, width):
+    """A third CV column, skipped candidates and a long selection message still fit."""
+    text = _rendered(["calibrate", files / "split.npz", "--method", "all", "--select-metric", "ece-debias"], width)
+    _fits(text, width)
+    assert "CV ECE-DEBIAS" in text and "Selected " in text
+
+
+@pytest.mark.parametrize("width", WIDTHS)
 def test_ood_with_every_score_before_and_after_temperature(files, width):
     text = _rendered(["ood", "--in-preds", files / "split.npz", "--out-preds", files / "out.npz",
                       "--fit-temperature", "--scores", "entropy,max-prob,energy"], width)

@@ -103,3 +103,25 @@ def test_a_calibrator_that_did_not_converge_says_what_to_try():
     unconverged = build_calibrator("dirichlet", max_iter=1).fit(logits[:200], labels[:200])
     assert unconverged.summary()["converged"] is False  # what the note is about, from a real fit
     assert build_calibrator("dirichlet", max_iter=2000).max_iter == 2000
+
+
+def test_a_small_validation_split_gets_the_ece_noise_note_and_the_choice_its_reason(tmp_path):
+    """Under 300 validation samples, the run's notes say how large ECE-EM is by chance there (the figure the report
+    holds); `--method all` records what it selected and why, and the saved choice is never worse than uncalibrated
+    in CV NLL."""
+    rng = np.random.default_rng(8)
+    z = rng.normal(0.0, 2.5, size=400)
+    labels = (rng.random(400) < 1.0 / (1.0 + np.exp(-z))).astype(np.int64)
+    path = tmp_path / "b.npz"
+    np.savez(path, val_logits=z[:150], val_labels=labels[:150], test_logits=z[150:], test_labels=labels[150:])
+    run = run_calibrate(path, method="all", folds=3, save=tmp_path / "c.json")
+    selection = run.results["selection"]
+    noise = selection["ece_noise"]
+    assert noise["n"] == 150 and noise["fold_size"] == 50 and noise["expected_fold_ece_em"] > noise["expected_ece_em"]
+    notes = [note for note in run.notes if "ECE-EM is noisy" in note]
+    assert len(notes) == 1 and f"~{100 * noise['expected_ece_em']:.1f}% on 150 samples" in notes[0]
+    assert "the choice is by CV NLL, a proper scoring rule" in notes[0]
+    assert selection["cv_nll"][run.best] <= selection["cv_nll"]["uncalibrated"]
+    assert selection["reason"] and load_calibrator(tmp_path / "c.json").name == run.best
+    single = run_calibrate(path, method="temperature")
+    assert single.results["selection"]["ece_noise"]["fold_size"] is None  # no folds with one method
