@@ -1,5 +1,6 @@
 """Labels: integer class indices from any spelling a file holds them in (indices, one-hot rows, booleans, class names
-through a `classes` array or a CSV header, numbers written as text), or from a labels file beside the scores."""
+or class values through a `classes` array or a CSV header, numbers written as text), or from a labels file beside
+the scores; docs/inputs.md §6 gives the rules for class values (`--labels-are`)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ from adacal.interpretation.split import plain_label_key
 from adacal.sources.formats import CLASS_KEYS, LABEL_KEYS, LABELS_ARE, Arrays, ReadOptions, open_arrays
 from adacal.sources.text_numbers import is_integer_text, number_or_none
 from adacal.sources.text_tables import GZIP_SUFFIX, TEXT_FORMATS, format_suffix, text_stem
-
-
 
 
 def interpret_labels(values: Any, *, n: int, num_classes: int, name: str, classes: Any = None,
@@ -309,8 +308,6 @@ def class_names(arrays: Arrays, key: str | None, num_classes: int) -> tuple[str,
     if names.size != num_classes or names.dtype.kind not in "USiuf":
         return None
     return tuple(str(name).strip() for name in names.tolist())
-
-
 
 
 def class_key(arrays: Arrays) -> str | None:

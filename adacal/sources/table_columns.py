@@ -50,6 +50,7 @@ _SEPARATORS = "_-. :"
 _SUM_TOLERANCE = 1e-3
 _INDEX_MIN_ROWS = 3  # a row counter (steps of 1) from this many rows; an index with gaps from _GAPPED_MIN_ROWS
 _GAPPED_MIN_ROWS = 20
+_COPY_MIN_ROWS = 10  # a column equal to the labels in every row, from this many rows: refused where not dropped
 
 
 def parse_score_columns(path: Path, spec: str, names: list[str] | None, width: int) -> list[int]:
@@ -236,6 +237,10 @@ def score_columns(path: Path, names: list[str] | None, values: np.ndarray, label
                                      "tell")
             for j in outliers:
                 drop(j, "named unlike the class columns, which form probability rows without it")
+    copies = [j for j in keep if labels is not None and n >= _COPY_MIN_ROWS and len(keep) > 1
+              and np.array_equal(values[:, j], labels) and not belongs(j)]
+    if copies:  # (with or without a header: a class's scores are not the labels again, row by row)
+        raise _refusal(path, f"{shown(copies[0])} holds the labels again, row by row")
     if len(keep) >= 3 and n >= _INDEX_MIN_ROWS and not probability_rows(kept()):
         # A subset that forms probability rows while the whole does not: one column is inconsistent with the rest.
         fits = [keep[j] for j in np.flatnonzero(_rows_without_each(kept()))]

@@ -332,7 +332,7 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
     widths: dict[str, int] = {}
     for sep in _readings(text, separator, one_column=labels_only or scores_only or labels_optional):
         try:
-            rows = _csv_rows(path, text, sep, labels_key, labels_only, header)
+            rows = _csv_rows(path, text, sep, labels_key, labels_only, header, probe=score_columns is None)
             widths[sep] = len(rows[0][1])
             outcomes[sep] = _csv_table(path, rows, sep, labels_key=labels_key, labels_only=labels_only,
                                        scores_only=scores_only, labels_optional=labels_optional, header=header,
@@ -344,7 +344,7 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
 
 
 def _csv_rows(path: Path, text: str, separator: str, labels_key: str | None, labels_only: bool,
-              header: bool | None) -> list[tuple[int, list[str]]]:
+              header: bool | None, probe: bool = True) -> list[tuple[int, list[str]]]:
     """(line number, stripped cells) of every line holding something, all with the cells of the first (rule 2);
     read in chunks, the first small, so that a reading that splits the lines unevenly fails at once."""
     if separator == " ":
@@ -354,7 +354,7 @@ def _csv_rows(path: Path, text: str, separator: str, labels_key: str | None, lab
         reader = csv.reader(io.StringIO(text), delimiter=separator)
     strip = _spaced(text, separator)
     rows: list[tuple[int, list[str]]] = []
-    number, size, probed = 0, 64, False
+    number, size, probed = 0, 64, not probe  # (--score-columns: only the columns chosen must be numbers)
     try:
         while chunk := list(itertools.islice(reader, size)):
             if strip:
@@ -395,7 +395,9 @@ def _probe(path: Path, rows: list[tuple[int, list[str]]], separator: str, labels
         bad = next((cell for i, cell in enumerate(cells)
                     if i not in exempt and number_or_none(cell, decimal_comma) is None), None)
         if bad is not None:
-            raise _NotRead(number, f"Expected the scores on line {number} of {path} to be numbers, got {bad[:30]!r}.")
+            hint = "" if len(first) <= 2 else " (text beside the scores: pass --score-columns to select them)"
+            raise _NotRead(number, f"Expected the scores on line {number} of {path} to be numbers, got "
+                                   f"{bad[:30]!r}{hint}.")
 
 
 def _csv_table(path: Path, rows: list[tuple[int, list[str]]], separator: str, *, labels_key: str | None,

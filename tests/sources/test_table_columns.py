@@ -149,7 +149,8 @@ def test_a_class_column_is_kept_when_the_values_say_it_is_one(tmp_path):
 @pytest.mark.parametrize("case, fragment", [
     ("logits beside a column named apart", "named unlike the class columns"),
     ("headerless figure beside probabilities", "form probability rows without the column at position 3"),
-    ("headerless copy of the labels", "form probability rows without the column at position 3"),
+    ("headerless copy of the labels", "the column at position 3 holds the labels again"),
+    ("headerless logits and a copy of the labels", "the column at position 3 holds the labels again"),
     ("rising integers named like a class", "rising integers"),
 ])
 def test_what_the_rule_cannot_decide_is_refused_naming_score_columns(tmp_path, case, fragment):
@@ -160,6 +161,8 @@ def test_what_the_rule_cannot_decide_is_refused_naming_score_columns(tmp_path, c
         columns, header = {**scores(), "entropy": ENTROPY, "label": LABELS}, False
     elif case == "headerless copy of the labels":
         columns, header = {**scores(), "y": LABELS, "label": LABELS}, False
+    elif case == "headerless logits and a copy of the labels":
+        columns, header = {**scores(probs=RNG.normal(size=(N, K))), "y": LABELS, "label": LABELS}, False
     else:
         columns = {"c0": np.arange(N) + 7, "c1": PROBS[:, 1], "c2": PROBS[:, 2], "label": LABELS}
     path = tmp_path / "p.csv"
@@ -298,3 +301,15 @@ def test_a_binary_table_with_a_row_index_reads_to_one_score_column(tmp_path):
     pred = load_predictions(path)
     np.testing.assert_allclose(pred.logits, np.column_stack([1 - positive, positive]))
     assert not any("classes ignored" in note for note in pred.notes), pred.notes
+
+
+def test_a_column_of_text_is_refused_naming_score_columns_which_reads_past_it(tmp_path):
+    """An evaluation table with a `split` (or prompt) column of text: refused in one line naming --score-columns,
+    which selects the scores and leaves the text unread."""
+    lines = ["c0,c1,c2,split,label"] + [",".join([*map(repr, map(float, row)), "test", str(label)])
+                                        for row, label in zip(PROBS, LABELS)]
+    path = tmp_path / "p.csv"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match="got 'test' .*pass --score-columns"):
+        load_predictions(path)
+    assert_truth(load_predictions(path, options=ReadOptions(score_columns="c*")))
