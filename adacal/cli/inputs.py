@@ -66,11 +66,11 @@ LabelsAre = Annotated[
 ]
 ScoreColumns = Annotated[
     str | None,
-    typer.Option("--score-columns", help="The score columns of a .csv/.tsv: 2:12 (positions counting from 0, a row "
-                                         "index included, end excluded), cat,dog,eel (header names) or prob_* (a name "
-                                         "prefix) (default: every column beside the labels but a row index, a row "
-                                         "counter, a copy of the labels and per-sample figures such as entropy; "
-                                         "refused where that cannot be told).", show_default=False),
+    typer.Option("--score-columns", help="The score columns of a .csv/.tsv/.txt: 2:12 (positions counting from 0, "
+                                         "a row index included, end excluded), cat,dog,eel (header names) or prob_* "
+                                         "(a name prefix) (default: every column beside the labels but a row index, "
+                                         "a row counter, a copy of the labels and per-sample figures such as "
+                                         "entropy; refused where that cannot be told).", show_default=False),
 ]
 SEPARATOR_NAMES = {"comma": ",", "semicolon": ";", "tab": "\t", "space": " ", ",": ",", ";": ";", "\\t": "\t",
                    "\t": "\t", " ": " "}

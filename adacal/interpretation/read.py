@@ -68,6 +68,9 @@ def _scores(arrays: Arrays, keys: SplitKeys, options: ReadOptions) -> ScoresRead
             f"Expected --logits-key only with a file of named arrays (.npz, .pt, .safetensors, .mat, .json), not "
             f"with {path.name} (its scores have no key)."
         )
+    if options.score_columns is not None and arrays.kind not in ("csv", "txt"):
+        raise InputError(f"Expected --score-columns only with a .csv, .tsv or .txt table, not with {path.name} (its "
+                         "scores are found by key: --logits-key).")
     if keys.scores is None:
         wanted = (f"'{options.logits_key}' (--logits-key)" if options.logits_key else
                   f"logits or {keys.wanted}_logits (or probs, probabilities, scores)")

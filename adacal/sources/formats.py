@@ -30,6 +30,7 @@ from adacal.sources.matlab_file import MatFile
 from adacal.sources.safetensors_file import SafetensorsFile
 from adacal.sources.torch_file import torch_structure
 from adacal.sources.json_predictions import json_column, read_json_predictions, read_jsonl
+from adacal.sources.table_columns import text_score_columns
 from adacal.sources.text_tables import format_suffix, read_csv_with_notes, read_text_table
 
 # Spellings of other frameworks too: Hugging Face's Trainer.predict (`predictions`, `label_ids`), scikit-learn's
@@ -210,7 +211,10 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
     if suffix in (".npy", ".txt"):
         array = read_npy(path, "a predictions file (.npy)") if suffix == ".npy" else read_text_table(
             path, separator=options.separator)
-        return Arrays(path, [WHOLE], {WHOLE: array}.__getitem__, None, suffix[1:])
+        notes = ()
+        if suffix == ".txt" and array.ndim == 2:  # (np.savetxt of a row index beside the scores: rule 8)
+            array, notes = text_score_columns(path, array, options.score_columns)
+        return Arrays(path, [WHOLE], {WHOLE: array}.__getitem__, None, suffix[1:], notes=notes)
     if suffix in (".jsonl", JSON_SUFFIX):
         columns = read_jsonl(path) if suffix == ".jsonl" else read_json_predictions(path)
         return Arrays(path, list(columns), lambda key: json_column(path, key, columns[key]), None, suffix[1:])

@@ -250,6 +250,26 @@ def score_columns(path: Path, names: list[str] | None, values: np.ndarray, label
     return keep
 
 
+def text_score_columns(path: Path, table: np.ndarray, spec: str | None) -> tuple[np.ndarray, tuple[str, ...]]:
+    """The score columns of a headerless table of scores (an np.savetxt .txt, its labels in another file): those
+    `spec` (--score-columns, positions) selects, else all but a row index (`score_columns`); and the notes.
+
+    >>> table = np.array([[7, .2, .8], [8, .6, .4], [9, .5, .5]])
+    >>> text_score_columns(Path("p.txt"), table, None)[0].tolist()
+    [[0.2, 0.8], [0.6, 0.4], [0.5, 0.5]]
+    """
+    notes: list[str] = []
+    if spec is not None:
+        keep = parse_score_columns(path, spec, None, table.shape[1])
+        notes.append(f"{path.name}: score columns {spec} (--score-columns)")
+    else:
+        keep = score_columns(path, None, table, None, list(range(table.shape[1])), notes)
+    if len(keep) == table.shape[1] and keep == sorted(keep):
+        return table, tuple(notes)
+    chosen = table[:, keep]
+    return (chosen[:, 0] if chosen.shape[1] == 1 else chosen), tuple(notes)
+
+
 def without_index(path: Path, names: list[str] | None, width: int, rows: list[tuple[int, list[str]]],
                    labels_key: str | None, decimal_comma: bool, notes: list[str]
                    ) -> tuple[list[str] | None, int, list[tuple[int, list[str]]]]:

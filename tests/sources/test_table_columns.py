@@ -210,6 +210,9 @@ def test_score_columns_syntax_errors_are_one_line(tmp_path):
     with pytest.raises(InputError, match="a header naming the columns"):
         load_predictions(bare, options=ReadOptions(score_columns="c*"))
     assert_truth(load_predictions(bare, options=ReadOptions(score_columns="0,1,2")))
+    np.savez(tmp_path / "p.npz", probs=PROBS, labels=LABELS)
+    with pytest.raises(InputError, match="--score-columns only with a .csv, .tsv or .txt table"):
+        load_predictions(tmp_path / "p.npz", options=ReadOptions(score_columns="0:3"))
 
 
 def test_parse_score_columns_counts_every_column_as_written():
@@ -313,3 +316,19 @@ def test_a_column_of_text_is_refused_naming_score_columns_which_reads_past_it(tm
     with pytest.raises(InputError, match="got 'test' .*pass --score-columns"):
         load_predictions(path)
     assert_truth(load_predictions(path, options=ReadOptions(score_columns="c*")))
+
+
+def test_an_np_savetxt_table_follows_the_rule_without_a_header(tmp_path):
+    """`np.savetxt` of a row index beside the scores (labels beside it in `<stem>_labels.txt`): the index dropped; an
+    entropy column beside them refused naming --score-columns, which selects the scores."""
+    np.savetxt(tmp_path / "x.txt", np.column_stack([FILTERED, PROBS]))
+    np.savetxt(tmp_path / "x_labels.txt", LABELS, fmt="%d")
+    pred = load_predictions(tmp_path / "x.txt")
+    np.testing.assert_array_equal(pred.labels, LABELS)
+    np.testing.assert_allclose(pred.logits, PROBS, rtol=1e-15)
+    np.savetxt(tmp_path / "e.txt", np.column_stack([PROBS, ENTROPY]))
+    np.savetxt(tmp_path / "e_labels.txt", LABELS, fmt="%d")
+    with pytest.raises(InputError, match="--score-columns"):
+        load_predictions(tmp_path / "e.txt")
+    pred = load_predictions(tmp_path / "e.txt", options=ReadOptions(score_columns="0:3"))
+    np.testing.assert_allclose(pred.logits, PROBS, rtol=1e-15)
