@@ -138,6 +138,12 @@ def _increasing_integers(column: np.ndarray, *, step_one: bool) -> bool:
     return not step_one and column.size >= _GAPPED_MIN_ROWS and column[0] >= 0 and bool((steps > 0).all())
 
 
+def _distinct_integers(column: np.ndarray) -> bool:
+    """Whole numbers, none repeated."""
+    return bool(np.isfinite(column).all() and np.equal(np.mod(column, 1), 0).all()) \
+        and np.unique(column).size == column.size
+
+
 def _pattern(names: list[str]) -> tuple[str, set[int]] | None:
     """The shape most of the score columns' names share, and which names fit it: numbers (`0`, `1`, ...), one
     prefix and digits (`c0`, `p_1`, `class_3`), one prefix or suffix ending or starting at a separator (`prob_cat`,
@@ -237,6 +243,12 @@ def score_columns(path: Path, names: list[str] | None, values: np.ndarray, label
                                      "tell")
             for j in outliers:
                 drop(j, "named unlike the class columns, which form probability rows without it")
+    if keep and keep[0] == 0 and file_columns[0] == 0 and n >= _GAPPED_MIN_ROWS and len(keep) > 1 \
+            and _distinct_integers(values[:, 0]) and not belongs(0) \
+            and not all(_distinct_integers(values[:, j]) for j in keep[1:]):
+        # A shuffled frame's index (`df.sample(frac=1).to_csv(header=False)`): not a score, but no rule says so.
+        raise _refusal(path, f"{shown(0)} holds distinct whole numbers, like a shuffled row index, beside scores "
+                             "that are not")
     copies = [j for j in keep if labels is not None and n >= _COPY_MIN_ROWS and len(keep) > 1
               and np.array_equal(values[:, j], labels) and not belongs(j)]
     if copies:  # (with or without a header: a class's scores are not the labels again, row by row)

@@ -332,3 +332,21 @@ def test_an_np_savetxt_table_follows_the_rule_without_a_header(tmp_path):
         load_predictions(tmp_path / "e.txt")
     pred = load_predictions(tmp_path / "e.txt", options=ReadOptions(score_columns="0:3"))
     np.testing.assert_allclose(pred.logits, PROBS, rtol=1e-15)
+
+
+def test_a_shuffled_frames_index_is_refused_not_read_as_a_class(tmp_path):
+    """`df.sample(frac=1).to_csv(header=False)`: the index is distinct whole numbers in no order; beside logits no
+    rule can drop it, and read as a class it would win every row: refused naming --score-columns. Under pandas'
+    empty header it is dropped (rule 5)."""
+    order = RNG.permutation(N)
+    logits = RNG.normal(size=(N, K))
+    columns = {**scores(probs=logits[order]), "label": LABELS[order]}
+    path = tmp_path / "shuffled.csv"
+    path.write_text(frame_csv(columns, order, header=False))
+    with pytest.raises(InputError, match="shuffled row index.*--score-columns"):
+        load_predictions(path)
+    pred = load_predictions(path, options=ReadOptions(score_columns="1:4"))
+    np.testing.assert_allclose(pred.logits - pred.logits.max(axis=1, keepdims=True),
+                               logits[order] - logits[order].max(axis=1, keepdims=True), atol=1e-12)
+    path.write_text(frame_csv(columns, order))
+    assert load_predictions(path).logits.shape == (N, K)
