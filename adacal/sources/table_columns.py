@@ -211,7 +211,7 @@ def score_columns(path: Path, names: list[str] | None, values: np.ndarray, label
         keep.remove(j)
         notes.append(f"{path.name}: {shown(j)} ({why}) is not a class's scores: ignored")
 
-    # A row index (the first column: rising integers) or a row counter (any column: rising by 1).
+    # A row index (the first column: rising integers) or a row counter (a later column rising by 1, named apart).
     pattern = _pattern(names) if names is not None else None
     for j in range(width):
         first = j == 0 and file_columns[0] == 0
