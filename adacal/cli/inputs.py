@@ -57,13 +57,29 @@ PtItems = Annotated[
                                     "pair (two tensors: scores, labels) (default: decided; refused when both fit).",
                  show_default=False),
 ]
+LabelsAre = Annotated[
+    str | None,
+    typer.Option("--labels-are", help="How integer labels beside class values (a classes array, a header of numbers "
+                                      "such as scikit-learn's classes_) are read: values (looked up there) or "
+                                      "positions (column indices) (default: decided; refused when both fit and "
+                                      "differ).", show_default=False),
+]
+ScoreColumns = Annotated[
+    str | None,
+    typer.Option("--score-columns", help="The score columns of a .csv/.tsv/.txt: 2:12 (positions counting from 0, "
+                                         "a row index included, end excluded), cat,dog,eel (header names) or prob_* "
+                                         "(a name prefix) (default: every column beside the labels but a row index, "
+                                         "a row counter, a copy of the labels and per-sample figures such as "
+                                         "entropy; refused where that cannot be told).", show_default=False),
+]
 SEPARATOR_NAMES = {"comma": ",", "semicolon": ";", "tab": "\t", "space": " ", ",": ",", ";": ";", "\\t": "\t",
                    "\t": "\t", " ": " "}
 
 
 def read_options(logits_key: str | None, labels_key: str | None, labels: Path | None, renormalize: bool,
                  scores_kind: str = "auto", header: bool | None = None, separator: str | None = None,
-                 pt_items: str | None = None) -> Any:
+                 pt_items: str | None = None, *, labels_are: str | None = None,
+                 score_columns: str | None = None) -> Any:
     from adacal.errors import InputError
     from adacal.commands import ReadOptions
 
@@ -72,7 +88,8 @@ def read_options(logits_key: str | None, labels_key: str | None, labels: Path | 
     return ReadOptions(logits_key=logits_key, labels_key=labels_key, labels_file=labels, renormalize=renormalize,
                        scores_kind=scores_kind.lower(), header=header,
                        separator=None if separator is None else SEPARATOR_NAMES[separator.lower()],
-                       pt_items=None if pt_items is None else pt_items.lower())
+                       pt_items=None if pt_items is None else pt_items.lower(),
+                       labels_are=None if labels_are is None else labels_are.lower(), score_columns=score_columns)
 
 
 def print_notes(notes: Any, quiet: bool, reading: Any = ()) -> None:

@@ -16,6 +16,7 @@ import typer
 
 from adacal.cli.common import OneLineErrorGroup, guarded
 from adacal.cli.inputs import LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems
+from adacal.cli.inputs import LabelsAre, ScoreColumns
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import unknown_name
 
@@ -139,6 +140,8 @@ def reliability(
     header: Header = None,
     separator: Separator = None,
     pt_items: PtItems = None,
+    labels_are: LabelsAre = None,
+    score_columns: ScoreColumns = None,
     out: OutOption = None,
     force: ForceOption = False,
     dpi: DpiOption = 150,
@@ -148,7 +151,7 @@ def reliability(
     from adacal.commands.plot import run_plot_reliability
 
     options = read_options(logits_key, labels_key, labels_file, renormalize, scores_kind, header, separator,
-                           pt_items)
+                           pt_items, labels_are=labels_are, score_columns=score_columns)
     run = run_plot_reliability(
         inputs, binning=binning, n_bins=n_bins, split=split, calibrated=calibrated, method=method, bands=bands,
         band_samples=band_samples, band_level=band_level, seed=seed, smooth=smooth, min_bin_count=min_bin_count,

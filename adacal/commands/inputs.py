@@ -68,7 +68,7 @@ def describe_options(options: ReadOptions) -> dict[str, Any]:
         described["labels_file"] = str(options.labels_file)
     if options.renormalize:
         described["renormalize"] = True
-    for name in ("scores_kind", "header", "separator", "pt_items"):
+    for name in ("scores_kind", "header", "separator", "pt_items", "labels_are", "score_columns"):
         value, default = getattr(options, name), getattr(DEFAULT_OPTIONS, name)
         if value != default:
             described[name] = value
@@ -132,7 +132,8 @@ def _forbid_options(options: ReadOptions, what: str) -> None:
     if used:
         flags = {"logits_key": "--logits-key", "labels_key": "--labels-key", "labels_file": "--labels",
                  "renormalize": "--renormalize", "scores_kind": "--scores-kind", "header": "--header",
-                 "separator": "--separator", "pt_items": "--pt-items"}
+                 "separator": "--separator", "pt_items": "--pt-items", "labels_are": "--labels-are",
+                 "score_columns": "--score-columns"}
         flag = flags[next(iter(used))]
         raise InputError(f"Expected {flag} only with a predictions file, not with {what}.")
 

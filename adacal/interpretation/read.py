@@ -17,7 +17,7 @@ from adacal.interpretation.kind import (
     PROBABILITY_KEYS, ScoresReading, mixed_binary_readings, read_binary_kind, read_matrix_kind,
 )
 from adacal.interpretation.labels import (
-    class_key, class_names, interpret_labels, label_key_list, labels_from_file, sibling_labels,
+    class_key, class_names, interpret_labels, label_key_list, labels_from_file, optional_classes, sibling_labels,
 )
 from adacal.interpretation.record import Interpretation, Predictions
 from adacal.interpretation.split import SPLITS, WHOLE_FILE, SplitKeys, has_split, split_keys, unprefixed
@@ -68,6 +68,9 @@ def _scores(arrays: Arrays, keys: SplitKeys, options: ReadOptions) -> ScoresRead
             f"Expected --logits-key only with a file of named arrays (.npz, .pt, .safetensors, .mat, .json), not "
             f"with {path.name} (its scores have no key)."
         )
+    if options.score_columns is not None and arrays.kind not in ("csv", "txt"):
+        raise InputError(f"Expected --score-columns only with a .csv, .tsv or .txt table, not with {path.name} (its "
+                         "scores are found by key: --logits-key).")
     if keys.scores is None:
         wanted = (f"'{options.logits_key}' (--logits-key)" if options.logits_key else
                   f"logits or {keys.wanted}_logits (or probs, probabilities, scores)")
@@ -160,7 +163,9 @@ def _with_labels(arrays: Arrays, keys: SplitKeys, reading: ScoresReading, option
     else:
         sibling_note = ()
     if labels_file is not None:
-        labels, label_notes = labels_from_file(replace(options, labels_file=labels_file), n, k)
+        scores_classes = optional_classes(arrays, classes_key)[0] if classes_key else None
+        labels, label_notes = labels_from_file(replace(options, labels_file=labels_file), n, k, scores_classes,
+                                               arrays.label(classes_key) if classes_key else "classes")
         label_key = None
     else:
         if keys.labels is None and keys.scores == WHOLE:
@@ -175,10 +180,11 @@ def _with_labels(arrays: Arrays, keys: SplitKeys, reading: ScoresReading, option
             raise InputError(f"Expected {path} to contain {wanted} beside {arrays.label(keys.scores)}; it has: "
                              f"{arrays.listing()}.")
         label_key = keys.labels
+        classes_array, classes_problem = optional_classes(arrays, classes_key)
         labels, label_notes = interpret_labels(
-            arrays[label_key], n=n, num_classes=k, name=arrays.label(label_key),
-            classes=arrays[classes_key] if classes_key else None,
-            classes_name=arrays.label(classes_key) if classes_key else "classes",
+            arrays[label_key], n=n, num_classes=k, name=arrays.label(label_key), classes=classes_array,
+            classes_name=arrays.label(classes_key) if classes_key else "classes", labels_are=options.labels_are,
+            classes_problem=classes_problem,
         )
     notes = tuple(dict.fromkeys((*arrays.notes, *reading.notes, *label_notes, *sibling_note)))
     record = _record(arrays, keys, reading, None if label_key in (None, WHOLE) else label_key, labels_file, notes)

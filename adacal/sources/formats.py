@@ -30,6 +30,7 @@ from adacal.sources.matlab_file import MatFile
 from adacal.sources.safetensors_file import SafetensorsFile
 from adacal.sources.torch_file import torch_structure
 from adacal.sources.json_predictions import json_column, read_json_predictions, read_jsonl
+from adacal.sources.table_columns import text_score_columns
 from adacal.sources.text_tables import format_suffix, read_csv_with_notes, read_text_table
 
 # Spellings of other frameworks too: Hugging Face's Trainer.predict (`predictions`, `label_ids`), scikit-learn's
@@ -58,6 +59,7 @@ WHOLE = ""  # the key of the one array of an .npy file
 SCORES_KINDS = ("auto", "logits", "probs")
 SEPARATORS = (",", ";", "\t", " ")
 PT_ITEMS = ("batches", "samples", "pair")
+LABELS_ARE = ("values", "positions")
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,12 @@ class ReadOptions:
     # A .pt list: its items are one batch each, one sample each, or (for two items) one (scores, labels) pair
     # (--pt-items batches|samples|pair; None: decided by the rules, refused when two readings remain).
     pt_items: str | None = None
+    # Integer labels beside class values (a `classes` array, a header of numbers): "values" looks them up there,
+    # "positions" takes them as column indices (--labels-are; None: decided, refused when both fit and differ).
+    labels_are: str | None = None
+    # A text table's score columns (--score-columns: "2:12" by position, "cat,dog,eel" by name, "prob_*" by prefix;
+    # None: decided by the column rules of docs/inputs.md).
+    score_columns: str | None = None
 
     def __post_init__(self) -> None:
         for flag, key in (("--logits-key", self.logits_key), ("--labels-key", self.labels_key)):
@@ -88,10 +96,15 @@ class ReadOptions:
                 raise InputError(f"Expected {flag} to be a key name, got {key!r}.")
         for flag, value, choices in (("--scores-kind", self.scores_kind, SCORES_KINDS),
                                      ("--separator", self.separator, (None, *SEPARATORS)),
-                                     ("--pt-items", self.pt_items, (None, *PT_ITEMS))):
+                                     ("--pt-items", self.pt_items, (None, *PT_ITEMS)),
+                                     ("--labels-are", self.labels_are, (None, *LABELS_ARE))):
             if value not in choices:
                 shown = ", ".join(repr(choice) for choice in choices if choice is not None)
                 raise InputError(f"Expected {flag} to be one of {shown}, got {value!r}.")
+        if self.score_columns is not None and (not isinstance(self.score_columns, str)
+                                               or not self.score_columns.strip()):
+            raise InputError(f"Expected --score-columns to be a range (2:12), names (cat,dog) or a prefix (prob_*), "
+                             f"got {self.score_columns!r}.")
         if self.scores_kind == "logits" and self.renormalize:
             raise InputError("Expected --renormalize only with probabilities, not with --scores-kind logits.")
 
@@ -198,13 +211,16 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
     if suffix in (".npy", ".txt"):
         array = read_npy(path, "a predictions file (.npy)") if suffix == ".npy" else read_text_table(
             path, separator=options.separator)
-        return Arrays(path, [WHOLE], {WHOLE: array}.__getitem__, None, suffix[1:])
+        notes = ()
+        if suffix == ".txt" and array.ndim == 2:  # (np.savetxt of a row index beside the scores: rule 8)
+            array, notes = text_score_columns(path, array, options.score_columns)
+        return Arrays(path, [WHOLE], {WHOLE: array}.__getitem__, None, suffix[1:], notes=notes)
     if suffix in (".jsonl", JSON_SUFFIX):
         columns = read_jsonl(path) if suffix == ".jsonl" else read_json_predictions(path)
         return Arrays(path, list(columns), lambda key: json_column(path, key, columns[key]), None, suffix[1:])
     table, notes = read_csv_with_notes(path, labels_key=labels_key, labels_only=labels_only, scores_only=scores_only,
                                        labels_optional=labels_optional, header=options.header,
-                                       separator=options.separator)
+                                       separator=options.separator, score_columns=options.score_columns)
     return Arrays(path, list(table), table.__getitem__, None, "csv", notes=tuple(notes))
 
 

@@ -82,12 +82,16 @@ def read_json_predictions(path: str | os.PathLike) -> dict[str, list[Any]]:
 
 
 def json_column(path: Path, key: str, values: list[Any]) -> np.ndarray:
-    """One key of every record as an array: numbers (N,), strings (N,), or equal-length lists of numbers (N, K)."""
+    """One key of every record as an array: numbers (N,), strings (N,), or equal-length lists of numbers or of
+    strings (N, K)."""
     if all(isinstance(v, str) for v in values):
         return np.array(values)
     scalar = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
     rows = all(isinstance(v, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
                for v in values)
+    if values and all(isinstance(v, list) and v and all(isinstance(x, str) for x in v) for v in values) \
+            and len({len(v) for v in values}) == 1:
+        return np.array(values)  # (names per sample: the choices a record names, its `classes`)
     if rows and len({len(v) for v in values}) == 1 or scalar:
         array = np.array(values)
         return array if array.dtype.kind in "if" else array.astype(np.float64)

@@ -36,6 +36,9 @@ naming the option that chooses:
    row index, dropped (noted). A column named as predictions (CSV_PREDICTION_NAMES) holding integers beside 3+
    other columns: predicted classes, dropped (noted).
 6. JSON. A key given twice in one object is refused, in .json, .jsonl and every document `parse_json` reads.
+8. Score columns. Every column beside the labels is a class's scores but a row index or counter, a copy of the labels
+   and a per-sample figure (`entropy`, `sample_weight`, ...), dropped with a note, or refused naming --score-columns
+   where that cannot be told: `adacal.sources.table_columns`.
 """
 
 from __future__ import annotations
@@ -52,8 +55,12 @@ from typing import Any
 import numpy as np
 
 from adacal.errors import InputError
+from adacal.sources.table_columns import (
+    CSV_INDEX_NAMES, CSV_LABEL_NAMES, CSV_PREDICTION_NAMES, chosen_columns, find_label_column, score_columns,
+    without_index, without_label_copies,
+)
 from adacal.sources.text_numbers import (
-    floats_or_none, integer_or_none, integers_or_none, number_or_none,
+    floats_or_none, integers_or_none, number_or_none,
 )
 from adacal.sources.files import (
     check_allocation,
@@ -61,18 +68,6 @@ from adacal.sources.files import (
     memory_budget,
     open_regular,
 )
-
-# A label column's header: the label keys of every format (Hugging Face's label_ids, scikit-learn's y_true, ...).
-CSV_LABEL_NAMES = ("label", "labels", "target", "targets", "y", "class", "label_ids", "y_true", "true_labels",
-                   "true_label")
-# A first column with one of these headers (lower-cased) and integer values, or names that are no numbers (a string
-# index: sample ids), is a row index, not a class: pandas' `DataFrame.to_csv()` writes its index first with an empty
-# header ("Unnamed: 0" once read back by pandas), or the index's name.
-CSV_INDEX_NAMES = ("", "unnamed: 0", "index", "id")
-# A column with one of these headers and integer values holds the predicted class, beside the per-class scores: it
-# is no class of its own (the scores give the prediction) and is dropped.
-CSV_PREDICTION_NAMES = ("pred", "preds", "prediction", "predictions", "predicted", "y_pred", "pred_label",
-                        "predicted_label", "predicted_class", "argmax")
 
 # Text formats may also come gzip-compressed (`preds.csv.gz`: pandas' `to_csv` compresses by the name alone).
 TEXT_FORMATS = (".csv", ".tsv", ".txt", ".json", ".jsonl")
@@ -308,12 +303,15 @@ def _txt_table(path: Path, text: str, lines: list[tuple[int, str]], separator: s
 
 def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False,
                         scores_only: bool = False, labels_optional: bool = False, separator: str | None = None,
-                        header: bool | None = None) -> tuple[dict[str, np.ndarray], list[str]]:
+                        header: bool | None = None, score_columns: str | None = None
+                        ) -> tuple[dict[str, np.ndarray], list[str]]:
     """The columns of a CSV / TSV table of scores and labels ("scores" (N, K), "labels", and "classes" from a
     header), and the sentences saying what was assumed (a row-index column dropped, decimal commas), read by the
     rules of this module. With `scores_only` (the labels come from another file), a table with no column named as
     labels is all scores; with `labels_optional` (OOD sets), so is one whose last column is not class indices (not
-    all integers). `separator` and `header` (None: decided by the rules) choose where the file leaves two readings.
+    all integers). `separator` and `header` (None: decided by the rules) choose where the file leaves two readings;
+    `score_columns` (--score-columns) selects the score columns (`table_columns.parse_score_columns`), else rule 8
+    decides which columns beside the labels are class scores.
 
     >>> import pathlib, tempfile
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.csv"
@@ -334,10 +332,11 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
     widths: dict[str, int] = {}
     for sep in _readings(text, separator, one_column=labels_only or scores_only or labels_optional):
         try:
-            rows = _csv_rows(path, text, sep, labels_key, labels_only, header)
+            rows = _csv_rows(path, text, sep, labels_key, labels_only, header, probe=score_columns is None)
             widths[sep] = len(rows[0][1])
             outcomes[sep] = _csv_table(path, rows, sep, labels_key=labels_key, labels_only=labels_only,
-                                       scores_only=scores_only, labels_optional=labels_optional, header=header)
+                                       scores_only=scores_only, labels_optional=labels_optional, header=header,
+                                       score_columns=score_columns)
         except InputError as exc:
             outcomes[sep] = exc
         rows = []  # (one reading's cells in memory at a time)
@@ -345,7 +344,7 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
 
 
 def _csv_rows(path: Path, text: str, separator: str, labels_key: str | None, labels_only: bool,
-              header: bool | None) -> list[tuple[int, list[str]]]:
+              header: bool | None, probe: bool = True) -> list[tuple[int, list[str]]]:
     """(line number, stripped cells) of every line holding something, all with the cells of the first (rule 2);
     read in chunks, the first small, so that a reading that splits the lines unevenly fails at once."""
     if separator == " ":
@@ -355,7 +354,7 @@ def _csv_rows(path: Path, text: str, separator: str, labels_key: str | None, lab
         reader = csv.reader(io.StringIO(text), delimiter=separator)
     strip = _spaced(text, separator)
     rows: list[tuple[int, list[str]]] = []
-    number, size, probed = 0, 64, False
+    number, size, probed = 0, 64, not probe  # (--score-columns: only the columns chosen must be numbers)
     try:
         while chunk := list(itertools.islice(reader, size)):
             if strip:
@@ -386,8 +385,9 @@ def _probe(path: Path, rows: list[tuple[int, list[str]]], separator: str, labels
     first = rows[0][1]
     exempt = {len(first) - 1,
               *(i for i, cell in enumerate(first) if cell.lower() in CSV_LABEL_NAMES or cell == labels_key)}
-    if first[0].lower() in CSV_INDEX_NAMES:
-        exempt.add(0)
+    named_first = header is not False and number_or_none(first[0], separator in (";", "\t")) is None
+    if first[0].lower() in CSV_INDEX_NAMES or named_first:
+        exempt.add(0)  # (a row index of names under a header: rule 5 decides, and refuses cells that are no number)
     if len(first) == 1 and not labels_only:
         exempt = set()  # (one column is a table only when all its cells are scores)
     decimal_comma = separator in (";", "\t")
@@ -395,12 +395,14 @@ def _probe(path: Path, rows: list[tuple[int, list[str]]], separator: str, labels
         bad = next((cell for i, cell in enumerate(cells)
                     if i not in exempt and number_or_none(cell, decimal_comma) is None), None)
         if bad is not None:
-            raise _NotRead(number, f"Expected the scores on line {number} of {path} to be numbers, got {bad[:30]!r}.")
+            hint = "" if len(first) <= 2 else " (text beside the scores: pass --score-columns to select them)"
+            raise _NotRead(number, f"Expected the scores on line {number} of {path} to be numbers, got "
+                                   f"{bad[:30]!r}{hint}.")
 
 
 def _csv_table(path: Path, rows: list[tuple[int, list[str]]], separator: str, *, labels_key: str | None,
-               labels_only: bool, scores_only: bool, labels_optional: bool, header: bool | None
-               ) -> tuple[dict[str, np.ndarray], list[str]]:
+               labels_only: bool, scores_only: bool, labels_optional: bool, header: bool | None,
+               score_columns: str | None = None) -> tuple[dict[str, np.ndarray], list[str]]:
     """One reading of a CSV table (rules 1 to 5), from its rows split at `separator`."""
     notes: list[str] = []
     # With ';' or tab between cells (or one column: read with ';'), a comma inside one is a decimal comma (what
@@ -441,19 +443,14 @@ def _csv_table(path: Path, rows: list[tuple[int, list[str]]], separator: str, *,
         rows = rows[1:]
     if not rows:  # (no reading that leaves no sample counts)
         raise _NotRead(1, f"Expected {path} to hold at least one row of scores, but it has only a header.")
-    names, width, rows = _without_index(path, names, width, rows, labels_key, decimal_comma, notes)
-    predicted = [i for i, name in enumerate(names or []) if name.lower() in CSV_PREDICTION_NAMES]
-    if predicted and width > 3 and rows and integers_or_none([cells[predicted[0]] for _, cells in rows],
-                                                      decimal_comma) is not None:
-        column = predicted[0]
-        notes.append(f"{path.name}: column {names[column]!r} (predicted classes, integers) ignored: the class scores "
-                     "give the prediction")
-        names, width = names[:column] + names[column + 1:], width - 1
-        rows = [(number, cells[:column] + cells[column + 1:]) for number, cells in rows]
-    if width < 2 and not all_scores:
-        raise _NotRead(1, f"Expected {path} to have a column per class and a label column, got {width} column(s).")
-    label_column = None if all_scores else _label_column(path, names, width, labels_key, notes)
-    scores, labels = _score_table(path, rows, label_column, decimal_comma)
+    if score_columns is not None:
+        names, rows, label_column = chosen_columns(path, names, rows, score_columns, labels_key,
+                                                    all_scores or scores_only, notes)
+        width = len(rows[0][1])
+        scores, labels = _score_table(path, rows, label_column, decimal_comma)
+    else:
+        scores, labels, names, label_column, rows = _scores_and_labels(
+            path, names, width, rows, labels_key, decimal_comma, all_scores, notes)
     if names is not None and len(set(names)) != len(names):
         raise InputError(f"Expected the column names in {path} to differ, but some repeat.")
     table: dict[str, np.ndarray] = {"scores": scores[:, 0] if scores.shape[1] == 1 else scores}
@@ -469,6 +466,50 @@ def _csv_table(path: Path, rows: list[tuple[int, list[str]]], separator: str, *,
     if separator in (";", "\t") and any("," in cell for _, cells in rows[:1000] for cell in cells):
         notes.append(f"{path.name}: commas inside cells read as decimal commas")
     return table, notes
+
+
+def _scores_and_labels(path: Path, names: list[str] | None, width: int, rows: list[tuple[int, list[str]]],
+                       labels_key: str | None, decimal_comma: bool, all_scores: bool, notes: list[str]
+                       ) -> tuple[np.ndarray, list[str] | None, list[str] | None, int | None,
+                                  list[tuple[int, list[str]]]]:
+    """Rules 4, 5 and 8: the label column, then the class scores without a row index, predicted classes, a copy of
+    the labels and per-sample figures (`table_columns.score_columns`)."""
+    before = width
+    names, width, rows = without_index(path, names, width, rows, labels_key, decimal_comma, notes)
+    file_columns = list(range(before - width, before))
+    predicted = [i for i, name in enumerate(names or []) if name.lower() in CSV_PREDICTION_NAMES]
+    if predicted and width > 3 and rows and integers_or_none([cells[predicted[0]] for _, cells in rows],
+                                                      decimal_comma) is not None:
+        column = predicted[0]
+        notes.append(f"{path.name}: column {names[column]!r} (predicted classes, integers) ignored: the class scores "
+                     "give the prediction")
+        names, width = names[:column] + names[column + 1:], width - 1
+        del file_columns[column]
+        rows = [(number, cells[:column] + cells[column + 1:]) for number, cells in rows]
+    if width < 2 and not all_scores:
+        raise _NotRead(1, f"Expected {path} to have a column per class and a label column, got {width} column(s).")
+    if names is not None and not all_scores and labels_key is None:
+        names, width, rows, file_columns = without_label_copies(path, names, width, rows, file_columns, notes)
+    label_column = None if all_scores else find_label_column(path, names, width, labels_key, notes)
+    scores, labels = _score_table(path, rows, label_column, decimal_comma)
+    if label_column is not None:
+        del file_columns[label_column]
+    integer_labels = None
+    if labels is not None:
+        integer_labels = integers_or_none(labels, decimal_comma)
+        integer_labels = None if integer_labels is None else np.array(integer_labels, dtype=np.float64)
+    score_names = None if names is None else [name for i, name in enumerate(names) if i != label_column]
+    if scores.shape[0] >= 1 and scores.shape[1] >= 2:
+        keep = score_columns(path, score_names, scores, integer_labels, file_columns, notes)
+        if len(keep) < scores.shape[1]:
+            scores = scores[:, keep]
+            if names is not None:
+                kept_names = [score_names[j] for j in keep]
+                if label_column is not None:
+                    kept_names.append(names[label_column])
+                    label_column = len(kept_names) - 1
+                names = kept_names
+    return scores, labels, names, label_column, rows
 
 
 def _score_table(path: Path, rows: list[tuple[int, list[str]]], label_column: int | None, decimal_comma: bool
@@ -496,49 +537,6 @@ def _score_table(path: Path, rows: list[tuple[int, list[str]]], label_column: in
                                        f"{bad[:30]!r}.")
         raise AssertionError("a cell that is no number is in some line")  # pragma: no cover
     return values.reshape(len(rows), width), labels
-
-
-def _without_index(path: Path, names: list[str] | None, width: int, rows: list[tuple[int, list[str]]],
-                   labels_key: str | None, decimal_comma: bool, notes: list[str]
-                   ) -> tuple[list[str] | None, int, list[tuple[int, list[str]]]]:
-    """The table without pandas' row index (rule 5), when its first column is one."""
-    if width <= 2 or not rows:
-        return names, width, rows
-    cells = [cells[0] for _, cells in rows]
-    if names is not None:
-        if names[0].lower() not in CSV_INDEX_NAMES or names[0] == labels_key:
-            return names, width, rows
-        # Integers as pandas numbers rows, or names (a string index: sample ids, file names), which no score is.
-        integers = integers_or_none(cells, decimal_comma) is not None
-        if not integers and not all(cell and number_or_none(cell, decimal_comma) is None for cell in cells):
-            return names, width, rows
-        kind = "integers" if integers else "names"
-        notes.append(f"{path.name}: first column {names[0]!r} read as a row index and ignored" if names[0] else
-                     f"{path.name}: first column (no name, {kind}: a row index as pandas writes it) ignored")
-        names = names[1:]
-    else:
-        # `to_csv(header=False)` keeps pandas' row numbers 0, 1, 2, ...: a column of scores never counts the rows.
-        if len(rows) < 3 or not all(integer_or_none(cell, decimal_comma) == i for i, cell in enumerate(cells)):
-            return names, width, rows
-        notes.append(f"{path.name}: first column (0, 1, 2, ...: a row index as pandas writes it) ignored")
-    return names, width - 1, [(number, row[1:]) for number, row in rows]
-
-
-def _label_column(path: Path, names: list[str] | None, width: int, labels_key: str | None, notes: list[str]) -> int:
-    """Rule 4: the column `labels_key` names, else the one named as labels, else the last."""
-    named = [i for i, name in enumerate(names or []) if name.lower() in CSV_LABEL_NAMES]
-    if labels_key is not None:
-        if names is None or labels_key not in names:
-            listed = ", ".join(names) if names else "no header"
-            raise InputError(f"Expected a column named '{labels_key}' (--labels-key) in {path}; it has: {listed}.")
-        column = names.index(labels_key)
-        notes.extend(f"{path.name}: column {names[i]!r}, named as labels, read as a class's scores: --labels-key "
-                     f"names {labels_key!r}" for i in named if i != column)
-        return column
-    if len(named) > 1:
-        found = ", ".join(repr(names[i]) for i in named[:-1]) + f" and {names[named[-1]]!r}"
-        raise InputError(f"Expected one label column in {path}, found {found}: pass --labels-key NAME.")
-    return named[0] if named else width - 1
 
 
 def _check_label_names(path: Path, rows: list[tuple[int, list[str]]], column: int, labels: np.ndarray,
