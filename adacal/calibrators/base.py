@@ -305,7 +305,7 @@ class Calibrator:
                 "and logits differently."
             )
         if scores_kind is None and fitted_on == "logits":
-            refuse_probability_batch(logits, scores, self.name)
+            refuse_probability_batch(logits, scores, self.name, any_kind=self.shift_invariant)
         inputs = as_logits(scores, kind == "probs")
         probs = self._transform(inputs)
         bad = int((~np.isfinite(probs)).any(axis=1).sum())

@@ -72,7 +72,7 @@ def checked_scores(values: Any, name: str = "logits", *, binary_kind: str | None
     return read_scores(values, scores_kind="logits" if logits else "auto", name=name)
 
 
-def refuse_probability_batch(values: Any, scores: np.ndarray, calibrator: str) -> None:
+def refuse_probability_batch(values: Any, scores: np.ndarray, calibrator: str, *, any_kind: bool = True) -> None:
     """Refuse, for a calibrator fitted on logits, a batch of at least MIN_JUDGED_ROWS rows that are all probability
     rows, or at least half near-probability or percentage rows: what the file readers read as probabilities or
     refuse, and no logits look like by chance. It reads nothing differently: the batch is refused or read as logits."""
@@ -94,10 +94,12 @@ def refuse_probability_batch(values: Any, scores: np.ndarray, calibrator: str) -
         found = f"{int(percent.sum())} of {n} rows lie in [0, 100] and sum to about 100 (percentages, it seems)"
     else:
         return
+    fix = ("pass scores_kind='probs' to read probabilities as probabilities (divide rows by their sums first if they "
+           "do not sum to 1)" if any_kind else "give it the model's logits (its per-class weights apply to logits "
+           "only)")
     raise InputError(
-        f"Expected logits for this {calibrator} calibrator, which was fitted on logits, but {found}: pass "
-        "scores_kind='probs' to read probabilities as probabilities (divide rows by their sums first if they do not "
-        "sum to 1), or scores_kind='logits' if they are logits."
+        f"Expected logits for this {calibrator} calibrator, which was fitted on logits, but {found}: {fix}, or "
+        "scores_kind='logits' if they are logits."
     )
 
 

@@ -134,8 +134,9 @@ def test_fitted_on_logits_a_whole_batch_of_probabilities_is_refused_not_reread(f
     refused, naming scores_kind; fewer rows are read as logits, as fitted; told, it is read as told."""
     calibrator = fitted[name, "multi-class logits"]
     probs = _softmax(make_problem(n=MIN_JUDGED_ROWS, k=K, sigma=2.0, true_temperature=1.0, seed=3)[0])
+    told = "scores_kind='probs'" if calibrator.shift_invariant else "the model's logits"
     with pytest.raises(InputError, match=rf"fitted on logits, but all {MIN_JUDGED_ROWS} rows are probability rows.*"
-                                         "scores_kind='probs'"):
+                                         rf"{told}.*scores_kind='logits'"):
         calibrator.transform(probs)
     few = probs[: MIN_JUDGED_ROWS - 1]
     np.testing.assert_allclose(calibrator.transform(few), calibrator.transform(few, scores_kind="logits"), atol=0)

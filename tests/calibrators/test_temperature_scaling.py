@@ -227,3 +227,20 @@ def test_rows_the_model_itself_ties_are_not_blamed_on_the_temperature():
     calibrator = TemperatureScaling().fit(np.array([[2.0, 0.0, 0.0]] * 4), [0, 0, 0, 1])
     probs = calibrator.transform(np.array([[1.0, 1.0, 0.0], [3.0, 1.0, 1.0]]))
     assert probs[0, 0] == probs[0, 1] and probs[1].argmax() == 0
+
+
+@pytest.mark.parametrize("temperature", [1e308, 1e300, 1e-300])
+def test_shift_and_ood_refuse_such_a_temperature_given_or_read_from_calibrate_json(tmp_path, temperature):
+    """`shift` and `ood` divide logits by T themselves (--temperature, or the run's calibrate.json): the same limits."""
+    from adacal.errors import InputError
+    from adacal.ood.scores import check_temperature, resolve_temperature
+    from adacal.reports import make_report, write_json
+
+    with pytest.raises(InputError, match=r"Expected --temperature to lie in \[1e-06, 1e\+06\]"):
+        check_temperature(temperature)
+    path = tmp_path / "calibrate.json"
+    results = {"calibrators": {"temperature": {"params": {"temperature": temperature}}}, "best": "temperature"}
+    write_json(path, make_report("calibrate", config={}, results=results))
+    with pytest.raises(InputError, match="the temperature of 'temperature' in .*calibrate.json to lie in"):
+        resolve_temperature(calibration=path)
+    assert check_temperature(2.5) == 2.5
