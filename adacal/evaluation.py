@@ -36,12 +36,17 @@ def check_bootstrap(n_resamples: Any, *, name: str = "bootstrap") -> int:
 
 
 def calibrated_probs(calibrator: Any, logits: np.ndarray, *,
-                     calibrator_path: str | os.PathLike = "calibrator") -> np.ndarray:
-    """Probabilities from a fitted calibrator, applied to logits or probabilities (vector and matrix scaling only to
-    the kind they were fitted on: `Calibrator.transform` says so, naming the file here)."""
+                     calibrator_path: str | os.PathLike = "calibrator", scores_kind: str | None = None) -> np.ndarray:
+    """Probabilities from a fitted calibrator, applied to logits or probabilities as `scores_kind` says (the file
+    reader's decision: "logits" or "probs"; None reads them as the calibrator was fitted). Vector and matrix scaling
+    take only the kind they were fitted on: `Calibrator.transform` says so, naming the file here."""
+    import inspect
+
     logits = check_scores(logits)
+    # Any object with a transform will do; adacal's calibrators are told the kind the file reader decided.
+    told = scores_kind is not None and "scores_kind" in inspect.signature(calibrator.transform).parameters
     try:
-        transformed = calibrator.transform(logits)
+        transformed = calibrator.transform(logits, scores_kind=scores_kind) if told else calibrator.transform(logits)
     except InputError as exc:
         raise InputError(f"{str(exc).rstrip('.')} ({calibrator_path}).") from None
     probs = check_scores(transformed, name=f"the output of calibrator {calibrator_path}")

@@ -13,15 +13,21 @@ estimator conventions (without importing scikit-learn, which takes seconds):
   raises adacal's NotFittedError, which is also an instance of scikit-learn's NotFittedError when it is installed;
 - `to_dict()` / `Calibrator.from_dict(d)` round-trip a fitted calibrator through plain JSON types.
 
-Inputs are expected to be logits. When every row already looks like a probability vector (entries in [0, 1], rows
-summing to 1), the calibrator takes log(probs) as the logits: softmax(log p) = p, so temperature scaling then works
-on the probabilities' log (p^(1/T), renormalised) and the top-label methods see the probabilities themselves. log p
-differs from the logits by a constant per row, which changes nothing for a calibrator whose map sees the logits only
-through softmax (`shift_invariant`): it may be applied to either kind whatever it was fitted on. Vector and matrix
-scaling multiply each class by its own weights, so their map differs: each records the kind it was fitted on
-(`fitted_on_`, "logits" or "probabilities", kept by to_dict) and refuses the other kind in `transform`.
-A binary model's one score per sample is probabilities when every score lies in [0, 1]; in `transform` of a
-calibrator fitted on logits it is always logits (a small batch of decision scores can fall in [0, 1]).
+Every calibrator is a function of a row: `fit(scores, labels, *, scores_kind="auto")` decides once whether the
+validation scores are logits or probabilities, by the one rule of the file readers and the metrics
+(`adacal.scores_kind.decide_scores_kind`: an explicit `scores_kind` wins, else every row must agree), and records it
+as `fitted_on_` ("logits" or "probs", kept by to_dict). `transform(scores)` then reads every row as that kind:
+fitted on logits, a row is logits whatever its values (the logit row [0.3, 0.7] is not the probability row
+[0.3, 0.7]); fitted on probabilities, every row must be a probability row, else it is refused, naming the row. So a
+row's output never depends on the rows beside it. `transform(scores, scores_kind="logits" | "probs" | "auto")`
+reads them as told instead. The one refusal that looks at the whole batch is a safety net, never a re-reading: a
+calibrator fitted on logits refuses a batch of at least MIN_JUDGED_ROWS rows that are all probability rows, or
+mostly near-probability or percentage rows (docs/inputs.md), which no logits look like by chance.
+Probabilities are mapped through their log, which differs from the logits by a constant per row: that changes
+nothing for a calibrator whose map sees the logits only through softmax (`shift_invariant`), which may therefore
+be applied to either kind, given as `scores_kind`, whatever it was fitted on. Vector and matrix scaling multiply
+each class by its own weights, so their map differs: they refuse the other kind.
+A binary model's one score per sample becomes two columns: probabilities p as [1 − p, p], logits s as [0, s].
 """
 
 from __future__ import annotations
@@ -33,22 +39,20 @@ import inspect
 
 import numpy as np
 
-from adacal.arrays import (
-    PROB_SUM_TOLERANCE,
-    as_logits,
-    binary_score_columns,
-    check_labels,
-    check_not_near_probs,
-    check_scores,
-    looks_like_probs,
-    normalise_probs,
-    one_score_per_sample,
-    probability_tolerance,
-    softmax,
+from adacal.arrays import as_logits, check_labels, softmax
+from adacal.calibrators.reading import (
+    FITTED_KINDS,
+    KIND_WORDS,
+    SAVED_KIND_SPELLINGS,
+    checked_scores,  # noqa: F401  (re-exported: callers import it from base)
+    lost_top_rows,
+    read_scores,
+    refuse_probability_batch,
 )
 from adacal.errors import AdacalError, InputError, NotFittedError, unknown_name
 from adacal.metrics.prepared import row_top
 from adacal.registry import Registry
+from adacal.scores_kind import check_scores_kind
 
 FORMAT_VERSION = 1
 
@@ -56,41 +60,6 @@ CALIBRATORS: Registry[Calibrator] = Registry("calibrator")
 
 # A top-label calibrator never gives the predicted class less than 1/K + TOP_FLOOR_MARGIN, so it stays the argmax.
 TOP_FLOOR_MARGIN = 1e-6
-
-INPUT_KINDS = ("logits", "probabilities")
-
-
-def input_kind(scores: np.ndarray, tolerance: float = PROB_SUM_TOLERANCE) -> str:
-    """"probabilities" when every row looks like a probability vector (rows summing to 1 within `tolerance`: see
-    `adacal.arrays.probability_tolerance` for narrow dtypes), else "logits"."""
-    return "probabilities" if looks_like_probs(scores, tolerance=tolerance) else "logits"
-
-
-def checked_scores(values: Any, name: str = "logits", *, binary_kind: str | None = None) -> tuple[np.ndarray, str]:
-    """float64 scores (N, K) and their kind, decided as the metrics decide it: with the tolerance of the input's
-    dtype, so float16 probabilities (rows summing to 1 only within ~1e-3) are probabilities, renormalised here as
-    `adacal.metrics.prepare_predictions` does, not logits whose softmax would be nearly uniform. A binary model's
-    one score per sample becomes two columns (`as_score_matrix`). Scores that would be taken as logits but look like
-    probabilities whose rows do not sum to 1 (truncated, or percentages) are refused (`check_not_near_probs`), as
-    `adacal evaluate` refuses them: their softmax would silently describe another model.
-
-    One score per sample in [0, 1] reads as positive-class probabilities, unless `binary_kind` is "logits" (a
-    calibrator fitted on logits transforming a binary model's scores): a few decision scores may all fall in [0, 1]
-    (0.3 is then the logit 0.3, not the probability 0.3, which would even flip the predicted class)."""
-    tolerance = probability_tolerance(values)
-    if one_score_per_sample(values):
-        columns, probabilities = binary_score_columns(values)
-        if probabilities and binary_kind == "logits":
-            columns = np.stack([np.zeros(len(columns)), columns[:, 1]], axis=1)
-        values = columns
-    scores = check_scores(values, name=name)
-    kind = input_kind(scores, tolerance)
-    if kind == "probabilities" and tolerance > PROB_SUM_TOLERANCE:
-        scores = normalise_probs(scores)
-    if kind == "logits":
-        check_not_near_probs(scores, name=name)
-    return scores, kind
-
 
 def check_choice(option: str, value: Any, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
@@ -269,47 +238,76 @@ class Calibrator:
                 f"{type(self).__name__} is not fitted yet; call fit(logits, labels) first."
             )
 
-    def fit(self, logits: Any, labels: Any) -> Calibrator:
+    def fit(self, logits: Any, labels: Any, *, scores_kind: str = "auto") -> Calibrator:
         """Learn the calibration map from validation data.
 
         Args:
-            logits: validation logits (N, K), numpy or torch; probabilities are read as log-probabilities and a
-                binary model's one score per sample as two columns.
+            logits: validation scores (N, K), logits or probabilities, numpy or torch; a binary model's one score per
+                sample is read as two columns.
             labels: validation class indices (N,).
+            scores_kind: "auto" (the shared per-row rule, `adacal.scores_kind.decide_scores_kind`: probabilities when
+                every row is a probability row, logits when almost none is, else refused), "logits" or "probs".
 
         Returns:
-            self, fitted: the learned attributes end in `_`.
+            self, fitted: the learned attributes end in `_`; `fitted_on_` ("logits" or "probs") is the kind that
+            `transform` reads rows as.
         """
         self.check_options()
-        scores, kind = checked_scores(logits)
+        scores, kind = read_scores(logits, scores_kind=scores_kind, name="scores")
         labels = check_labels(labels, n=scores.shape[0], num_classes=scores.shape[1])
-        self._fit(as_logits(scores, kind == "probabilities"), labels)
+        self._fit(as_logits(scores, kind == "probs"), labels)
         self.num_classes_ = int(scores.shape[1])
         self.fitted_on_ = kind
         return self
 
-    def transform(self, logits: Any) -> np.ndarray:
-        """Calibrated probabilities of logits.
+    def transform(self, logits: Any, *, scores_kind: str | None = None) -> np.ndarray:
+        """Calibrated probabilities, row by row: a row's output never depends on the rows beside it.
 
         Args:
-            logits: logits (N, K) with the K of `fit` (or probabilities, read as log-probabilities).
+            logits: scores (N, K) with the K of `fit`, or a binary model's one score per sample.
+            scores_kind: None (default) reads every row as the kind fitted on (`fitted_on_`): logits whatever their
+                values, or probabilities (a row that is not one is refused, naming it); "logits" / "probs" read them
+                as that kind (vector and matrix scaling take only the kind they were fitted on); "auto" decides for
+                this batch by the shared rule.
 
         Returns:
             float64 probabilities (N, K), rows summing to 1. Using it before `fit` raises NotFittedError.
+
+        Example:
+            >>> import numpy as np
+            >>> from adacal.calibrators import TemperatureScaling
+            >>> calibrator = TemperatureScaling().fit(np.array([[2.0, 0.0]] * 4), [0, 0, 0, 1])
+            >>> alone = calibrator.transform([[0.3, 0.7]])  # a logit row that looks like probabilities: logits
+            >>> batch = calibrator.transform([[0.3, 0.7], [5.0, -1.0]])
+            >>> bool((alone[0] == batch[0]).all()), calibrator.fitted_on_
+            (True, 'logits')
         """
         self._check_fitted()
-        fitted_on = getattr(self, "fitted_on_", None) or "logits"  # calibrators saved before it was recorded: logits
-        scores, kind = checked_scores(logits, binary_kind=fitted_on)
+        fitted_on = self._fitted_kind()
+        asked = fitted_on if scores_kind is None else check_scores_kind(scores_kind)
+        try:
+            scores, kind = read_scores(logits, scores_kind=asked, name="scores")
+        except InputError as exc:
+            if scores_kind is not None or fitted_on != "probs":
+                raise
+            raise InputError(
+                f"This {self.name} calibrator was fitted on probabilities and reads every row as probabilities "
+                f"(transform(..., scores_kind='logits') reads logits): {exc}"
+            ) from None
         if scores.shape[1] != self.num_classes_:
             raise InputError(
                 f"Expected logits with {self.num_classes_} classes (as in fit), got shape {scores.shape}."
             )
         if not self.shift_invariant and kind != fitted_on:
             raise InputError(
-                f"Expected {fitted_on} for this {self.name} calibrator, which was fitted on {fitted_on}, got "
-                f"{kind}: its per-class weights map log-probabilities and logits differently."
+                f"Expected {KIND_WORDS[fitted_on]} for this {self.name} calibrator, which was fitted on "
+                f"{KIND_WORDS[fitted_on]}, got {KIND_WORDS[kind]}: its per-class weights map log-probabilities "
+                "and logits differently."
             )
-        probs = self._transform(as_logits(scores, kind == "probabilities"))
+        if scores_kind is None and fitted_on == "logits":
+            refuse_probability_batch(logits, scores, self.name, any_kind=self.shift_invariant)
+        inputs = as_logits(scores, kind == "probs")
+        probs = self._transform(inputs)
         bad = int((~np.isfinite(probs)).any(axis=1).sum())
         if bad:
             # The map overflowed on extreme (finite) logits: the calibrator failed, not the input.
@@ -317,17 +315,36 @@ class Calibrator:
                 f"{self.name} gave NaN or Inf probabilities for {bad} of {len(probs)} samples (its fitted map "
                 f"overflowed; the largest |logit| is {float(np.abs(scores).max()):.3g})."
             )
+        if self.keeps_argmax:
+            lost = lost_top_rows(inputs, probs)
+            if lost.size:
+                raise InputError(
+                    f"Expected this {self.name} calibrator to keep each row's predicted class, but it ties the top "
+                    f"class with another in {lost.size} of {len(probs)} rows, row {int(lost[0])} first"
+                    f"{self._ties_why()}."
+                )
         return probs
 
-    def predict_proba(self, logits: Any) -> np.ndarray:
-        """The same as `transform` (scikit-learn's name for probabilities)."""
-        return self.transform(logits)
+    def _fitted_kind(self) -> str:
+        """`fitted_on_` as "logits" or "probs" (a calibrator pickled by adacal 0.1.0 may spell it "probabilities", or
+        lack it: then it was fitted on logits, see `from_dict`)."""
+        fitted_on = getattr(self, "fitted_on_", None) or "logits"
+        return SAVED_KIND_SPELLINGS.get(fitted_on, fitted_on)
 
-    def fit_transform(self, logits: Any, labels: Any) -> np.ndarray:
-        return self.fit(logits, labels).transform(logits)
+    def _ties_why(self) -> str:
+        """Why the map can tie a row's top class (subclasses with a temperature say it), for the message above."""
+        return ""
+
+    def predict_proba(self, logits: Any, *, scores_kind: str | None = None) -> np.ndarray:
+        """The same as `transform` (scikit-learn's name for probabilities)."""
+        return self.transform(logits, scores_kind=scores_kind)
+
+    def fit_transform(self, logits: Any, labels: Any, *, scores_kind: str = "auto") -> np.ndarray:
+        return self.fit(logits, labels, scores_kind=scores_kind).transform(logits)
 
     def to_dict(self) -> dict[str, Any]:
-        """The fitted calibrator as plain JSON types: method, format_version, options, params, num_classes."""
+        """The fitted calibrator as plain JSON types: method, format_version, options, params, num_classes and
+        fitted_on ("logits" or "probs": how `transform` reads rows)."""
         self._check_fitted()
         return {
             "method": self.name,
@@ -335,7 +352,7 @@ class Calibrator:
             "options": self.get_options(),
             "params": self._get_params(),
             "num_classes": self.num_classes_,
-            "fitted_on": getattr(self, "fitted_on_", None) or "logits",
+            "fitted_on": self._fitted_kind(),
         }
 
     @classmethod
@@ -368,10 +385,13 @@ class Calibrator:
         if shaped_for is not None and shaped_for != num_classes:
             raise InputError(f"Expected the '{method}' calibrator's params to be shaped for its num_classes "
                              f"({num_classes}), but they are for {shaped_for} classes.")
-        fitted_on = data.get("fitted_on", "logits")  # absent from calibrators saved before it was recorded
-        if fitted_on not in INPUT_KINDS:
-            raise InputError(f"Expected the '{method}' calibrator's fitted_on to be logits or probabilities, got "
-                             f"{fitted_on!r}.")
+        # Absent from calibrators saved before it was recorded (before adacal 0.1.0): they were fitted on logits, the
+        # only kind the CLI then applied them to. adacal 0.1.0 spelled probabilities "probabilities".
+        fitted_on = data.get("fitted_on", "logits")
+        fitted_on = SAVED_KIND_SPELLINGS.get(fitted_on, fitted_on) if isinstance(fitted_on, str) else fitted_on
+        if fitted_on not in FITTED_KINDS:
+            raise InputError(f"Expected the '{method}' calibrator's fitted_on to be logits or probs, got "
+                             f"{data.get('fitted_on')!r}.")
         calibrator.num_classes_ = num_classes
         calibrator.fitted_on_ = fitted_on
         return calibrator

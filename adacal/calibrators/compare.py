@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from adacal.arrays import check_labels, mixed_binary_kinds
-from adacal.calibrators.base import CALIBRATORS, Calibrator, check_choice, check_int, checked_scores
+from adacal.calibrators.base import CALIBRATORS, Calibrator, check_choice, check_int
+from adacal.calibrators.reading import read_scores
 from adacal.calibrators.temperature import TEMPERATURE_OBJECTIVES
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import AdacalError, InputError
@@ -150,7 +151,7 @@ def cross_validate_metrics(
 
     Args:
         calibrator: an unfitted calibrator (refitted from its options on each fold).
-        logits: validation scores (N, K), float64 as `checked_scores` gives them.
+        logits: validation scores (N, K), float64 as `adacal.calibrators.reading.read_scores` gives them.
         labels: validation class indices (N,).
         folds: the held-out index sets (`stratified_folds`).
         metrics: the metrics to score each held-out fold by.
@@ -183,7 +184,10 @@ def cross_validate_metrics(
                 fold_calibrator.fit(logits[train], labels[train])
             else:
                 fit_with_kind(fold_calibrator, logits[train], labels[train], scores_kind)
-            probs = fold_calibrator.transform(logits[held_out])
+            # The held-out rows are read as the fold's fit read its rows, never re-decided on their own.
+            fitted_on = getattr(fold_calibrator, "fitted_on_", None)
+            probs = (fold_calibrator.transform(logits[held_out]) if fitted_on is None
+                     else fold_calibrator.transform(logits[held_out], scores_kind=fitted_on))
         for key, value in compute_metrics(probs, labels[held_out], n_bins=n_bins, names=metrics).items():
             scores.setdefault(key, []).append(float(value))
         if step is not None:
@@ -200,10 +204,12 @@ def cross_validate(
     metric: str,
     n_bins: int,
     step: Callable[[str], None] | None = None,
+    scores_kind: str = "auto",
 ) -> list[float]:
-    """The metric (a compute_metrics name) of `calibrator` refitted on all but each fold and scored on that fold."""
+    """The metric (a compute_metrics name) of `calibrator` refitted on all but each fold and scored on that fold
+    (`scores_kind`: what `logits` hold, as `Calibrator.fit` takes it)."""
     return next(iter(cross_validate_metrics(calibrator, logits, labels, folds, metrics=[metric], n_bins=n_bins,
-                                            step=step).values()))
+                                            step=step, scores_kind=scores_kind).values()))
 
 
 def simplicity_rank(name: str) -> int:
@@ -356,6 +362,8 @@ def compare_calibrators(
     metric: str = DEFAULT_SELECTION_METRIC,
     seed: int = 0,
     progress: Callable[[int, int, str], None] | None = None,
+    scores_kind: str = "auto",
+    test_scores_kind: str | None = None,
 ) -> CalibrationComparison:
     """Fit each method on validation data, choose one by cross-validation on validation data only, measure on test.
 
@@ -373,6 +381,9 @@ def compare_calibrators(
             rule); with another, a method whose CV NLL is worse than uncalibrated's is skipped (`choose_calibrator`).
         seed: seed of the folds (default 0).
         progress: called as progress(done, total, description) after each fold fit and each final fit, or None.
+        scores_kind: what the validation scores hold, "auto" (the shared per-row rule), "logits" or "probs" (a
+            file reader's decision, passed on rather than made again).
+        test_scores_kind: the same for the test scores (default: `scores_kind`).
 
     Returns:
         A `CalibrationComparison`: the calibrate.json results ({"calibrators", "best", "selection"}), the
@@ -406,15 +417,17 @@ def compare_calibrators(
     selection_metric = check_selection(metric, folds)
     seed = check_int("seed", seed, minimum=0)
     # As Calibrator.fit reads them (a binary model's one score per sample as two columns; float16 / bfloat16
-    # probabilities, which sum to 1 only within their rounding, as probabilities), so that the fits, the metrics and
-    # the cross-validation folds all see the same float64 predictions.
+    # probabilities, which sum to 1 only within their rounding, as probabilities), each set's kind decided once, so
+    # that the fits, the metrics and the cross-validation folds all see the same float64 predictions.
     # One model's two splits are read alike: a binary model's scores outside [0, 1] in one make both decision scores.
-    binary_kind = "logits" if mixed_binary_kinds(val_logits, test_logits) else None
-    val_scores, val_kind = checked_scores(val_logits, name="validation logits", binary_kind=binary_kind)
-    scores_kind = "probs" if val_kind == "probabilities" else "logits"
+    test_scores_kind = scores_kind if test_scores_kind is None else test_scores_kind
+    if scores_kind == test_scores_kind == "auto" and mixed_binary_kinds(val_logits, test_logits):
+        scores_kind = test_scores_kind = "logits"
+    val_scores, val_kind = read_scores(val_logits, scores_kind=scores_kind, name="validation logits")
+    scores_kind = val_kind
     n, k = val_scores.shape
     val_labels = check_labels(val_labels, n=n, num_classes=k, name="validation labels")
-    test_scores = checked_scores(test_logits, name="test logits", binary_kind=binary_kind)[0]
+    test_scores, test_kind = read_scores(test_logits, scores_kind=test_scores_kind, name="test logits")
     n, k = test_scores.shape
     test_labels = check_labels(test_labels, n=n, num_classes=k, name="test labels")
     if val_scores.shape[1] != test_scores.shape[1]:
@@ -465,8 +478,9 @@ def compare_calibrators(
     for name, calibrator in calibrators.items():
         try:
             with warnings_if_it_works():
-                fit_with_kind(calibrator, val_scores, val_labels, scores_kind)
-                val_probs, test_probs = calibrator.transform(val_scores), calibrator.transform(test_scores)
+                fit_with_kind(calibrator, val_scores, val_labels, val_kind)
+                val_probs = calibrator.transform(val_scores, scores_kind=val_kind)
+                test_probs = calibrator.transform(test_scores, scores_kind=test_kind)
         except AdacalError as exc:
             # Compared with others, a method that cannot be fitted is reported and left out; alone, it is the error.
             if len(calibrators) == 1:

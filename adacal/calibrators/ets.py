@@ -22,8 +22,13 @@ from typing import Any
 import numpy as np
 
 from adacal.arrays import softmax
-from adacal.calibrators.base import CALIBRATORS, Calibrator, float_array, positive_float
-from adacal.calibrators.temperature import fit_temperature_nll, temperature_at_bound
+from adacal.calibrators.base import CALIBRATORS, Calibrator, float_array
+from adacal.calibrators.temperature import (
+    fit_temperature_nll,
+    saved_temperature,
+    temperature_at_bound,
+    tempered_softmax,
+)
 from adacal.errors import AdacalError
 
 
@@ -34,7 +39,7 @@ MIN_MODEL_WEIGHT = 1e-6
 
 def ets_components(logits: np.ndarray, temperature: float) -> tuple[np.ndarray, np.ndarray]:
     """The two non-trivial mixture components: softmax(logits / T) and softmax(logits)."""
-    return softmax(logits / temperature), softmax(logits)
+    return tempered_softmax(logits, temperature), softmax(logits)
 
 
 def brier_quadratic(logits: np.ndarray, labels: np.ndarray, temperature: float) -> tuple[np.ndarray, np.ndarray]:
@@ -111,11 +116,15 @@ class EnsembleTemperatureScaling(Calibrator):
     def summary(self) -> dict[str, Any]:
         return {**super().summary(), "at_bound": self.at_bound_}
 
+    def _ties_why(self) -> str:
+        return (f" (T = {self.temperature_:.3g}, weights {np.round(self.weights_, 6).tolist()}: its mixture's "
+                "differences fall below float64's resolution)")
+
     def _get_params(self) -> dict[str, Any]:
         return {"temperature": self.temperature_, "weights": self.weights_.tolist()}
 
     def _set_params(self, params: dict[str, Any]) -> None:
-        temperature = positive_float(params, "temperature")
+        temperature = saved_temperature(params)
         weights = float_array(params, "weights")
         if weights.size != 3 or (weights < 0).any() or (weights > 1).any() or abs(weights.sum() - 1.0) > 1e-6:
             raise ValueError("'weights' must be 3 non-negative numbers summing to 1")

@@ -10,8 +10,14 @@ Objectives (option `objective`):
 - "ece-ew": the same grid with equal-width bins.
 
 A fit that ends at the edge of its range (T = 0.1 or 10 on the grid; within 0.01% of 0.05 or 20 for NLL) is flagged
-by `at_bound_` = True (and `at_bound` in `summary()`): the best T may lie outside the range searched. Dividing
-logits by T > 0 never changes the predicted class.
+by `at_bound_` = True (and `at_bound` in `summary()`): the best T may lie outside the range searched.
+
+A temperature must keep every row's predicted class. softmax(logits / T) is computed as exp((z − max z) / T)
+normalised (`tempered_softmax`), so a tiny T gives the one-hot limit, never inf − inf = NaN; but a huge T makes the
+gaps (z − max z) / T fall below float64's resolution of 1, and the row's probabilities tie (T = 1e300 gave every row
+of a 10-class model probability 0.1 each, error 14 % → 90 %). So a temperature given to `from_dict` (a saved file)
+must be finite and lie in TEMPERATURE_LIMITS, [1e-6, 1e6], far outside anything a fit gives ([0.05, 20]); and
+`transform` refuses a row whose top class the temperature ties with another where plain softmax keeps them apart.
 """
 
 from __future__ import annotations
@@ -20,7 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import softmax
 from adacal.calibrators.base import CALIBRATORS, Calibrator, check_choice, check_int, positive_float
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import AdacalError
@@ -30,6 +35,9 @@ from adacal.metrics.prepared import row_top
 TEMPERATURE_OBJECTIVES = ("ece-em", "ece-ew", "nll")
 TEMPERATURE_GRID = np.arange(1, 101) / 10.0  # 0.1, 0.2, ..., 10.0 exactly as i / 10
 NLL_BOUNDS = (0.05, 20.0)
+# The temperatures a saved calibrator may hold: fits give [0.05, 20]; beyond 1e6 a model's logits ~10 apart are within
+# 1e-5 of uniform, and near 1e300 every row ties in float64.
+TEMPERATURE_LIMITS = (1e-6, 1e6)
 # A fitted log T this close to log of an NLL bound counts as at the bound (Brent's bounded search stops within its
 # tolerance of an edge, never exactly on it).
 BOUND_LOG_TOLERANCE = 1e-4
@@ -40,6 +48,33 @@ def temperature_at_bound(temperature: float, objective: str) -> bool:
     if objective == "nll":
         return any(abs(np.log(temperature) - np.log(bound)) <= BOUND_LOG_TOLERANCE for bound in NLL_BOUNDS)
     return bool(temperature <= TEMPERATURE_GRID[0] or temperature >= TEMPERATURE_GRID[-1])
+
+
+def tempered_softmax(logits: np.ndarray, temperature: float) -> np.ndarray:
+    """softmax(logits / temperature), as exp((z − max z) / T) normalised: every entry ≤ 0 before exp, so no T > 0
+    overflows to inf − inf (a tiny T gives the one-hot limit); a row's top class gets exactly exp(0) = 1.
+
+    Example:
+        >>> import numpy as np
+        >>> tempered_softmax(np.array([[1.0, 0.0]]), 1e-300).tolist()  # z / T would overflow to [inf, 0]
+        [[1.0, 0.0]]
+    """
+    with np.errstate(over="ignore", under="ignore"):
+        shifted = (logits - logits.max(axis=1, keepdims=True)) / temperature
+        exp = np.exp(shifted)
+    return exp / exp.sum(axis=1, keepdims=True)
+
+
+def saved_temperature(params: dict[str, Any], key: str = "temperature") -> float:
+    """A saved temperature: a positive finite number within TEMPERATURE_LIMITS (ValueError otherwise)."""
+    value = positive_float(params, key)
+    low, high = TEMPERATURE_LIMITS
+    if not low <= value <= high:
+        effect = ("makes every row nearly uniform, and near 1e300 ties its classes in float64" if value > high
+                  else "makes every row one-hot")
+        raise ValueError(f"'{key}' must lie in [{low:g}, {high:g}] (fits give {NLL_BOUNDS[0]:g} to "
+                         f"{NLL_BOUNDS[1]:g}; a temperature this far out {effect}), got {value:.6g}")
+    return value
 
 
 def temperature_nll(logits: np.ndarray, labels: np.ndarray, temperature: float) -> float:
@@ -133,11 +168,15 @@ class TemperatureScaling(Calibrator):
         return {"temperature": self.temperature_, "at_bound": self.at_bound_}
 
     def _transform(self, logits: np.ndarray) -> np.ndarray:
-        return softmax(logits / self.temperature_)
+        return tempered_softmax(logits, self.temperature_)
+
+    def _ties_why(self) -> str:
+        return (f" (T = {self.temperature_:.3g}: the gaps between its logits divided by T fall below float64's "
+                "resolution; fits give T in [0.05, 20])")
 
     def _get_params(self) -> dict[str, Any]:
         return {"temperature": self.temperature_}
 
     def _set_params(self, params: dict[str, Any]) -> None:
-        self.temperature_ = positive_float(params, "temperature")
+        self.temperature_ = saved_temperature(params)
         self.at_bound_ = temperature_at_bound(self.temperature_, self.objective)

@@ -140,6 +140,7 @@ def run_calibrate(
     comparison = compare_calibrators(
         inputs.val.logits, inputs.val.labels, inputs.test.logits, inputs.test.labels, methods=methods,
         objective=used_objective, n_bins=n_bins, folds=folds, metric=select_metric, seed=seed, progress=progress,
+        scores_kind=_read_kind(inputs.val), test_scores_kind=_read_kind(inputs.test),
     )
     selection = comparison.results["selection"]
     config = {"method": method, "objective": used_objective, "n_bins": n_bins, "input": str(source),
@@ -163,6 +164,12 @@ def run_calibrate(
         + convergence_notes(results) + ece_noise_notes(results),
         reading=reading_lines(inputs.val.interpretation, inputs.test.interpretation, names=("val", "test")),
     )
+
+
+def _read_kind(predictions: Any) -> str:
+    """The kind the file reader decided for a set ("logits" / "probs"), or "auto" for predictions without a record."""
+    record = getattr(predictions, "interpretation", None)
+    return record.scores_kind if record is not None else "auto"
 
 
 def convergence_notes(results: dict[str, Any]) -> list[str]:

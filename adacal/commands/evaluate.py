@@ -161,7 +161,9 @@ def run_evaluate(
     source = resolve_evaluation_input(predictions, data_dir=data_dir, device=device, options=options)
     scores = source.predictions.logits
     if fitted is not None:
-        scores = calibrated_probs(fitted, scores, calibrator_path=calibrator)
+        record = source.predictions.interpretation
+        scores = calibrated_probs(fitted, scores, calibrator_path=calibrator,
+                                  scores_kind=record.scores_kind if record is not None else None)
     described = source.describe()
     if source.source == "checkpoint":
         described["checkpoint"] = checkpoint_progress(source.data_path, source.run, contents=source.checkpoint)

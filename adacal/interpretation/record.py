@@ -28,6 +28,12 @@ class Interpretation:
     dropped_rows: int = 0
     notes: tuple[str, ...] = ()
 
+    @property
+    def scores_kind(self) -> str:
+        """"probs" or "logits": the kind as `scores_kind=` takes it (the calibrators, `adacal.scores_kind`), so a
+        command passes the reader's decision on instead of making it again."""
+        return "probs" if self.kind in ("probabilities", "binary probabilities") else "logits"
+
     def to_dict(self) -> dict[str, Any]:
         """The record as JSON, for a report's `results.input`."""
         return {

@@ -204,7 +204,8 @@ def _score_metrics(in_logits: np.ndarray, out_logits: np.ndarray, name: str) -> 
 
 
 def check_temperature(temperature: Any, *, name: str = "--temperature") -> float:
-    """`temperature` as a positive finite float; anything else is an InputError naming `name` (the option)."""
+    """`temperature` as a positive finite float within the calibrators' TEMPERATURE_LIMITS, [1e-6, 1e6] (T = 1e300
+    ties every row's classes); anything else is an InputError naming `name` (the option)."""
     if isinstance(temperature, bool):
         raise InputError(f"Expected {name} to be a positive number, got {temperature!r}.")
     try:
@@ -213,6 +214,12 @@ def check_temperature(temperature: Any, *, name: str = "--temperature") -> float
         raise InputError(f"Expected {name} to be a positive number, got {temperature!r}.") from None
     if not math.isfinite(value) or value <= 0:
         raise InputError(f"Expected {name} to be a positive number, got {temperature!r}.")
+    from adacal.calibrators.temperature import TEMPERATURE_LIMITS  # the calibrators' own limits (#39)
+
+    low, high = TEMPERATURE_LIMITS
+    if not low <= value <= high:
+        raise InputError(f"Expected {name} to lie in [{low:g}, {high:g}] (fits give 0.05 to 20; far beyond, "
+                         f"logits / T tie every row's classes in float64), got {temperature!r}.")
     return value
 
 

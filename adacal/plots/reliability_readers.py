@@ -380,7 +380,9 @@ def reliability_inputs(request: ReliabilityRequest, *, notes_out: list[str] | No
             fitted, name = calibrator
             # As `evaluate --calibrator` applies it; vector / matrix scaling take only the kind of scores they were
             # fitted on (Calibrator.transform says so, naming the input).
-            scaled = calibrated_probs(fitted, predictions.logits, calibrator_path=f"--calibrated, applied to {path}")
+            record = predictions.interpretation
+            scaled = calibrated_probs(fitted, predictions.logits, calibrator_path=f"--calibrated, applied to {path}",
+                                      scores_kind=record.scores_kind if record is not None else None)
             panels.append(panel_from_scores(scaled, predictions.labels, binning=binning, n_bins=bins,
                                             smooth=smooth, **band_options))
             names.append(f"{names[-1]} + {name}")

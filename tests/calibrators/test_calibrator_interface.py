@@ -188,13 +188,16 @@ def _kinds(seed=3):
 @pytest.mark.parametrize("method", ["temperature", "ets", "dirichlet", "histogram", "isotonic", "spline"])
 def test_softmax_only_maps_give_the_same_output_for_logits_and_probabilities(method):
     """log p = logits − logsumexp(logits), a constant per row: maps that see logits only through softmax cannot
-    tell them apart, whichever kind they were fitted on."""
+    tell them apart, whichever kind they were fitted on, when told which kind they are given."""
     from adacal.calibrators import build_calibrator
 
     logits, probs, labels = _kinds()
-    for fitted_on in (logits, probs):
+    for fitted_on, kind in ((logits, "logits"), (probs, "probs")):
         calibrator = build_calibrator(method).fit(fitted_on, labels)
-        np.testing.assert_allclose(calibrator.transform(probs), calibrator.transform(logits), atol=1e-7)
+        assert calibrator.fitted_on_ == kind
+        expected = calibrator.transform(fitted_on)  # read as fitted
+        np.testing.assert_allclose(calibrator.transform(probs, scores_kind="probs"), expected, atol=1e-7)
+        np.testing.assert_allclose(calibrator.transform(logits, scores_kind="logits"), expected, atol=1e-7)
 
 
 @pytest.mark.parametrize("method", ["vector-scaling", "matrix-scaling"])
@@ -206,18 +209,26 @@ def test_per_class_weights_are_applied_only_to_the_kind_they_were_fitted_on(meth
     assert on_logits.fitted_on_ == "logits" and on_logits.to_dict()["fitted_on"] == "logits"
     with pytest.raises(InputError, match=rf"Expected logits for this {method} calibrator, which was fitted on "
                                          r"logits, got probabilities"):
-        on_logits.transform(probs)
+        on_logits.transform(probs, scores_kind="probs")
     on_probs = build_calibrator(method).fit(probs, labels)
     restored = Calibrator.from_dict(on_probs.to_dict())
-    assert restored.fitted_on_ == "probabilities"
-    np.testing.assert_allclose(restored.transform(probs), on_probs.transform(probs))
+    assert restored.fitted_on_ == "probs" and on_probs.to_dict()["fitted_on"] == "probs"
+    np.testing.assert_array_equal(restored.transform(probs), on_probs.transform(probs))
     with pytest.raises(InputError, match="Expected probabilities .* fitted on probabilities, got logits"):
+        restored.transform(logits, scores_kind="logits")
+    with pytest.raises(InputError, match=rf"This {method} calibrator was fitted on probabilities and reads every row "
+                                         "as probabilities"):
         restored.transform(logits)
-    # A calibrator saved before the kind was recorded was fitted on logits (the only kind the CLI applied it to).
+    # A calibrator saved before the kind was recorded was fitted on logits (the only kind the CLI applied it to);
+    # adacal 0.1.0 wrote "probabilities" for probs.
     old = {key: value for key, value in on_logits.to_dict().items() if key != "fitted_on"}
+    assert Calibrator.from_dict(old).fitted_on_ == "logits"
     with pytest.raises(InputError, match="fitted on logits, got probabilities"):
-        Calibrator.from_dict(old).transform(probs)
-    with pytest.raises(InputError, match="fitted_on to be logits or probabilities, got 'softmax'"):
+        Calibrator.from_dict(old).transform(probs, scores_kind="probs")
+    legacy = Calibrator.from_dict({**on_probs.to_dict(), "fitted_on": "probabilities"})
+    assert legacy.fitted_on_ == "probs"
+    np.testing.assert_array_equal(legacy.transform(probs), on_probs.transform(probs))
+    with pytest.raises(InputError, match="fitted_on to be logits or probs, got 'softmax'"):
         Calibrator.from_dict({**on_logits.to_dict(), "fitted_on": "softmax"})
 
 
@@ -251,5 +262,5 @@ def test_float16_probabilities_are_probabilities_as_the_metrics_read_them(name):
     for scores in (half, half.numpy()):
         calibrator = build_calibrator(name).fit(scores, labels)
         reference = build_calibrator(name).fit(wide, labels)
-        assert calibrator.fitted_on_ == "probabilities"
+        assert calibrator.fitted_on_ == "probs"
         np.testing.assert_allclose(calibrator.transform(scores), reference.transform(wide), atol=1e-6)

@@ -43,11 +43,11 @@ NOT_APPLICABLE = {
     "check_estimator_sparse_tag": "logits are dense (N, K) arrays; sparse input is refused: " + _ERRORS,
     "check_estimator_sparse_array": "logits are dense (N, K) arrays; sparse input is refused: " + _ERRORS,
     "check_estimator_sparse_matrix": "logits are dense (N, K) arrays; sparse input is refused: " + _ERRORS,
+    "check_estimators_dtypes": "its integer data (20 rows) holds a probability row ([0, 1, 0, ...]) among rows that "
+                               "are not: the one kind rule (adacal.scores_kind, docs/inputs.md) refuses such a "
+                               "matrix rather than guess; " + _ERRORS,
 }
-ONLY_FOR = {"spline": {"check_fit2d_1sample": "a k-knot spline needs at least k samples (InputError)"},
-            # The per-row kind rule (adacal.scores_kind): 1 of the check's 20 small-integer rows sums to 1, a
-            # probability row among logits beyond chance, refused.
-            "uncalibrated": {"check_estimators_dtypes": "rows of both kinds are refused (InputError)"}}
+ONLY_FOR = {"spline": {"check_fit2d_1sample": "a k-knot spline needs at least k samples (InputError)"}}
 
 
 def _not_applicable(estimator):

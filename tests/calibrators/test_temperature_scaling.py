@@ -144,3 +144,103 @@ def test_nll_fit_on_logits_near_the_float64_limit_converges_quietly():
         calibrator = TemperatureScaling().fit(logits, labels)
     assert calibrator.temperature_ == pytest.approx(20.0)  # the largest T: the flattest the search allows
     assert np.isfinite(calibrator.transform(logits)).all()
+
+
+# ----- a temperature keeps the argmax or is refused (#39) -------------------------------------------------------------
+def _saved(temperature, method="temperature", weights=None):
+    params = {"temperature": temperature} if weights is None else {"temperature": temperature, "weights": weights}
+    return {"method": method, "format_version": 1, "options": {}, "params": params, "num_classes": 10,
+            "fitted_on": "logits"}
+
+
+@pytest.fixture(scope="module")
+def ten_class():
+    """float32 logits of a 10-class model (error ~ 55 %), as a network writes them."""
+    from calibration_problems import make_problem
+
+    logits, labels = make_problem(n=2000, k=10, sigma=3.0, true_temperature=2.0, seed=1)
+    return logits.astype(np.float32).astype(np.float64), labels
+
+
+@pytest.mark.parametrize("method", ["temperature", "ets"])
+@pytest.mark.parametrize("temperature", [1e308, 1e300, 1e7, 1e-7, 1e-300])
+def test_a_saved_temperature_far_outside_any_fit_is_refused_at_load(method, temperature):
+    """softmax(z / 1e300) gives 0.1 to every class of every row: read as given, error went from 55 % to 90 %."""
+    from adacal.calibrators import Calibrator
+    from adacal.errors import InputError
+
+    weights = [1.0, 0.0, 0.0] if method == "ets" else None
+    import re
+
+    with pytest.raises(InputError, match=r"'temperature' must lie in \[1e-06, 1e\+06\].*got "
+                                         + re.escape(f"{temperature:.6g}")):
+        Calibrator.from_dict(_saved(temperature, method, weights))
+    for edge in (1e-6, 1e6):  # the limits themselves load
+        assert Calibrator.from_dict(_saved(edge, method, weights)).temperature_ == edge
+
+
+@pytest.mark.parametrize("temperature", [1e308, 1e300, 1e30])
+def test_a_temperature_that_ties_rows_is_refused_in_transform(ten_class, temperature):
+    """Set by hand past the load check, a huge T ties every row's top class (exp of gaps below float64's
+    resolution): refused, where it used to answer class 0 for every row."""
+    from adacal.errors import InputError
+
+    logits, _ = ten_class
+    calibrator = TemperatureScaling().fit(logits, ten_class[1])
+    calibrator.temperature_ = temperature
+    with pytest.raises(InputError, match=r"keep each row's predicted class, but it ties the top class with another "
+                                         r"in 2000 of 2000 rows, row 0 first \(T = 1e\+"):
+        calibrator.transform(logits)
+
+
+@pytest.mark.parametrize("temperature", [1e-300, 1e-6, 0.05, 1.0, 20.0, 1e6])
+def test_any_accepted_temperature_keeps_the_argmax_and_gives_finite_probabilities(ten_class, temperature):
+    logits, labels = ten_class
+    calibrator = TemperatureScaling().fit(logits, labels)
+    calibrator.temperature_ = temperature
+    probs = calibrator.transform(logits)
+    assert np.isfinite(probs).all()
+    np.testing.assert_array_equal(probs.argmax(axis=1), logits.argmax(axis=1))
+    top = probs.max(axis=1, keepdims=True)
+    assert ((probs == top).sum(axis=1) == 1).all()  # no tie at the top
+    if temperature == 1e-300:  # z / T would overflow to inf − inf = NaN; (z − max z) / T gives the one-hot limit
+        np.testing.assert_array_equal(probs, np.eye(10)[logits.argmax(axis=1)])
+    else:
+        np.testing.assert_allclose(probs, softmax(logits / temperature, axis=1), rtol=1e-9, atol=1e-300)
+
+
+def test_ets_whose_temperature_ties_rows_is_refused(ten_class):
+    from adacal.calibrators import EnsembleTemperatureScaling
+    from adacal.errors import InputError
+
+    logits, labels = ten_class
+    calibrator = EnsembleTemperatureScaling().fit(logits, labels)
+    calibrator.temperature_, calibrator.weights_ = 1e300, np.array([1.0, 0.0, 0.0])
+    with pytest.raises(InputError, match="ets calibrator to keep each row's predicted class.*T = 1e\\+300"):
+        calibrator.transform(logits)
+    calibrator.weights_ = np.array([0.5, 0.5, 0.0])  # softmax(z) keeps them apart: the mixture's argmax is kept
+    np.testing.assert_array_equal(calibrator.transform(logits).argmax(axis=1), logits.argmax(axis=1))
+
+
+def test_rows_the_model_itself_ties_are_not_blamed_on_the_temperature():
+    """A row whose top two logits are equal ties at every T: the model's tie, kept, not refused."""
+    calibrator = TemperatureScaling().fit(np.array([[2.0, 0.0, 0.0]] * 4), [0, 0, 0, 1])
+    probs = calibrator.transform(np.array([[1.0, 1.0, 0.0], [3.0, 1.0, 1.0]]))
+    assert probs[0, 0] == probs[0, 1] and probs[1].argmax() == 0
+
+
+@pytest.mark.parametrize("temperature", [1e308, 1e300, 1e-300])
+def test_shift_and_ood_refuse_such_a_temperature_given_or_read_from_calibrate_json(tmp_path, temperature):
+    """`shift` and `ood` divide logits by T themselves (--temperature, or the run's calibrate.json): the same limits."""
+    from adacal.errors import InputError
+    from adacal.ood.scores import check_temperature, resolve_temperature
+    from adacal.reports import make_report, write_json
+
+    with pytest.raises(InputError, match=r"Expected --temperature to lie in \[1e-06, 1e\+06\]"):
+        check_temperature(temperature)
+    path = tmp_path / "calibrate.json"
+    results = {"calibrators": {"temperature": {"params": {"temperature": temperature}}}, "best": "temperature"}
+    write_json(path, make_report("calibrate", config={}, results=results))
+    with pytest.raises(InputError, match="the temperature of 'temperature' in .*calibrate.json to lie in"):
+        resolve_temperature(calibration=path)
+    assert check_temperature(2.5) == 2.5
