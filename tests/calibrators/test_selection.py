@@ -273,7 +273,7 @@ def test_uncalibrated_keeps_the_kind_it_was_fitted_on():
     np.testing.assert_allclose(on_logits.transform([[0.3, 0.7]]), softmax([[0.3, 0.7]], axis=1), atol=1e-15)
     on_probs = IdentityCalibration().fit(np.array([[0.9, 0.1], [0.2, 0.8]]), [0, 1])
     np.testing.assert_array_equal(on_probs.transform([[0.3, 0.7]]), [[0.3, 0.7]])
-    with pytest.raises(InputError, match="fitted on probabilities, so it reads every row as one"):
+    with pytest.raises(InputError, match="fitted on probabilities and reads every row as probabilities"):
         on_probs.transform([[2.0, -1.0]])
     explicit = IdentityCalibration().fit(np.array([[0.9, 0.1], [0.2, 0.8]]), [0, 1], scores_kind="logits")
     assert explicit.fitted_on_ == "logits"
