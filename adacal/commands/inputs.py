@@ -33,7 +33,7 @@ INPUT_KINDS = ("predictions", "checkpoint", "run")
 class EvaluationInput:
     """What a user's path resolved to: the predictions, and where they came from."""
 
-    predictions: Predictions
+    predictions: Predictions  # or `adacal.interpretation.confidence.TopLabelPredictions`: (confidence, correct) pairs
     kind: str  # one of INPUT_KINDS
     path: Path  # the path as given
     data_path: Path  # the file actually read (predictions file or checkpoint): hashed into the report
@@ -161,6 +161,11 @@ def resolve_evaluation_input(
             return EvaluationInput(_predict(path, ("test",), predict_options, contents)["test"], "checkpoint", path,
                                    path, None, "checkpoint", checkpoint=contents)
         return _predictions_of_run(run, path, path, "checkpoint", contents, predict_options)
+    from adacal.interpretation.confidence import load_top_label
+
+    top_label = load_top_label(path, options=options, contents=contents)
+    if top_label is not None:  # (confidence, correct) pairs: measured by the top-label metrics
+        return EvaluationInput(top_label, "predictions", path, path, None, "file", options)
     if contents is not None:  # a .pt of predictions, already loaded: not read twice
         predictions = read_predictions(torch_arrays(path, contents, options.pt_items), options=options)
     else:

@@ -13,6 +13,7 @@ import numpy as np
 
 from adacal.arrays import is_one_hot, mixed_binary_kinds, probability_tolerance, to_numpy
 from adacal.errors import InputError
+from adacal.interpretation.confidence import refuse_headerless_pairs, refuse_top_label
 from adacal.interpretation.kind import (
     PROBABILITY_KEYS, ScoresReading, mixed_binary_readings, read_binary_kind, read_matrix_kind,
 )
@@ -114,6 +115,7 @@ def _record(arrays: Arrays, keys: SplitKeys, reading: ScoresReading, labels_key:
 def read_scores(arrays: Arrays, *, split: str = "test", options: ReadOptions = DEFAULT_OPTIONS
                 ) -> tuple[np.ndarray, Interpretation]:
     """Only the scores (N, K) of one split of an opened file (labels not needed: an OOD set), and how they were read."""
+    refuse_top_label(arrays, split, options)
     keys = split_keys(arrays, split, options)
     reading = _scores(arrays, keys, options)
     notes = (*arrays.notes, *reading.notes)
@@ -122,10 +124,11 @@ def read_scores(arrays: Arrays, *, split: str = "test", options: ReadOptions = D
 
 def read_predictions(arrays: Arrays, *, split: str = "test", options: ReadOptions = DEFAULT_OPTIONS) -> Predictions:
     """The scores and labels of one split of an opened file, with the record of how they were read."""
+    refuse_top_label(arrays, split, options)
     keys = split_keys(arrays, split, options)
     reading = _scores(arrays, keys, options)
     try:
-        return _with_labels(arrays, keys, reading, options)
+        predictions = _with_labels(arrays, keys, reading, options)
     except InputError as exc:
         if reading.kind.startswith("binary") and "in [0, 1]" in str(exc):
             raise InputError(
@@ -139,6 +142,8 @@ def read_predictions(arrays: Arrays, *, split: str = "test", options: ReadOption
                 "its labels; give --labels FILE if it holds only scores)."
             ) from None
         raise
+    refuse_headerless_pairs(arrays, reading.kind, predictions.labels, options)
+    return predictions
 
 
 def _with_labels(arrays: Arrays, keys: SplitKeys, reading: ScoresReading, options: ReadOptions) -> Predictions:

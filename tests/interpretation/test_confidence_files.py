@@ -1,0 +1,220 @@
+"""Top-label `(confidence, correct)` files (adacal.interpretation.confidence, docs/inputs.md "Top-label
+confidences"): written as LLM evaluation scripts and classifiers' logs write them, in every format with named
+arrays, read alike and measured by the top-label metrics; refused where the names leave a binary model's P(class 1)
+as another reading, and by every command but evaluate."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from adacal.cli import app
+from adacal.errors import InputError
+from adacal.evaluation import evaluate_confidences
+from adacal.interpretation import load_predictions
+from adacal.interpretation.confidence import TOP_LABEL, is_confidence_name, is_correct_name, load_top_label
+from adacal.metrics import top_label_metrics
+from adacal.sources import ReadOptions
+
+from cli_helpers import one_line_error
+
+RNG = np.random.default_rng(39)
+N = 300
+CONF = np.round(RNG.uniform(0.1, 1.0, N), 4)  # many answers under 50 %: a binary reading flips them
+CORRECT = RNG.uniform(size=N) < CONF
+runner = CliRunner()
+
+
+def _records(conf_key="confidence", correct_key="correct"):
+    return [{"question_id": f"q{i}", "question": "Which of 2, 3 is prime?", conf_key: float(CONF[i]),
+             correct_key: bool(CORRECT[i])} for i in range(N)]
+
+
+def _write(tmp_path, layout):
+    """The same answers as one layout writes them; returns the path."""
+    frame = pd.DataFrame(_records())
+    if layout == "jsonl":
+        path = tmp_path / "answers.jsonl"
+        path.write_text("".join(json.dumps(record) + "\n" for record in _records()))
+    elif layout == "json records":
+        path = tmp_path / "answers.json"
+        path.write_text(json.dumps(_records()))
+    elif layout == "json arrays":
+        path = tmp_path / "arrays.json"
+        path.write_text(json.dumps({"confidence": CONF.tolist(), "correct": CORRECT.astype(int).tolist()}))
+    elif layout == "csv":
+        path = tmp_path / "answers.csv"
+        frame.to_csv(path, index=False)  # question text with a comma: quoted
+    elif layout == "csv with pandas index":
+        path = tmp_path / "indexed.csv"
+        frame.to_csv(path)
+    elif layout == "csv 0/1 ids":
+        path = tmp_path / "ids.csv"
+        frame.assign(question_id=range(N), correct=CORRECT.astype(int)).drop(columns="question").to_csv(
+            path, index=False)
+    elif layout == "tsv":
+        path = tmp_path / "answers.tsv"
+        frame.to_csv(path, sep="\t", index=False)
+    elif layout == "csv.gz":
+        path = tmp_path / "answers.csv.gz"
+        path.write_bytes(gzip.compress(frame.to_csv(index=False).encode()))
+    elif layout == "npz":
+        path = tmp_path / "answers.npz"
+        np.savez(path, confidence=CONF, correct=CORRECT)
+    elif layout == "pt dicts":
+        path = tmp_path / "answers.pt"
+        torch.save([{"confidence": torch.tensor(CONF[i]), "correct": torch.tensor(bool(CORRECT[i]))}
+                    for i in range(N)], path)
+    elif layout == "pt tensors":
+        path = tmp_path / "tensors.pt"
+        torch.save({"confidence": torch.from_numpy(CONF), "correct": torch.from_numpy(CORRECT)}, path)
+    return path
+
+
+LAYOUTS = ["jsonl", "json records", "json arrays", "csv", "csv with pandas index", "csv 0/1 ids", "tsv", "csv.gz",
+           "npz", "pt dicts", "pt tensors"]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_layout_reads_the_same_answers(tmp_path, layout):
+    read = load_top_label(_write(tmp_path, layout))
+    assert read is not None
+    np.testing.assert_array_equal(read.confidences, CONF)
+    np.testing.assert_array_equal(read.correct, CORRECT)
+    record = read.interpretation
+    assert (record.kind, record.n, record.k) == (TOP_LABEL, N, None)
+    assert record.scores_key == "confidence" and record.labels_key == "correct"
+    if layout.startswith(("csv", "tsv")) and layout != "csv 0/1 ids":
+        assert any("question_id" in note and "ignored" in note for note in read.notes), read.notes
+
+
+@pytest.mark.parametrize("layout", ["jsonl", "csv", "npz"])
+def test_evaluate_reports_the_top_label_metrics_of_the_answers(tmp_path, layout):
+    """Bit for bit the figures of `top_label_metrics` on the arrays, answers under 50 % not flipped (the issue's
+    misreading gave another error and ECE-EW); the report records the reading."""
+    path = _write(tmp_path, layout)
+    result = runner.invoke(app, ["evaluate", str(path), "--json", str(tmp_path / "report.json")])
+    assert result.exit_code == 0, result.output
+    assert "top-label confidences" in result.stdout and "AUROC-CORRECT" in result.stdout
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["results"]["metrics"] == top_label_metrics(CONF, CORRECT)
+    assert report["results"]["metrics"]["error"] == pytest.approx(1 - CORRECT.mean(), abs=1e-15)
+    assert report["results"]["input"]["kind"] == TOP_LABEL and report["results"]["input"]["k"] is None
+    assert "classwise_ece" not in report["results"]["metrics"] and "nll" not in report["results"]["metrics"]
+    assert "Note: top-label confidences: the metrics of every class" in result.stderr
+
+
+def test_bootstrap_intervals_and_a_split_file(tmp_path):
+    np.savez(tmp_path / "split.npz", val_confidence=CONF[::-1], val_correct=CORRECT[::-1], test_confidence=CONF,
+             test_correct=CORRECT)
+    read = load_top_label(tmp_path / "split.npz")
+    assert read.interpretation.split == "test" and read.interpretation.scores_key == "test_confidence"
+    np.testing.assert_array_equal(read.confidences, CONF)
+    result = runner.invoke(app, ["evaluate", str(tmp_path / "split.npz"), "--bootstrap", "30", "--json", "-"])
+    assert result.exit_code == 0, result.output
+    results = json.loads(result.stdout)["results"]
+    assert results["bootstrap"] == evaluate_confidences(CONF, CORRECT, bootstrap=30)["bootstrap"]  # file = API
+    for key in ("ece_em", "ece_ew", "auroc_correct"):
+        interval = results["bootstrap"][key]
+        assert interval["low"] < interval["high"] and interval["std"] > 0, key
+
+
+@pytest.mark.parametrize("conf_key, correct_key", [
+    ("confidence", "is_correct"), ("conf", "acc"), ("p_max", "accuracy"), ("max_prob", "hit"),
+    ("top_prob", "correct"), ("pred_confidence", "answer_correct"), ("Confidence", "Correct"),
+    ("model-confidence", "exact_match"),
+])
+def test_name_spellings(tmp_path, conf_key, correct_key):
+    assert is_confidence_name(conf_key) and is_correct_name(correct_key)
+    path = tmp_path / "a.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in _records(conf_key, correct_key)))
+    read = load_top_label(path)
+    assert read is not None and read.interpretation.scores_key == conf_key
+    np.testing.assert_array_equal(read.correct, CORRECT)
+
+
+def test_class_score_names_are_no_confidences():
+    for name in ("logits", "probs", "scores", "y_score", "label", "labels", "y_pred", "entropy", "margin"):
+        assert not is_confidence_name(name) and not is_correct_name(name), name
+
+
+def test_percent_confidences_are_read_with_a_note(tmp_path):
+    np.savez(tmp_path / "pct.npz", confidence=CONF * 100, correct=CORRECT)
+    read = load_top_label(tmp_path / "pct.npz")
+    np.testing.assert_allclose(read.confidences, CONF, rtol=0, atol=1e-15)
+    assert any("percentages" in note for note in read.notes)
+
+
+def test_names_that_leave_a_binary_model_as_another_reading_are_refused(tmp_path):
+    """`score` beside 0/1 `label`s, `confidence` beside `label`, or a headerless table of a number in [0, 1] and 0/1:
+    a binary model's P(class 1) and class, or the top answer's confidence and correctness — refused naming both
+    options; each option then reads it its way."""
+    labels = CORRECT.astype(int)
+    np.savez(tmp_path / "score.npz", score=CONF, label=labels)
+    pd.DataFrame({"confidence": CONF, "label": labels}).to_csv(tmp_path / "conf_label.csv", index=False)
+    pd.DataFrame({"score": CONF, "label": labels}).to_csv(tmp_path / "score_label.csv", index=False)
+    pd.DataFrame({"p": CONF, "y": labels}).to_csv(tmp_path / "headerless.csv", index=False, header=False)
+    for name in ("score.npz", "conf_label.csv", "score_label.csv", "headerless.csv"):
+        path = tmp_path / name
+        result = runner.invoke(app, ["evaluate", str(path)])
+        one_line_error(result, "--scores-kind confidence", "--scores-kind probs")
+        with pytest.raises(InputError, match="--scores-kind probs"):  # calibrate and ood read through here too
+            load_predictions(path)
+        top = load_top_label(path, options=ReadOptions(scores_kind="confidence"))
+        np.testing.assert_array_equal(top.confidences, CONF)
+        np.testing.assert_array_equal(top.correct, CORRECT)
+        extra = ["--logits-key", "score"] if name == "score.npz" else []
+        result = runner.invoke(app, ["evaluate", str(path), "--scores-kind", "probs", "--json", "-", *extra])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["results"]["input"]["kind"] == "binary probabilities"
+
+
+def test_headers_that_name_a_binary_model_keep_their_reading(tmp_path):
+    """`p,label` (a probability beside a class label), or labels beyond 0/1, are class scores: read as before."""
+    pd.DataFrame({"p": CONF, "label": CORRECT.astype(int)}).to_csv(tmp_path / "p.csv", index=False)
+    assert load_top_label(tmp_path / "p.csv") is None
+    assert load_predictions(tmp_path / "p.csv").interpretation.kind == "binary probabilities"
+    np.savez(tmp_path / "multi.npz", score=CONF, label=RNG.integers(0, 5, N))
+    assert load_top_label(tmp_path / "multi.npz") is None
+
+
+def test_other_refusals(tmp_path):
+    np.savez(tmp_path / "both.npz", logits=RNG.normal(size=(N, 3)), labels=RNG.integers(0, 3, N), confidence=CONF,
+             correct=CORRECT)
+    one_line_error(runner.invoke(app, ["evaluate", str(tmp_path / "both.npz")]), "not both",
+                   "--scores-kind confidence")
+    result = runner.invoke(app, ["evaluate", str(tmp_path / "both.npz"), "--scores-kind", "logits", "--json", "-"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["results"]["input"]["kind"] == "logits"
+    np.savez(tmp_path / "two.npz", confidence=CONF, p_max=CONF, correct=CORRECT)
+    one_line_error(runner.invoke(app, ["evaluate", str(tmp_path / "two.npz")]), "confidence, p_max", "--logits-key")
+    np.savez(tmp_path / "odd.npz", confidence=CONF, correct=np.where(CORRECT, 1, 2))
+    one_line_error(runner.invoke(app, ["evaluate", str(tmp_path / "odd.npz")]), "booleans or 0/1", "row")
+    np.savez(tmp_path / "above.npz", confidence=np.where(np.arange(N) == 7, 1.2, CONF), correct=CORRECT)
+    one_line_error(runner.invoke(app, ["evaluate", str(tmp_path / "above.npz")]), "row 7: 1.2")
+    np.savez(tmp_path / "logits.npz", logits=RNG.normal(size=(N, 3)), labels=RNG.integers(0, 3, N))
+    one_line_error(runner.invoke(app, ["evaluate", str(tmp_path / "logits.npz"), "--scores-kind", "confidence"]),
+                   "--scores-kind confidence", "confidence, conf")
+    np.savez(tmp_path / "answers.npz", confidence=CONF, correct=CORRECT)
+    (tmp_path / "cal.json").write_text("{}")
+    one_line_error(runner.invoke(app, ["evaluate", str(tmp_path / "answers.npz"), "--metrics", "classwise-ece"]),
+                   "every class's probability")
+
+
+def test_commands_that_need_class_scores_refuse_top_label_files(tmp_path):
+    """calibrate and ood would read a (confidence, correct) table as a binary model's scores: refused in one line."""
+    csv_path = tmp_path / "ids.csv"
+    pd.DataFrame({"id": range(N), "confidence": CONF, "correct": CORRECT.astype(int)}).to_csv(csv_path, index=False)
+    np.savez(tmp_path / "answers.npz", confidence=CONF, correct=CORRECT)
+    for path in (csv_path, tmp_path / "answers.npz"):
+        one_line_error(runner.invoke(app, ["calibrate", str(path), "--val", str(path)]), "top-label confidences",
+                       "adacal evaluate")
+        one_line_error(runner.invoke(app, ["ood", "--in-preds", str(path), "--out-preds", str(path)]),
+                       "top-label confidences")
+    one_line_error(runner.invoke(app, ["calibrate", str(csv_path), "--val", str(csv_path), "--scores-kind",
+                                       "confidence"]), "only with 'adacal evaluate'")
