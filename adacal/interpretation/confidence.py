@@ -199,11 +199,14 @@ def find_top_label(arrays: Arrays, split: str, options: ReadOptions) -> TopLabel
 def named_table(path: Path, options: ReadOptions) -> Arrays | None:
     """A .csv / .tsv table's columns by header name (cells as numbers where all are, else strings), or None when
     it cannot be split evenly (the table reader then says why)."""
-    read = read_named_columns(path, separator=options.separator, header=options.header)
+    def wanted(names: list[str]) -> bool:  # (only these tables are read past their first line)
+        return options.scores_kind == "confidence" or any(is_confidence_name(name) for name in names)
+
+    read = read_named_columns(path, separator=options.separator, header=options.header, wanted=wanted)
     if read is None:
         return None
-    names, columns = read
-    return Arrays(path, names, lambda key: column_values(path, key, columns[key]), None, "csv")
+    names, columns, decimal_comma = read
+    return Arrays(path, names, lambda key: column_values(path, key, columns[key], decimal_comma), None, "csv")
 
 
 def _arrays(path: Path, options: ReadOptions, contents: Any = None) -> Arrays | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -21,16 +22,19 @@ from adacal.sources.text_tables import format_suffix, read_text
 _SEPARATORS = (",", ";", "\t")
 
 
-def read_named_columns(path: str | Path, *, separator: str | None = None,
-                       header: bool | None = None) -> tuple[list[str], dict[str, list[str]]] | None:
-    """(column names, {name: cells}) of a CSV / TSV table, or None when no separator splits it evenly. Without a
-    header (`header` False, or a first line of numbers only) the columns are named "0", "1", ...; names are stripped.
+def read_named_columns(path: str | Path, *, separator: str | None = None, header: bool | None = None,
+                       wanted: Callable[[list[str]], bool] | None = None
+                       ) -> tuple[list[str], dict[str, list[str]], bool] | None:
+    """(column names, {name: cells}, decimal comma) of a CSV / TSV table, or None when no separator splits it evenly,
+    or when `wanted(names)` is false (then only the first line is split). Without a header (`header` False, or a
+    first line of numbers only) the columns are named "0", "1", ...; names are stripped. Where `;` or tab separates
+    the cells, a `,` inside a number is a decimal comma (docs/inputs.md §4 rule 1).
 
     Example:
         >>> import pathlib, tempfile
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "answers.csv"
         >>> _ = path.write_text('id,question,confidence,correct\\n7,"2,3?",0.73,true\\n')
-        >>> names, columns = read_named_columns(path)
+        >>> names, columns, _ = read_named_columns(path)
         >>> names, columns["question"], columns["correct"]
         (['id', 'question', 'confidence', 'correct'], ['2,3?'], ['true'])
     """
@@ -38,27 +42,37 @@ def read_named_columns(path: str | Path, *, separator: str | None = None,
     text = read_text(path, "a predictions file (.csv)", bytes_per_byte=16)
     if separator is None and format_suffix(path) == ".tsv":
         separator = "\t"
+    start = text.lstrip("\r\n")
+    line = start[:start.find("\n")] if "\n" in start else start
     for sep in _SEPARATORS if separator is None else (separator,):
+        try:
+            first = [cell.strip() for cell in next(csv.reader([line], delimiter=sep), [])]
+        except csv.Error:
+            continue
+        if len(first) < 2:
+            continue
+        decimal_comma = sep in (";", "\t")
+        named = header if header is not None else any(number_or_none(cell, decimal_comma) is None for cell in first)
+        names = first if named else [str(i) for i in range(len(first))]
+        if wanted is not None and not wanted(names):
+            return None
         try:
             rows = [[cell.strip() for cell in row] for row in csv.reader(io.StringIO(text), delimiter=sep)]
         except csv.Error:
             continue
         rows = [row for row in rows if any(row)]
-        if not rows or len(rows[0]) < 2 or any(len(row) != len(rows[0]) for row in rows):
+        if not rows or any(len(row) != len(first) for row in rows):
             continue
-        first = rows[0]
-        named = header if header is not None else any(number_or_none(cell) is None for cell in first)
-        names = first if named else [str(i) for i in range(len(first))]
         body = rows[1:] if named else rows
         if not body or len(set(names)) != len(names):
             return None
-        return names, {name: [row[i] for row in body] for i, name in enumerate(names)}
+        return names, {name: [row[i] for row in body] for i, name in enumerate(names)}, decimal_comma
     return None
 
 
-def column_values(path: Path, name: str, cells: list[str]) -> np.ndarray:
+def column_values(path: Path, name: str, cells: list[str], decimal_comma: bool = False) -> np.ndarray:
     """One column's cells as float64 when every one is a number (docs/inputs.md §4 rule 1), else as strings."""
-    values = [number_or_none(cell) for cell in cells]
+    values = [number_or_none(cell, decimal_comma) for cell in cells]
     if all(value is not None for value in values):
         return np.array(values, dtype=np.float64)
     if not all(cells):

@@ -218,3 +218,28 @@ def test_commands_that_need_class_scores_refuse_top_label_files(tmp_path):
                        "top-label confidences")
     one_line_error(runner.invoke(app, ["calibrate", str(csv_path), "--val", str(csv_path), "--scores-kind",
                                        "confidence"]), "only with 'adacal evaluate'")
+
+
+def test_a_spreadsheet_table_with_semicolons_and_decimal_commas(tmp_path):
+    """`;` between cells and `,` inside numbers (a spreadsheet in many locales), as the table rules read them."""
+    path = tmp_path / "answers.csv"
+    path.write_text("id;confidence;correct\n" + "".join(
+        f"{i};{str(CONF[i]).replace('.', ',')};{int(CORRECT[i])}\n" for i in range(N)))
+    read = load_top_label(path)
+    np.testing.assert_array_equal(read.confidences, CONF)
+    np.testing.assert_array_equal(read.correct, CORRECT)
+
+
+def test_tables_without_a_confidence_name_are_left_to_the_table_reader(tmp_path):
+    """Without a confidence name in its first line (and without --scores-kind confidence) a table of class scores is
+    not read as named columns (only its first line is split); with the option it is."""
+    from adacal.interpretation.confidence import named_table
+    from adacal.sources.named_columns import read_named_columns
+
+    path = tmp_path / "probs.csv"
+    path.write_text("cat,dog,label\n0.2,0.8,1\n0.6,0.4,0\n")
+    assert read_named_columns(path, wanted=lambda names: False) is None
+    assert read_named_columns(path)[:2] == (["cat", "dog", "label"], {"cat": ["0.2", "0.6"], "dog": ["0.8", "0.4"],
+                                                                      "label": ["1", "0"]})
+    assert named_table(path, ReadOptions()) is None
+    assert named_table(path, ReadOptions(scores_kind="confidence")).keys() == ["cat", "dog", "label"]
