@@ -21,9 +21,9 @@ from adacal.runs import (
 from adacal.sources.files import check_regular_file
 from adacal.interpretation import (
     Predictions, load_predictions, load_scores, load_split_predictions, load_validation_split, mixed_binary_readings,
-    model_interpretation, read_predictions,
+    model_interpretation,
 )
-from adacal.sources.formats import DEFAULT_OPTIONS, ReadOptions, torch_arrays
+from adacal.sources.formats import DEFAULT_OPTIONS, ReadOptions
 
 CHECKPOINT_FORMAT = "adacal-checkpoint"
 INPUT_KINDS = ("predictions", "checkpoint", "run")
@@ -161,15 +161,11 @@ def resolve_evaluation_input(
             return EvaluationInput(_predict(path, ("test",), predict_options, contents)["test"], "checkpoint", path,
                                    path, None, "checkpoint", checkpoint=contents)
         return _predictions_of_run(run, path, path, "checkpoint", contents, predict_options)
-    from adacal.interpretation.confidence import load_top_label
+    from adacal.interpretation.confidence import load_evaluation_file
 
-    top_label = load_top_label(path, options=options, contents=contents)
-    if top_label is not None:  # (confidence, correct) pairs: measured by the top-label metrics
-        return EvaluationInput(top_label, "predictions", path, path, None, "file", options)
-    if contents is not None:  # a .pt of predictions, already loaded: not read twice
-        predictions = read_predictions(torch_arrays(path, contents, options.pt_items), options=options)
-    else:
-        predictions = load_predictions(path, options=options)
+    # Class scores, or (confidence, correct) pairs measured by the top-label metrics; a .pt already loaded is not
+    # read twice.
+    predictions = load_evaluation_file(path, options=options, contents=contents)
     return EvaluationInput(predictions, "predictions", path, path, None, "file", options)
 
 
