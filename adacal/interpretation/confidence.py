@@ -118,6 +118,15 @@ def _one(arrays: Arrays, found: list[str], what: str, flag: str) -> str | None:
     return found[0] if found else None
 
 
+def _per_sample(arrays: Arrays, *keys: str) -> bool:
+    """Whether the arrays under `keys` are vectors of one length above 1 (one value per sample)."""
+    try:
+        shapes = {np.shape(arrays[key]) for key in keys}
+    except InputError:
+        return False
+    return len(shapes) == 1 and len(next(iter(shapes))) == 1 and next(iter(shapes))[0] > 1
+
+
 def _both_fit(arrays: Arrays, scores_key: str, labels_key: str) -> bool:
     """Whether a column of scores and one of labels read as well as one number in [0, 1] per sample and 0/1 labels
     (a binary model's P(class 1)) as as confidences and correctness."""
@@ -166,9 +175,12 @@ def find_top_label(arrays: Arrays, split: str, options: ReadOptions) -> TopLabel
         correct = [named] if named is not None and (forced or is_correct_name(_unprefixed(named))) else []
     else:
         correct = _candidates(keys, split, is_correct_name)
+    labels = _candidates(keys, split, _is_label_name)
+    scores = [key for key in _candidates(keys, split, lambda key: key in SCORE_KEYS) if key not in conf]
+    if not forced and (not conf or not correct and (scores or not labels)):
+        return None  # class scores, or nothing a confidence could be read with
     conf_key = _one(arrays, conf, "key of confidences", "--logits-key")
     correct_key = _one(arrays, correct, "key of correctness", "--labels-key")
-    labels = _candidates(keys, split, _is_label_name)
     if forced:
         if conf_key is None and keys == ["0", "1"]:  # a headerless table of two columns
             conf_key, correct_key = "0", "1"
@@ -182,7 +194,8 @@ def find_top_label(arrays: Arrays, split: str, options: ReadOptions) -> TopLabel
             )
         return TopLabelKeys(conf_key, correct_key, "--scores-kind confidence")
     if conf_key is not None and correct_key is not None:
-        scores = [key for key in _candidates(keys, split, lambda key: key in SCORE_KEYS) if key != conf_key]
+        if scores and options.logits_key is None and not _per_sample(arrays, conf_key, correct_key):
+            return None  # summary figures (an accuracy, a mean confidence) beside class scores
         if scores and options.logits_key is None:
             raise InputError(
                 f"Expected {name} to hold class scores or top-label confidences, not both; it has {scores[0]} and "

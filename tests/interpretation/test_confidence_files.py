@@ -243,3 +243,17 @@ def test_tables_without_a_confidence_name_are_left_to_the_table_reader(tmp_path)
                                                                       "label": ["1", "0"]})
     assert named_table(path, ReadOptions()) is None
     assert named_table(path, ReadOptions(scores_kind="confidence")).keys() == ["cat", "dog", "label"]
+
+
+def test_class_scores_with_a_confidence_beside_them_keep_their_reading(tmp_path):
+    """Logits with an extra per-sample `confidence` (binary labels and all), two of them, or summary figures (`acc`,
+    `conf` scalars) beside them are class scores: read as before, by evaluate and calibrate alike."""
+    logits, labels = RNG.normal(size=(N, 2)), CORRECT.astype(int)
+    files = {"extra.npz": {"confidence": CONF}, "two.npz": {"confidence": CONF, "p_max": CONF},
+             "summary.npz": {"conf": np.array(0.7), "acc": np.array(0.8)}}
+    for name, extra in files.items():
+        np.savez(tmp_path / name, logits=logits, labels=labels, **extra)
+        assert load_top_label(tmp_path / name) is None, name
+        pred = load_predictions(tmp_path / name)
+        assert pred.interpretation.kind == "logits" and pred.interpretation.k == 2
+        np.testing.assert_array_equal(pred.labels, labels)
