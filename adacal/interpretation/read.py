@@ -217,6 +217,7 @@ def load_split_predictions(path: str | os.PathLike, *, options: ReadOptions = DE
     """Validation and test predictions from one file of `val_*` and `test_*` arrays (e.g. a run's predictions.npz)."""
     path = Path(path)
     with open_arrays(path, labels_key=options.labels_key, options=options) as arrays:
+        refuse_top_label(arrays, "test", options)  # (val_confidence, test_correct, ...: no class scores)
         if not has_split(arrays, "test", options):
             raise InputError(
                 f"Expected {path} to hold val_logits, val_labels, test_logits and test_labels (like a run's "

@@ -257,3 +257,9 @@ def test_class_scores_with_a_confidence_beside_them_keep_their_reading(tmp_path)
         pred = load_predictions(tmp_path / name)
         assert pred.interpretation.kind == "logits" and pred.interpretation.k == 2
         np.testing.assert_array_equal(pred.labels, labels)
+
+
+def test_a_split_file_of_confidences_is_refused_by_calibrate_as_top_label(tmp_path):
+    np.savez(tmp_path / "split.npz", val_confidence=CONF, val_correct=CORRECT, test_confidence=CONF,
+             test_correct=CORRECT)
+    one_line_error(runner.invoke(app, ["calibrate", str(tmp_path / "split.npz")]), "top-label confidences")

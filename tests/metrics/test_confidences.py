@@ -121,3 +121,26 @@ def test_metrics_that_need_every_class_are_skipped_or_refused():
         _ = prepare_confidences(CONF, CORRECT).probs
     results = evaluate_confidences([0.9, 0.8], [1, 1], metric_names="ece-ew,auroc-correct")
     assert "auroc_correct" not in results["metrics"] and "AUROC-CORRECT" in results["notes"][0]
+
+
+def test_one_changed_entry_keeps_the_reading_or_is_refused():
+    """Percentages stay percentages when one of them is changed to a value under 1 (most are still above 1); a set
+    of fractions with one value changed to a percentage is refused, never read as percentages; one correctness
+    changed to 2 is refused."""
+    rng = np.random.default_rng(5)
+    percent = np.round(rng.uniform(20, 100, 200), 2)
+    changed = percent.copy()
+    changed[17] = 0.5
+    values, notes = check_confidences(changed)
+    np.testing.assert_array_equal(values, changed / 100)
+    assert "percentages" in notes[0]
+    fractions = percent / 100
+    stray = fractions.copy()
+    stray[17] = 73.0
+    with pytest.raises(InputError, match="row 17: 73"):
+        check_confidences(stray)
+    correct = rng.uniform(size=200) < fractions
+    wrong = correct.astype(int)
+    wrong[3] = 2
+    with pytest.raises(InputError, match="row 3: 2"):
+        top_label_metrics(fractions, wrong)
