@@ -168,6 +168,8 @@ def evaluate(
             "--metrics",
             help="Comma-separated metrics: error, nll, brier, ece-ew, ece-em, ece-debias, ece-sweep-ew, "
             "ece-sweep-em, ece-smooth, mce, classwise-ece (default: all); ece_em and ECE-EM are accepted too. "
+            "Top-label (confidence, correct) inputs have nll-correct, brier-top and auroc-correct instead of nll, "
+            "brier and classwise-ece. "
             "ECE-DEBIAS shows ≤ 0 when its estimate falls below the estimator's resolution (the unclipped "
             "estimate is results.ece_debias_squared in the JSON).",
         ),

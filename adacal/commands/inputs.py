@@ -21,9 +21,9 @@ from adacal.runs import (
 from adacal.sources.files import check_regular_file
 from adacal.interpretation import (
     Predictions, load_predictions, load_scores, load_split_predictions, load_validation_split, mixed_binary_readings,
-    model_interpretation,
+    model_interpretation, read_predictions,
 )
-from adacal.sources.formats import DEFAULT_OPTIONS, ReadOptions
+from adacal.sources.formats import DEFAULT_OPTIONS, ReadOptions, torch_arrays
 
 CHECKPOINT_FORMAT = "adacal-checkpoint"
 INPUT_KINDS = ("predictions", "checkpoint", "run")
@@ -161,12 +161,28 @@ def resolve_evaluation_input(
             return EvaluationInput(_predict(path, ("test",), predict_options, contents)["test"], "checkpoint", path,
                                    path, None, "checkpoint", checkpoint=contents)
         return _predictions_of_run(run, path, path, "checkpoint", contents, predict_options)
-    from adacal.interpretation.confidence import load_evaluation_file
-
     # Class scores, or (confidence, correct) pairs measured by the top-label metrics; a .pt already loaded is not
     # read twice.
     predictions = load_evaluation_file(path, options=options, contents=contents)
     return EvaluationInput(predictions, "predictions", path, path, None, "file", options)
+
+
+def load_evaluation_file(path: Path, *, options: ReadOptions = DEFAULT_OPTIONS, contents: Any = None) -> Any:
+    """What `evaluate` reads from a predictions file: its top-label confidences (`adacal.interpretation.confidence.
+    TopLabelPredictions`) when it holds them, else its test `Predictions`, the file opened once (`contents`: a .pt
+    file already loaded)."""
+    from adacal.interpretation.confidence import find_top_label, load_top_label, read_top_label
+    from adacal.sources.formats import open_arrays
+    from adacal.sources.text_tables import format_suffix
+
+    if format_suffix(path) in (".csv", ".tsv"):
+        top_label = load_top_label(path, options=options)
+        return top_label if top_label is not None else load_predictions(path, options=options)
+    arrays = torch_arrays(path, contents, options.pt_items) if contents is not None else open_arrays(
+        path, labels_key=options.labels_key, scores_only=options.labels_file is not None, options=options)
+    with arrays:
+        keys = find_top_label(arrays, "test", options)
+        return read_top_label(arrays, keys, "test") if keys is not None else read_predictions(arrays, options=options)
 
 
 def _predictions_of_run(

@@ -274,25 +274,6 @@ def load_top_label(path: str | Path, *, split: str = "test", options: ReadOption
         return None if keys is None else read_top_label(arrays, keys, split)
 
 
-def load_evaluation_file(path: str | Path, *, options: ReadOptions | None = None, contents: Any = None
-                         ) -> TopLabelPredictions | Any:
-    """What `evaluate` reads from a predictions file: its top-label confidences (`TopLabelPredictions`) when it
-    holds them, else its test predictions (`Predictions`, by `read_predictions`), the file opened once
-    (`contents`: a .pt file already loaded)."""
-    from adacal.interpretation.read import load_predictions, read_predictions
-
-    options = options or ReadOptions()
-    path = Path(path)
-    if format_suffix(path) in _TEXT_TABLES:
-        top_label = load_top_label(path, options=options)
-        return top_label if top_label is not None else load_predictions(path, options=options)
-    arrays = torch_arrays(path, contents, options.pt_items) if contents is not None else open_arrays(
-        path, labels_key=options.labels_key, scores_only=options.labels_file is not None, options=options)
-    with arrays:
-        keys = find_top_label(arrays, "test", options)
-        return read_top_label(arrays, keys, "test") if keys is not None else read_predictions(arrays, options=options)
-
-
 def refuse_top_label(arrays: Arrays, split: str, options: ReadOptions) -> None:
     """For every reading of class scores (calibrate, ood, --val files): refuse top-label confidences — by
     --scores-kind confidence, by their keys, or by a text table's column names — and the files whose names leave
@@ -330,6 +311,6 @@ def refuse_headerless_pairs(arrays: Arrays, kind: str, labels: np.ndarray, optio
 
 
 __all__ = ["CONFIDENCE_NAMES", "CORRECT_NAMES", "TOP_LABEL", "TopLabelKeys", "TopLabelPredictions", "find_top_label",
-           "is_confidence_name", "is_correct_name", "load_evaluation_file", "load_top_label", "named_table",
+           "is_confidence_name", "is_correct_name", "load_top_label", "named_table",
            "read_top_label",
            "refuse_headerless_pairs", "refuse_top_label"]
