@@ -130,23 +130,29 @@ def _per_sample(arrays: Arrays, *keys: str) -> bool:
 def _both_fit(arrays: Arrays, scores_key: str, labels_key: str) -> bool:
     """Whether a column of scores and one of labels read as well as one number in [0, 1] per sample and 0/1 labels
     (a binary model's P(class 1)) as as confidences and correctness."""
+    from adacal.metrics.confidences import check_correct
+
     try:
-        scores, labels = to_numpy(arrays[scores_key]), to_numpy(arrays[labels_key])
-    except InputError:
+        scores = to_numpy(arrays[scores_key])
+        check_correct(arrays[labels_key], n=np.shape(scores)[0] if np.ndim(scores) else None)  # 0/1, booleans, words
+    except (InputError, IndexError):
         return False
-    if scores.dtype.kind not in "iuf" or labels.dtype.kind not in "iufb" or np.ndim(scores) != 1 or not scores.size:
+    if scores.dtype.kind not in "iuf" or np.ndim(scores) != 1 or not scores.size:
         return False
     with np.errstate(invalid="ignore"):
-        return bool((scores >= 0).all() and (scores <= 1).all() and np.isin(labels, (0, 1)).all())
+        return bool((scores >= 0).all() and (scores <= 1).all())
 
 
-def _ambiguous(arrays: Arrays, scores_key: str, labels_key: str, how: str) -> InputError:
+def _ambiguous(arrays: Arrays, scores_key: str, labels_key: str, how: str, named: bool = True) -> InputError:
     keyed = arrays.kind != "csv"
     binary = "--scores-kind probs" + (f" --logits-key {scores_key}" if keyed and scores_key not in SCORE_KEYS else "")
+    binary += f" --labels-key {labels_key}" if named and not _is_label_name(labels_key) else ""
+    confidence = "--scores-kind confidence" + (f" --logits-key {scores_key}" if named and not is_confidence_name(
+        scores_key) else "")
     return InputError(
         f"Expected {arrays.path.name} to say what {how} hold: a number in [0, 1] with a 0/1 label per sample is "
         "the top answer's confidence and whether it was right, or a binary model's P(class 1) and its class: pass "
-        f"--scores-kind confidence for the first, {binary} for the second."
+        f"{confidence} for the first, {binary} for the second."
     )
 
 
@@ -177,6 +183,16 @@ def find_top_label(arrays: Arrays, split: str, options: ReadOptions) -> TopLabel
         correct = _candidates(keys, split, is_correct_name)
     labels = _candidates(keys, split, _is_label_name)
     scores = [key for key in _candidates(keys, split, lambda key: key in SCORE_KEYS) if key not in conf]
+    if not forced and not conf and len(correct) == 1:
+        # A correctness beside one number in [0, 1] per sample not named a confidence (`scores`, a CSV's `p`, or
+        # --logits-key K): a verifier's P(correct) with its class, or the top answer's confidence and whether it was
+        # right.
+        named = _named(keys, split, options.logits_key)
+        others = [named] if named is not None else [] if options.logits_key is not None else [
+            key for key in (keys if arrays.kind == "csv" else scores) if key != correct[0]]
+        fitting = [key for key in others if _both_fit(arrays, key, correct[0])]
+        if len(fitting) == 1:
+            raise _ambiguous(arrays, fitting[0], correct[0], f"'{fitting[0]}' and '{correct[0]}'")
     if not forced and (not conf or not correct and (scores or not labels)):
         return None  # class scores, or nothing a confidence could be read with
     conf_key = _one(arrays, conf, "key of confidences", "--logits-key")
@@ -213,7 +229,8 @@ def named_table(path: Path, options: ReadOptions) -> Arrays | None:
     """A .csv / .tsv table's columns by header name (cells as numbers where all are, else strings), or None when
     it cannot be split evenly (the table reader then says why)."""
     def wanted(names: list[str]) -> bool:  # (only these tables are read past their first line)
-        return options.scores_kind == "confidence" or any(is_confidence_name(name) for name in names)
+        return options.scores_kind == "confidence" or any(is_confidence_name(name) or is_correct_name(name)
+                                                          for name in names)
 
     read = read_named_columns(path, separator=options.separator, header=options.header, wanted=wanted)
     if read is None:
@@ -284,8 +301,9 @@ def refuse_top_label(arrays: Arrays, split: str, options: ReadOptions) -> None:
     if options.scores_kind != "auto" or options.renormalize:
         return
     if arrays.kind == "csv":
-        classes = arrays["classes"] if "classes" in arrays else None
-        if classes is None or not any(is_confidence_name(name) for name in np.asarray(classes).reshape(-1)):
+        classes = np.asarray(arrays["classes"]).reshape(-1) if "classes" in arrays else None
+        binary = "scores" in arrays and np.ndim(arrays["scores"]) == 1  # one score column: P(class 1) or a confidence
+        if classes is None or not (binary or any(is_confidence_name(name) for name in classes)):
             return
         named = named_table(arrays.path, options)
         keys = None if named is None else find_top_label(named, split, options)
@@ -307,7 +325,7 @@ def refuse_headerless_pairs(arrays: Arrays, kind: str, labels: np.ndarray, optio
     if (options.scores_kind == "auto" and not options.renormalize and arrays.kind == "csv"
             and options.labels_file is None and kind == BINARY_PROBABILITIES and "classes" not in arrays
             and np.isin(labels, (0, 1)).all()):
-        raise _ambiguous(arrays, "scores", "labels", "its two columns (no header names them)")
+        raise _ambiguous(arrays, "scores", "labels", "its two columns (no header names them)", named=False)
 
 
 __all__ = ["CONFIDENCE_NAMES", "CORRECT_NAMES", "TOP_LABEL", "TopLabelKeys", "TopLabelPredictions", "find_top_label",

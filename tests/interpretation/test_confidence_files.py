@@ -263,3 +263,38 @@ def test_a_split_file_of_confidences_is_refused_by_calibrate_as_top_label(tmp_pa
     np.savez(tmp_path / "split.npz", val_confidence=CONF, val_correct=CORRECT, test_confidence=CONF,
              test_correct=CORRECT)
     one_line_error(runner.invoke(app, ["calibrate", str(tmp_path / "split.npz")]), "top-label confidences")
+
+
+@pytest.mark.parametrize("layout", ["npz scores", "csv p", "csv id p", "jsonl score-like"])
+def test_a_correctness_beside_an_unnamed_probability_is_refused_as_two_readings(tmp_path, layout):
+    """`scores` + `correct`, `p,correct`: a verifier's P(correct) with its class, or the top answer's confidence —
+    refused in every command, also with --labels-key correct (which used to read it as a binary model's); each
+    option named in the message reads it its way."""
+    if layout == "npz scores":
+        path, key = tmp_path / "a.npz", "scores"
+        np.savez(path, scores=CONF, correct=CORRECT)
+    elif layout == "jsonl score-like":
+        path, key = tmp_path / "a.jsonl", "prob"
+        path.write_text("".join(json.dumps({"prob": float(c), "correct": bool(k)}) + "\n"
+                                for c, k in zip(CONF, CORRECT)))
+    else:
+        path, key = tmp_path / f"{layout.replace(' ', '_')}.csv", "p"
+        frame = pd.DataFrame({"p": CONF, "correct": CORRECT})
+        (frame.assign(id=range(N))[["id", "p", "correct"]] if layout == "csv id p" else frame).to_csv(path, index=False)
+    named = ["--logits-key", key] if layout == "jsonl score-like" else []  # (`prob` is no key of scores)
+    for extra in ([], ["--labels-key", "correct"]):
+        line = one_line_error(runner.invoke(app, ["evaluate", str(path), *named, *extra]),
+                              "--scores-kind confidence", "--scores-kind probs")
+        if layout != "jsonl score-like":
+            one_line_error(runner.invoke(app, ["calibrate", str(path), "--val", str(path), *extra]),
+                           "--scores-kind probs")
+    assert f"--scores-kind confidence --logits-key {key}" in line
+    top = load_top_label(path, options=ReadOptions(scores_kind="confidence", logits_key=key))
+    np.testing.assert_array_equal(top.confidences, CONF)
+    np.testing.assert_array_equal(top.correct, CORRECT)
+    if layout != "jsonl score-like":
+        extra = ["--logits-key", key] if layout == "npz scores" else []
+        result = runner.invoke(app, ["evaluate", str(path), "--scores-kind", "probs", "--labels-key", "correct",
+                                     "--json", "-", *extra])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["results"]["input"]["kind"] == "binary probabilities"
