@@ -16,13 +16,13 @@ from adacal.checks import check_non_negative_int
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.allocation import check_bootstrap_fits
-from adacal.metrics.binning import debiased_square_error
+from adacal.metrics.binning import check_n_bins, debiased_square_error
 from adacal.metrics.bootstrap import bootstrap_prepared, check_confidence, check_seed
 from adacal.metrics.calibration import compute_prepared, prepare_metric_inputs, resolve_metric_names
 from adacal.reports import make_report
 
-__all__ = ["bins_note", "calibrated_probs", "check_bootstrap", "evaluate_predictions", "evaluation_config",
-           "evaluation_report"]
+__all__ = ["bins_note", "calibrated_probs", "check_bootstrap", "confidence_report", "evaluate_confidences",
+           "evaluate_predictions", "evaluation_config", "evaluation_report"]
 
 
 # Per-bin statistics in a report (four numbers per bin, for each binning) stop here: --n-bins 10^7 wrote 1.2 GB of
@@ -170,4 +170,96 @@ def evaluation_report(
         n_bins=n_bins, metric_names=metric_names, bootstrap=bootstrap, seed=seed, confidence=confidence,
         source=source, calibrator=calibrator,
     )
+    return make_report("evaluate", config=config, results=results, input_path=input_path)
+
+
+def evaluate_confidences(
+    confidences: Any,
+    correct: Any,
+    *,
+    n_bins: int = DEFAULT_N_BINS,
+    metric_names: str | Iterable[str] | None = None,
+    bootstrap: int = 0,
+    seed: int = 0,
+    confidence: float = 0.95,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """The `results` block of an evaluate report of top-label `(confidence, correct)` pairs (`adacal.metrics.
+    confidences`): as `evaluate_predictions`' with the top-label metrics ("nll_correct", "brier_top",
+    "auroc_correct" beside the ECEs and error), "assumed_input": "confidences", no "num_classes", and
+    "skipped_metrics": the metrics asked for that need every class's probability (not computed).
+
+    Example:
+        >>> from adacal.evaluation import evaluate_confidences
+        >>> results = evaluate_confidences([0.9, 0.9, 0.6, 0.6], [1, 0, 1, 1], n_bins=10, metric_names="ece-ew")
+        >>> results["assumed_input"], round(results["metrics"]["ece_ew"], 4)
+        ('confidences', 0.4)
+    """
+    from adacal.metrics.confidences import (
+        bootstrap_auroc_correct, compute_confidence_metrics, prepare_confidences, resolve_top_label_metrics,
+    )
+
+    n_resamples = check_bootstrap(bootstrap)
+    seed = check_seed(seed)
+    confidence = check_confidence(confidence)
+    n_bins = check_n_bins(n_bins)
+    names, skipped = resolve_top_label_metrics(metric_names)
+    notes: list[str] = []
+    pred = prepare_confidences(confidences, correct, notes_out=notes)
+    if n_resamples:
+        check_bootstrap_fits(n_resamples, pred.n_samples, len(names), name="bootstrap")
+    metrics = compute_confidence_metrics(pred, names, n_bins)
+    if "auroc-correct" in names and "auroc_correct" not in metrics:
+        notes.append("AUROC-CORRECT not computed: every answer is right, or every one wrong")
+    results: dict[str, Any] = {
+        "metrics": metrics,
+        "units": "fractions in [0, 1], not % (nll_correct in nats; brier_top in [0, 1])",
+        "assumed_input": "confidences",
+        "n_samples": pred.n_samples,
+        "skipped_metrics": list(skipped),
+    }
+    equal_mass = pred.top_label_statistics("equal-mass", n_bins) if (
+        "ece_debias" in metrics or n_bins <= MAX_REPORTED_BINS) else None
+    if "ece_debias" in metrics:
+        results["ece_debias_squared"] = debiased_square_error(equal_mass)
+    if n_bins <= MAX_REPORTED_BINS:
+        results["bins"] = {"equal_width": pred.top_label_statistics("equal-width", n_bins).to_dict(),
+                           "equal_mass": equal_mass.to_dict()}
+    if n_resamples:
+        binned = tuple(name for name in names if name != "auroc-correct")
+        intervals = bootstrap_prepared(pred, binned, n_resamples=n_resamples, seed=seed, confidence=confidence,
+                                       n_bins=n_bins, progress=progress, compute=compute_confidence_metrics)
+        if "auroc_correct" in metrics:
+            auroc = bootstrap_auroc_correct(pred, n_resamples=n_resamples, seed=seed, confidence=confidence)
+            if auroc is not None:
+                intervals["auroc_correct"] = auroc
+        results["bootstrap"] = intervals
+    if notes:
+        results["notes"] = notes
+    return results
+
+
+def confidence_report(
+    confidences: Any,
+    correct: Any,
+    *,
+    n_bins: int = DEFAULT_N_BINS,
+    metric_names: str | Iterable[str] | None = None,
+    bootstrap: int = 0,
+    seed: int = 0,
+    confidence: float = 0.95,
+    input_path: str | os.PathLike | None = None,
+    source: dict[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """The full evaluate report of top-label `(confidence, correct)` pairs: the envelope around
+    `evaluate_confidences`' results; its config lists the metrics computed."""
+    from adacal.metrics.confidences import resolve_top_label_metrics
+
+    results = evaluate_confidences(confidences, correct, n_bins=n_bins, metric_names=metric_names,
+                                   bootstrap=bootstrap, seed=seed, confidence=confidence, progress=progress)
+    config = evaluation_config(n_bins=n_bins, metric_names=None, bootstrap=bootstrap, seed=seed,
+                               confidence=confidence, source=source)
+    config["metrics"] = [name for name in resolve_top_label_metrics(metric_names)[0]
+                         if name.replace("-", "_") in results["metrics"]]
     return make_report("evaluate", config=config, results=results, input_path=input_path)

@@ -25,7 +25,10 @@ PREDICTIONS is a predictions file of any framework (.npz or .pt with `logits`/`p
 outputs; an .npy of scores with --labels FILE or <stem>_labels.npy (or labels.npy) beside it, or such a .txt as
 np.savetxt writes; a .csv/.tsv with one column per class and a label column; a .json of arrays or of per-sample
 objects, or a .jsonl with one object per sample; a .safetensors of named tensors or a .mat of MATLAB variables;
-the text formats gzipped too, e.g. .csv.gz), a checkpoint, or a run folder written by 'adacal train'. Labels may be
+the text formats gzipped too, e.g. .csv.gz), a checkpoint, or a run folder written by 'adacal train'. A file of
+top-label (confidence, correct) pairs (keys or columns named like confidence/conf/p_max beside correct/is_correct/acc,
+e.g. an LLM evaluation's JSONL) gets the top-label metrics: error, the ECEs, MCE, NLL-CORRECT, BRIER-TOP and
+AUROC-CORRECT. Labels may be
 class indices (1-D or one column),
 one-hot rows or booleans; string labels are mapped through a `classes` array (or a .csv header).
 
@@ -56,10 +59,17 @@ Examples:
 _UNITS = {"nll": "nats", "brier": ""}
 
 
-def _format(name: str, value: float) -> str:
+_TOP_LABEL_UNITS = {"nll-correct": "nats", "brier-top": ""}
+
+
+def _fraction(name: str) -> bool:
     from adacal.commands import FRACTION_METRICS
 
-    return number(100 * value, 2) if name in FRACTION_METRICS else number(value, 4)
+    return name in FRACTION_METRICS or name == "auroc-correct"
+
+
+def _format(name: str, value: float) -> str:
+    return number(100 * value, 2) if _fraction(name) else number(value, 4)
 
 
 def _print_table(report: dict[str, Any], label: str, calibrated_from: str | None) -> None:
@@ -68,17 +78,19 @@ def _print_table(report: dict[str, Any], label: str, calibrated_from: str | None
     from rich.console import Console
     from rich.table import Table
 
-    from adacal.commands import FRACTION_METRICS, display_name, metric_key
+    from adacal.commands import display_name, metric_key
     results = report["results"]
     config = report["config"]
     assumed = results["assumed_input"]
     kind = "probabilities" if assumed == "probs" else "logits"
     if calibrated_from is not None:
         kind = f"{calibrated_from}, calibrated by {config['calibrator']}"
+    size = f"{results['n_samples']} samples, {results.get('num_classes')} classes"
+    if assumed == "confidences":
+        kind, size = "top-label confidences", f"{results['n_samples']} answers"
     console = Console()
     console.print(  # the label holds a path: never read as markup
-        f"{label}: {results['n_samples']} samples, {results['num_classes']} classes; "
-        f"input assumed: {kind}; {config['n_bins']} bins.", markup=False, highlight=False,
+        f"{label}: {size}; input assumed: {kind}; {config['n_bins']} bins.", markup=False, highlight=False,
     )
     table = Table()
     table.add_column("metric")
@@ -92,7 +104,7 @@ def _print_table(report: dict[str, Any], label: str, calibrated_from: str | None
     for name in config["metrics"]:
         key = metric_key(name)
         value = results["metrics"][key]
-        unit = "%" if name in FRACTION_METRICS else _UNITS.get(name, "")
+        unit = "%" if _fraction(name) else _UNITS.get(name, _TOP_LABEL_UNITS.get(name, ""))
         shown = metric_cell(key, value, _format(name, value))  # a clipped ECE-DEBIAS: ≤ 0, as in every table
         row = [display_name(name), shown, unit]
         if intervals:
@@ -159,6 +171,8 @@ def evaluate(
             "--metrics",
             help="Comma-separated metrics: error, nll, brier, ece-ew, ece-em, ece-debias, ece-sweep-ew, "
             "ece-sweep-em, ece-smooth, mce, classwise-ece (default: all); ece_em and ECE-EM are accepted too. "
+            "Top-label (confidence, correct) inputs have nll-correct, brier-top and auroc-correct instead of nll, "
+            "brier and classwise-ece. "
             "ECE-DEBIAS shows ≤ 0 when its estimate falls below the estimator's resolution (the unclipped "
             "estimate is results.ece_debias_squared in the JSON).",
         ),
@@ -210,7 +224,8 @@ def evaluate(
     if is_stdout(json_path):
         return  # the report is the whole of stdout
     if quiet:
-        typer.echo(metrics_line(run.report["results"]["metrics"], metrics))
+        top_label = run.report["results"].get("assumed_input") == "confidences"
+        typer.echo(metrics_line(run.report["results"]["metrics"], None if top_label else metrics))
         return
     calibrated_from = None
     if run.calibrated:

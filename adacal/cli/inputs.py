@@ -36,9 +36,11 @@ Renormalize = Annotated[
 
 ScoresKind = Annotated[
     str,
-    typer.Option("--scores-kind", help="What the scores are: logits, probs, or auto (decided by the rules of "
-                                       "docs/inputs.md: probabilities when every row is one, logits when (almost) "
-                                       "none is; a matrix whose rows disagree is refused)."),
+    typer.Option("--scores-kind", help="What the scores are: logits, probs, confidence, or auto (decided by the "
+                                       "rules of docs/inputs.md: probabilities when every row is one, logits when "
+                                       "(almost) none is; a matrix whose rows disagree is refused). confidence "
+                                       "(evaluate only): (confidence, correct) pairs, the top answer's confidence "
+                                       "and whether it was right, as keys or columns named so are read in auto."),
 ]
 Header = Annotated[
     bool | None,

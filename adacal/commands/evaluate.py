@@ -14,7 +14,7 @@ from adacal.checks import check_device_name, check_non_negative_int, check_posit
 from adacal.commands.inputs import EvaluationInput, resolve_evaluation_input
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
-from adacal.evaluation import bins_note, calibrated_probs, evaluation_report
+from adacal.evaluation import bins_note, calibrated_probs, confidence_report, evaluation_report
 from adacal.metrics.allocation import check_bootstrap_fits
 from adacal.metrics.binning import check_n_bins
 from adacal.metrics.calibration import resolve_metric_names
@@ -46,7 +46,7 @@ class EvaluationRun:
         checkpoint = (self.report["config"].get("source") or {}).get("checkpoint") or {}
         unfinished = [checkpoint["note"]] if checkpoint.get("note") else []
         return (list(self.source.predictions.notes) + unfinished + bins_note(int(self.report["config"]["n_bins"]))
-                + debias_note(self.report["results"]))
+                + debias_note(self.report["results"]) + top_label_notes(self.report["results"]))
 
     @property
     def reading(self) -> list[str]:
@@ -77,6 +77,24 @@ class EvaluationRun:
             return None
         return f"Not writing {self.not_written}: {self.not_written_reason}; give --json PATH to save this report."
 
+
+
+def top_label_input(source: EvaluationInput) -> bool:
+    """Whether the input is top-label `(confidence, correct)` pairs rather than class scores."""
+    from adacal.interpretation.confidence import TopLabelPredictions
+
+    return isinstance(source.predictions, TopLabelPredictions)
+
+
+def top_label_notes(results: dict[str, Any]) -> list[str]:
+    """What a report of top-label confidences leaves out, and why."""
+    if results.get("assumed_input") != "confidences":
+        return []
+    skipped = results.get("skipped_metrics") or []
+    asked = f" ({', '.join(skipped)} asked for)" if skipped else ""
+    return [f"top-label confidences: the metrics of every class's probability (NLL, Brier, classwise ECE) are not "
+            f"computed{asked}; NLL-CORRECT and BRIER-TOP are those of whether the top answer was right",
+            *(results.get("notes") or [])]
 
 
 def debias_below_resolution(results: dict[str, Any]) -> bool:
@@ -150,7 +168,7 @@ def run_evaluate(
     calibrator = None if calibrator is None else Path(calibrator)
     options = options or ReadOptions()
     check_output(json_path, flag="--json", inputs=(predictions, calibrator, options.labels_file), force=force)
-    names = resolve_metric_names(metrics)
+    names, names_error = _metric_names(metrics)
     check_evaluate_options(n_bins, bootstrap, seed, json_path, calibrator, len(names), device)
     fitted = None
     if calibrator is not None:
@@ -159,20 +177,32 @@ def run_evaluate(
         fitted = load_calibrator(calibrator)
 
     source = resolve_evaluation_input(predictions, data_dir=data_dir, device=device, options=options)
-    scores = source.predictions.logits
-    if fitted is not None:
-        record = source.predictions.interpretation
-        scores = calibrated_probs(fitted, scores, calibrator_path=calibrator,
-                                  scores_kind=record.scores_kind if record is not None else None)
     described = source.describe()
     if source.source == "checkpoint":
         described["checkpoint"] = checkpoint_progress(source.data_path, source.run, contents=source.checkpoint)
     elif source.kind == "checkpoint":  # a checkpoint the run's predictions.npz describes: which epoch, all the same
         described["checkpoint"] = checkpoint_progress(source.path, source.run)
-    report = evaluation_report(
-        scores, source.predictions.labels, n_bins=n_bins, metric_names=names, bootstrap=bootstrap, seed=seed,
-        input_path=source.data_path, source=described, calibrator=calibrator, progress=progress,
-    )
+    if top_label_input(source):
+        if fitted is not None:
+            raise InputError(f"Expected class scores for --calibrator {calibrator}, but {predictions.name} holds "
+                             "top-label confidences (confidence, correct): a saved calibrator maps every class's "
+                             "scores.")
+        report = confidence_report(
+            source.predictions.confidences, source.predictions.correct, n_bins=n_bins, metric_names=metrics,
+            bootstrap=bootstrap, seed=seed, input_path=source.data_path, source=described, progress=progress,
+        )
+    else:
+        if names_error is not None:
+            raise names_error
+        scores = source.predictions.logits
+        if fitted is not None:
+            record = source.predictions.interpretation
+            scores = calibrated_probs(fitted, scores, calibrator_path=calibrator,
+                                      scores_kind=record.scores_kind if record is not None else None)
+        report = evaluation_report(
+            scores, source.predictions.labels, n_bins=n_bins, metric_names=names, bootstrap=bootstrap, seed=seed,
+            input_path=source.data_path, source=described, calibrator=calibrator, progress=progress,
+        )
     if source.predictions.interpretation is not None:
         report["results"]["input"] = source.predictions.interpretation.to_dict()
 
@@ -196,6 +226,20 @@ def run_evaluate(
     return EvaluationRun(report=report, source=source, written=targets, kept=kept, calibrated=fitted is not None,
                          kept_by=kept_by, kept_detail=kept_detail, not_written=not_written,
                          not_written_reason=not_written_reason)
+
+
+def _metric_names(metrics: Any) -> tuple[tuple[str, ...], InputError | None]:
+    """The metrics of class scores asked for, and, when some are metrics of top-label confidences only
+    (`nll-correct`, `auroc-correct`), those and the error to raise if the input holds class scores."""
+    try:
+        return resolve_metric_names(metrics), None
+    except InputError as exc:
+        from adacal.metrics.confidences import resolve_top_label_metrics
+
+        try:
+            return resolve_top_label_metrics(metrics)[0], exc
+        except InputError:
+            raise exc from None
 
 
 def _not_the_runs_model(source: EvaluationInput, progress: dict[str, Any]) -> str | None:

@@ -33,7 +33,7 @@ INPUT_KINDS = ("predictions", "checkpoint", "run")
 class EvaluationInput:
     """What a user's path resolved to: the predictions, and where they came from."""
 
-    predictions: Predictions
+    predictions: Predictions  # or `adacal.interpretation.confidence.TopLabelPredictions`: (confidence, correct) pairs
     kind: str  # one of INPUT_KINDS
     path: Path  # the path as given
     data_path: Path  # the file actually read (predictions file or checkpoint): hashed into the report
@@ -162,11 +162,28 @@ def resolve_evaluation_input(
             return EvaluationInput(_predict(path, ("test",), predict_options, contents)["test"], "checkpoint", path,
                                    path, None, "checkpoint", checkpoint=contents)
         return _predictions_of_run(run, path, path, "checkpoint", contents, predict_options)
-    if contents is not None:  # a .pt of predictions, already loaded: not read twice
-        predictions = read_predictions(torch_arrays(path, contents, options.pt_items), options=options)
-    else:
-        predictions = load_predictions(path, options=options)
+    # Class scores, or (confidence, correct) pairs measured by the top-label metrics; a .pt already loaded is not
+    # read twice.
+    predictions = load_evaluation_file(path, options=options, contents=contents)
     return EvaluationInput(predictions, "predictions", path, path, None, "file", options)
+
+
+def load_evaluation_file(path: Path, *, options: ReadOptions = DEFAULT_OPTIONS, contents: Any = None) -> Any:
+    """What `evaluate` reads from a predictions file: its top-label confidences (`adacal.interpretation.confidence.
+    TopLabelPredictions`) when it holds them, else its test `Predictions`, the file opened once (`contents`: a .pt
+    file already loaded)."""
+    from adacal.interpretation.confidence import find_top_label, load_top_label, read_top_label
+    from adacal.sources.formats import open_arrays
+    from adacal.sources.text_tables import format_suffix
+
+    if format_suffix(path) in (".csv", ".tsv"):
+        top_label = load_top_label(path, options=options)
+        return top_label if top_label is not None else load_predictions(path, options=options)
+    arrays = torch_arrays(path, contents, options.pt_items) if contents is not None else open_arrays(
+        path, labels_key=options.labels_key, scores_only=options.labels_file is not None, options=options)
+    with arrays:
+        keys = find_top_label(arrays, "test", options)
+        return read_top_label(arrays, keys, "test") if keys is not None else read_predictions(arrays, options=options)
 
 
 def _predictions_of_run(

@@ -13,6 +13,7 @@ import numpy as np
 
 from adacal.arrays import is_one_hot, mixed_binary_kinds, probability_tolerance, to_numpy
 from adacal.errors import InputError
+from adacal.interpretation.confidence import refuse_headerless_pairs, refuse_top_label
 from adacal.interpretation.kind import (
     PROBABILITY_KEYS, ScoresReading, mixed_binary_readings, read_binary_kind, read_matrix_kind,
 )
@@ -117,6 +118,7 @@ def _record(arrays: Arrays, keys: SplitKeys, reading: ScoresReading, labels_key:
 def read_scores(arrays: Arrays, *, split: str = "test", options: ReadOptions = DEFAULT_OPTIONS
                 ) -> tuple[np.ndarray, Interpretation]:
     """Only the scores (N, K) of one split of an opened file (labels not needed: an OOD set), and how they were read."""
+    refuse_top_label(arrays, split, options)
     keys = split_keys(arrays, split, options)
     reading = _scores(arrays, keys, options)
     notes = (*arrays.notes, *reading.notes)
@@ -125,10 +127,11 @@ def read_scores(arrays: Arrays, *, split: str = "test", options: ReadOptions = D
 
 def read_predictions(arrays: Arrays, *, split: str = "test", options: ReadOptions = DEFAULT_OPTIONS) -> Predictions:
     """The scores and labels of one split of an opened file, with the record of how they were read."""
+    refuse_top_label(arrays, split, options)
     keys = split_keys(arrays, split, options)
     reading = _scores(arrays, keys, options)
     try:
-        return _with_labels(arrays, keys, reading, options)
+        predictions = _with_labels(arrays, keys, reading, options)
     except InputError as exc:
         if reading.kind.startswith("binary") and "in [0, 1]" in str(exc):
             raise InputError(
@@ -142,6 +145,8 @@ def read_predictions(arrays: Arrays, *, split: str = "test", options: ReadOption
                 "its labels; give --labels FILE if it holds only scores)."
             ) from None
         raise
+    refuse_headerless_pairs(arrays, reading.kind, predictions.labels, options)
+    return predictions
 
 
 def _with_labels(arrays: Arrays, keys: SplitKeys, reading: ScoresReading, options: ReadOptions) -> Predictions:
@@ -218,6 +223,7 @@ def load_split_predictions(path: str | os.PathLike, *, options: ReadOptions = DE
     """Validation and test predictions from one file of `val_*` and `test_*` arrays (e.g. a run's predictions.npz)."""
     path = Path(path)
     with open_arrays(path, labels_key=options.labels_key, options=options) as arrays:
+        refuse_top_label(arrays, "test", options)  # (val_confidence, test_correct, ...: no class scores)
         if not has_split(arrays, "test", options):
             raise InputError(
                 f"Expected {path} to hold val_logits, val_labels, test_logits and test_labels (like a run's "

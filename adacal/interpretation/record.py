@@ -20,10 +20,10 @@ class Interpretation:
     labels_key: str | None
     labels_file: str | None
     split: str  # "test", "val", or "whole file" (a file without split keys)
-    kind: str  # probabilities, logits, binary probabilities, binary decision scores
+    kind: str  # probabilities, logits, binary probabilities, binary decision scores, top-label confidences
     kind_rule: str
     n: int
-    k: int
+    k: int | None  # None for top-label confidences: no class columns
     renormalized_rows: int = 0
     dropped_rows: int = 0
     notes: tuple[str, ...] = ()
@@ -51,7 +51,8 @@ class Interpretation:
         where = f" [{keys}; {self.split}]" if keys else f" [{self.split}]"
         extra = f"; {self.renormalized_rows} rows renormalised" if self.renormalized_rows else ""
         extra += f"; {self.dropped_rows} rows dropped" if self.dropped_rows else ""
-        return f"read {self.file}{where}: {self.n} x {self.k} {self.kind} ({self.kind_rule}{extra})"
+        size = f"{self.n}" if self.k is None else f"{self.n} x {self.k}"
+        return f"read {self.file}{where}: {size} {self.kind} ({self.kind_rule}{extra})"
 
 
 @dataclass(frozen=True)

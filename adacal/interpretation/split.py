@@ -91,6 +91,9 @@ def split_keys(arrays: Arrays, split: str, options: ReadOptions) -> SplitKeys:
     by_split = {name: _present(keys, score_names, f"{name}_") + _present(keys, label_names, f"{name}_")
                 for name in SPLITS}
     prefixed = by_split["val"] + by_split["test"]
+    if plain and prefixed and options.logits_key in keys:
+        # The refusal below asks for --logits-key and --labels-key: given, they name exactly those keys (rule 3).
+        return _named_scores(arrays, keys, split, options, label_names)
     if plain and prefixed:
         raise InputError(
             f"Expected {arrays.path.name} to hold either plain keys (logits, labels) or split keys (val_logits, "

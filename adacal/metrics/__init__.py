@@ -15,7 +15,8 @@ statistics and `top_label(scores, labels)` the one top-1 helper.
 Modules: `binning` (the only code that assigns bins), `prepared` (validating scores and labels once; top-1
 quantities), `ece` (the ECE family, MCE, classwise ECE, reliability), `sweep` (ECE_SWEEP's bin count), `smooth`
 (smooth ECE), `scoring` (NLL, Brier, error), `calibration` (the metric registry and `compute_metrics`), `meter`
-(streaming), `bootstrap` (intervals), `ood` (OOD scores and AUROC), `allocation` (size checks before allocating).
+(streaming), `bootstrap` (intervals), `ood` (OOD scores and AUROC), `allocation` (size checks before allocating),
+`confidences` (top-label `(confidence, correct)` inputs, measured by the same top-label kernels).
 """
 
 from adacal.metrics.binning import (
@@ -59,6 +60,11 @@ from adacal.metrics.calibration import (
     row_top,
     top_label,
 )
+from adacal.metrics.confidences import (
+    TOP_LABEL_METRIC_NAMES,
+    prepare_confidences,
+    top_label_metrics,
+)
 from adacal.metrics.meter import CalibrationMeter
 from adacal.metrics.smooth import SmoothReliability
 from adacal.metrics.ood import (
@@ -82,6 +88,7 @@ __all__ = [
     "METRICS",
     "METRIC_NAMES",
     "OOD_SCORES",
+    "TOP_LABEL_METRIC_NAMES",
     "NORMS",
     "BinStatistics",
     "CalibrationMeter",
@@ -115,6 +122,7 @@ __all__ = [
     "nll",
     "ood_metrics",
     "ood_scores",
+    "prepare_confidences",
     "prepare_predictions",
     "reliability",
     "resolve_metric_names",
@@ -124,4 +132,5 @@ __all__ = [
     "smooth_reliability",
     "sweep_bins",
     "top_label",
+    "top_label_metrics",
 ]

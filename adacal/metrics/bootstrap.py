@@ -49,8 +49,10 @@ def bootstrap_prepared(
     confidence: float,
     n_bins: int,
     progress: Callable[[int, int], None] | None = None,
+    compute: Callable[[PreparedPredictions, tuple[str, ...], int], dict[str, float]] = compute_prepared,
 ) -> dict[str, dict[str, float]]:
-    """`bootstrap` on already validated predictions and resolved names (no checks repeated but the memory bound)."""
+    """`bootstrap` on already validated predictions and resolved names (no checks repeated but the memory bound);
+    `compute`: the metrics of one resample (`compute_confidence_metrics` for top-label confidences)."""
     n = pred.n_samples
     check_bootstrap_fits(n_resamples, n, len(names))
     rng = np.random.default_rng(seed)
@@ -59,7 +61,7 @@ def bootstrap_prepared(
         # Sorting the resampled row indices changes no metric (all are permutation-invariant) and makes the
         # gathers below cache-friendly.
         index = np.sort(rng.integers(0, n, size=n))
-        values[r] = list(compute_prepared(pred.take(index), names, n_bins).values())
+        values[r] = list(compute(pred.take(index), names, n_bins).values())
         if progress is not None:
             progress(r + 1, n_resamples)
     alpha = (1.0 - confidence) / 2.0

@@ -56,7 +56,8 @@ KEYLESS = ("npy", "txt")
 # `.json` is read as predictions too, but is not in FORMATS: `plot` and `ood` take a .json INPUT for a report.
 JSON_SUFFIX = ".json"
 WHOLE = ""  # the key of the one array of an .npy file
-SCORES_KINDS = ("auto", "logits", "probs")
+# "confidence": top-label (confidence, correct) pairs, not class scores (`adacal.interpretation.confidence`).
+SCORES_KINDS = ("auto", "logits", "probs", "confidence")
 SEPARATORS = (",", ";", "\t", " ")
 PT_ITEMS = ("batches", "samples", "pair")
 LABELS_ARE = ("values", "positions")
@@ -74,7 +75,8 @@ class ReadOptions:
     # A binary model's one score per sample as decision scores even when all in [0, 1]: set when another set of the
     # same model's scores lies outside [0, 1] (`mixed_binary_readings`), so that one model's sets are read alike.
     decision_scores: bool = False
-    # What the values are (--scores-kind): "auto" decides by the rules of docs/inputs.md, "logits" / "probs" say.
+    # What the values are (--scores-kind): "auto" decides by the rules of docs/inputs.md, "logits" / "probs" say;
+    # "confidence": the top answer's confidence and whether it was right (evaluate only).
     scores_kind: str = "auto"
     # Text tables: whether the first line is a header (--header / --no-header; None: decided by the rules), and the
     # separator between cells (--separator: ",", ";", "\t" or " " for runs of whitespace; None: decided).
@@ -105,6 +107,9 @@ class ReadOptions:
                                                or not self.score_columns.strip()):
             raise InputError(f"Expected --score-columns to be a range (2:12), names (cat,dog) or a prefix (prob_*), "
                              f"got {self.score_columns!r}.")
+        if self.scores_kind == "confidence" and self.renormalize:
+            raise InputError("Expected --renormalize only with class probabilities, not with --scores-kind "
+                             "confidence.")
         if self.scores_kind == "logits" and self.renormalize:
             raise InputError("Expected --renormalize only with probabilities, not with --scores-kind logits.")
 

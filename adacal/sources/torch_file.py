@@ -121,9 +121,35 @@ def _count(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}{'es' if word.endswith('h') else 's'}"
 
 
+def _labels_of_one(lists: dict[Any, list[Any]], label_keys: tuple[str, ...]) -> dict[Any, list[Any]]:
+    """Rule 3: a labels list whose items are class indices of shape (1,) (a `batch_size=1` loop's `tensor([y])`),
+    beside scores whose items are 1-D of one length L >= 2, holds one label per item: its items are read as 0-d
+    labels, so that the items are samples. Only under a key of labels (`label_keys`, or a pair's second tensor)."""
+    def named_labels(key: Any) -> bool:
+        name = str(key)
+        for prefix in ("val_", "test_"):
+            name = name[len(prefix):] if name.startswith(prefix) else name
+        return name in (*label_keys, "labels")
+
+    def rows(parts: list[Any]) -> bool:
+        return all(part.ndim == 1 for part in parts) and len({part.shape[0] for part in parts}) == 1 \
+            and parts[0].shape[0] >= 2
+
+    out = dict(lists)
+    for key, parts in lists.items():
+        others = [value for other, value in lists.items() if other != key]
+        if (named_labels(key) and others and all(tuple(part.shape) == (1,) for part in parts)
+                and all(_integral(part) or _whole_numbers(part.detach().cpu().double()) for part in parts)
+                and all(rows(value) for value in others)):
+            out[key] = [part.reshape(()) for part in parts]
+    return out
+
+
 def _merged_lists(path: Path, data: dict[Any, Any], lists: dict[Any, list[Any]], whole: Any,
-                  choice: str | None) -> tuple[dict[Any, Any], list[str]]:
+                  choice: str | None, label_keys: tuple[str, ...] = ()) -> tuple[dict[Any, Any], list[str]]:
     """`data` with each list of tensors joined, read as samples or batches by rules 1-4, alike for every list."""
+    if choice is None:
+        lists = _labels_of_one(lists, label_keys)
     if len({len(value) for value in lists.values()}) != 1 and len(lists) > 1:
         counts = ", ".join(f"{key}: {len(value)}" for key, value in lists.items())
         raise InputError(f"Expected the lists in {path.name} to hold one item each per batch or sample, got {counts}.")
@@ -235,14 +261,15 @@ def _is_pair(item: Any) -> bool:
     return isinstance(item, (tuple, list)) and len(item) == 2 and all(is_tensor(v) for v in item)
 
 
-def _merged_dict_or_list(path: Path, data: Any, choice: str | None) -> tuple[Any, list[str]]:
+def _merged_dict_or_list(path: Path, data: Any, choice: str | None, label_keys: tuple[str, ...] = ()
+                         ) -> tuple[Any, list[str]]:
     if isinstance(data, dict):
         lists = {key: list(value) for key, value in data.items()
                  if isinstance(value, (tuple, list)) and value and all(is_tensor(v) for v in value)}
         if not lists:
             return data, []
         whole = [value for key, value in data.items() if key not in lists and is_tensor(value)]
-        return _merged_lists(path, data, lists, whole[0] if whole else None, choice)
+        return _merged_lists(path, data, lists, whole[0] if whole else None, choice, label_keys)
     if not isinstance(data, (tuple, list)) or not data:
         return data, []
     if _is_pair(data) and not all(item.ndim == 0 for item in data):
@@ -252,12 +279,13 @@ def _merged_dict_or_list(path: Path, data: Any, choice: str | None) -> tuple[Any
     if all(_is_pair(item) for item in data):
         scores, labels = [item[0] for item in data], [item[1] for item in data]
         return _merged_lists(path, {}, {"logits": scores, "labels": labels}, None,
-                             None if choice == "pair" else choice)
+                             None if choice == "pair" else choice, label_keys)
     if all(isinstance(item, dict) for item in data):
         keys = [key for key in data[0] if all(key in item and is_tensor(item[key]) for item in data)]
         if not keys:
             return data, []
-        return _merged_lists(path, {}, {key: [item[key] for item in data] for key in keys}, None, choice)
+        return _merged_lists(path, {}, {key: [item[key] for item in data] for key in keys}, None, choice,
+                             label_keys)
     if all(is_tensor(item) for item in data):
         merged, notes = _merged_lists(path, {}, {"logits": list(data)}, None, choice)
         return merged["logits"], notes
@@ -273,7 +301,7 @@ def torch_structure(path: Path, data: Any, choice: str | None = None, *, label_k
     notes: list[str] = []
     if isinstance(data, dict):
         data, notes = _model_output_tuples(path, data, label_keys)
-    data, more = _merged_dict_or_list(path, data, choice)
+    data, more = _merged_dict_or_list(path, data, choice, label_keys)
     if is_tensor(data):
         data = {"": data}
     if not isinstance(data, dict):

@@ -79,3 +79,44 @@ def test_split_files_and_val_file(tmp_path):
     same(inputs.test, LOGITS[20:], LABELS[20:])
     with pytest.raises(InputError, match="--labels only with --val"):
         resolve_calibration_input(tmp_path / "s.npz", options=ReadOptions(labels_file=tmp_path / "val_labels.npy"))
+
+
+def test_keys_named_as_the_refusal_asks_read_exactly_those_keys(tmp_path):
+    """A file holding both `logits` and `test_logits` is refused, naming --logits-key and --labels-key; given exactly
+    as asked (`--logits-key logits --labels-key labels`), they name the plain keys, not `test_logits` again, for
+    evaluate and calibrate alike; `--logits-key test_logits` still names the split ones."""
+    from typer.testing import CliRunner
+
+    from adacal.cli import app
+
+    other = LOGITS[::-1].copy()
+    np.savez(tmp_path / "both.npz", logits=LOGITS, labels=LABELS, test_logits=other, test_labels=LABELS[::-1].copy())
+    with pytest.raises(InputError, match="not both.*pass --logits-key and --labels-key"):
+        load_predictions(tmp_path / "both.npz")
+    plain = ReadOptions(logits_key="logits", labels_key="labels")
+    pred = load_predictions(tmp_path / "both.npz", options=plain)
+    same(pred)
+    assert (pred.interpretation.scores_key, pred.interpretation.labels_key) == ("logits", "labels")
+    same(load_predictions(tmp_path / "both.npz", split="val", options=plain))  # as a --val file
+    same(load_predictions(tmp_path / "both.npz", options=ReadOptions(logits_key="test_logits",
+                                                                      labels_key="test_labels")),
+         logits=other, labels=LABELS[::-1])
+    runner = CliRunner()
+    result = runner.invoke(app, ["evaluate", str(tmp_path / "both.npz"), "--logits-key", "logits", "--labels-key",
+                                 "labels", "--metrics", "error", "--json", str(tmp_path / "e.json")])
+    assert result.exit_code == 0, result.output
+    from adacal.metrics import error
+
+    import json
+
+    report = json.loads((tmp_path / "e.json").read_text())
+    assert report["results"]["metrics"]["error"] == error(LOGITS, LABELS)
+    assert report["results"]["input"]["scores_key"] == "logits"
+    np.savez(tmp_path / "val.npz", logits=LOGITS, labels=LABELS, test_logits=other, test_labels=LABELS)
+    result = runner.invoke(app, ["calibrate", str(tmp_path / "both.npz"), "--val", str(tmp_path / "val.npz"),
+                                 "--logits-key", "logits", "--labels-key", "labels", "--json",
+                                 str(tmp_path / "c.json")])
+    assert result.exit_code == 0, result.output
+    inputs = json.loads((tmp_path / "c.json").read_text())["results"]["input"]
+    assert inputs["val"]["scores_key"] == inputs["test"]["scores_key"] == "logits"
+    assert inputs["val"]["n"] == inputs["test"]["n"] == len(LABELS)

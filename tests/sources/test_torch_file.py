@@ -122,3 +122,39 @@ def test_pt_dict_pair_tuple_and_single_tensor(tmp_path):
     with pytest.raises(InputError, match="dict of tensors, a \\(logits, labels\\) pair or one tensor "
                                          ".*got a list of 3"):
         load_predictions(tmp_path / "ints.pt")
+
+
+@pytest.mark.parametrize("k", [2, 10])
+@pytest.mark.parametrize("label_dtype", [torch.int64, torch.float32])
+def test_pt_samples_of_a_batch_size_one_loop_read_as_samples(tmp_path, k, label_dtype):
+    """`[(scores (K,), tensor([y])) for each sample]`, as a `batch_size=1` loop saves it (`out[0], y`): one label of
+    shape (1,) per item is one label per sample (rule 3), not a batch of one beside samples (refused before)."""
+    rng = np.random.default_rng(k)
+    logits = rng.normal(size=(30, k)).astype(np.float32)
+    labels = rng.integers(0, k, 30)
+    items = [(torch.from_numpy(logits[i]), torch.tensor([labels[i]], dtype=label_dtype)) for i in range(30)]
+    torch.save(items, tmp_path / "loop.pt")
+    pred = load_predictions(tmp_path / "loop.pt")
+    same(pred, logits=logits, labels=labels)
+    assert pred.interpretation.n == 30 and pred.interpretation.k == k
+    torch.save({"logits": [item[0] for item in items], "labels": [item[1] for item in items]}, tmp_path / "dict.pt")
+    same(load_predictions(tmp_path / "dict.pt"), logits=logits, labels=labels)
+
+
+def test_pt_one_entry_items_beside_rows_stay_refused_unless_they_are_labels(tmp_path):
+    """Only labels of shape (1,) count as one label per item: a (1,) float that is no class index (a per-batch loss)
+    beside 1-D items keeps them ambiguous (a binary model's batches or samples' rows), refused naming --pt-items;
+    one-score items (L = 1) with (1,) labels stay a binary model's batches of one."""
+    rows = [torch.from_numpy(LOGITS[i]) for i in range(N)]
+    torch.save({"logits": rows, "loss": [torch.tensor([0.25]) for _ in range(N)]}, tmp_path / "loss.pt")
+    with pytest.raises(InputError, match="--pt-items"):
+        load_predictions(tmp_path / "loss.pt", options=ReadOptions(labels_key="loss"))
+    torch.save([(torch.from_numpy(LOGITS[i]), torch.tensor([0.5])) for i in range(N)], tmp_path / "half.pt")
+    with pytest.raises(InputError, match="--pt-items"):
+        load_predictions(tmp_path / "half.pt")
+    binary = np.random.default_rng(3).normal(size=N).astype(np.float32)
+    torch.save([(torch.tensor([binary[i]]), torch.tensor([int(LABELS[i] % 2)])) for i in range(N)],
+               tmp_path / "one.pt")
+    pred = load_predictions(tmp_path / "one.pt")
+    assert pred.interpretation.k == 2 and pred.interpretation.n == N
+    np.testing.assert_array_equal(pred.labels, LABELS % 2)
