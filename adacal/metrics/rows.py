@@ -28,6 +28,7 @@ import numpy as np
 from adacal.arrays import rounding_tolerance
 from adacal.arrays import row_sums as block_row_sums
 from adacal.errors import InputError
+from adacal.scores_kind import RowCounts, count_block
 
 # Per-sample quantities of probabilities (float64) are computed over blocks of about this many entries (rows ×
 # classes), so that a block stays in cache and no (N, K) temporary is allocated.
@@ -90,39 +91,49 @@ class RowScan(NamedTuple):
         above the rounding tolerance (`adacal.arrays.rounding_tolerance`); otherwise a number between it and the
         tolerance (float32 rows shown to be within rounding by their float32 sums get a bound, not their float64
         sum). NaN or Inf when an entry is NaN or Inf (they propagate into the sums) or a sum overflowed.
+    counts: how many rows are probability, near-probability and percentage rows (`adacal.scores_kind.RowCounts`,
+        the kind rule's input), when the scan was given a tolerance; else None.
     """
 
     top: np.ndarray
     top_probs: np.ndarray
     minimum: float
     sum_deviation: float
+    counts: RowCounts | None = None
 
 
-def scan_rows(array: np.ndarray) -> RowScan:
+def scan_rows(array: np.ndarray, tolerance: float | None = None) -> RowScan:
     """Scan a 2-D float array once (see `RowScan`). The argmax, maximum and minimum are exact in any dtype; where a
-    row's float64 sum is needed it equals `adacal.arrays.row_sums` bit for bit."""
+    row's float64 sum is needed it equals `adacal.arrays.row_sums` bit for bit. With `tolerance` (how far from 1 a
+    probability row may sum, `adacal.arrays.probability_tolerance`) the scan also counts the kinds of rows, block by
+    block as it reads them (`adacal.scores_kind.count_block`), for the kind decision."""
     n, k = array.shape
     top = np.empty(n, dtype=np.int64)
     top_probs = np.empty(n)
     if n == 0:
-        return RowScan(top, top_probs, np.inf, 0.0)
+        return RowScan(top, top_probs, np.inf, 0.0, None if tolerance is None else RowCounts())
     step = max(1, SCAN_BLOCK_BYTES // (k * array.itemsize))
     blocks = -(-n // step)
     threads = min(scan_threads(), blocks)
     if threads <= 1 or array.nbytes < PARALLEL_MIN_BYTES:
-        found = [_scan_blocks(array, iter(range(0, n, step)), step, top, top_probs)]
+        found = [_scan_blocks(array, iter(range(0, n, step)), step, top, top_probs, tolerance)]
     else:
         # Blocks are claimed one at a time by whichever thread is free, and the calling thread scans too: a pool
         # thread that wakes late (an idle vCPU can take tens of ms) then costs only the blocks it did not take,
         # where fixed ranges would wait for its whole share.
         starts = _SharedStarts(range(0, n, step))
-        futures = [_executor().submit(_scan_blocks, array, starts, step, top, top_probs)
+        futures = [_executor().submit(_scan_blocks, array, starts, step, top, top_probs, tolerance)
                    for _ in range(threads - 1)]
-        found = [_scan_blocks(array, starts, step, top, top_probs)]
+        found = [_scan_blocks(array, starts, step, top, top_probs, tolerance)]
         found += [future.result() for future in futures]
-    minimum = min(low for low, _ in found)
-    deviation = float(np.max([deviation for _, deviation in found]))  # NaN in any thread's blocks propagates
-    return RowScan(top, top_probs, minimum, deviation)
+    minimum = min(low for low, _, _ in found)
+    deviation = float(np.max([deviation for _, deviation, _ in found]))  # NaN in any thread's blocks propagates
+    counts = None
+    if tolerance is not None:
+        counts = RowCounts()
+        for _, _, part in found:
+            counts = counts.plus(part)
+    return RowScan(top, top_probs, minimum, deviation, counts)
 
 
 class _SharedStarts:
@@ -152,11 +163,13 @@ def float32_sum_error(num_classes: int) -> float:
 
 
 def _scan_blocks(array: np.ndarray, starts: Iterator[int], step: int, top: np.ndarray,
-                 top_probs: np.ndarray) -> tuple[float, float]:
+                 top_probs: np.ndarray, tolerance: float | None = None) -> tuple[float, float, RowCounts]:
     """Fill the rows of `top` and `top_probs` in the blocks [start, start + step) drawn from `starts`; return
-    (smallest entry, largest |row sum − 1|, or a bound on it no larger than the rounding tolerance) of those rows."""
+    (smallest entry, largest |row sum − 1|, or a bound on it no larger than the rounding tolerance, and the
+    `RowCounts` when `tolerance` is given) of those rows."""
     n, k = array.shape
     minimum, deviation = np.inf, 0.0
+    counted = [0, 0, 0, 0]  # RowCounts' fields, added up block by block
     rounding = rounding_tolerance(k)
     # float32 blocks of non-negative entries are first summed in float32 (a third of the cost of einsum's casting
     # float64 sum): when every row is then provably within rounding of 1 (the float32 sum's error bounded), the rows
@@ -198,14 +211,22 @@ def _scan_blocks(array: np.ndarray, starts: Iterator[int], step: int, top: np.nd
                 bound = max(high - 1.0, 1.0 - low) + sum_error * high
                 if bound <= rounding:  # NaN or Inf sums are not
                     deviation = max(deviation, bound)
+                    if tolerance is not None:  # every row within rounding (<= tolerance) of 1: probability rows
+                        counted[0] += rows
+                        counted[1] += rows
+                        counted[2] += rows
                     continue
             block_sums = block_row_sums(block, out=sums[:rows])
+            if tolerance is not None:  # block_probs holds each row's largest entry until it is divided below
+                for index_, value in enumerate(count_block(block, block_sums, tolerance, block_min=block_min,
+                                                           row_max=block_probs)):
+                    counted[index_] += value
             block_distance = np.abs(np.subtract(block_sums, 1.0, out=distance[:rows]), out=distance[:rows])
             deviation = float(np.maximum(deviation, block_distance.max()))  # NaN propagates
             # NaN sums are outside too: their rows fail validation later, so their quotient is never read.
             block_outside = np.logical_not(block_distance <= rounding, out=outside[:rows])
             np.divide(block_probs, block_sums, out=block_probs, where=block_outside)
-    return minimum, deviation
+    return minimum, deviation, RowCounts(*counted)
 
 
 def row_top(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
