@@ -20,8 +20,10 @@ import numpy as np
 
 from adacal.arrays import (
     NEAR_PROB_SUM_TOLERANCE,
+    binary_score_columns,
     check_finite_rows,
     check_score_shape,
+    check_scores,
     one_score_per_sample,
     probability_tolerance,
     row_sums,
@@ -400,3 +402,24 @@ def decide_scores_kind(scores: Any, *, scores_kind: str = "auto", name: str = "s
         check_finite_rows(array, float(np.abs(row_sums(array)).max()), name=name)
     counts = RowCounts(len(array)) if scores_kind == "logits" else count_rows(array, tolerance)
     return decide_matrix(array, counts, scores_kind=scores_kind, name=name, tolerance=tolerance).kind
+
+
+def score_matrix(scores: Any, *, scores_kind: str = "auto", name: str = "scores") -> tuple[np.ndarray, str]:
+    """Validated float64 scores (N, K) and their kind ("probs" or "logits"), by `decide_scores_kind`'s rule; a binary
+    model's one score per sample becomes two columns, [1 − p, p] for probabilities and [0, s] for decision scores.
+
+    Example:
+        >>> matrix, kind = score_matrix([0.2, 0.9])
+        >>> matrix.tolist(), kind
+        ([[0.8, 0.2], [0.09999999999999998, 0.9]], 'probs')
+    """
+    check_scores_kind(scores_kind)
+    if one_score_per_sample(scores):
+        flat = binary_values(scores, name=name)
+        probabilities = decide_binary(flat, scores_kind=scores_kind, name=name) if flat.size else True
+        columns = check_scores(binary_score_columns(flat, name, decision=not probabilities)[0], name=name)
+        return columns, "probs" if probabilities else "logits"
+    tolerance = probability_tolerance(scores)
+    array = check_scores(scores, name=name)
+    counts = RowCounts(len(array)) if scores_kind == "logits" else count_rows(array, tolerance)
+    return array, decide_matrix(array, counts, scores_kind=scores_kind, name=name, tolerance=tolerance).kind
