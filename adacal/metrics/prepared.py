@@ -335,9 +335,12 @@ def prepare_predictions(scores: Any, labels: Any = None, *, scores_kind: str = "
 
     Example:
         >>> from adacal.metrics import prepare_predictions
-        >>> pred = prepare_predictions([[2.0, 0.0], [0.0, 1.0]], [0, 1])
+        >>> pred = prepare_predictions([[2.0, -1.0], [0.5, 1.5]], [0, 1])
         >>> pred.assumed, pred.hits.tolist()
         ('logits', [True, True])
+        >>> prepare_predictions([[0.9, 0.1], [0.0, 0.0]], [0, 1])  # one all-zero row: refused, not read as logits
+        Traceback (most recent call last):
+        adacal.errors.InputError: Expected scores ... (row 1 is all zeros): pass scores_kind='logits' if they are ...
     """
     # Probabilities or logits as `arrays.to_probs` decides, except that the tolerance on the row sums follows the
     # input's dtype (`arrays.probability_tolerance`: float16 probabilities sum to 1 only within ~1e-3); the raw logits
