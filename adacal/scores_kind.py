@@ -1,9 +1,9 @@
 """The one decision of what kind of scores an array holds — logits or probabilities — for the file readers and the
 Python API alike: the per-row rule of docs/inputs.md ("Kind of scores"), written once here and used by
 `adacal.interpretation.kind` (files; messages name `--scores-kind` / `--renormalize`), `adacal.metrics` (the row scan
-of `prepare_predictions` counts the kinds of rows in the pass that reads them; the streaming meter adds the counts
-of its batches) and the calibrators (`decide_scores_kind`; messages name `scores_kind=`). So an array and the file
-that holds it are read alike or both refused.
+of `prepare_predictions` keeps the row sums of the pass that reads the rows, and the kinds are counted from them; the
+streaming meter adds the counts of its batches) and the calibrators (`decide_scores_kind`; messages name
+`scores_kind=`). So an array and the file that holds it are read alike or both refused.
 
 Each row of an (N, K) matrix is a probability row (entries >= 0, sum within the dtype's rounding of 1), a
 near-probability row (entries within NEAR_ENTRY of [0, 1], sum within NEAR_PROB_SUM_TOLERANCE of 1), a percentage
@@ -121,38 +121,60 @@ def _masks(minimum: np.ndarray, maximum: np.ndarray, sums: np.ndarray,
     return probability, near, percent
 
 
-def count_block(block: np.ndarray, sums: np.ndarray, tolerance: float, *, block_min: float,
-                row_max: np.ndarray | None = None) -> RowCounts:
-    """The `RowCounts` of a block of rows, given its float64 row sums and smallest entry (and each row's largest entry
-    when the caller has it, as the metrics' row scan does). Only rows whose sum lies near 1 or 100 can be of any
-    kind but "another row", so only those are read again (for their smallest and largest entries): on logits and on
-    probabilities this costs a few operations on N-sized vectors, not another pass over the block."""
+def count_from_sums(scores: np.ndarray, sums: np.ndarray, tolerance: float, *, minimum: float) -> RowCounts:
+    """The `RowCounts` of a 2-D array given its float64 row sums (`adacal.arrays.row_sums`; 1.0 stands for a row
+    known to be within rounding of 1) and its smallest entry. Only rows whose sum lies near 1 or 100 can be of any
+    kind but "another row", so only those are read again (for their smallest and largest entries, in chunks): on
+    logits this costs a few operations on the N sums, not another pass over the matrix; on probabilities nothing
+    when every sum is within tolerance."""
     rows = len(sums)
+    candidates, largest = _candidates(sums)
+    if minimum >= 0.0 and largest <= tolerance:  # every row a probability row (NaN sums fail the comparison)
+        return RowCounts(rows, rows, rows, 0)
+    counts = [rows, 0, 0, 0]
+    step = max(1, _BLOCK_BYTES // (scores.shape[1] * scores.itemsize))
+    for start in range(0, candidates.size, step):
+        chunk = candidates[start:start + step]
+        subset = scores[chunk]
+        probability, near, percent = _masks(subset.min(axis=1).astype(np.float64),
+                                            subset.max(axis=1).astype(np.float64), sums[chunk], tolerance)
+        counts[1] += int(probability.sum())
+        counts[2] += int((near | probability).sum())
+        counts[3] += int(percent.sum())
+    return RowCounts(*counts)
+
+
+# The sums are screened in chunks of this many rows through reused buffers: no N-sized temporaries (their page
+# faults cost more than the arithmetic).
+_SUM_CHUNK = 1 << 15
+
+
+def _candidates(sums: np.ndarray) -> tuple[np.ndarray, float]:
+    """The rows whose sum lies within NEAR_PROB_SUM_TOLERANCE of 1 or 100 × that of 100 (the only rows that can be
+    probability, near-probability or percentage rows), and the largest |sum − 1| (NaN if a sum is NaN)."""
+    found, largest = [], 0.0
+    size = min(_SUM_CHUNK, len(sums))
+    distance, other = np.empty(size), np.empty(size)
+    near, close = np.empty(size, dtype=bool), np.empty(size, dtype=bool)
     with np.errstate(invalid="ignore"):
-        distance = np.abs(sums - 1.0)
-        if block_min >= 0.0 and float(distance.max()) <= tolerance:  # every row a probability row (NaN is not)
-            return RowCounts(rows, rows, rows, 0)
-        candidates = np.flatnonzero((distance <= NEAR_PROB_SUM_TOLERANCE)
-                                    | (np.abs(sums - 100.0) <= 100.0 * NEAR_PROB_SUM_TOLERANCE))
-    if not candidates.size:
-        return RowCounts(rows, 0, 0, 0)
-    subset = block[candidates]
-    minimum = (np.zeros(candidates.size) if block_min >= 0.0 else subset.min(axis=1).astype(np.float64))
-    maximum = subset.max(axis=1).astype(np.float64) if row_max is None else row_max[candidates]
-    probability, near, percent = _masks(minimum, maximum, sums[candidates], tolerance)
-    return RowCounts(rows, int(probability.sum()), int((near | probability).sum()), int(percent.sum()))
+        for start in range(0, len(sums), _SUM_CHUNK):
+            chunk = sums[start:start + _SUM_CHUNK]
+            m = len(chunk)
+            d = np.abs(np.subtract(chunk, 1.0, out=distance[:m]), out=distance[:m])
+            largest = float(np.maximum(largest, d.max()))  # NaN propagates
+            np.less_equal(d, NEAR_PROB_SUM_TOLERANCE, out=near[:m])
+            o = np.abs(np.subtract(chunk, 100.0, out=other[:m]), out=other[:m])
+            np.logical_or(near[:m], np.less_equal(o, 100.0 * NEAR_PROB_SUM_TOLERANCE, out=close[:m]), out=near[:m])
+            hits = np.flatnonzero(near[:m])
+            if hits.size:
+                found.append(hits + start)
+    return (np.concatenate(found) if found else np.empty(0, dtype=np.int64)), largest
 
 
 def count_rows(scores: np.ndarray, tolerance: float) -> RowCounts:
-    """The `RowCounts` of a validated 2-D float array (any float dtype), read block by block."""
-    n, k = scores.shape
-    step = max(1, _BLOCK_BYTES // (k * scores.itemsize))
-    counts = RowCounts()
-    for start in range(0, n, step):
-        block = scores[start:start + step]
-        with np.errstate(over="ignore", invalid="ignore"):
-            counts = counts.plus(count_block(block, row_sums(block), tolerance, block_min=float(block.min())))
-    return counts
+    """The `RowCounts` of a validated 2-D float array (any float dtype)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return count_from_sums(scores, row_sums(scores), tolerance, minimum=float(scores.min()))
 
 
 class Verdict(NamedTuple):

@@ -29,7 +29,7 @@ from adacal.metrics import (
     top_label,
 )
 from adacal.metrics.rows import scan_rows
-from adacal.scores_kind import RowCounts, count_block, decide_scores_kind, row_masks
+from adacal.scores_kind import RowCounts, count_from_sums, count_rows, decide_scores_kind, row_masks
 
 RNG = np.random.default_rng(39)
 
@@ -161,7 +161,8 @@ def test_row_counts_of_the_scan_equal_the_whole_array_rule():
             probability, near, percent = row_masks(array, sums, 1e-4)
             expected = (len(array), probability.sum(), (near | probability).sum(), percent.sum())
             assert scan_rows(array, tolerance=1e-4).counts == expected
-            assert count_block(array, sums, 1e-4, block_min=float(array.min())) == expected
+            assert count_from_sums(array, sums, 1e-4, minimum=float(array.min())) == expected
+            assert count_rows(array, 1e-4) == expected
     assert RowCounts(2, 1, 1, 0).plus(RowCounts(3, 0, 2, 1)) == (5, 1, 3, 1)
 
 
