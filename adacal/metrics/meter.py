@@ -247,8 +247,8 @@ class CalibrationMeter:
         where = f" (not all probability rows: batches {_listed(other)})" if other else ""
         n = counts.rows
         if verdict.rule == "near":
-            found = (f"got values in [0, 1] whose rows sum to nearly 1 ({counts.near} of {n} rows; "
-                     f"{counts.probability} within rounding){where}")
+            found = (f"got values in [0, 1] whose rows sum to nearly 1 ({counts.near} of {n} rows), but only "
+                     f"{counts.probability} of {n} rows are probability rows{where}")
         elif verdict.rule == "percent":
             found = f"got values in [0, 100] ({counts.percent} of {n} rows), percentages it seems{where}"
         else:

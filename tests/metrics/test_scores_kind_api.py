@@ -218,3 +218,55 @@ def test_the_meter_refuses_batches_it_can_no_longer_read_again(monkeypatch):
     expected = compute_metrics(mixed, labels)
     for key, value in settled.compute().items():
         assert value == pytest.approx(expected[key], abs=1e-12), key
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _stream_worker(rank, world, port, out_dir):
+    import json
+
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        logits, probs, labels = _softmax_rows(400, k=3, seed=8)
+        scores = logits.copy()
+        scores[:2] = probs[:2]  # rank 0's first batch: two probability rows, by chance; the stream is logits
+        mine = slice(0, 150) if rank == 0 else slice(150, None)
+        meter = CalibrationMeter(names="ece-em,nll,classwise-ece")
+        _stream(meter, scores[mine], labels[mine], [2, 148] if rank == 0 else [250])
+        result = meter.compute()
+        refused = CalibrationMeter(names="ece-em")  # rank 1 alone holds a row that refuses the whole stream
+        refused.update(probs[mine] if rank == 0 else np.r_[probs[150:399], [[0.0, 0.0, 0.0]]], labels[mine])
+        try:
+            refused.compute()
+            result["_refused"] = ""
+        except InputError as error:
+            result["_refused"] = str(error)
+        with open(f"{out_dir}/rank{rank}.json", "w") as handle:
+            json.dump(result, handle)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_gloo_processes_decide_the_kind_of_the_whole_stream(tmp_path):
+    import json
+
+    import torch.multiprocessing as mp
+
+    mp.spawn(_stream_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    logits, probs, labels = _softmax_rows(400, k=3, seed=8)
+    scores = logits.copy()
+    scores[:2] = probs[:2]
+    expected = compute_metrics(scores, labels, names="ece-em,nll,classwise-ece")
+    for rank in range(2):
+        got = json.loads((tmp_path / f"rank{rank}.json").read_text())
+        for key, value in expected.items():
+            assert got[key] == pytest.approx(value, abs=1e-9), (rank, key)
+        assert "only 399 of 400 rows are probability rows" in got["_refused"], got["_refused"]
