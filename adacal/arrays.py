@@ -306,15 +306,14 @@ def looks_like_probs(
     return bool((scores.min() if minimum is None else minimum) >= 0.0)
 
 
-def score_matrix_and_kind(scores: Any, *, name: str = "scores") -> tuple[np.ndarray, bool]:
-    """Validated float64 scores (N, K) and whether they are probabilities, decided with the tolerance of the input's
-    own dtype (`probability_tolerance`: float16 / bfloat16 probabilities sum to 1 only within ~1e-3 / ~1e-2, and read
-    as logits their softmax would be nearly uniform); a binary model's one score per sample becomes two columns
-    (`as_score_matrix`)."""
-    tolerance = probability_tolerance(scores)
-    array = check_scores(as_score_matrix(scores), name=name)
-    with np.errstate(over="ignore"):  # finite logits whose row sum overflows are simply not probabilities
-        return array, looks_like_probs(array, tolerance=tolerance)
+def score_matrix_and_kind(scores: Any, *, name: str = "scores", scores_kind: str = "auto") -> tuple[np.ndarray, bool]:
+    """Validated float64 scores (N, K) and whether they are probabilities, by the per-row rule of docs/inputs.md §2
+    (`adacal.scores_kind.score_matrix`: the tolerance of the input's own dtype, a matrix whose rows disagree
+    refused, naming `scores_kind=`); a binary model's one score per sample becomes two columns."""
+    from adacal.scores_kind import score_matrix  # (foundation modules import each other; this one first)
+
+    array, kind = score_matrix(scores, scores_kind=scores_kind, name=name)
+    return array, kind == "probs"
 
 
 def value_range(values: np.ndarray) -> str:

@@ -10,8 +10,9 @@ class AdacalError(Exception):
     """A problem with the user's input or environment, described in one sentence."""
 
 
-class InputError(AdacalError):
-    """A value, shape, file or option the user gave is not acceptable."""
+class InputError(AdacalError, ValueError):
+    """A value, shape, file or option the user gave is not acceptable (a `ValueError` too, as Python code that calls
+    the library expects of a bad argument)."""
 
 
 class UnknownNameError(InputError):

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import check_not_near_probs, check_scores, looks_like_probs
+from adacal.arrays import check_scores, looks_like_probs
 from adacal.checks import check_non_negative_int
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
@@ -69,6 +69,7 @@ def evaluate_predictions(
     confidence: float = 0.95,
     name: str = "scores",
     progress: Callable[[int, int], None] | None = None,
+    scores_kind: str = "auto",
 ) -> dict[str, Any]:
     """The `results` block of an evaluate report.
 
@@ -76,16 +77,15 @@ def evaluate_predictions(
      "n_samples", "num_classes", "bins": {"equal_width": ..., "equal_mass": ...} (top-1 reliability, n_bins each),
      "ece_debias_squared" (the debiased estimate of the squared error before root and clip; may be negative),
      "bootstrap": {snake_key: {"low", "high", "std"}} only when bootstrap > 0}.
-    Scores in [0, 1] whose rows sum to nearly but not quite 1 are an InputError naming `name`: probabilities that
-    do not sum to 1, which would otherwise be taken as logits. Bins or bootstrap resamples that cannot fit in
-    memory are refused before any metric is computed. `progress(done, total)` is called after each bootstrap resample.
+    The kind of scores is `scores_kind` ("logits", "probs") or, in "auto", the per-row rule of docs/inputs.md §2
+    (`prepare_predictions`): a matrix whose rows disagree is an InputError naming `name`, its rows and
+    `scores_kind=`. Bins or bootstrap resamples that cannot fit in memory are refused before any metric is computed.
+    `progress(done, total)` is called after each bootstrap resample.
     """
     n_resamples = check_bootstrap(bootstrap)
     seed = check_seed(seed)
     confidence = check_confidence(confidence)
-    pred, names, n_bins = prepare_metric_inputs(scores, labels, metric_names, n_bins)
-    if pred.assumed == "logits" and pred.scores is not None:
-        check_not_near_probs(pred.scores, name=name)
+    pred, names, n_bins = prepare_metric_inputs(scores, labels, metric_names, n_bins, scores_kind, name=name)
     if n_resamples:
         check_bootstrap_fits(n_resamples, pred.n_samples, len(names), name="bootstrap")
     results: dict[str, Any] = {
@@ -159,12 +159,14 @@ def evaluation_report(
     source: dict[str, Any] | None = None,
     calibrator: str | os.PathLike | None = None,
     progress: Callable[[int, int], None] | None = None,
+    scores_kind: str = "auto",
 ) -> dict[str, Any]:
-    """The full evaluate report (kind "evaluate"): the common envelope around `evaluate_predictions`' results."""
+    """The full evaluate report (kind "evaluate"): the common envelope around `evaluate_predictions`' results
+    (`scores_kind` as it takes it)."""
     name = "scores" if input_path is None else f"the scores in {Path(input_path).name}"
     results = evaluate_predictions(
         scores, labels, n_bins=n_bins, metric_names=metric_names, bootstrap=bootstrap, seed=seed, confidence=confidence,
-        name=name, progress=progress,
+        name=name, progress=progress, scores_kind=scores_kind,
     )
     config = evaluation_config(
         n_bins=n_bins, metric_names=metric_names, bootstrap=bootstrap, seed=seed, confidence=confidence,

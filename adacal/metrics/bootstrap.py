@@ -13,7 +13,6 @@ from adacal.errors import InputError
 from adacal.metrics.allocation import check_bootstrap_fits
 from adacal.metrics.calibration import (
     PreparedPredictions,
-    check_not_probability_like,
     compute_prepared,
     metric_key,
     prepare_metric_inputs,
@@ -83,6 +82,7 @@ def bootstrap(
     confidence: float = 0.95,
     n_bins: int = DEFAULT_N_BINS,
     progress: Callable[[int, int], None] | None = None,
+    scores_kind: str = "auto",
 ) -> dict[str, dict[str, float]]:
     """Percentile bootstrap intervals of metrics, resampling the rows (samples) with replacement.
 
@@ -95,6 +95,7 @@ def bootstrap(
         confidence: the interval's coverage, in (0, 1) (default 0.95).
         n_bins: the number of bins of the binned metrics (default 15).
         progress: called as progress(done, total) after each resample, or None.
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
 
     Returns:
         {report key: {"low", "high", "std"}}: the (1 ∓ confidence) / 2 quantiles of the resampled values and their
@@ -114,8 +115,7 @@ def bootstrap(
     confidence = check_confidence(confidence)
     if progress is not None and not callable(progress):
         raise InputError(f"Expected progress to be a callable progress(done, total) or None, got {progress!r:.80}.")
-    pred, names, n_bins = prepare_metric_inputs(scores, labels, metric_names, n_bins)
-    check_not_probability_like(pred)
+    pred, names, n_bins = prepare_metric_inputs(scores, labels, metric_names, n_bins, scores_kind)
     return bootstrap_prepared(
         pred, names, n_resamples=n_resamples, seed=seed, confidence=confidence, n_bins=n_bins, progress=progress
     )

@@ -51,8 +51,8 @@ from adacal.metrics.prepared import (  # noqa: F401
     PROB_FLOOR,
     PreparedPredictions,
     TopLabel,
-    check_not_probability_like,
     check_prepared,
+    prepare_batch,
     prepare_predictions,
     row_top,
     top_label,
@@ -180,22 +180,23 @@ def compute_prepared(pred: PreparedPredictions, names: Iterable[str], n_bins: in
 
 
 def prepare_metric_inputs(
-    scores: Any, labels: Any, names: str | Iterable[str] | None, n_bins: Any
+    scores: Any, labels: Any, names: str | Iterable[str] | None, n_bins: Any, scores_kind: str = "auto", *,
+    name: str = "scores",
 ) -> tuple[PreparedPredictions, tuple[str, ...], int]:
     """The first step of `compute_metrics`, the bootstrap and evaluate: the metric names resolved, `n_bins` checked,
-    the predictions validated once, and the bins checked to fit in memory for those metrics (the classwise ECE keeps
-    K × n_bins cells)."""
+    the predictions validated once (their kind by `prepare_predictions`' rule or `scores_kind`), and the bins
+    checked to fit in memory for those metrics (the classwise ECE keeps K × n_bins cells). `name` names the scores in
+    a refusal."""
     names = resolve_metric_names(names)
-    # Not check_prepared: callers refuse probability-like logits themselves, naming the input their way (evaluate
-    # names the file).
     n_bins = check_n_bins(n_bins)
-    pred = prepare_predictions(scores, labels)
+    pred = prepare_predictions(scores, labels, scores_kind=scores_kind, name=name)
     check_bins_fit(n_bins, num_classes=pred.num_classes, classwise="classwise-ece" in names)
     return pred, names, n_bins
 
 
 def compute_metrics(
-    scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, names: str | Iterable[str] | None = None
+    scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, names: str | Iterable[str] | None = None,
+    scores_kind: str = "auto",
 ) -> dict[str, float]:
     """Several metrics at once, validating the input once.
 
@@ -204,6 +205,7 @@ def compute_metrics(
         labels: class indices (N,).
         n_bins: the number of bins of the binned metrics (default 15).
         names: the metrics, as `resolve_metric_names` takes them (default: all, in report order).
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`, docs/inputs.md §2), "logits" or "probs".
 
     Returns:
         {report key: value}, e.g. {"ece_em": 0.0123, ...}: fractions, nll in nats, brier in [0, 2].
@@ -215,6 +217,5 @@ def compute_metrics(
         >>> {key: round(value, 4) for key, value in metrics.items()}  # 1 of 4 wrong; (0.02 + 1.62 + 2 * 0.08) / 4
         {'error': 0.25, 'brier': 0.45}
     """
-    pred, names, n_bins = prepare_metric_inputs(scores, labels, names, n_bins)
-    check_not_probability_like(pred)
+    pred, names, n_bins = prepare_metric_inputs(scores, labels, names, n_bins, scores_kind)
     return compute_prepared(pred, names, n_bins)

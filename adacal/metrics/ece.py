@@ -2,11 +2,11 @@
 classwise ECE, the smooth ECE and the per-bin data of a reliability diagram.
 
 Every public metric is a pure function `metric(scores, labels, *, n_bins=DEFAULT_N_BINS) -> float` that returns a
-fraction (not a percentage). `scores` are probabilities or logits (N, K), numpy or torch; rows that are all in [0, 1]
-and sum to 1 are taken as probabilities, anything else as logits (see `adacal.arrays.to_probs`), except that values in
-[0, 1] whose rows sum to nearly but not quite 1, or percentages, are an InputError (`check_not_probability_like`):
-their softmax would describe another model. A binary model's one
-score per sample, (N,) or (N, 1), is read as two columns (`adacal.arrays.binary_score_columns`). Each metric is a
+fraction (not a percentage). `scores` are probabilities or logits (N, K), numpy or torch, their kind decided by the
+per-row rule of docs/inputs.md §2 (`adacal.scores_kind`, as the file readers decide it) or given as `scores_kind=`:
+a matrix whose rows disagree (probabilities with a row that is not one, rows summing to nearly 1, percentages) is
+an InputError naming the rows and `scores_kind=`, never read as logits. A binary model's one score per sample, (N,)
+or (N, 1), is read as two columns (`adacal.arrays.binary_score_columns`). Each metric is a
 private kernel on validated `PreparedPredictions` (`adacal.metrics.prepared`) wrapped by `metric_function`, so
 `compute_metrics` (and the bootstrap) validate once and share the per-sample quantities across metrics. All binning
 goes through `adacal.metrics.binning`; ECE from binned statistics is `binning.calibration_error`.
@@ -32,7 +32,6 @@ from adacal.metrics.binning import (
 )
 from adacal.metrics.prepared import (
     PreparedPredictions,
-    check_not_probability_like,
     check_prepared,
     metric_function,
     prepare_predictions,
@@ -54,6 +53,7 @@ ece_ew = metric_function(
     Args:
         scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
         labels: class indices (N,).
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
         n_bins: the number of equal-width bins (default 15).
 
     Returns:
@@ -79,6 +79,7 @@ ece_em = metric_function(
     Args:
         scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
         labels: class indices (N,).
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
         n_bins: the number of equal-mass bins (default 15).
 
     Returns:
@@ -104,6 +105,7 @@ mce = metric_function(
     Args:
         scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
         labels: class indices (N,).
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
         n_bins: the number of equal-width bins (default 15).
 
     Returns:
@@ -138,6 +140,7 @@ ece_sweep_em = metric_function(
     Args:
         scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
         labels: class indices (N,).
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
         n_bins: unused: the sweep picks its own number of bins (`sweep_bins`).
 
     Returns:
@@ -157,6 +160,7 @@ ece_sweep_ew = metric_function(
     Args:
         scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
         labels: class indices (N,).
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
         n_bins: unused: the sweep picks its own number of bins (`sweep_bins`).
 
     Returns:
@@ -185,12 +189,14 @@ def _ece_debias(pred: PreparedPredictions, n_bins: int, mode: str = "top-label")
     return float(np.sqrt(np.mean(squares)))
 
 
-def ece_debias(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, mode: str = "top-label") -> float:
+def ece_debias(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, mode: str = "top-label",
+               scores_kind: str = "auto") -> float:
     """Debiased L2 calibration error (Kumar et al. 2019) over equal-mass bins.
 
     Args:
         scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
         labels: class indices (N,).
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
         n_bins: the number of equal-mass bins (default 15).
         mode: "top-label" (default; the AdaFocal paper's ECE_DEBIAS) bins the top-1 confidence; "marginal" bins each
             p_k against 1[y = k] and returns the root of the mean squared error over classes.
@@ -208,7 +214,7 @@ def ece_debias(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, mode: 
     # continuous scores.
     if mode not in DEBIAS_MODES:
         raise InputError(f"Expected mode to be one of {', '.join(DEBIAS_MODES)}, got {mode!r}.")
-    pred, n_bins = check_prepared(scores, labels, n_bins)
+    pred, n_bins = check_prepared(scores, labels, n_bins, scores_kind)
     return _ece_debias(pred, n_bins, mode)
 
 
@@ -235,12 +241,13 @@ def classwise_error(conf_sum: np.ndarray, hit_sum: np.ndarray, n_samples: int, n
     return float(np.abs(conf_sum - hit_sum).sum() / (n_samples * num_classes))
 
 
-def classwise_ece(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS) -> float:
+def classwise_ece(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, scores_kind: str = "auto") -> float:
     """Classwise ECE (Kull et al. 2019): per class k the equal-width ECE of p_k against 1[y = k], averaged over k.
 
     Args:
         scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
         labels: class indices (N,).
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
         n_bins: the number of equal-width bins per class (default 15).
 
     Returns:
@@ -252,7 +259,7 @@ def classwise_ece(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS) -> 
         >>> round(classwise_ece(probs, [0, 1, 1, 1], n_bins=10), 4)  # (0.8 + 0.4 + 0.8 + 0.4) / (N · K = 8)
         0.3
     """
-    pred, n_bins = check_prepared(scores, labels, n_bins)
+    pred, n_bins = check_prepared(scores, labels, n_bins, scores_kind)
     check_bins_fit(n_bins, num_classes=pred.num_classes, classwise=True)
     return _classwise_ece(pred, n_bins)
 
@@ -261,12 +268,14 @@ def _ece_smooth(pred: PreparedPredictions, n_bins: int) -> float:
     return smooth_ece_of(pred.confidences, pred.correct)
 
 
-def smooth_ece(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, bandwidth: float | None = None) -> float:
+def smooth_ece(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, bandwidth: float | None = None,
+               scores_kind: str = "auto") -> float:
     """Smooth ECE (Błasiok & Nakkiran 2023; relplot's `smECE`) of the top-1 confidence (see `adacal.metrics.smooth`).
 
     Args:
         scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
         labels: class indices (N,).
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
         n_bins: unused (the smooth ECE is binning-free).
         bandwidth: the Gaussian kernel's width in (0, 1], or None (default) for the automatic σ with smECE_σ = σ.
 
@@ -278,18 +287,19 @@ def smooth_ece(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, bandwi
         >>> round(smooth_ece([[0.75, 0.25]] * 4, [0, 0, 0, 1]), 4)  # 3 of 4 right at confidence 0.75
         0.0
     """
-    pred, n_bins = check_prepared(scores, labels, n_bins)
+    pred, n_bins = check_prepared(scores, labels, n_bins, scores_kind)
     return smooth_ece_of(pred.confidences, pred.correct, bandwidth=bandwidth)
 
 
 def smooth_reliability(
-    scores: Any, labels: Any, *, bandwidth: float | None = None, points: int = CURVE_POINTS
+    scores: Any, labels: Any, *, bandwidth: float | None = None, points: int = CURVE_POINTS, scores_kind: str = "auto"
 ) -> SmoothReliability:
     """The smoothed reliability curve of the top-1 confidence (kernel regression of correctness), for plotting.
 
     Args:
         scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
         labels: class indices (N,).
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
         bandwidth: the Gaussian kernel's width in (0, 1], or None (default) for the automatic one.
         points: how many evenly spaced confidences in [0, 1] to evaluate the curve at (default 200).
 
@@ -303,18 +313,19 @@ def smooth_reliability(
         >>> curve.grid.tolist(), round(curve.ece, 4)
         ([0.0, 0.5, 1.0], 0.1236)
     """
-    pred = check_not_probability_like(prepare_predictions(scores, labels))
+    pred = prepare_predictions(scores, labels, scores_kind=scores_kind)
     return smooth_reliability_of(pred.confidences, pred.correct, bandwidth=bandwidth, points=points)
 
 
 def reliability(
-    scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, binning: str = "equal-width"
+    scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, binning: str = "equal-width", scores_kind: str = "auto"
 ) -> BinStatistics:
     """Per-bin counts, mean top-1 confidence and accuracy: the data of a reliability diagram.
 
     Args:
         scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
         labels: class indices (N,).
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
         n_bins: the number of bins (default 15).
         binning: "equal-width" (default) or "equal-mass".
 
@@ -328,7 +339,7 @@ def reliability(
         >>> stats.counts.tolist(), stats.accuracy.tolist()
         ([0, 0, 0, 2, 2], [0.0, 0.0, 0.0, 1.0, 0.5])
     """
-    pred, n_bins = check_prepared(scores, labels, n_bins)
+    pred, n_bins = check_prepared(scores, labels, n_bins, scores_kind)
     if binning not in BINNINGS:
         raise InputError(f"Expected binning to be one of {', '.join(BINNINGS)}, got {binning!r}.")
     return pred.top_label_statistics(binning, n_bins)

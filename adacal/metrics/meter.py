@@ -9,11 +9,17 @@ What each metric needs, and so what the meter keeps per sample (never the (N, K)
 So memory is a few float64 per sample plus K × n_bins, and `compute()` equals `compute_metrics` on all the
 batches together (the same per-row arithmetic; sums in another order agree to ~1e-15).
 
-Each batch of (B, K) scores decides by itself whether it holds probabilities or logits (as `prepare_predictions`
-does); `compute()` refuses a mix, which `compute_metrics` on the concatenation would read differently. A binary
-model's one score per sample is different: a batch of decision scores may happen to lie in [0, 1], so those batches
-are kept as the scores themselves (one float64 and the label per sample) and read at `compute()` as
-`compute_metrics` reads their concatenation: probabilities only when every batch (on every rank) lies in [0, 1].
+The kind of scores is decided once for the stream, never batch by batch: by `scores_kind` ("logits", "probs"), or in
+"auto" by the per-row rule of docs/inputs.md §2 (`adacal.scores_kind.matrix_verdict`) on the row counts of every
+batch (on every rank) together, as `compute_metrics` decides it on their concatenation; a stream the rule refuses
+is refused at `compute()`, naming the batches. A batch is read when it arrives — as probabilities when every row is
+a probability row, else as logits — so a batch of probability rows in a stream of logits (where the rule allows up
+to 1 % such rows, by chance) is read again as logits at `compute()`: the meter keeps the scores of such batches,
+up to RAW_BUDGET entries in all, and refuses a stream whose batches it can no longer read again (pass
+`scores_kind="logits"`); once a row that is not a probability row has been seen, later batches are read as logits
+straight away. It never mixes readings silently. A binary model's one score per sample is kept as the scores
+themselves (one float64 and the label per sample) and read at `compute()` by the binary rule on every batch (on
+every rank) together: probabilities when all lie in [0, 1], decision scores when clearly outside, refused between.
 
 Under torch.distributed (initialised, more than one process) `compute()` gathers the per-sample pieces of every rank
 (`all_gather` of variable-length pieces: sizes first, then padded buffers) and sums the classwise tables, so every
@@ -28,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import binary_score_columns, check_labels, in_unit_interval, one_score_per_sample
+from adacal.arrays import binary_score_columns, check_labels, one_score_per_sample
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.allocation import check_bins_fit
@@ -36,26 +42,56 @@ from adacal.metrics.binning import bin_index, check_n_bins, equal_width_edges
 from adacal.metrics.calibration import (
     _KERNELS,
     PreparedPredictions,
-    check_not_probability_like,
     classwise_error,
     metric_key,
+    prepare_batch,
     prepare_predictions,
     resolve_metric_names,
+)
+from adacal.scores_kind import (
+    BinaryCounts,
+    RowCounts,
+    binary_counts,
+    binary_values,
+    binary_verdict,
+    check_scores_kind,
+    matrix_verdict,
+    refuse_binary_claimed,
+    API_WORDS,
 )
 
 _KINDS = ("probs", "logits")
 _SCORING = ("nll", "brier")
+# Scores of batches of probability rows kept (entries in all) to read them again as logits should the stream turn
+# out to be logits (see the module doc): 8 MiB of float64.
+RAW_BUDGET = 1 << 20
+_FIX = "pass CalibrationMeter(scores_kind='logits') if they are logits, or divide each row by its sum"
 
 
 class _BinaryBatch:
     """A binary model's batch as given: its one score per sample (float64) and labels, read at `compute()`."""
 
-    def __init__(self, scores: np.ndarray, labels: np.ndarray) -> None:
-        self.scores, self.labels = scores, labels
+    def __init__(self, scores: np.ndarray, labels: np.ndarray, batch: int) -> None:
+        self.scores, self.labels, self.batch = scores, labels, batch
 
     @property
     def shape(self) -> tuple[int, ...]:
         return (int(self.scores.shape[0]),)
+
+
+class _Batch:
+    """A batch of (B, K) scores as read when it arrived: its per-sample columns, the kind they were read as, the row
+    counts of the kind rule, whether its first column is all zeros (K = 2: decision scores [0, s]), and, for a batch
+    of probability rows, its scores and labels to read it again as logits (None past RAW_BUDGET)."""
+
+    def __init__(self, columns: np.ndarray, kind: str, counts: RowCounts, zero_first: bool, batch: int,
+                 raw: tuple[np.ndarray, np.ndarray] | None) -> None:
+        self.columns, self.kind, self.counts, self.zero_first, self.batch, self.raw = (
+            columns, kind, counts, zero_first, batch, raw)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.columns.shape
 
 
 class CalibrationMeter:
@@ -67,6 +103,8 @@ class CalibrationMeter:
         names: the metrics, as `resolve_metric_names` takes them (default: all).
         sync: gather across ranks when torch.distributed is initialised with more than one process (default True).
         process_group: the torch.distributed group to gather over (default: the world).
+        scores_kind: "auto" (default: decided once for the whole stream by the per-row rule, docs/inputs.md §2),
+            "logits" (whatever the values) or "probs" (every row must be a probability row; checked per batch).
 
     Example:
         >>> from adacal.metrics import CalibrationMeter
@@ -84,6 +122,7 @@ class CalibrationMeter:
         names: str | Iterable[str] | None = None,
         sync: bool = True,
         process_group: Any = None,
+        scores_kind: str = "auto",
     ) -> None:
         self.n_bins = check_n_bins(n_bins)
         self.names = resolve_metric_names(names)
@@ -91,14 +130,18 @@ class CalibrationMeter:
             raise InputError(f"Expected sync to be True or False, got {sync!r:.80}.")
         self.sync = bool(sync)
         self.process_group = process_group
+        self.scores_kind = check_scores_kind(scores_kind)
         self.reset()
 
     def reset(self) -> None:
         """Forget every batch seen."""
-        self._pieces: list[np.ndarray | _BinaryBatch] = []
+        self._pieces: list[_Batch | _BinaryBatch] = []
         self._num_classes: int | None = None
-        self._kinds: set[str] = set()
-        self._classwise: np.ndarray | None = None
+        # Classwise tables of the batches read as probabilities and as logits, kept apart (see the module doc).
+        self._classwise: dict[str, np.ndarray | None] = {"probs": None, "logits": None}
+        self._raw_entries = 0
+        self._batches = 0
+        self._seen_other_rows = False  # a row that is not a probability row: the stream cannot be probabilities
 
     @property
     def n_samples(self) -> int:
@@ -118,7 +161,7 @@ class CalibrationMeter:
 
         Args:
             scores: logits or probabilities (B, K), numpy or torch on any device; or a binary model's (B,) / (B, 1)
-                scores, probabilities of the positive class when all in [0, 1], else decision scores.
+                scores (positive-class probabilities or decision scores, decided for the stream at `compute()`).
             labels: class indices (B,). An empty batch (B = 0) adds nothing.
         """
         shape = _shape(scores)
@@ -131,17 +174,41 @@ class CalibrationMeter:
             check_labels(labels, n=0)
             self._check_num_classes(classes, (0, classes))
             return
-        pred = check_not_probability_like(prepare_predictions(scores, labels))
-        self._check_num_classes(pred.num_classes, (pred.n_samples, pred.num_classes))
+        batch = self._batches
         if one_score_per_sample(scores):  # read at compute(), with every other binary batch (see the module doc)
-            # Copies: the caller may refill its buffers for the next batch.
-            self._pieces.append(_BinaryBatch(binary_score_columns(scores)[0][:, 1].copy(), pred.labels.copy()))
+            flat = binary_values(scores, name=f"the scores of batch {batch}")
+            if self.scores_kind == "probs":
+                error = refuse_binary_claimed(flat, name=f"the scores of batch {batch}", words=API_WORDS)
+                if error is not None:
+                    raise error
+            self._check_num_classes(2, (flat.size, 2))
+            checked = check_labels(labels, n=flat.size, num_classes=2)  # a copy: the caller may refill its buffers
+            self._pieces.append(_BinaryBatch(flat.copy(), checked, batch))
+            self._batches += 1
             return
-        self._kinds.add(pred.assumed)
-        self._pieces.append(np.column_stack([getattr(pred, column) for column in self._columns()]))
+        pred = prepare_batch(scores, labels, self.scores_kind)
+        self._check_num_classes(pred.num_classes, (pred.n_samples, pred.num_classes))
+        counts = pred.row_counts
+        kind, raw = pred.assumed, None
+        if self.scores_kind == "auto":
+            if counts.probability < counts.rows:
+                self._seen_other_rows = True
+            elif self._seen_other_rows:  # the stream cannot be probabilities any more: read as logits now
+                pred = prepare_batch(scores, labels, "logits")
+                kind = "logits"
+            elif self._raw_entries + pred.scores.size <= RAW_BUDGET:  # to read it again as logits if need be
+                raw = (np.array(pred.scores, copy=True), pred.labels.copy())
+                self._raw_entries += pred.scores.size
+        zero_first = pred.num_classes == 2 and not np.asarray(pred.scores[:, 0]).any()
+        self._pieces.append(_Batch(self._columns_of(pred), kind, counts, zero_first, batch, raw))
+        self._batches += 1
         if "classwise-ece" in self.names:
             table = _classwise_table(pred, self.n_bins)
-            self._classwise = table if self._classwise is None else self._classwise + table
+            known = self._classwise[kind]
+            self._classwise[kind] = table if known is None else known + table
+
+    def _columns_of(self, pred: PreparedPredictions) -> np.ndarray:
+        return np.column_stack([getattr(pred, column) for column in self._columns()])
 
     def _check_num_classes(self, num_classes: int, shape: tuple[int, ...]) -> None:
         if self._num_classes is None:
@@ -154,25 +221,93 @@ class CalibrationMeter:
                 f"({shape[0]}, {shape[1]})."
             )
 
-    def _read_pieces(self, decision: bool) -> tuple[list[np.ndarray], set[str], np.ndarray | None]:
-        """The per-sample columns of every batch, binary batches read as decision scores when `decision` (else as
-        probabilities), with the kinds of scores seen and the classwise table; the meter's own state is unchanged."""
-        pieces, kinds, classwise = [], set(self._kinds), self._classwise
+    def _local_counts(self) -> tuple[RowCounts, int, BinaryCounts]:
+        """This rank's row counts of the (B, K) batches, how many of them do not have an all-zero first column, and
+        the counts of the binary batches' values."""
+        counts, not_zero_first, binary = RowCounts(), 0, BinaryCounts()
+        for piece in self._pieces:
+            if isinstance(piece, _BinaryBatch):
+                binary = binary.plus(binary_counts(piece.scores))
+            else:
+                counts = counts.plus(piece.counts)
+                not_zero_first += not piece.zero_first
+        return counts, not_zero_first, binary
+
+    def _matrix_kind(self, counts: RowCounts, not_zero_first: int) -> str | None:
+        """The stream's kind of (B, K) scores, or None without any; refused where the rule refuses."""
+        if not counts.rows:
+            return None
+        if self.scores_kind != "auto":
+            return self.scores_kind
+        verdict = matrix_verdict(counts, zero_first_column=self._num_classes == 2 and not not_zero_first)
+        if verdict.kind != "refused":
+            return verdict.kind
+        local = [piece for piece in self._pieces if isinstance(piece, _Batch)]
+        other = [piece.batch for piece in local if piece.counts.probability < piece.counts.rows]
+        where = f" (not all probability rows: batches {_listed(other)})" if other else ""
+        n = counts.rows
+        if verdict.rule == "near":
+            found = (f"got values in [0, 1] whose rows sum to nearly 1 ({counts.near} of {n} rows), but only "
+                     f"{counts.probability} of {n} rows are probability rows{where}")
+        elif verdict.rule == "percent":
+            found = f"got values in [0, 100] ({counts.percent} of {n} rows), percentages it seems{where}"
+        else:
+            found = f"{counts.probability} of {n} rows are probabilities and {n - counts.probability} are not{where}"
+        raise InputError(f"Expected every batch to hold the same kind of scores, logits or probabilities whose rows "
+                         f"sum to 1, {found}: {_FIX}.")
+
+    def _binary_kind(self, counts: BinaryCounts) -> str | None:
+        """The stream's kind of one score per sample ("probs" for [1 − p, p], "logits" for [0, s]), or None."""
+        if not counts.values:
+            return None
+        if self.scores_kind != "auto":
+            return self.scores_kind
+        verdict = binary_verdict(counts)
+        if verdict is None:
+            raise InputError(
+                f"Expected a binary model's scores (one per sample) to lie all in [0, 1] (probabilities) or clearly "
+                f"outside it (decision scores), but only {counts.outside} of {counts.values} values lie outside: "
+                "pass CalibrationMeter(scores_kind='probs') or scores_kind='logits'."
+            )
+        return "probs" if verdict else "logits"
+
+    def _read_pieces(self, matrix_kind: str | None,
+                     binary_kind: str | None) -> tuple[list[np.ndarray], set[str], np.ndarray | None, list[int]]:
+        """The per-sample columns of every batch under the stream's kinds, the kinds read, the classwise table and
+        the batches that could not be read again as logits; the meter's own state is unchanged."""
+        pieces: list[np.ndarray] = []
+        kinds: set[str] = set()
+        unreadable: list[int] = []
+        classwise = self._classwise.get(matrix_kind) if matrix_kind else None
+        tables = []
         # Consecutive binary batches are read in one call (many small batches would cost a call each).
         for is_binary, group in itertools.groupby(self._pieces, key=lambda piece: isinstance(piece, _BinaryBatch)):
-            if not is_binary:
-                pieces.extend(group)
-                continue
             batches = list(group)
-            scores = np.concatenate([batch.scores for batch in batches])
-            columns, _ = binary_score_columns(scores, decision=decision)
-            pred = prepare_predictions(columns, np.concatenate([batch.labels for batch in batches]))
-            kinds.add(pred.assumed)
-            pieces.append(np.column_stack([getattr(pred, column) for column in self._columns()]))
-            if "classwise-ece" in self.names:
-                table = _classwise_table(pred, self.n_bins)
-                classwise = table if classwise is None else classwise + table
-        return pieces, kinds, classwise
+            if is_binary:
+                scores = np.concatenate([batch.scores for batch in batches])
+                columns, _ = binary_score_columns(scores, decision=binary_kind == "logits")
+                pred = prepare_predictions(columns, np.concatenate([batch.labels for batch in batches]),
+                                           scores_kind=binary_kind)
+                kinds.add(pred.assumed)
+                pieces.append(self._columns_of(pred))
+                if "classwise-ece" in self.names:
+                    tables.append(_classwise_table(pred, self.n_bins))
+                continue
+            for batch in batches:
+                if batch.kind == matrix_kind:
+                    pieces.append(batch.columns)
+                elif batch.raw is None:
+                    unreadable.append(batch.batch)
+                else:
+                    pred = prepare_batch(*batch.raw, "logits")
+                    pieces.append(self._columns_of(pred))
+                    if "classwise-ece" in self.names:
+                        tables.append(_classwise_table(pred, self.n_bins))
+            if matrix_kind:
+                kinds.add(matrix_kind)
+        for table in tables:
+            classwise = table if classwise is None else classwise + table
+        return pieces, kinds, classwise, unreadable
 
     def compute(self) -> dict[str, float]:
         """The metrics of every batch seen (on all ranks).
@@ -182,30 +317,39 @@ class CalibrationMeter:
         """
         columns = self._columns()
         distributed = self.sync and _distributed(self.process_group)
-        # A binary model's scores are decision scores when any batch, on any rank, lies outside [0, 1].
-        decision = any(isinstance(piece, _BinaryBatch) and not in_unit_interval(piece.scores)
-                       for piece in self._pieces)
-        if distributed:
-            decision = _any_rank(decision, self.process_group)
-        pieces, kinds_seen, classwise = self._read_pieces(decision)
+        counts, not_zero_first, binary = self._local_counts()
+        if distributed:  # the stream's kinds are decided from every rank's counts together
+            total = _sum_ranks([*counts, not_zero_first, *binary], self.process_group)
+            counts, not_zero_first, binary = RowCounts(*total[:4]), total[4], BinaryCounts(*total[5:])
+        if counts.rows + binary.values == 0:
+            raise InputError("Expected at least one sample before compute(), got none: call update() first.")
+        matrix_kind, binary_kind = self._matrix_kind(counts, not_zero_first), self._binary_kind(binary)
+        pieces, kinds_seen, classwise, unreadable = self._read_pieces(matrix_kind, binary_kind)
         kinds = {_KINDS.index(kind) for kind in kinds_seen}
         num_classes = self._num_classes or 0
         if distributed:
             data = np.concatenate(pieces) if pieces else np.empty((0, len(columns)))
-            data, kinds, num_classes, classwise = _gather(
-                data, kinds, num_classes, classwise, self.n_bins, self.process_group, "classwise-ece" in self.names
+            data, kinds, num_classes, classwise, any_unreadable = _gather(
+                data, kinds, num_classes, classwise, self.n_bins, self.process_group, "classwise-ece" in self.names,
+                bool(unreadable),
             )
             values = [np.ascontiguousarray(data[:, index]) for index in range(len(columns))]
         else:  # each column straight from the pieces: no (N, columns) copy on the way
+            any_unreadable = bool(unreadable)
             values = [np.concatenate([piece[:, index] for piece in pieces]) if pieces else np.empty(0)
                       for index in range(len(columns))]
+        if any_unreadable:
+            where = f"batches {_listed(unreadable)}" if unreadable else "batches on another rank"
+            raise InputError(
+                f"Expected the batches of probability rows in a stream of logits to be few enough to read again as "
+                f"logits (the meter keeps {RAW_BUDGET} entries of them), but {where} could not be: pass "
+                "CalibrationMeter(scores_kind='logits')."
+            )
         n_samples = values[0].shape[0] if values else 0
-        if n_samples == 0:
-            raise InputError("Expected at least one sample before compute(), got none: call update() first.")
         if len(kinds) > 1:
             raise InputError(
-                "Expected every batch to hold the same kind of scores, got some taken as probabilities and some as "
-                "logits: pass logits (or probabilities) throughout."
+                "Expected every batch to hold the same kind of scores, got a binary model's one score per sample "
+                "read as one kind and (B, 2) scores as the other: pass logits (or probabilities) throughout."
             )
         assumed = _KINDS[next(iter(kinds))]
         pred = PreparedPredictions(None, np.zeros(n_samples, dtype=np.int64), assumed)
@@ -219,6 +363,11 @@ class CalibrationMeter:
             else:
                 results[metric_key(name)] = _KERNELS[name](pred, self.n_bins)
         return results
+
+
+def _listed(batches: list[int], limit: int = 5) -> str:
+    shown = ", ".join(str(batch) for batch in batches[:limit])
+    return shown + (f" and {len(batches) - limit} more" if len(batches) > limit else "")
 
 
 def _shape(scores: Any) -> tuple[int, ...]:
@@ -265,14 +414,14 @@ def _group_device(group: Any) -> Any:
     return torch.device("cpu")
 
 
-def _any_rank(flag: bool, group: Any) -> bool:
-    """Whether `flag` holds on any rank of the group (every rank must call this)."""
+def _sum_ranks(values: list[int], group: Any) -> list[int]:
+    """The sums of integer counts over the ranks of the group (every rank must call this)."""
     import torch
     import torch.distributed as dist
 
-    value = torch.tensor([int(flag)], dtype=torch.int64, device=_group_device(group))
-    dist.all_reduce(value, op=dist.ReduceOp.MAX, group=group)
-    return bool(value.item())
+    tensor = torch.tensor([int(value) for value in values], dtype=torch.int64, device=_group_device(group))
+    dist.all_reduce(tensor, group=group)
+    return [int(value) for value in tensor.cpu().tolist()]
 
 
 def _gather(
@@ -283,16 +432,19 @@ def _gather(
     n_bins: int,
     group: Any,
     want_classwise: bool,
-) -> tuple[np.ndarray, set[int], int, np.ndarray | None]:
-    """Every rank's rows (in rank order), kinds, class count and the summed classwise table."""
+    unreadable: bool = False,
+) -> tuple[np.ndarray, set[int], int, np.ndarray | None, bool]:
+    """Every rank's rows (in rank order), kinds, class count, the summed classwise table and whether any rank has
+    batches it could not read again (`unreadable`)."""
     import torch
     import torch.distributed as dist
 
     device = _group_device(group)
     world = dist.get_world_size(group)
-    # Header: rows, columns, classes, and a bit per kind of scores seen.
+    # Header: rows, columns, classes, a bit per kind of scores seen, and whether batches could not be read again.
     header = torch.tensor(
-        [data.shape[0], data.shape[1], num_classes, sum(1 << kind for kind in kinds)], dtype=torch.int64, device=device
+        [data.shape[0], data.shape[1], num_classes, sum(1 << kind for kind in kinds), int(unreadable)],
+        dtype=torch.int64, device=device,
     )
     headers = [torch.zeros_like(header) for _ in range(world)]
     dist.all_gather(headers, header, group=group)
@@ -313,4 +465,4 @@ def _gather(
         table = torch.from_numpy(np.ascontiguousarray(classwise)).to(device)
         dist.all_reduce(table, group=group)
         classwise = table.cpu().numpy()
-    return gathered, all_kinds, num_classes, classwise
+    return gathered, all_kinds, num_classes, classwise, any(int(h[4]) for h in headers)

@@ -7,8 +7,9 @@ as positive, `aupr_in` the average precision with in-distribution as positive (r
 fractions in [0, 1]. AUROC and AUPR use `sklearn.metrics` (imported on first use).
 
 The per-sample scores take what the metrics take: probabilities or logits (N, K), numpy or torch of any float dtype,
-told apart as `adacal.metrics.prepare_predictions` does (the tolerance on the row sums follows the dtype, so float16
-and bfloat16 probabilities are probabilities), and a binary model's one score per sample, (N,) or (N, 1).
+told apart as `adacal.metrics.prepare_predictions` does (the per-row rule of docs/inputs.md §2, or `scores_kind=`;
+the tolerance on the row sums follows the dtype, so float16 and bfloat16 probabilities are probabilities), and a
+binary model's one score per sample, (N,) or (N, 1).
 
 FPR at 95 % TPR (`fpr_at_95_tpr`, see `fpr_at_tpr`), exactly: a threshold t flags every sample with score ≥ t, so
 tied scores are flagged together; the candidate thresholds are the distinct scores, giving the points
@@ -41,10 +42,10 @@ from adacal.metrics.prepared import row_top
 from adacal.registry import Registry
 
 
-def _probabilities(scores: Any, name: str = "scores") -> np.ndarray:
+def _probabilities(scores: Any, name: str = "scores", scores_kind: str = "auto") -> np.ndarray:
     """Probabilities from logits (softmax) or from probabilities (rows within rounding of 1 as given, others over
     their sums), as `adacal.metrics.prepare_predictions` computes them."""
-    array, probabilities = score_matrix_and_kind(scores, name=name)
+    array, probabilities = score_matrix_and_kind(scores, name=name, scores_kind=scores_kind)
     return normalise_probs(array) if probabilities else softmax(array)
 
 
@@ -73,11 +74,12 @@ def _entropy(probs: np.ndarray) -> np.ndarray:
     return 0.0 - np.einsum("ij,ij->i", probs, logs)  # 0.0 - x: a certain row gives 0.0, not -0.0
 
 
-def entropy_score(scores: Any) -> np.ndarray:
+def entropy_score(scores: Any, *, scores_kind: str = "auto") -> np.ndarray:
     """Entropy of the softmax of logits (or of probabilities given directly): the AdaFocal paper's OOD score.
 
     Args:
         scores: logits or probabilities (N, K), numpy or torch.
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
 
     Returns:
         A float64 array (N,) of entropies in nats; higher means more likely out-of-distribution.
@@ -87,14 +89,15 @@ def entropy_score(scores: Any) -> np.ndarray:
         >>> entropy_score([[0.0, 0.0], [0.0, 100.0]]).round(4).tolist()  # uniform: ln 2; all but certain: 0
         [0.6931, 0.0]
     """
-    return _entropy(_probabilities(scores))
+    return _entropy(_probabilities(scores, scores_kind=scores_kind))
 
 
-def max_prob_score(scores: Any) -> np.ndarray:
+def max_prob_score(scores: Any, *, scores_kind: str = "auto") -> np.ndarray:
     """1 − the top probability (Hendrycks & Gimpel 2017's baseline, turned so that higher = more OOD).
 
     Args:
         scores: logits or probabilities (N, K), numpy or torch.
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
 
     Returns:
         A float64 array (N,) in [0, 1 − 1/K].
@@ -104,14 +107,15 @@ def max_prob_score(scores: Any) -> np.ndarray:
         >>> max_prob_score([[0.9, 0.1], [0.5, 0.5]]).round(4).tolist()
         [0.1, 0.5]
     """
-    return 1.0 - row_top(_probabilities(scores))[1]
+    return 1.0 - row_top(_probabilities(scores, scores_kind=scores_kind))[1]
 
 
-def energy_score(logits: Any) -> np.ndarray:
+def energy_score(logits: Any, *, scores_kind: str = "auto") -> np.ndarray:
     """Energy −logsumexp(logits) (Liu et al. 2020; higher = more OOD).
 
     Args:
-        logits: logits (N, K), numpy or torch; scores that look like probabilities are refused.
+        logits: logits (N, K), numpy or torch; scores read as probabilities are refused.
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`) or "logits" ("probs" is refused).
 
     Returns:
         A float64 array (N,).
@@ -121,7 +125,7 @@ def energy_score(logits: Any) -> np.ndarray:
         >>> energy_score([[0.0, 0.0], [3.0, 0.0]]).round(4).tolist()  # −ln 2, −ln(e³ + 1)
         [-0.6931, -3.0486]
     """
-    logits, probabilities = score_matrix_and_kind(logits, name="logits")
+    logits, probabilities = score_matrix_and_kind(logits, name="logits", scores_kind=scores_kind)
     if probabilities:
         raise InputError(
             "Expected logits for the energy score, but the scores look like probabilities "
@@ -139,13 +143,15 @@ OOD_SCORES.register("max-prob")(max_prob_score)
 OOD_SCORES.register("energy")(energy_score)
 
 
-def ood_scores(scores: Any, method: str = "entropy", *, temperature: float | None = None) -> np.ndarray:
+def ood_scores(scores: Any, method: str = "entropy", *, temperature: float | None = None,
+               scores_kind: str = "auto") -> np.ndarray:
     """Per-sample OOD scores by name; higher means more likely out-of-distribution.
 
     Args:
         scores: logits or probabilities (N, K), numpy or torch.
         method: "entropy" (default), "max-prob" or "energy" (energy needs logits).
         temperature: a T > 0 to score logits / T instead (probabilities are then read as log-probabilities), or None.
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
 
     Returns:
         A float64 array (N,).
@@ -164,13 +170,13 @@ def ood_scores(scores: Any, method: str = "entropy", *, temperature: float | Non
     if temperature is not None:
         if not is_number(temperature) or not 0 < temperature < np.inf:
             raise InputError(f"Expected temperature to be a positive number, got {temperature!r}.")
-        scores, probabilities = score_matrix_and_kind(scores, name="logits")
+        scores, probabilities = score_matrix_and_kind(scores, name="logits", scores_kind=scores_kind)
         if probabilities and method == "energy":
             raise InputError("Expected logits for the energy score with a temperature, but the scores look like "
                              "probabilities (rows in [0, 1] summing to 1): log p differs from the logits by a "
                              "constant per row, which energy does not ignore.")
-        scores = as_logits(scores, probabilities) / float(temperature)
-    return np.asarray(score(scores), dtype=np.float64)
+        scores, scores_kind = as_logits(scores, probabilities) / float(temperature), "logits"
+    return np.asarray(score(scores, scores_kind=scores_kind), dtype=np.float64)
 
 
 def _check_score_vector(values: Any, name: str) -> np.ndarray:

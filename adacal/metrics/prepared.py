@@ -19,13 +19,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from adacal.arrays import (
-    as_score_matrix,
+    binary_score_columns,
     check_finite_rows,
     check_labels,
-    check_not_near_probs,
     check_score_shape,
-    looks_like_probs,
     normalise_probs,
+    one_score_per_sample,
     probability_tolerance,
 )
 from adacal.conventions import DEFAULT_N_BINS
@@ -40,6 +39,7 @@ from adacal.metrics.binning import (
 from adacal.metrics.binning import equal_mass_edges_of_sorted as _equal_mass_edges_of_sorted
 # row_top is re-exported: this module is where the top-1 helpers live (adacal.metrics.calibration and .ood import it).
 from adacal.metrics.rows import block_rows, row_top, scan_rows  # noqa: F401
+from adacal.scores_kind import API_WORDS, RowCounts, binary_values, check_scores_kind, decide_binary, decide_matrix
 
 # Probabilities are clipped here before the log in the NLL of probability inputs (one sample costs at most ~27.6 nats).
 PROB_FLOOR = 1e-12
@@ -94,6 +94,8 @@ class PreparedPredictions:
         self._source = source
         self._probs: np.ndarray | None = None
         self._cache: dict[Any, Any] = {}
+        # How many rows are of each kind (`adacal.scores_kind.RowCounts`), when the scan counted them.
+        self.row_counts: RowCounts | None = None
 
     @property
     def scores(self) -> np.ndarray | None:
@@ -288,14 +290,15 @@ class TopLabel(NamedTuple):
     assumed: str
 
 
-def top_label(scores: Any, labels: Any = None) -> TopLabel:
+def top_label(scores: Any, labels: Any = None, *, scores_kind: str = "auto") -> TopLabel:
     """Top-1 confidences, predicted labels and correctness of scores (N, K): the one top-1 helper for metrics, plots
     and calibrators.
 
     Args:
-        scores: probabilities or logits (N, K), numpy or torch; probabilities are detected and normalised as
-            `prepare_predictions` does, logits go through a softmax.
+        scores: probabilities or logits (N, K), numpy or torch; their kind is decided as `prepare_predictions`
+            decides it, probabilities are normalised as it does, logits go through a softmax.
         labels: class indices (N,), or None (then `correct` is None).
+        scores_kind: "auto" (the per-row rule), "logits" or "probs" (as `prepare_predictions` takes it).
 
     Returns:
         A `TopLabel`; tied maxima predict the lowest class index.
@@ -306,27 +309,38 @@ def top_label(scores: Any, labels: Any = None) -> TopLabel:
         >>> top.confidences.tolist(), top.predicted_labels.tolist(), top.correct.tolist()
         ([0.9, 0.8], [0, 1], [1.0, 0.0])
     """
-    pred = check_not_probability_like(_prepare(scores, labels))
+    pred = _prepare(scores, labels, scores_kind)
     correct = pred.correct if labels is not None else None
     return TopLabel(pred.confidences, pred.predicted_labels, correct, pred.assumed)
 
 
-def prepare_predictions(scores: Any, labels: Any = None) -> PreparedPredictions:
+def prepare_predictions(scores: Any, labels: Any = None, *, scores_kind: str = "auto",
+                        name: str = "scores") -> PreparedPredictions:
     """Validate scores (N, K) and labels (N,) once, for any number of metrics.
 
     Args:
         scores: probabilities or logits (N, K), numpy or torch (float16/32/64 are not copied), or a binary model's
-            one score per sample. Rows all in [0, 1] summing to 1 are probabilities, anything else logits.
+            one score per sample.
         labels: class indices (N,).
+        scores_kind: "auto" (default): the per-row rule of docs/inputs.md §2, as the file readers apply it —
+            probabilities when every row is a probability row (entries >= 0, sum 1 within the dtype's rounding),
+            logits when at most 1 % of the rows are and fewer than half are near probabilities or percentages,
+            refused otherwise (`InputError`, a `ValueError`, naming the first offending rows); one score per sample:
+            probabilities when all lie in [0, 1], decision scores when clearly outside, refused in between.
+            "logits": logits whatever the values. "probs": every row must be a probability row (else refused).
+        name: what to call the scores in a refusal.
 
     Returns:
         A `PreparedPredictions` (`scores` itself when it already is one).
 
     Example:
         >>> from adacal.metrics import prepare_predictions
-        >>> pred = prepare_predictions([[2.0, 0.0], [0.0, 1.0]], [0, 1])
+        >>> pred = prepare_predictions([[2.0, -1.0], [0.5, 1.5]], [0, 1])
         >>> pred.assumed, pred.hits.tolist()
         ('logits', [True, True])
+        >>> prepare_predictions([[0.9, 0.1], [0.0, 0.0]], [0, 1])  # one all-zero row: refused, not read as logits
+        Traceback (most recent call last):
+        adacal.errors.InputError: Expected scores ... (row 1 is all zeros): pass scores_kind='logits' if they are ...
     """
     # Probabilities or logits as `arrays.to_probs` decides, except that the tolerance on the row sums follows the
     # input's dtype (`arrays.probability_tolerance`: float16 probabilities sum to 1 only within ~1e-3); the raw logits
@@ -334,55 +348,76 @@ def prepare_predictions(scores: Any, labels: Any = None) -> PreparedPredictions:
     # `arrays.within_rounding`) are used as given, so tied rows stay tied and float32 probabilities give the same
     # confidences as their float64 copy. The checks are those of `adacal.arrays.check_predictions`.
     if isinstance(scores, PreparedPredictions):
+        if check_scores_kind(scores_kind) not in ("auto", scores.assumed):
+            raise InputError(f"Expected scores_kind to match the prepared predictions ({scores.assumed!r}), got "
+                             f"{scores_kind!r}: prepare them again with scores_kind={scores_kind!r}.")
         return scores
     if labels is None:
         raise InputError("Expected labels (one class index per sample) with the scores, got None.")
-    return _prepare(scores, labels)
+    return _prepare(scores, labels, scores_kind, name=name)
 
 
-def _prepare(scores: Any, labels: Any) -> PreparedPredictions:
-    """`prepare_predictions`, with labels optional (None: top-1 quantities only, for `top_label`)."""
-    scores = as_score_matrix(scores)  # a binary model's one score per sample, as the file readers take it
+def _prepare(scores: Any, labels: Any, scores_kind: str = "auto", *, decide: bool = True,
+             name: str = "scores") -> PreparedPredictions:
+    """`prepare_predictions`, with labels optional (None: top-1 quantities only, for `top_label`). With `decide`
+    False (the streaming meter, which decides once for all its batches) nothing is refused for its kind: the scores
+    are read as probabilities when every row is a probability row, else as logits, and `row_counts` holds the rows'
+    kinds."""
+    check_scores_kind(scores_kind)
+    if one_score_per_sample(scores):  # a binary model's one score per sample, as the file readers take it
+        flat = binary_values(scores, name=name)
+        probabilities = decide_binary(flat, scores_kind=scores_kind, name=name) if flat.size else True
+        scores, scores_kind = (binary_score_columns(flat, decision=not probabilities)[0],
+                               "probs" if probabilities else "logits")
     tolerance = probability_tolerance(scores)
     checked = check_score_shape(scores, name="scores", keep_dtype=True)
-    scan = scan_rows(checked)
+    # The kinds of rows are counted in the pass that finds each row's argmax (none for logits by choice).
+    scan = scan_rows(checked, tolerance=None if scores_kind == "logits" else tolerance)
     check_finite_rows(checked, scan.sum_deviation, name="scores")
     if labels is None:  # top-1 quantities only (top_label): every sample gets label 0, and correctness is unused
         labels = np.zeros(checked.shape[0], dtype=np.int64)
     else:
         # Read only: an int64 array is not copied.
         labels = check_labels(labels, n=checked.shape[0], num_classes=checked.shape[1], copy=False)
-    probs = looks_like_probs(checked, minimum=scan.minimum, sum_deviation=scan.sum_deviation, tolerance=tolerance)
-    return PreparedPredictions(checked, labels, "probs" if probs else "logits", top=(scan.top, scan.top_probs),
-                               minimum=scan.minimum)
-
-
-def check_not_probability_like(pred: PreparedPredictions, *, name: str = "scores") -> PreparedPredictions:
-    """Refuse scores taken as logits that look like probabilities whose rows do not sum to 1 (rounded or truncated
-    probabilities, or percentages: `adacal.arrays.check_not_near_probs`), as `adacal evaluate`, the file readers and
-    the calibrators do: their softmax would silently describe another model. Only non-negative scores can look so."""
-    if pred.assumed == "logits" and pred.scores is not None:
-        if pred._minimum is None or pred._minimum >= 0.0:
-            check_not_near_probs(np.asarray(pred.scores, dtype=np.float64), name=name)
+    counts = scan.counts if scan.counts is not None else RowCounts(len(checked))
+    if scores_kind == "logits":
+        assumed = "logits"
+    elif not decide:
+        assumed = "probs" if counts.probability == counts.rows else "logits"
+    else:
+        assumed = decide_matrix(checked, counts, scores_kind=scores_kind, name=name, tolerance=tolerance,
+                                words=API_WORDS).kind
+    pred = PreparedPredictions(checked, labels, assumed, top=(scan.top, scan.top_probs), minimum=scan.minimum)
+    pred.row_counts = counts
     return pred
 
 
+def prepare_batch(scores: Any, labels: Any, scores_kind: str = "auto") -> PreparedPredictions:
+    """`prepare_predictions` for one batch of a stream (`CalibrationMeter`), whose kind is decided once for all its
+    batches: with scores_kind "auto" nothing is refused for its kind here — the batch is read as probabilities when
+    every row is a probability row, else as logits — and `row_counts` (`adacal.scores_kind.RowCounts`) holds the
+    kinds of its rows for the stream's decision. A binary model's one score per sample is not taken here."""
+    if labels is None:
+        raise InputError("Expected labels (one class index per sample) with the scores, got None.")
+    return _prepare(scores, labels, scores_kind, decide=scores_kind != "auto")
 
-def check_prepared(scores: Any, labels: Any, n_bins: Any) -> tuple[PreparedPredictions, int]:
-    """Validated predictions and number of bins: the first step of every public metric. Scores that look like
-    probabilities whose rows do not sum to 1 are refused (`check_not_probability_like`)."""
+
+def check_prepared(scores: Any, labels: Any, n_bins: Any,
+                   scores_kind: str = "auto") -> tuple[PreparedPredictions, int]:
+    """Validated predictions and number of bins: the first step of every public metric (the kind decided by
+    `prepare_predictions`' rule, or by `scores_kind`)."""
     n_bins = check_n_bins(n_bins)
-    return check_not_probability_like(prepare_predictions(scores, labels)), n_bins
+    return prepare_predictions(scores, labels, scores_kind=scores_kind), n_bins
 
 
 def metric_function(kernel: Callable[[PreparedPredictions, int], float], doc: str) -> Callable[..., float]:
-    """The public metric `name(scores, labels, *, n_bins=DEFAULT_N_BINS) -> float` of a kernel on validated
-    predictions: it validates once (`check_prepared`) and calls the kernel. It is named after the kernel without its
-    underscore (`_ece_ew` gives `ece_ew`) and lives in the kernel's module, so `help()`, `inspect.signature` and
-    pickling see an ordinary function with the docstring `doc`."""
+    """The public metric `name(scores, labels, *, n_bins=DEFAULT_N_BINS, scores_kind="auto") -> float` of a kernel
+    on validated predictions: it validates once (`check_prepared`) and calls the kernel. It is named after the kernel
+    without its underscore (`_ece_ew` gives `ece_ew`) and lives in the kernel's module, so `help()`,
+    `inspect.signature` and pickling see an ordinary function with the docstring `doc`."""
 
-    def metric(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS) -> float:
-        pred, n_bins = check_prepared(scores, labels, n_bins)
+    def metric(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS, scores_kind: str = "auto") -> float:
+        pred, n_bins = check_prepared(scores, labels, n_bins, scores_kind)
         return kernel(pred, n_bins)
 
     metric.__name__ = metric.__qualname__ = kernel.__name__.lstrip("_")

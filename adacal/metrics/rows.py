@@ -28,6 +28,7 @@ import numpy as np
 from adacal.arrays import rounding_tolerance
 from adacal.arrays import row_sums as block_row_sums
 from adacal.errors import InputError
+from adacal.scores_kind import RowCounts, count_from_sums
 
 # Per-sample quantities of probabilities (float64) are computed over blocks of about this many entries (rows ×
 # classes), so that a block stays in cache and no (N, K) temporary is allocated.
@@ -90,39 +91,69 @@ class RowScan(NamedTuple):
         above the rounding tolerance (`adacal.arrays.rounding_tolerance`); otherwise a number between it and the
         tolerance (float32 rows shown to be within rounding by their float32 sums get a bound, not their float64
         sum). NaN or Inf when an entry is NaN or Inf (they propagate into the sums) or a sum overflowed.
+    counts: how many rows are probability, near-probability and percentage rows (`adacal.scores_kind.RowCounts`,
+        the kind rule's input), when the scan was given a tolerance; else None.
     """
 
     top: np.ndarray
     top_probs: np.ndarray
     minimum: float
     sum_deviation: float
+    counts: RowCounts | None = None
 
 
-def scan_rows(array: np.ndarray) -> RowScan:
+def scan_rows(array: np.ndarray, tolerance: float | None = None) -> RowScan:
     """Scan a 2-D float array once (see `RowScan`). The argmax, maximum and minimum are exact in any dtype; where a
-    row's float64 sum is needed it equals `adacal.arrays.row_sums` bit for bit."""
+    row's float64 sum is needed it equals `adacal.arrays.row_sums` bit for bit. With `tolerance` (how far from 1 a
+    probability row may sum, `adacal.arrays.probability_tolerance`) the scan also keeps each row's float64 sum (in
+    one N-sized vector, written where the block's sums are computed anyway) and counts the kinds of rows from them
+    (`adacal.scores_kind.count_from_sums`: a few operations on the sums, and a second look only at rows whose sum is
+    near 1 or 100), for the kind decision."""
     n, k = array.shape
     top = np.empty(n, dtype=np.int64)
     top_probs = np.empty(n)
     if n == 0:
-        return RowScan(top, top_probs, np.inf, 0.0)
+        return RowScan(top, top_probs, np.inf, 0.0, None if tolerance is None else RowCounts())
     step = max(1, SCAN_BLOCK_BYTES // (k * array.itemsize))
     blocks = -(-n // step)
     threads = min(scan_threads(), blocks)
+    # Each row's float64 sum, for the kind counts: allocated on the first block with a row that is not a probability
+    # row (so probabilities cost nothing); 1.0 stands for the rows of blocks that are all probability rows.
+    all_sums = None if tolerance is None else _RowSums(n, tolerance)
     if threads <= 1 or array.nbytes < PARALLEL_MIN_BYTES:
-        found = [_scan_blocks(array, iter(range(0, n, step)), step, top, top_probs)]
+        found = [_scan_blocks(array, iter(range(0, n, step)), step, top, top_probs, all_sums)]
     else:
         # Blocks are claimed one at a time by whichever thread is free, and the calling thread scans too: a pool
         # thread that wakes late (an idle vCPU can take tens of ms) then costs only the blocks it did not take,
         # where fixed ranges would wait for its whole share.
         starts = _SharedStarts(range(0, n, step))
-        futures = [_executor().submit(_scan_blocks, array, starts, step, top, top_probs)
+        futures = [_executor().submit(_scan_blocks, array, starts, step, top, top_probs, all_sums)
                    for _ in range(threads - 1)]
-        found = [_scan_blocks(array, starts, step, top, top_probs)]
+        found = [_scan_blocks(array, starts, step, top, top_probs, all_sums)]
         found += [future.result() for future in futures]
     minimum = min(low for low, _ in found)
     deviation = float(np.max([deviation for _, deviation in found]))  # NaN in any thread's blocks propagates
-    return RowScan(top, top_probs, minimum, deviation)
+    counts = None
+    if tolerance is not None:
+        counts = (RowCounts(n, n, n, 0) if minimum >= 0.0 and deviation <= tolerance else
+                  count_from_sums(array, all_sums.values(), tolerance, minimum=minimum))
+    return RowScan(top, top_probs, minimum, deviation, counts)
+
+
+class _RowSums:
+    """The N row sums the kind counts read, allocated (as ones) when a block first needs to store its sums."""
+
+    def __init__(self, n: int, tolerance: float):
+        self.n, self.tolerance = n, tolerance
+        self._values: np.ndarray | None = None
+        self._lock = threading.Lock()
+
+    def values(self) -> np.ndarray:
+        if self._values is None:
+            with self._lock:
+                if self._values is None:
+                    self._values = np.ones(self.n)
+        return self._values
 
 
 class _SharedStarts:
@@ -152,8 +183,9 @@ def float32_sum_error(num_classes: int) -> float:
 
 
 def _scan_blocks(array: np.ndarray, starts: Iterator[int], step: int, top: np.ndarray,
-                 top_probs: np.ndarray) -> tuple[float, float]:
-    """Fill the rows of `top` and `top_probs` in the blocks [start, start + step) drawn from `starts`; return
+                 top_probs: np.ndarray, all_sums: _RowSums | None = None) -> tuple[float, float]:
+    """Fill the rows of `top` and `top_probs` (and of `all_sums`, when given, each row's float64 sum in blocks that
+    are not all probability rows) in the blocks [start, start + step) drawn from `starts`; return
     (smallest entry, largest |row sum − 1|, or a bound on it no larger than the rounding tolerance) of those rows."""
     n, k = array.shape
     minimum, deviation = np.inf, 0.0
@@ -201,7 +233,10 @@ def _scan_blocks(array: np.ndarray, starts: Iterator[int], step: int, top: np.nd
                     continue
             block_sums = block_row_sums(block, out=sums[:rows])
             block_distance = np.abs(np.subtract(block_sums, 1.0, out=distance[:rows]), out=distance[:rows])
-            deviation = float(np.maximum(deviation, block_distance.max()))  # NaN propagates
+            block_deviation = float(block_distance.max())
+            deviation = float(np.maximum(deviation, block_deviation))  # NaN propagates
+            if all_sums is not None and not (block_min >= 0.0 and block_deviation <= all_sums.tolerance):
+                all_sums.values()[start:stop] = block_sums
             # NaN sums are outside too: their rows fail validation later, so their quotient is never read.
             block_outside = np.logical_not(block_distance <= rounding, out=outside[:rows])
             np.divide(block_probs, block_sums, out=block_probs, where=block_outside)

@@ -25,6 +25,7 @@ nll = metric_function(_nll, """Mean negative log-likelihood of the true class, i
     Args:
         scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
         labels: class indices (N,).
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
         n_bins: unused (accepted so that every metric has the same signature).
 
     Returns:
@@ -49,6 +50,7 @@ brier = metric_function(
     Args:
         scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
         labels: class indices (N,).
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
         n_bins: unused (accepted so that every metric has the same signature).
 
     Returns:
@@ -74,6 +76,7 @@ error = metric_function(
     Args:
         scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
         labels: class indices (N,).
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
         n_bins: unused (accepted so that every metric has the same signature).
 
     Returns:

@@ -210,6 +210,8 @@ def build_model(name: str, *, num_classes: int, input_shape: Sequence[int], **op
             model = _build_torchvision(key[len(TORCHVISION_PREFIX) :], num_classes=num_classes, **options)
         else:
             model = MODELS.build(key, num_classes=num_classes, input_shape=shape, **options)
+    except InputError:  # (a ValueError too) an option the factory does not take, already named
+        raise
     except (TypeError, ValueError, OverflowError, RuntimeError, MemoryError) as exc:
         # Option values of the wrong type or range reach layer constructors ("abc" hidden sizes, negative filter
         # counts, a size no memory holds): one sentence naming the model and what it was given.

@@ -126,6 +126,8 @@ def _evaluate_bins(path: Path, binning: str, n_bins: int | None) -> tuple[BinSta
                 mean_confidence=floats_from_json(entry["mean_confidence"]),
                 accuracy=floats_from_json(entry["accuracy"]),
             )
+        except InputError:  # (a ValueError too) already one sentence naming the problem
+            raise
         except (KeyError, TypeError, ValueError, OverflowError):
             raise InputError(f"Expected the bins in {path} to hold edges, counts, mean_confidence and "
                              "accuracy.") from None

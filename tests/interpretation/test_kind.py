@@ -87,7 +87,7 @@ def test_renormalize_rounded_probabilities(tmp_path):
     probs = softmax(LOGITS.astype(np.float64))
     rounded = np.round(probs, 2)
     np.savez(tmp_path / "r.npz", probs=rounded, labels=LABELS)
-    with pytest.raises(InputError, match="renormalise them"):
+    with pytest.raises(InputError, match="scores_kind=.logits. if they are logits, or divide each row by its sum"):
         evaluate_predictions(rounded, LABELS)
     # Read from a file, for any command: refused at once, naming the option that fixes it.
     with pytest.raises(InputError, match=r"r\.npz:probs .* rows sum to 1, as its name says, got values in \[0, 1\] "
@@ -110,7 +110,7 @@ def test_percentages_are_refused_as_logits_and_read_with_renormalize(tmp_path, d
     with pytest.raises(InputError, match=r"got values in \[0, 100\] whose rows sum to .*percentages it seems: pass "
                                          r"--renormalize"):
         load_predictions(tmp_path / "p.npz")
-    with pytest.raises(InputError, match="percentages it seems: renormalise them"):
+    with pytest.raises(InputError, match="percentages it seems: pass scores_kind=.logits. if they are logits, or"):
         evaluate_predictions(percent, LABELS)
     pred = load_predictions(tmp_path / "p.npz", options=ReadOptions(renormalize=True))
     np.testing.assert_allclose(pred.logits, percent / percent.sum(axis=1, keepdims=True))

@@ -281,11 +281,14 @@ def test_one_pass_validation_scan_matches_whole_array_results_across_blocks(k, m
     np.testing.assert_array_equal(prepared.predicted_labels, probs.argmax(axis=1))
     np.testing.assert_allclose(prepared.confidences, probs.max(axis=1) / probs.sum(axis=1), rtol=0, atol=1e-15)
     assert ece_em(probs, labels) == pytest.approx(slow.ece_em(probs, labels), abs=1e-12)
-    # one negative entry in the last block, or a NaN in the middle one, is still seen
+    # one negative entry in the last block, or a NaN in the middle one, is still seen: the one row refuses the
+    # matrix (docs/inputs.md §2), it no longer turns every row into logits
     shifted = probs.copy()
     shifted[-1, 0] = -1e-9
     shifted[-1, 1] += 1e-9
-    assert module.prepare_predictions(shifted, labels).assumed == "logits"
+    with pytest.raises(InputError, match=rf"1 of {n} rows are not \(row {n - 1} has the entry -1e-09\).*scores_kind="):
+        module.prepare_predictions(shifted, labels)
+    assert module.prepare_predictions(shifted, labels, scores_kind="logits").assumed == "logits"
     broken = probs.copy()
     broken[n // 2, 1] = np.nan
     with pytest.raises(InputError, match="NaN or Inf in 1 row"):

@@ -72,7 +72,10 @@ def test_threaded_scan_sees_a_negative_entry_or_nan_in_any_thread_range(monkeypa
     array = _probs(1001, 7, np.float32)
     array[where, 3] = -1e-3
     assert scan_rows(array).minimum == pytest.approx(-1e-3)
-    assert top_label(array).assumed == "logits"
+    # the one row refuses the matrix (docs/inputs.md §2; it used to turn every row into logits), naming that row
+    with pytest.raises(InputError, match=rf"1 of 1001 rows are not \(row {where} has the entry -0.001\)"):
+        top_label(array)
+    assert scan_rows(array, tolerance=1e-4).counts == (1001, 1000, 1000, 0)
     array[where, 3] = np.nan
     assert np.isnan(scan_rows(array).sum_deviation)
     with pytest.raises(Exception, match="finite"):
