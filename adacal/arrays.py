@@ -306,16 +306,6 @@ def looks_like_probs(
     return bool((scores.min() if minimum is None else minimum) >= 0.0)
 
 
-def score_matrix_and_kind(scores: Any, *, name: str = "scores", scores_kind: str = "auto") -> tuple[np.ndarray, bool]:
-    """Validated float64 scores (N, K) and whether they are probabilities, by the per-row rule of docs/inputs.md §2
-    (`adacal.scores_kind.score_matrix`: the tolerance of the input's own dtype, a matrix whose rows disagree
-    refused, naming `scores_kind=`); a binary model's one score per sample becomes two columns."""
-    from adacal.scores_kind import score_matrix  # (foundation modules import each other; this one first)
-
-    array, kind = score_matrix(scores, scores_kind=scores_kind, name=name)
-    return array, kind == "probs"
-
-
 def value_range(values: np.ndarray) -> str:
     """"a to b" (6 significant digits), or "a" when both read the same."""
     low, high = f"{values.min():.6g}", f"{values.max():.6g}"

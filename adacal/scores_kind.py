@@ -445,3 +445,11 @@ def score_matrix(scores: Any, *, scores_kind: str = "auto", name: str = "scores"
     array = check_scores(scores, name=name)
     counts = RowCounts(len(array)) if scores_kind == "logits" else count_rows(array, tolerance)
     return array, decide_matrix(array, counts, scores_kind=scores_kind, name=name, tolerance=tolerance).kind
+
+
+def score_matrix_and_kind(scores: Any, *, name: str = "scores", scores_kind: str = "auto") -> tuple[np.ndarray, bool]:
+    """Validated float64 scores (N, K) and whether they are probabilities, by the per-row rule of docs/inputs.md §2
+    (`score_matrix`: the tolerance of the input's own dtype, a matrix whose rows disagree
+    refused, naming `scores_kind=`); a binary model's one score per sample becomes two columns."""
+    array, kind = score_matrix(scores, scores_kind=scores_kind, name=name)
+    return array, kind == "probs"

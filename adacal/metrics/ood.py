@@ -32,11 +32,11 @@ import numpy as np
 from adacal.arrays import (
     as_logits,
     normalise_probs,
-    score_matrix_and_kind,
     softmax,
     to_numpy,
 )
 from adacal.checks import is_number
+from adacal.scores_kind import score_matrix_and_kind
 from adacal.errors import InputError
 from adacal.metrics.prepared import row_top
 from adacal.registry import Registry

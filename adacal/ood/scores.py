@@ -23,9 +23,9 @@ from adacal.arrays import (
     mixed_binary_kinds,
     normalise_probs,
     one_score_per_sample,
-    score_matrix_and_kind,
 )
 from adacal.checks import name_items
+from adacal.scores_kind import score_matrix_and_kind
 from adacal.errors import InputError, unknown_name
 from adacal.metrics.ood import OOD_SCORES as SCORE_REGISTRY
 from adacal.reports import make_report
