@@ -469,9 +469,10 @@ class ReliabilityDisplay:
 def panel_from_scores(
     scores: Any, labels: Any, *, label: str = "", binning: str = "equal-width", n_bins: int = DEFAULT_N_BINS,
     bands: str = "none", band_samples: int = 1000, band_level: float = 0.9, seed: int = 0, smooth: bool = False,
-    color: str | None = None,
+    color: str | None = None, scores_kind: str = "auto",
 ) -> ReliabilityPanel:
-    """One reliability panel from per-sample scores (probabilities or logits) and labels: the top-1 bin statistics,
+    """One reliability panel from per-sample scores (probabilities or logits, told apart by `scores_kind` as every
+    metric does: `adacal.scores_kind`) and labels: the top-1 bin statistics,
     the equal-width confidence histogram beneath, ECE-EM and ECE-EW of `n_bins` bins as `adacal evaluate` computes
     them from the same scores (`headline_eces`), and the bands and smoothed curve (drawn where the confidences lie,
     `smooth_coverage`) when asked for."""
@@ -480,7 +481,7 @@ def panel_from_scores(
     from adacal.metrics.smooth import smooth_reliability_of
     from adacal.plots.bands import reliability_bands
 
-    top = top_label(scores, labels)
+    top = top_label(scores, labels, scores_kind=scores_kind)
     confidences, correct = top.confidences, top.correct
     stats = bin_statistics(confidences, correct, n_bins=n_bins, binning=binning)
     histogram = stats if binning == "equal-width" else bin_statistics(confidences, correct, n_bins=n_bins)
@@ -488,12 +489,13 @@ def panel_from_scores(
                              seed=seed)
     curve = smooth_reliability_of(confidences, correct) if smooth else None
     coverage = None if curve is None else smooth_coverage(curve.grid, confidences, curve.bandwidth)
-    ece_em, ece_ew = headline_eces(scores, labels, n_bins=n_bins)
+    ece_em, ece_ew = headline_eces(scores, labels, n_bins=n_bins, scores_kind=scores_kind)
     return ReliabilityPanel(label, stats, histogram=histogram, color=color, bands=band, smooth=curve, binning=binning,
                             ece_em=ece_em, ece_ew=ece_ew, coverage=coverage)
 
 
-def headline_eces(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS) -> tuple[float, float]:
+def headline_eces(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS,
+                  scores_kind: str = "auto") -> tuple[float, float]:
     """ECE-EM and ECE-EW (fractions) of top-1 predictions, computed as `adacal evaluate` computes its report from
     the same scores (so a panel's title and evaluate's table agree to the last digit).
 
@@ -503,7 +505,7 @@ def headline_eces(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS) -> 
     """
     from adacal.metrics.calibration import compute_prepared, prepare_metric_inputs
 
-    pred, names, n_bins = prepare_metric_inputs(scores, labels, ("ece-em", "ece-ew"), n_bins)
+    pred, names, n_bins = prepare_metric_inputs(scores, labels, ("ece-em", "ece-ew"), n_bins, scores_kind)
     metrics = compute_prepared(pred, names, n_bins)
     return metrics["ece_em"], metrics["ece_ew"]
 
@@ -524,6 +526,7 @@ def reliability(
     label: str | None = None,
     color: str | None = None,
     title: str | None = None,
+    scores_kind: str = "auto",
 ) -> ReliabilityDisplay:
     """A reliability diagram of top-1 predictions in one call, like scikit-learn's
     `CalibrationDisplay.from_predictions`.
@@ -531,8 +534,9 @@ def reliability(
         >>> display = adacal.plots.reliability(probs, labels, bands="consistency")
         >>> display.figure.savefig("reliability.png")          # or: fig, ax = plt.subplots(); reliability(..., ax=ax)
 
-    `probs_or_logits` (N, K) are probabilities when every row is in [0, 1] and sums to 1, else logits (as every adacal
-    metric decides); numpy arrays or torch tensors. `strategy` is "equal-width" or "equal-mass" (also "uniform" /
+    `probs_or_logits` (N, K) are read as every adacal metric reads them (docs/inputs.md §2): probabilities when every
+    row is a probability row, logits when (almost) none is, refused in between naming `scores_kind=`, which chooses
+    ("logits", "probs"); numpy arrays or torch tensors. `strategy` is "equal-width" or "equal-mass" (also "uniform" /
     "quantile"). `bands`: "consistency" (where a calibrated model's bin accuracies would fall), "bootstrap" (the
     uncertainty of each accuracy) or "none", from `band_samples` seeded resamples at `band_level` (see
     `adacal.plots.bands`). Bins with fewer than `min_count` samples are faded and labelled with their count.
@@ -558,7 +562,8 @@ def reliability(
     name = "Model" if label is None else str(label)
     color = color or (colors_for([name])[0] if label is not None else _DEFAULT_COLOR)
     panel = panel_from_scores(probs_or_logits, labels, label=name, binning=binning, n_bins=n_bins, bands=bands,
-                              band_samples=band_samples, band_level=band_level, seed=seed, smooth=smooth, color=color)
+                              band_samples=band_samples, band_level=band_level, seed=seed, smooth=smooth, color=color,
+                              scores_kind=scores_kind)
     stats, band, curve = panel.stats, panel.bands, panel.smooth
     ece = calibration_error(stats)
     if ax is None:

@@ -197,3 +197,19 @@ def test_the_shared_legend_fits_the_figure_with_bands_and_smoothed_curves(n):
     assert texts.count(SMOOTH_LEGEND) == 1 and not any(text.startswith("Smoothed (smECE") for text in texts)
     titles = [ax.get_title() for ax in figure.axes if ax.get_label().startswith("reliability:")]
     assert all("smECE" in title for title in titles)
+
+
+def test_reliability_reads_scores_by_the_metrics_rule_and_scores_kind_chooses():
+    """One all-zero row among softmax rows: refused naming scores_kind= (as ece_em and the files refuse it), never
+    drawn as the softmax of "logits"; scores_kind="logits" draws what the metrics compute for the same choice."""
+    from adacal.metrics import ece_ew
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(300, 5))
+    probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    labels = rng.integers(0, 5, 300)
+    probs[7] = 0.0
+    with pytest.raises(InputError, match="scores_kind="):
+        plots.reliability(probs, labels)
+    display = plots.reliability(probs, labels, scores_kind="logits")
+    assert display.ece == pytest.approx(ece_ew(probs, labels, scores_kind="logits"), abs=1e-12)
