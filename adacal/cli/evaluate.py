@@ -63,9 +63,9 @@ _TOP_LABEL_UNITS = {"nll-correct": "nats", "brier-top": ""}
 
 
 def _fraction(name: str) -> bool:
-    from adacal.commands import FRACTION_METRICS
+    from adacal.commands import is_fraction_metric
 
-    return name in FRACTION_METRICS or name == "auroc-correct"
+    return is_fraction_metric(name)
 
 
 def _format(name: str, value: float) -> str:
