@@ -108,8 +108,9 @@ def _print_table(report: dict[str, Any], label: str, calibrated_from: str | None
         shown = metric_cell(key, value, _format(name, value))  # a clipped ECE-DEBIAS: ≤ 0, as in every table
         row = [display_name(name), shown, unit]
         if intervals:
-            ci = intervals[key]
-            row += [f"{_format(name, ci['low'])} – {_format(name, ci['high'])}", _format(name, ci["std"])]
+            ci = intervals.get(key)  # none for an AUROC of correctness undefined on all but < 2 resamples
+            row += ([f"{_format(name, ci['low'])} – {_format(name, ci['high'])}", _format(name, ci["std"])]
+                    if ci is not None else ["–", "–"])
         table.add_row(*row)
     console.print(table)
 

@@ -26,7 +26,14 @@ from adacal.metrics.binning import check_n_bins
 from adacal.metrics.ece import _ece_debias, _ece_em, _ece_ew, _ece_smooth, _ece_sweep_em, _ece_sweep_ew, _mce
 from adacal.metrics.prepared import PROB_FLOOR, PreparedPredictions
 from adacal.metrics.scoring import _brier, _error, _nll
-from adacal.metrics.selective import _auroc_correct, selective_kernel, selective_key, selective_name
+# bootstrap_auroc_correct is re-exported: evaluate's top-label path takes it from here.
+from adacal.metrics.selective import (  # noqa: F401
+    _auroc_correct,
+    bootstrap_auroc_correct,
+    selective_kernel,
+    selective_key,
+    selective_name,
+)
 
 # Confidences given in percent: every value in [0, 100] and at least this share of them above 1 (a fraction never
 # is): divided by 100, with a note. Fewer above 1 is a set of fractions with stray values: refused, naming the rows.
@@ -294,23 +301,3 @@ __all__ = ["CLASS_SCORE_METRICS", "ConfidencePredictions", "TOP_LABEL_FRACTIONS"
            "bootstrap_auroc_correct",
            "check_confidences", "check_correct", "compute_confidence_metrics", "prepare_confidences",
            "resolve_top_label_metrics", "top_label_metrics"]
-
-
-def bootstrap_auroc_correct(pred: PreparedPredictions, *, n_resamples: int, seed: int, confidence: float
-                            ) -> dict[str, float] | None:
-    """The bootstrap interval of the AUROC of correctness over the resamples `bootstrap_prepared` draws with the same
-    seed (the same rows), leaving out those whose answers are all right or all wrong (the AUROC is undefined there);
-    None when fewer than two resamples are left."""
-    n = pred.n_samples
-    rng = np.random.default_rng(seed)
-    values = []
-    for _ in range(n_resamples):
-        index = np.sort(rng.integers(0, n, size=n))
-        hits = pred.hits[index]
-        if hits.any() and not hits.all():
-            values.append(_auroc_correct(pred.take(index), 0))
-    if len(values) < 2:
-        return None
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(values, [alpha, 1.0 - alpha])
-    return {"low": float(low), "high": float(high), "std": float(np.std(values, ddof=1))}

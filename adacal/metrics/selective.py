@@ -160,6 +160,26 @@ def _auroc_correct(pred: PreparedPredictions, n_bins: int) -> float:
     return float(np.dot(group_right, wrong_below + 0.5 * group_wrong) / (n_right * n_wrong))
 
 
+def bootstrap_auroc_correct(pred: PreparedPredictions, *, n_resamples: int, seed: int, confidence: float
+                            ) -> dict[str, float] | None:
+    """The bootstrap interval of the AUROC of correctness over the resamples `bootstrap_prepared` draws with the same
+    seed (the same rows), leaving out those whose answers are all right or all wrong (the AUROC is undefined there);
+    None when fewer than two resamples are left."""
+    n = pred.n_samples
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(n_resamples):
+        index = np.sort(rng.integers(0, n, size=n))
+        hits = pred.hits[index]
+        if hits.any() and not hits.all():
+            values.append(_auroc_correct(pred.take(index), 0))
+    if len(values) < 2:
+        return None
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(values, [alpha, 1.0 - alpha])
+    return {"low": float(low), "high": float(high), "std": float(np.std(values, ddof=1))}
+
+
 def _risk_at(percent: float) -> Callable[[PreparedPredictions, int], float]:
     def kernel(pred: PreparedPredictions, n_bins: int) -> float:
         curve = risk_coverage_of(pred)
