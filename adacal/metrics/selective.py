@@ -213,7 +213,10 @@ def parse_selective_name(name: str) -> tuple[str, float] | None:
         >>> parse_selective_name("risk@80"), parse_selective_name("ece-em")
         (('risk', 80.0), None)
     """
-    match = _PARAMETERISED.match(name.strip().lower().replace("_", "-"))
+    lowered = name.strip().lower().replace("_", "-")
+    if lowered in _WHAT:
+        raise InputError(f"Expected a percentage after {lowered}@, got {name.strip()!r}: write {_WHAT[lowered][1]}.")
+    match = _PARAMETERISED.match(lowered)
     if match is None:
         return None
     family, text = match.group(1), match.group(2).strip()

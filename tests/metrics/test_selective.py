@@ -348,3 +348,16 @@ def test_evaluate_shows_selective_metrics_in_percent(tmp_path):
     assert f"{100 * expected['risk_at_80']:.2f}" in row and "%" in row
     assert f"{100 * expected['aurc']:.2f}" in next(line for line in result.stdout.splitlines() if "AURC " in line)
     one_line_error(runner.invoke(app, ["evaluate", str(path), "--metrics", "risk@0.8"]), "risk@80", "fraction")
+
+
+def test_evaluate_top_label_file_reports_parameterised_metrics(tmp_path):
+    path, out = tmp_path / "answers.jsonl", tmp_path / "r.json"
+    path.write_text("".join(json.dumps({"confidence": c, "correct": bool(r)}) + "\n" for c, r in zip(CONF, RIGHT)))
+    result = runner.invoke(app, ["evaluate", str(path), "--metrics", "risk@80,aurc,coverage@30", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["config"]["metrics"] == ["risk@80", "aurc", "coverage@30"]
+    assert report["results"]["metrics"] == pytest.approx({"risk_at_80": 0.25, "aurc": 0.7900 / 3,
+                                                          "coverage_at_30": 0.8}, abs=1e-12)
+    assert "Risk@80" in result.stdout and "Coverage@30" in result.stdout
+    one_line_error(runner.invoke(app, ["evaluate", str(path), "--metrics", "risk"]), "risk@80")
