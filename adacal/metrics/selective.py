@@ -253,6 +253,12 @@ def selective_name(name: str) -> str | None:
     return f"{family}@{value:g}" if value >= 1.0 or value == 0.0 else f"{family}@{value:g}%"
 
 
+def higher_is_better(name: str) -> bool:
+    """Whether a larger value of this canonical metric name is better: the AUROC of correctness and coverage@R (every
+    other metric of adacal is lower-better)."""
+    return name == "auroc-correct" or name.startswith("coverage@")
+
+
 def selective_kernel(name: str) -> Callable[[PreparedPredictions, int], float] | None:
     """The kernel of a selective metric by its canonical name, or None when `name` is none."""
     if name in _KERNELS:

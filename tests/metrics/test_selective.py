@@ -361,3 +361,21 @@ def test_evaluate_top_label_file_reports_parameterised_metrics(tmp_path):
                                                           "coverage_at_30": 0.8}, abs=1e-12)
     assert "Risk@80" in result.stdout and "Coverage@30" in result.stdout
     one_line_error(runner.invoke(app, ["evaluate", str(path), "--metrics", "risk"]), "risk@80")
+
+
+def test_quiet_line_and_selection_metric(tmp_path):
+    from adacal.calibrators.compare import check_selection
+
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 3, size=90)
+    logits = rng.normal(size=(90, 3))
+    logits[np.arange(90), labels] += 1.5
+    path = tmp_path / "p.npz"
+    np.savez(path, logits=logits, labels=labels)
+    result = runner.invoke(app, ["evaluate", str(path), "--metrics", "risk@80,aurc", "-q"])
+    risk = compute_metrics(logits, labels, names="risk@80")["risk_at_80"]
+    assert result.exit_code == 0 and result.stdout.startswith(f"Risk@80 {100 * risk:.2f}%"), result.output
+    assert check_selection("aurc", 5) == "aurc" and check_selection("risk@90", 5) == "risk@90"  # lower is better
+    for name in ("auroc-correct", "coverage@5"):  # the selection takes the lowest value: refused
+        with pytest.raises(InputError, match="lower is better"):
+            check_selection(name, 5)
