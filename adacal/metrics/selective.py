@@ -183,7 +183,8 @@ def bootstrap_auroc_correct(pred: PreparedPredictions, *, n_resamples: int, seed
 def _risk_at(percent: float) -> Callable[[PreparedPredictions, int], float]:
     def kernel(pred: PreparedPredictions, n_bins: int) -> float:
         curve = risk_coverage_of(pred)
-        j = int(np.argmax(curve.accepted * 100.0 >= percent * curve.n_samples))  # the last point always is
+        # Products of a decimal percentage are rounded (65.4 × 1000 is not exactly 65400): a relative 1e-12 margin.
+        j = int(np.argmax(curve.accepted * 100.0 >= percent * curve.n_samples * (1.0 - 1e-12)))  # the last one is
         return float(curve.errors[j] / curve.accepted[j])
 
     return kernel
@@ -192,7 +193,7 @@ def _risk_at(percent: float) -> Callable[[PreparedPredictions, int], float]:
 def _coverage_at(percent: float) -> Callable[[PreparedPredictions, int], float]:
     def kernel(pred: PreparedPredictions, n_bins: int) -> float:
         curve = risk_coverage_of(pred)
-        within = np.flatnonzero(curve.errors * 100.0 <= percent * curve.accepted)
+        within = np.flatnonzero(curve.errors * 100.0 <= percent * curve.accepted * (1.0 + 1e-12))
         return float(curve.accepted[within[-1]] / curve.n_samples) if within.size else 0.0
 
     return kernel
@@ -250,7 +251,8 @@ def selective_name(name: str) -> str | None:
     if parsed is None:
         return None
     family, value = parsed
-    return f"{family}@{value:g}" if value >= 1.0 or value == 0.0 else f"{family}@{value:g}%"
+    shown = f"{value:.15g}"  # every digit given (80, 99.5, 12.3456789), no trailing zeros
+    return f"{family}@{shown}" if value >= 1.0 or value == 0.0 else f"{family}@{shown}%"
 
 
 def higher_is_better(name: str) -> bool:

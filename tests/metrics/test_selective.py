@@ -379,3 +379,27 @@ def test_quiet_line_and_selection_metric(tmp_path):
     for name in ("auroc-correct", "coverage@5"):  # the selection takes the lowest value: refused
         with pytest.raises(InputError, match="lower is better"):
             check_selection(name, 5)
+
+
+def test_decimal_percentages_meet_their_exact_boundaries():
+    """risk@65.4% on 1000 samples accepts exactly 654 (65.4 × 1000 is 65400.00000000001 in floats), and
+    coverage@R compares e / n ≤ R % exactly; checked against rational arithmetic for every tenth of a percent."""
+    from fractions import Fraction
+    from math import ceil
+
+    n = 1000  # a tenth of a percent of 1000 is a whole sample: every boundary is met exactly
+    conf = np.linspace(0.99, 0.01, n)  # distinct, descending: the top i samples are accepted at the i-th
+    right = np.ones(n, dtype=bool)
+    right[[0, 3, 9, 27, 60, 250, 251, 499, 700, 999]] = False
+    errors = np.cumsum(~right)
+    names = [f"risk@{p / 10:g}%" for p in range(3, 1001, 7)] + [f"coverage@{p / 10:g}%" for p in range(0, 1001, 7)]
+    m = top_label_metrics(conf, right, names=",".join(names))
+    for name in names:
+        family, text = name.rstrip("%").split("@")
+        p = Fraction(text)
+        if family == "risk":
+            i = ceil(p * n / 100)
+            assert m[metric_key(name)] == errors[i - 1] / i, name
+        else:
+            ok = [i for i in range(1, n + 1) if Fraction(int(errors[i - 1]), i) <= p / 100]
+            assert m[metric_key(name)] == (ok[-1] / n if ok else 0.0), name
