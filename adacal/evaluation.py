@@ -18,7 +18,7 @@ from adacal.errors import InputError
 from adacal.metrics.allocation import check_bootstrap_fits
 from adacal.metrics.binning import check_n_bins, debiased_square_error
 from adacal.metrics.bootstrap import bootstrap_prepared, check_confidence, check_seed
-from adacal.metrics.calibration import compute_prepared, prepare_metric_inputs, resolve_metric_names
+from adacal.metrics.calibration import compute_prepared, metric_key, prepare_metric_inputs, resolve_metric_names
 from adacal.reports import make_report
 
 __all__ = ["bins_note", "calibrated_probs", "check_bootstrap", "confidence_report", "evaluate_confidences",
@@ -263,5 +263,5 @@ def confidence_report(
     config = evaluation_config(n_bins=n_bins, metric_names=None, bootstrap=bootstrap, seed=seed,
                                confidence=confidence, source=source)
     config["metrics"] = [name for name in resolve_top_label_metrics(metric_names)[0]
-                         if name.replace("-", "_") in results["metrics"]]
+                         if metric_key(name) in results["metrics"]]
     return make_report("evaluate", config=config, results=results, input_path=input_path)

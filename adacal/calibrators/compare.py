@@ -572,5 +572,10 @@ def check_selection(metric: Any, folds: Any) -> str:
     names = resolve_metric_names(metric)
     if len(names) != 1:
         raise InputError(f"Expected one selection metric, got {metric!r}.")
+    from adacal.metrics.selective import higher_is_better
+
+    if higher_is_better(names[0]):  # the selection takes the lowest value
+        raise InputError(f"Expected a selection metric where lower is better, got {metric!r} (higher is better): "
+                         "choose nll, an ECE, aurc or risk@C.")
     check_int("folds", folds, minimum=2)
     return names[0]

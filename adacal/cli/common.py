@@ -94,9 +94,9 @@ def table_console(*, stderr: bool = False, wide: int = 160) -> Any:
 def metrics_line(metrics: dict[str, Any], names: Any = None) -> str:
     """The one summary line `-q` prints: the metrics a user asked for (`names`, as `--metrics` takes them), else
     error, ECE-EM, ECE-EW (%) and NLL; those that were computed."""
-    from adacal.commands import display_name, resolve_metric_names
+    from adacal.commands import display_name, metric_key, resolve_metric_names
 
-    keys = [name.replace("-", "_") for name in resolve_metric_names(names)] if names else _HEADLINE_METRICS
+    keys = [metric_key(name) for name in resolve_metric_names(names)] if names else _HEADLINE_METRICS
     parts = []
     for key in keys:
         value = metrics.get(key)

@@ -17,7 +17,8 @@ from adacal.cli.inputs import LabelsAre, ScoreColumns
 from adacal.conventions import DEFAULT_N_BINS
 
 HELP = """Measure calibration of a model's test predictions: ECE (equal-width, equal-mass, debiased, sweep, smooth),
-MCE, classwise ECE, NLL, Brier score and top-1 error, optionally with bootstrap confidence intervals.
+MCE, classwise ECE, NLL, Brier score and top-1 error, optionally with bootstrap confidence intervals; selective
+prediction (AURC, E-AURC, AUGRC, risk@80, coverage@5, AUROC of correctness) when named in --metrics.
 
 PREDICTIONS is a predictions file of any framework (.npz or .pt with `logits`/`probs`/`scores` and
 `labels`/`targets`/`y` (also Hugging Face's `predictions`/`label_ids`, scikit-learn's `y_prob`/`y_true`), or
@@ -63,9 +64,9 @@ _TOP_LABEL_UNITS = {"nll-correct": "nats", "brier-top": ""}
 
 
 def _fraction(name: str) -> bool:
-    from adacal.commands import FRACTION_METRICS
+    from adacal.commands import is_fraction_metric
 
-    return name in FRACTION_METRICS or name == "auroc-correct"
+    return is_fraction_metric(name)
 
 
 def _format(name: str, value: float) -> str:
@@ -108,8 +109,9 @@ def _print_table(report: dict[str, Any], label: str, calibrated_from: str | None
         shown = metric_cell(key, value, _format(name, value))  # a clipped ECE-DEBIAS: ≤ 0, as in every table
         row = [display_name(name), shown, unit]
         if intervals:
-            ci = intervals[key]
-            row += [f"{_format(name, ci['low'])} – {_format(name, ci['high'])}", _format(name, ci["std"])]
+            ci = intervals.get(key)  # none for an AUROC of correctness undefined on all but < 2 resamples
+            row += ([f"{_format(name, ci['low'])} – {_format(name, ci['high'])}", _format(name, ci["std"])]
+                    if ci is not None else ["–", "–"])
         table.add_row(*row)
     console.print(table)
 
@@ -173,6 +175,9 @@ def evaluate(
             "ece-sweep-em, ece-smooth, mce, classwise-ece (default: all); ece_em and ECE-EM are accepted too. "
             "Top-label (confidence, correct) inputs have nll-correct, brier-top and auroc-correct instead of nll, "
             "brier and classwise-ece. "
+            "Selective prediction, by name only: aurc, e-aurc, augrc, auroc-correct, risk@C (risk@80: the "
+            "selective risk at 80 % coverage) and coverage@R (coverage@5: the largest coverage whose risk is "
+            "at most 5 %). "
             "ECE-DEBIAS shows ≤ 0 when its estimate falls below the estimator's resolution (the unclipped "
             "estimate is results.ece_debias_squared in the JSON).",
         ),

@@ -32,6 +32,7 @@ _HOMES = {"run_train": "train", "run_evaluate": "evaluate", "run_calibrate": "ca
 SHOWN = {
     "display_name": "adacal.metrics.calibration", "metric_key": "adacal.metrics.calibration",
     "resolve_metric_names": "adacal.metrics.calibration", "FRACTION_METRICS": "adacal.metrics.calibration",
+    "is_fraction_metric": "adacal.metrics.calibration",
     "ReadOptions": "adacal.sources.formats", "is_stdout": "adacal.writing", "check_name_lengths": "adacal.writing",
     "EVALUATE_FILE": "adacal.runs", "UPDATES_KEY": "adacal.losses.records", "BinnedLossEpoch": "adacal.losses.records",
 }

@@ -16,7 +16,8 @@ Modules: `binning` (the only code that assigns bins), `prepared` (validating sco
 quantities), `ece` (the ECE family, MCE, classwise ECE, reliability), `sweep` (ECE_SWEEP's bin count), `smooth`
 (smooth ECE), `scoring` (NLL, Brier, error), `calibration` (the metric registry and `compute_metrics`), `meter`
 (streaming), `bootstrap` (intervals), `ood` (OOD scores and AUROC), `allocation` (size checks before allocating),
-`confidences` (top-label `(confidence, correct)` inputs, measured by the same top-label kernels).
+`confidences` (top-label `(confidence, correct)` inputs, measured by the same top-label kernels), `selective`
+(selective prediction: AURC, E-AURC, AUGRC, risk@C, coverage@R, AUROC of correctness, the risk–coverage curve).
 """
 
 from adacal.metrics.binning import (
@@ -38,10 +39,14 @@ from adacal.metrics.calibration import (
     METRICS,
     PreparedPredictions,
     TopLabel,
+    aurc,
+    auroc_correct,
+    augrc,
     brier,
     classwise_ece,
     compute_metrics,
     display_name,
+    e_aurc,
     ece_debias,
     ece_em,
     ece_ew,
@@ -66,6 +71,13 @@ from adacal.metrics.confidences import (
     top_label_metrics,
 )
 from adacal.metrics.meter import CalibrationMeter
+from adacal.metrics.selective import (
+    SELECTIVE_METRIC_NAMES,
+    RiskCoverage,
+    coverage_at_risk,
+    risk_at_coverage,
+    risk_coverage_curve,
+)
 from adacal.metrics.smooth import SmoothReliability
 from adacal.metrics.ood import (
     OOD_SCORES,
@@ -88,22 +100,29 @@ __all__ = [
     "METRICS",
     "METRIC_NAMES",
     "OOD_SCORES",
+    "SELECTIVE_METRIC_NAMES",
     "TOP_LABEL_METRIC_NAMES",
     "NORMS",
     "BinStatistics",
     "CalibrationMeter",
     "PreparedPredictions",
     "TopLabel",
+    "RiskCoverage",
     "RocCurve",
     "SmoothReliability",
     "assign_bins",
+    "aurc",
+    "auroc_correct",
+    "augrc",
     "bin_statistics",
     "bootstrap",
     "calibration_error",
     "brier",
     "classwise_ece",
     "compute_metrics",
+    "coverage_at_risk",
     "display_name",
+    "e_aurc",
     "ece_debias",
     "ece_em",
     "ece_ew",
@@ -125,6 +144,8 @@ __all__ = [
     "prepare_confidences",
     "prepare_predictions",
     "reliability",
+    "risk_at_coverage",
+    "risk_coverage_curve",
     "resolve_metric_names",
     "roc_curve_points",
     "row_top",

@@ -5,7 +5,9 @@ The metrics themselves live in one module per family and are all importable from
   the top-1 helpers (`top_label`, `row_top`);
 - `adacal.metrics.ece`: the ECE family (equal-width, equal-mass, debiased, sweep, smooth), MCE, classwise ECE and
   `reliability`; `adacal.metrics.sweep`: how ECE_SWEEP picks its number of bins;
-- `adacal.metrics.scoring`: NLL, Brier score and top-1 error.
+- `adacal.metrics.scoring`: NLL, Brier score and top-1 error;
+- `adacal.metrics.selective`: selective prediction (AURC, E-AURC, AUGRC, risk@C, coverage@R, AUROC of correctness),
+  asked for by name: they are not among the metrics computed by default (`METRIC_NAMES`).
 Every public metric is a pure function `metric(scores, labels, *, n_bins=DEFAULT_N_BINS) -> float` returning a
 fraction (nll in nats, brier in [0, 2]). `compute_metrics` validates the input once and runs each metric's kernel on
 the shared `PreparedPredictions`.
@@ -58,6 +60,19 @@ from adacal.metrics.prepared import (  # noqa: F401
     top_label,
 )
 from adacal.metrics.scoring import _brier, _error, _nll, brier, error, nll
+from adacal.metrics.selective import (  # noqa: F401
+    SELECTIVE_DISPLAY_NAMES,
+    SELECTIVE_METRIC_NAMES,
+    aurc,
+    auroc_correct,
+    augrc,
+    e_aurc,
+    risk_coverage_curve,
+    selective_display_name,
+    selective_kernel,
+    selective_key,
+    selective_name,
+)
 from adacal.metrics.sweep import sweep_bins  # noqa: F401
 from adacal.registry import Registry
 
@@ -81,10 +96,39 @@ for _name, _public, _kernel in (
     METRICS.register(_name)(_public)
     _KERNELS[_name] = _kernel
 
-# In report order. Registry keys are hyphenated (what users type); report keys are snake_case.
+# In report order: the metrics computed when none are named. Registry keys are hyphenated (what users type); report
+# keys are snake_case.
 METRIC_NAMES: tuple[str, ...] = tuple(_KERNELS)
-# Metrics that are fractions in [0, 1] (tables show them in %); nll is in nats and brier in [0, 2].
-FRACTION_METRICS = frozenset(name for name in METRIC_NAMES if name not in ("nll", "brier"))
+
+# Selective prediction, by name only; "risk@80" and "coverage@5" are parsed (`adacal.metrics.selective`).
+for _name, _public in zip(SELECTIVE_METRIC_NAMES, (aurc, e_aurc, augrc, auroc_correct)):
+    METRICS.register(_name)(_public)
+
+# Metrics that are fractions in [0, 1] (tables show them in %); nll is in nats and brier in [0, 2]. Every selective
+# metric, risk@C and coverage@R included, is a fraction too (`is_fraction_metric`).
+FRACTION_METRICS = frozenset(
+    (*(name for name in METRIC_NAMES if name not in ("nll", "brier")), *SELECTIVE_METRIC_NAMES)
+)
+
+
+def kernel_of(name: str) -> Callable[[PreparedPredictions, int], float]:
+    """The kernel of a metric by its registry key (as `resolve_metric_names` returns it): "risk@80" included."""
+    kernel = _KERNELS.get(name) or selective_kernel(name)
+    if kernel is None:
+        METRICS.get(name)  # raises UnknownNameError listing the choices
+    return kernel  # type: ignore[return-value]
+
+
+def is_fraction_metric(name: str) -> bool:
+    """Whether a metric (any spelling) is a fraction in [0, 1], shown in % by tables.
+
+    Example:
+        >>> from adacal.metrics.calibration import is_fraction_metric
+        >>> is_fraction_metric("risk@80"), is_fraction_metric("nll")
+        (True, False)
+    """
+    canonical = _canonical(name)
+    return canonical in FRACTION_METRICS or selective_name(canonical) is not None
 
 
 # How tables and figures spell each metric (one spelling everywhere); JSON keys are `metric_key`, users type any of
@@ -101,6 +145,7 @@ DISPLAY_NAMES: dict[str, str] = {
     "ece-smooth": "ECE-SMOOTH",
     "mce": "MCE",
     "classwise-ece": "Classwise-ECE",
+    **SELECTIVE_DISPLAY_NAMES,
 }
 
 
@@ -118,7 +163,9 @@ def metric_key(name: str) -> str:
         >>> metric_key("ECE-EM")
         'ece_em'
     """
-    return _canonical(name).replace("-", "_")
+    canonical = _canonical(name)
+    selective = selective_name(canonical) if "@" in canonical or "-at-" in canonical else None
+    return selective_key(selective) if selective is not None else canonical.replace("-", "_")
 
 
 def display_name(name: str) -> str:
@@ -136,7 +183,10 @@ def display_name(name: str) -> str:
         'ECE-EM'
     """
     canonical = _canonical(name)
-    return DISPLAY_NAMES.get(canonical, canonical.upper())
+    if canonical in DISPLAY_NAMES:
+        return DISPLAY_NAMES[canonical]
+    selective = selective_name(canonical) if "@" in canonical or "-at-" in canonical else None
+    return selective_display_name(selective) if selective is not None else canonical.upper()
 
 
 def _canonical(name: str) -> str:
@@ -149,10 +199,11 @@ def resolve_metric_names(names: str | Iterable[str] | None) -> tuple[str, ...]:
     """Registry keys of the metrics asked for, checked, in the order given and without repeats.
 
     Args:
-        names: comma-separated names ("ece-em,nll"), a sequence of names, or None for every metric; any spelling.
+        names: comma-separated names ("ece-em,nll"), a sequence of names, or None for every metric of
+            `METRIC_NAMES`; any spelling; "risk@80" / "coverage@5" (a percentage) parameterised.
 
     Returns:
-        A tuple of registry keys. An unknown name is an error listing the choices.
+        A tuple of registry keys. An unknown name is an error listing the choices; a bad percentage is refused.
 
     Example:
         >>> from adacal.metrics import resolve_metric_names
@@ -166,7 +217,11 @@ def resolve_metric_names(names: str | Iterable[str] | None) -> tuple[str, ...]:
         name = _canonical(item)
         if not name:
             continue
-        METRICS.get(name)  # raises UnknownNameError listing the choices and the closest match
+        selective = selective_name(name)  # risk@C / coverage@R: canonical spelling, a bad percentage refused
+        if selective is not None:
+            name = selective
+        else:
+            METRICS.get(name)  # raises UnknownNameError listing the choices and the closest match
         if name not in resolved:
             resolved.append(name)
     if not resolved:
@@ -176,7 +231,7 @@ def resolve_metric_names(names: str | Iterable[str] | None) -> tuple[str, ...]:
 
 def compute_prepared(pred: PreparedPredictions, names: Iterable[str], n_bins: int) -> dict[str, float]:
     """Metrics of already validated predictions (names already resolved); report keys in snake_case."""
-    return {metric_key(name): _KERNELS[name](pred, n_bins) for name in names}
+    return {metric_key(name): kernel_of(name)(pred, n_bins) for name in names}
 
 
 def prepare_metric_inputs(

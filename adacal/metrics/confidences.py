@@ -26,6 +26,14 @@ from adacal.metrics.binning import check_n_bins
 from adacal.metrics.ece import _ece_debias, _ece_em, _ece_ew, _ece_smooth, _ece_sweep_em, _ece_sweep_ew, _mce
 from adacal.metrics.prepared import PROB_FLOOR, PreparedPredictions
 from adacal.metrics.scoring import _brier, _error, _nll
+# bootstrap_auroc_correct is re-exported: evaluate's top-label path takes it from here.
+from adacal.metrics.selective import (  # noqa: F401
+    _auroc_correct,
+    bootstrap_auroc_correct,
+    selective_kernel,
+    selective_key,
+    selective_name,
+)
 
 # Confidences given in percent: every value in [0, 100] and at least this share of them above 1 (a fraction never
 # is): divided by 100, with a note. Fewer above 1 is a set of fractions with stray values: refused, naming the rows.
@@ -34,16 +42,6 @@ PERCENT_SHARE = 0.5
 # floats are read as they are.
 TRUE_WORDS = ("true", "1", "1.0", "yes", "t", "y")
 FALSE_WORDS = ("false", "0", "0.0", "no", "f", "n")
-
-
-def _auroc_correct(pred: PreparedPredictions, n_bins: int) -> float:
-    from sklearn.metrics import roc_auc_score
-
-    hits = pred.hits
-    if hits.all() or not hits.any():
-        raise InputError("Expected both correct and wrong answers for the AUROC of correctness, got only "
-                         f"{'correct' if hits.all() else 'wrong'} ones.")
-    return float(roc_auc_score(hits, pred.confidences))
 
 
 # Registry key -> kernel, in report order. "nll-correct" and "brier-top" are `scoring`'s NLL and Brier kernels: on
@@ -61,6 +59,8 @@ TOP_LABEL_KERNELS = {
     "mce": _mce,
     "auroc-correct": _auroc_correct,
 }
+# The metrics computed when none are named; the other selective-prediction metrics (aurc, e-aurc, augrc, risk@C,
+# coverage@R: `adacal.metrics.selective`, the same kernels as for (N, K) scores) are computed when named.
 TOP_LABEL_METRIC_NAMES = tuple(TOP_LABEL_KERNELS)
 # Fractions in [0, 1] (tables show %); nll-correct is in nats, brier-top in [0, 1].
 TOP_LABEL_FRACTIONS = frozenset(name for name in TOP_LABEL_METRIC_NAMES if name not in ("nll-correct", "brier-top"))
@@ -241,14 +241,16 @@ def resolve_top_label_metrics(names: str | Iterable[str] | None) -> tuple[tuple[
         name = item.strip().lower().replace("_", "-")
         if not name:
             continue
+        name = selective_name(name) or name  # risk@C / coverage@R: canonical; a bad percentage refused
         if name in CLASS_SCORE_METRICS:
             if name not in skipped:
                 skipped.append(name)
-        elif name in TOP_LABEL_KERNELS:
+        elif name in TOP_LABEL_KERNELS or selective_kernel(name) is not None:
             if name not in chosen:
                 chosen.append(name)
         else:
-            raise unknown_name("metric for top-label confidences", name, [*TOP_LABEL_METRIC_NAMES])
+            raise unknown_name("metric for top-label confidences", name,
+                               [*TOP_LABEL_METRIC_NAMES, "aurc", "e-aurc", "augrc", "risk@C", "coverage@R"])
     if not chosen:
         raise InputError(
             f"Expected metrics of top-label confidences ({', '.join(TOP_LABEL_METRIC_NAMES)}), got "
@@ -264,7 +266,8 @@ def compute_confidence_metrics(pred: PreparedPredictions, names: Iterable[str], 
     for name in names:
         if name == "auroc-correct" and (pred.hits.all() or not pred.hits.any()):
             continue
-        out[name.replace("-", "_")] = TOP_LABEL_KERNELS[name](pred, n_bins)
+        kernel = TOP_LABEL_KERNELS.get(name) or selective_kernel(name)
+        out[selective_key(name)] = kernel(pred, n_bins)  # type: ignore[misc]
     return out
 
 
@@ -298,25 +301,3 @@ __all__ = ["CLASS_SCORE_METRICS", "ConfidencePredictions", "TOP_LABEL_FRACTIONS"
            "bootstrap_auroc_correct",
            "check_confidences", "check_correct", "compute_confidence_metrics", "prepare_confidences",
            "resolve_top_label_metrics", "top_label_metrics"]
-
-
-def bootstrap_auroc_correct(pred: PreparedPredictions, *, n_resamples: int, seed: int, confidence: float
-                            ) -> dict[str, float] | None:
-    """The bootstrap interval of the AUROC of correctness over the resamples `bootstrap_prepared` draws with the same
-    seed (the same rows), leaving out those whose answers are all right or all wrong (the AUROC is undefined there);
-    None when fewer than two resamples are left."""
-    from sklearn.metrics import roc_auc_score
-
-    n = pred.n_samples
-    rng = np.random.default_rng(seed)
-    values = []
-    for _ in range(n_resamples):
-        index = np.sort(rng.integers(0, n, size=n))
-        hits = pred.hits[index]
-        if hits.any() and not hits.all():
-            values.append(float(roc_auc_score(hits, pred.confidences[index])))
-    if len(values) < 2:
-        return None
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(values, [alpha, 1.0 - alpha])
-    return {"low": float(low), "high": float(high), "std": float(np.std(values, ddof=1))}

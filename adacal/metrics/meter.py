@@ -5,7 +5,9 @@ What each metric needs, and so what the meter keeps per sample (never the (N, K)
   confidence and whether the prediction was right (equal-mass edges, the sweep and the smooth ECE depend on all
   confidences together, so no fixed-size summary would be exact);
 - NLL: log p(true class) per sample; Brier: Σ_k (p_k − 1[y = k])² per sample (only when those metrics are asked for);
-- classwise ECE: a K × n_bins table of Σ p_k and of hits per equal-width bin, which adds up across batches and ranks.
+- classwise ECE: a K × n_bins table of Σ p_k and of hits per equal-width bin, which adds up across batches and ranks;
+- the selective-prediction metrics (AURC, E-AURC, AUGRC, risk@C, coverage@R, AUROC of correctness): the top-1
+  confidence and correctness again, nothing more.
 So memory is a few float64 per sample plus K × n_bins, and `compute()` equals `compute_metrics` on all the
 batches together (the same per-row arithmetic; sums in another order agree to ~1e-15).
 
@@ -40,9 +42,9 @@ from adacal.errors import InputError
 from adacal.metrics.allocation import check_bins_fit
 from adacal.metrics.binning import bin_index, check_n_bins, equal_width_edges
 from adacal.metrics.calibration import (
-    _KERNELS,
     PreparedPredictions,
     classwise_error,
+    kernel_of,
     metric_key,
     prepare_batch,
     prepare_predictions,
@@ -361,7 +363,7 @@ class CalibrationMeter:
                 conf_sum, hit_sum = classwise  # type: ignore[misc]
                 results[metric_key(name)] = classwise_error(conf_sum, hit_sum, n_samples, num_classes)
             else:
-                results[metric_key(name)] = _KERNELS[name](pred, self.n_bins)
+                results[metric_key(name)] = kernel_of(name)(pred, self.n_bins)
         return results
 
 

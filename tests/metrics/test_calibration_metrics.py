@@ -173,10 +173,13 @@ def test_ece_values_are_fractions():
 
 def test_registry_sweep_every_name_runs():
     logits, labels = make_logits(100, 4, 7)
-    assert set(METRICS.names()) == set(METRIC_NAMES)
+    from adacal.metrics import SELECTIVE_METRIC_NAMES
+
+    assert set(METRICS.names()) == set(METRIC_NAMES) | set(SELECTIVE_METRIC_NAMES)
     values = compute_metrics(logits, labels)
-    assert list(values) == [metric_key(name) for name in METRIC_NAMES]
-    for name in METRIC_NAMES:
+    assert list(values) == [metric_key(name) for name in METRIC_NAMES]  # selective metrics: by name only
+    values.update(compute_metrics(logits, labels, names=SELECTIVE_METRIC_NAMES))
+    for name in METRICS.names():
         value = METRICS.get(name)(logits, labels, n_bins=15)
         assert isinstance(value, float) and math.isfinite(value)
         assert value == values[metric_key(name)]
