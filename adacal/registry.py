@@ -12,7 +12,11 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    """A mapping from lowercase hyphenated names to factories, filled with the `register` decorator."""
+    """A mapping from lowercase hyphenated names to factories, filled with the `register` decorator.
+
+    Lookups ignore case and read "_" as "-": `get("AdaFocal")`, `get("FLSD-53")` and `get("Label_Smoothing")` find
+    "adafocal", "flsd-53" and "label-smoothing" (`canonical_name`); an unknown name still suggests the closest one.
+    """
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
@@ -30,10 +34,10 @@ class Registry(Generic[T]):
     def get(self, name: str) -> Callable[..., T]:
         if not isinstance(name, str):  # None or a number from a config file: not "Unknown loss 'None'"
             raise InputError(f"Expected the {self.kind} name to be one of {', '.join(self.names())}; got {name!r}.")
-        try:
-            return self._factories[name]
-        except KeyError:
-            raise unknown_name(self.kind, name, self._factories) from None
+        factory = self._factories.get(name) or self._factories.get(canonical_name(name))
+        if factory is None:
+            raise unknown_name(self.kind, name, self._factories)
+        return factory
 
     def build(self, name: str, **options: Any) -> T:
         """Call the factory for `name`; an option it does not take is a user error naming the options it does take."""
@@ -53,10 +57,22 @@ class Registry(Generic[T]):
         return sorted(self._factories)
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name in self._factories  # an unhashable value is simply not a name
+        # an unhashable value is simply not a name
+        return isinstance(name, str) and (name in self._factories or canonical_name(name) in self._factories)
 
     def __iter__(self):
         return iter(self.names())
+
+
+def canonical_name(name: str) -> str:
+    """The registry spelling of a typed name: lowercase, surrounding spaces dropped, "_" read as "-".
+
+    Example:
+        >>> from adacal.registry import canonical_name
+        >>> canonical_name("Label_Smoothing"), canonical_name("FLSD-53")
+        ('label-smoothing', 'flsd-53')
+    """
+    return name.strip().lower().replace("_", "-")
 
 
 def option_names(factory: Callable[..., Any]) -> list[str]:
