@@ -15,7 +15,8 @@ class Registry(Generic[T]):
     """A mapping from lowercase hyphenated names to factories, filled with the `register` decorator.
 
     Lookups ignore case and read "_" as "-": `get("AdaFocal")`, `get("FLSD-53")` and `get("Label_Smoothing")` find
-    "adafocal", "flsd-53" and "label-smoothing" (`canonical_name`); an unknown name still suggests the closest one.
+    "adafocal", "flsd-53" and "label-smoothing" (compared by `canonical_name`); an unknown name still suggests the
+    closest one.
     """
 
     def __init__(self, kind: str) -> None:
@@ -34,7 +35,10 @@ class Registry(Generic[T]):
     def get(self, name: str) -> Callable[..., T]:
         if not isinstance(name, str):  # None or a number from a config file: not "Unknown loss 'None'"
             raise InputError(f"Expected the {self.kind} name to be one of {', '.join(self.names())}; got {name!r}.")
-        factory = self._factories.get(name) or self._factories.get(canonical_name(name))
+        factory = self._factories.get(name)
+        if factory is None:
+            typed = canonical_name(name)
+            factory = next((f for key, f in self._factories.items() if canonical_name(key) == typed), None)
         if factory is None:
             raise unknown_name(self.kind, name, self._factories)
         return factory
@@ -58,14 +62,17 @@ class Registry(Generic[T]):
 
     def __contains__(self, name: object) -> bool:
         # an unhashable value is simply not a name
-        return isinstance(name, str) and (name in self._factories or canonical_name(name) in self._factories)
+        if not isinstance(name, str):
+            return False
+        typed = canonical_name(name)
+        return name in self._factories or any(canonical_name(key) == typed for key in self._factories)
 
     def __iter__(self):
         return iter(self.names())
 
 
 def canonical_name(name: str) -> str:
-    """The registry spelling of a typed name: lowercase, surrounding spaces dropped, "_" read as "-".
+    """The spelling names are compared in: lowercase, surrounding spaces dropped, "_" read as "-".
 
     Example:
         >>> from adacal.registry import canonical_name
