@@ -241,8 +241,8 @@ class AdaFocalLoss(ValidationBinnedLoss):
         self._minus_ones: dict[torch.dtype, torch.Tensor] = {}
 
     def _forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        check_state_device(self, logits)
         if logits.device.type in self.fused_devices:
+            check_state_device(self, logits)
             return self._fused_forward(logits, labels)
         return self._terms(logits, labels).mean()
 

@@ -184,3 +184,18 @@ def test_an_unknown_name_in_capitals_still_gets_a_suggestion():
 def test_calfocal_takes_the_inputs_too():
     logits, labels = _segmentation(seed=4)
     assert CalFocalLoss(reduction="none")(logits, labels).shape == labels.shape
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_cuda_adafocal_with_ignored_positions_matches_the_cpu(reduction):
+    logits, labels = _segmentation(seed=9)
+    logits = logits.float()
+    cpu_loss, cuda_loss = _fitted("adafocal", reduction=reduction), _fitted("adafocal", reduction=reduction).cuda()
+    cpu_in, cuda_in = logits.clone().requires_grad_(True), logits.cuda().requires_grad_(True)
+    cpu_value, cuda_value = cpu_loss(cpu_in, labels), cuda_loss(cuda_in, labels.cuda())
+    torch.testing.assert_close(cuda_value.cpu(), cpu_value, rtol=1e-5, atol=1e-6)
+    cpu_value.sum().backward()
+    cuda_value.sum().backward()
+    torch.testing.assert_close(cuda_in.grad.cpu(), cpu_in.grad, rtol=1e-5, atol=1e-6)
+    assert cuda_loss.pop_train_statistics()["train_counts"] == cpu_loss.pop_train_statistics()["train_counts"]
