@@ -33,15 +33,19 @@ class Registry(Generic[T]):
         return decorator
 
     def get(self, name: str) -> Callable[..., T]:
+        return self._factories[self.key(name)]
+
+    def key(self, name: str) -> str:
+        """The registered name that `name` reads as ("AdaFocal" → "adafocal"); unknown: the closest-match error."""
         if not isinstance(name, str):  # None or a number from a config file: not "Unknown loss 'None'"
             raise InputError(f"Expected the {self.kind} name to be one of {', '.join(self.names())}; got {name!r}.")
-        factory = self._factories.get(name)
-        if factory is None:
-            typed = canonical_name(name)
-            factory = next((f for key, f in self._factories.items() if canonical_name(key) == typed), None)
-        if factory is None:
+        if name in self._factories:
+            return name
+        typed = canonical_name(name)
+        key = next((key for key in self._factories if canonical_name(key) == typed), None)
+        if key is None:
             raise unknown_name(self.kind, name, self._factories)
-        return factory
+        return key
 
     def build(self, name: str, **options: Any) -> T:
         """Call the factory for `name`; an option it does not take is a user error naming the options it does take."""

@@ -207,7 +207,7 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
     defaults = {**COMMON_DEFAULTS, **preset_values(dataset, preset)}
     values = config.to_dict()
     values["dataset"], values["preset"] = dataset, preset
-    values["loss"] = config.loss or DEFAULT_LOSS
+    values["loss"] = _loss_key(config.loss or DEFAULT_LOSS)
     if preset == "paper" and values.get("loss_reduction") is None and defaults.get("grad_clip") is not None:
         values["loss_reduction"] = PAPER_REDUCTION.get(values["loss"], "sum")
     for key, default in defaults.items():
@@ -428,6 +428,14 @@ def _keyword_defaults(factory: Any) -> dict[str, Any]:
     except (TypeError, ValueError):
         return {}
     return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+
+
+def _loss_key(name: Any) -> Any:
+    """A loss name as registered ("AdaFocal" → "adafocal"), so the run records one spelling; others pass unchanged
+    (for `check_names` to refuse)."""
+    from adacal.losses import LOSSES
+
+    return LOSSES.key(name) if name in LOSSES else name
 
 
 def check_names(config: TrainConfig) -> None:

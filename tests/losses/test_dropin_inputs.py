@@ -199,3 +199,14 @@ def test_cuda_adafocal_with_ignored_positions_matches_the_cpu(reduction):
     cuda_value.sum().backward()
     torch.testing.assert_close(cuda_in.grad.cpu(), cpu_in.grad, rtol=1e-5, atol=1e-6)
     assert cuda_loss.pop_train_statistics()["train_counts"] == cpu_loss.pop_train_statistics()["train_counts"]
+
+
+def test_the_trainer_records_the_registered_spelling_of_a_loss_name():
+    from adacal.training.config import TrainConfig, check_names, resolve_config
+
+    for typed, name in (("AdaFocal", "adafocal"), ("FLSD_53", "flsd-53")):
+        resolved = resolve_config(TrainConfig(loss=typed, dataset="digits"))
+        assert resolved.loss == name
+        check_names(resolved)
+    with pytest.raises(InputError, match=r"Unknown loss 'AdaFocl'\. Did you mean 'adafocal'\?"):
+        check_names(resolve_config(TrainConfig(loss="AdaFocl", dataset="digits")))
