@@ -257,9 +257,6 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
         )
         _check_forward(model, model_name, dataset)
         loss = build_loss(resolved.loss, **(resolved.loss_options or {}))
-        # the trainer's labels are all classes (checked as before) and it updates γ on its own schedule
-        loss.ignore_index = None
-        loss.warn_after_steps = None
 
         if run is None:
             root = None
