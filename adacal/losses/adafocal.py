@@ -289,8 +289,8 @@ class AdaFocalLoss(ValidationBinnedLoss):
         """Recompute the equal-mass validation bins and update every γ (`adafocal_gamma_update`).
 
         Args:
-            val_logits: validation logits (N, K), a tensor or an array.
-            val_labels: validation class indices (N,).
+            val_logits: validation logits (N, K) or (N, K, d1, ...), a tensor or an array.
+            val_labels: validation class indices (N,) or (N, d1, ...); positions labelled `ignore_index` are left out.
 
         Returns:
             The `BinUpdate` record, also appended to `history`: edges, gammas after the update, val_confidence,

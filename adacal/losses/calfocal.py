@@ -95,8 +95,8 @@ class CalFocalLoss(ValidationBinnedLoss):
         """Recompute the equal-mass validation bins and their mean confidence C_val and accuracy A_val.
 
         Args:
-            val_logits: validation logits (N, K), a tensor or an array.
-            val_labels: validation class indices (N,).
+            val_logits: validation logits (N, K) or (N, K, d1, ...), a tensor or an array.
+            val_labels: validation class indices (N,) or (N, d1, ...); positions labelled `ignore_index` are left out.
 
         Returns:
             The `BinUpdate` record, also appended to `history`: edges, gammas (per-bin γ_b in mode "bin", None in
