@@ -12,7 +12,12 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    """A mapping from lowercase hyphenated names to factories, filled with the `register` decorator."""
+    """A mapping from lowercase hyphenated names to factories, filled with the `register` decorator.
+
+    Lookups ignore case and read "_" as "-": `get("AdaFocal")`, `get("FLSD-53")` and `get("Label_Smoothing")` find
+    "adafocal", "flsd-53" and "label-smoothing" (compared by `canonical_name`); an unknown name still suggests the
+    closest one.
+    """
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
@@ -28,12 +33,19 @@ class Registry(Generic[T]):
         return decorator
 
     def get(self, name: str) -> Callable[..., T]:
+        return self._factories[self.key(name)]
+
+    def key(self, name: str) -> str:
+        """The registered name that `name` reads as ("AdaFocal" → "adafocal"); unknown: the closest-match error."""
         if not isinstance(name, str):  # None or a number from a config file: not "Unknown loss 'None'"
             raise InputError(f"Expected the {self.kind} name to be one of {', '.join(self.names())}; got {name!r}.")
-        try:
-            return self._factories[name]
-        except KeyError:
-            raise unknown_name(self.kind, name, self._factories) from None
+        if name in self._factories:
+            return name
+        typed = canonical_name(name)
+        key = next((key for key in self._factories if canonical_name(key) == typed), None)
+        if key is None:
+            raise unknown_name(self.kind, name, self._factories)
+        return key
 
     def build(self, name: str, **options: Any) -> T:
         """Call the factory for `name`; an option it does not take is a user error naming the options it does take."""
@@ -53,10 +65,25 @@ class Registry(Generic[T]):
         return sorted(self._factories)
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name in self._factories  # an unhashable value is simply not a name
+        # an unhashable value is simply not a name
+        if not isinstance(name, str):
+            return False
+        typed = canonical_name(name)
+        return name in self._factories or any(canonical_name(key) == typed for key in self._factories)
 
     def __iter__(self):
         return iter(self.names())
+
+
+def canonical_name(name: str) -> str:
+    """The spelling names are compared in: lowercase, surrounding spaces dropped, "_" read as "-".
+
+    Example:
+        >>> from adacal.registry import canonical_name
+        >>> canonical_name("Label_Smoothing"), canonical_name("FLSD-53")
+        ('label-smoothing', 'flsd-53')
+    """
+    return name.strip().lower().replace("_", "-")
 
 
 def option_names(factory: Callable[..., Any]) -> list[str]:

@@ -155,8 +155,9 @@ def test_registry_refuses_a_name_that_is_not_a_string():
     with pytest.raises(InputError, match=r"Expected the loss name to be one of focal; got None\."):
         registry.get(None)  # type: ignore[arg-type]
     assert ["focal"] not in registry and "focal" in registry
-    with pytest.raises(UnknownNameError, match=r"Unknown loss 'Focal'\. Did you mean 'focal'\?"):
-        registry.get("Focal")
+    assert registry.get("Focal")() == 1 and "FOCAL" in registry  # names are read case-insensitively
+    with pytest.raises(UnknownNameError, match=r"Unknown loss 'Focl'\. Did you mean 'focal'\?"):
+        registry.get("Focl")
 
 
 def test_unknown_name_with_no_choices_reads_as_a_sentence():

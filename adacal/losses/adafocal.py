@@ -40,7 +40,12 @@ import torch
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import CheckpointError, InputError
 from adacal.losses.base import check_between, check_number, check_positive, format_value
-from adacal.losses.binned import ValidationBinnedLoss, accepts_deprecated_options, check_state_device
+from adacal.losses.binned import (
+    DEFAULT_WARN_AFTER_STEPS,
+    ValidationBinnedLoss,
+    accepts_deprecated_options,
+    check_state_device,
+)
 from adacal.losses.records import BinUpdate, TrainBinStatistics
 from adacal.losses.focal import signed_focal_terms, true_class_log_probs
 from adacal.losses.registry import LOSSES
@@ -170,6 +175,8 @@ class AdaFocalLoss(ValidationBinnedLoss):
         gamma_max: the largest γ (default 20.0; at least switch_threshold).
         gamma_min: the smallest γ (default −2.0; at most −switch_threshold).
         switch_threshold: S_th > 0; a |γ| below it switches between focal and inverse focal (default 0.2).
+        ignore_index, reduction, warn_after_steps: as `ValidationBinnedLoss` (torch's CrossEntropyLoss inputs:
+            (N, K, d1, ...) logits, -100 labels left out; a warning after 2000 training steps without `update`).
 
     Example:
         >>> import torch
@@ -196,8 +203,13 @@ class AdaFocalLoss(ValidationBinnedLoss):
         gamma_max: float = 20.0,
         gamma_min: float = -2.0,
         switch_threshold: float = 0.2,
+        ignore_index: int | None = -100,
+        reduction: str = "mean",
+        warn_after_steps: int | None = DEFAULT_WARN_AFTER_STEPS,
     ) -> None:
-        super().__init__(n_bins=n_bins)
+        super().__init__(
+            n_bins=n_bins, ignore_index=ignore_index, reduction=reduction, warn_after_steps=warn_after_steps
+        )
         self.lam = check_positive("lam", lam)
         self.switch_threshold = check_positive("switch_threshold", switch_threshold)
         self.gamma_max = check_number("gamma_max", gamma_max)
@@ -229,16 +241,21 @@ class AdaFocalLoss(ValidationBinnedLoss):
         self._minus_ones: dict[torch.dtype, torch.Tensor] = {}
 
     def _forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        check_state_device(self, logits)
         if logits.device.type in self.fused_devices:
+            check_state_device(self, logits)
             return self._fused_forward(logits, labels)
+        return self._terms(logits, labels).mean()
+
+    def _terms(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Per-sample losses by the composed formula, each sample binned by its own p (training: accumulated)."""
+        check_state_device(self, logits)
         log_p, log_q = true_class_log_probs(logits, labels)
         p_true = log_p.detach().exp().to(self.bin_edges.dtype)
         index = self.bin_index(p_true)
         if self.training:
             self.train_confidence_sum.index_add_(0, index, p_true)
             self.train_count.index_add_(0, index, torch.ones_like(index))
-        return signed_focal_terms(log_p, log_q, self.gammas[index]).mean()
+        return signed_focal_terms(log_p, log_q, self.gammas[index])
 
     def _fused_forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """The mean loss by `_FusedAdaFocal`, accumulating the training statistics like `_forward`."""
@@ -272,8 +289,8 @@ class AdaFocalLoss(ValidationBinnedLoss):
         """Recompute the equal-mass validation bins and update every γ (`adafocal_gamma_update`).
 
         Args:
-            val_logits: validation logits (N, K), a tensor or an array.
-            val_labels: validation class indices (N,).
+            val_logits: validation logits (N, K) or (N, K, d1, ...), a tensor or an array.
+            val_labels: validation class indices (N,) or (N, d1, ...); positions labelled `ignore_index` are left out.
 
         Returns:
             The `BinUpdate` record, also appended to `history`: edges, gammas after the update, val_confidence,
@@ -316,4 +333,5 @@ class AdaFocalLoss(ValidationBinnedLoss):
         return (
             f"n_bins={self.n_bins}, lam={self.lam:g}, gamma_init={self.gamma_init:g}, "
             f"gamma_max={self.gamma_max:g}, gamma_min={self.gamma_min:g}, switch_threshold={self.switch_threshold:g}"
+            f"{self.input_repr()}"
         )

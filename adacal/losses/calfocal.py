@@ -21,7 +21,12 @@ import torch
 
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.losses.base import check_choice, check_positive
-from adacal.losses.binned import ValidationBinnedLoss, accepts_deprecated_options, check_state_device
+from adacal.losses.binned import (
+    DEFAULT_WARN_AFTER_STEPS,
+    ValidationBinnedLoss,
+    accepts_deprecated_options,
+    check_state_device,
+)
 from adacal.losses.records import BinUpdate
 from adacal.losses.focal import signed_focal_terms, true_class_log_probs
 from adacal.losses.registry import LOSSES
@@ -39,6 +44,7 @@ class CalFocalLoss(ValidationBinnedLoss):
         lam: λ > 0, how strongly γ follows the gap (default 10.0).
         n_bins: the number of equal-mass validation bins (default 15).
         mode: "bin" (default), γ_b = exp(λ (C_val,b − A_val,b)); or "sample", γ_n = exp(λ (p_n − A_val,b)).
+        ignore_index, reduction, warn_after_steps: as `ValidationBinnedLoss`.
 
     Example:
         >>> import torch
@@ -54,8 +60,14 @@ class CalFocalLoss(ValidationBinnedLoss):
 
     name = "calfocal"
 
-    def __init__(self, *, lam: float = 10.0, n_bins: int = DEFAULT_N_BINS, mode: str = "bin") -> None:
-        super().__init__(n_bins=n_bins)
+    def __init__(
+        self, *, lam: float = 10.0, n_bins: int = DEFAULT_N_BINS, mode: str = "bin",
+        ignore_index: int | None = -100, reduction: str = "mean",
+        warn_after_steps: int | None = DEFAULT_WARN_AFTER_STEPS,
+    ) -> None:
+        super().__init__(
+            n_bins=n_bins, ignore_index=ignore_index, reduction=reduction, warn_after_steps=warn_after_steps
+        )
         self.lam = check_positive("lam", lam)
         self.mode = check_choice("mode", mode, CALFOCAL_MODES)
         m = self.n_bins
@@ -63,7 +75,7 @@ class CalFocalLoss(ValidationBinnedLoss):
         self.register_buffer("val_accuracy", torch.zeros(m, dtype=torch.float64))
         self.register_buffer("val_count", torch.zeros(m, dtype=torch.int64))
 
-    def _forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    def _terms(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         check_state_device(self, logits)
         log_p, log_q = true_class_log_probs(logits, labels)
         # γ in float64 like the buffers (and `update`'s record): in float32 a λ above ~3.4e38 would overflow to inf
@@ -77,14 +89,14 @@ class CalFocalLoss(ValidationBinnedLoss):
             gap = self.val_confidence[index] - accuracy
         exponent = torch.where(self.val_count[index] > 0, self.lam * gap, torch.zeros_like(gap))
         gamma = torch.exp(exponent.clamp(max=_MAX_LOG_GAMMA))
-        return signed_focal_terms(log_p, log_q, gamma).mean()
+        return signed_focal_terms(log_p, log_q, gamma)
 
     def update(self, val_logits: Any, val_labels: Any) -> BinUpdate:
         """Recompute the equal-mass validation bins and their mean confidence C_val and accuracy A_val.
 
         Args:
-            val_logits: validation logits (N, K), a tensor or an array.
-            val_labels: validation class indices (N,).
+            val_logits: validation logits (N, K) or (N, K, d1, ...), a tensor or an array.
+            val_labels: validation class indices (N,) or (N, d1, ...); positions labelled `ignore_index` are left out.
 
         Returns:
             The `BinUpdate` record, also appended to `history`: edges, gammas (per-bin γ_b in mode "bin", None in
@@ -103,4 +115,4 @@ class CalFocalLoss(ValidationBinnedLoss):
         return record
 
     def extra_repr(self) -> str:
-        return f"lam={self.lam:g}, n_bins={self.n_bins}, mode={self.mode!r}"
+        return f"lam={self.lam:g}, n_bins={self.n_bins}, mode={self.mode!r}{self.input_repr()}"

@@ -119,7 +119,10 @@ def signed_focal_loss(
 
 @LOSSES.register("ce")
 class CrossEntropyLoss(CalibrationLoss):
-    """Cross-entropy −log p of the true class, averaged over the batch (`build_loss("ce")`; takes no options).
+    """Cross-entropy −log p of the true class, averaged over the batch (`build_loss("ce")`; no hyper-parameters).
+
+    Args:
+        ignore_index, reduction: as `torch.nn.CrossEntropyLoss` (see `CalibrationLoss`).
 
     Example:
         >>> import torch
@@ -130,11 +133,17 @@ class CrossEntropyLoss(CalibrationLoss):
 
     name = "ce"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, ignore_index: int | None = -100, reduction: str = "mean") -> None:
+        super().__init__(ignore_index=ignore_index, reduction=reduction)
 
     def _forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(logits, labels)
+
+    def _terms(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(logits, labels, reduction="none")
+
+    def extra_repr(self) -> str:
+        return self.input_repr().removeprefix(", ")
 
 
 @LOSSES.register("focal")
@@ -143,6 +152,7 @@ class FocalLoss(CalibrationLoss):
 
     Args:
         gamma: the focusing parameter γ ≥ 0 (default 3.0); γ = 0 is cross-entropy.
+        ignore_index, reduction: as `torch.nn.CrossEntropyLoss` (see `CalibrationLoss`).
 
     Example:
         >>> import torch
@@ -156,15 +166,18 @@ class FocalLoss(CalibrationLoss):
 
     name = "focal"
 
-    def __init__(self, *, gamma: float = 3.0) -> None:
-        super().__init__()
+    def __init__(self, *, gamma: float = 3.0, ignore_index: int | None = -100, reduction: str = "mean") -> None:
+        super().__init__(ignore_index=ignore_index, reduction=reduction)
         self.gamma = check_non_negative("gamma", gamma)
 
     def _forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return signed_focal_loss(logits, labels, self.gamma)
 
+    def _terms(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return signed_focal_loss(logits, labels, self.gamma, reduction="none")
+
     def extra_repr(self) -> str:
-        return f"gamma={self.gamma:g}"
+        return f"gamma={self.gamma:g}{self.input_repr()}"
 
 
 @LOSSES.register("inverse-focal")
@@ -173,6 +186,7 @@ class InverseFocalLoss(CalibrationLoss):
 
     Args:
         gamma: γ ≥ 0 (default 1.0); γ = 0 is cross-entropy.
+        ignore_index, reduction: as `torch.nn.CrossEntropyLoss` (see `CalibrationLoss`).
 
     Example:
         >>> import torch
@@ -183,20 +197,26 @@ class InverseFocalLoss(CalibrationLoss):
 
     name = "inverse-focal"
 
-    def __init__(self, *, gamma: float = 1.0) -> None:
-        super().__init__()
+    def __init__(self, *, gamma: float = 1.0, ignore_index: int | None = -100, reduction: str = "mean") -> None:
+        super().__init__(ignore_index=ignore_index, reduction=reduction)
         self.gamma = check_non_negative("gamma", gamma)
 
     def _forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return signed_focal_loss(logits, labels, -self.gamma)
 
+    def _terms(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return signed_focal_loss(logits, labels, -self.gamma, reduction="none")
+
     def extra_repr(self) -> str:
-        return f"gamma={self.gamma:g}"
+        return f"gamma={self.gamma:g}{self.input_repr()}"
 
 
 @LOSSES.register("flsd-53")
 class FLSD53Loss(CalibrationLoss):
-    """Sample-dependent focal loss of Mukhoti et al. (2020): γ = 5 when p_true < 0.2, otherwise γ = 3 (no options).
+    """Sample-dependent focal loss of Mukhoti et al. (2020): γ = 5 when p_true < 0.2, otherwise γ = 3.
+
+    Args:
+        ignore_index, reduction: as `torch.nn.CrossEntropyLoss` (see `CalibrationLoss`); no hyper-parameters.
 
     γ is chosen from the detached p_true, so it acts as a per-sample constant (as in the reference code).
 
@@ -212,11 +232,14 @@ class FLSD53Loss(CalibrationLoss):
     gamma_low = 5.0
     gamma_high = 3.0
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, ignore_index: int | None = -100, reduction: str = "mean") -> None:
+        super().__init__(ignore_index=ignore_index, reduction=reduction)
 
-    def _forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    def _terms(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         log_p, log_q = true_class_log_probs(logits, labels)
         p = log_p.detach().exp()
         gamma = torch.where(p < self.threshold, self.gamma_low, self.gamma_high)
-        return signed_focal_terms(log_p, log_q, gamma).mean()
+        return signed_focal_terms(log_p, log_q, gamma)
+
+    def extra_repr(self) -> str:
+        return self.input_repr().removeprefix(", ")

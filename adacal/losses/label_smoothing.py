@@ -15,6 +15,7 @@ class LabelSmoothingLoss(CalibrationLoss):
 
     Args:
         alpha: the smoothing α in [0, 1] (default 0.05).
+        ignore_index, reduction: as `torch.nn.CrossEntropyLoss` (see `CalibrationLoss`).
 
     Example:
         >>> import torch
@@ -28,12 +29,15 @@ class LabelSmoothingLoss(CalibrationLoss):
 
     name = "label-smoothing"
 
-    def __init__(self, *, alpha: float = 0.05) -> None:
-        super().__init__()
+    def __init__(self, *, alpha: float = 0.05, ignore_index: int | None = -100, reduction: str = "mean") -> None:
+        super().__init__(ignore_index=ignore_index, reduction=reduction)
         self.alpha = check_between("alpha", alpha, 0.0, 1.0)
 
     def _forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(logits, labels, label_smoothing=self.alpha)
 
+    def _terms(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(logits, labels, label_smoothing=self.alpha, reduction="none")
+
     def extra_repr(self) -> str:
-        return f"alpha={self.alpha:g}"
+        return f"alpha={self.alpha:g}{self.input_repr()}"

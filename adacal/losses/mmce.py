@@ -67,6 +67,8 @@ class MMCELoss(CalibrationLoss):
 
     Args:
         weight: the weight of the MMCE_w penalty, ≥ 0 (default 2.0, as Mukhoti et al. 2020 and the AdaFocal paper).
+        ignore_index, reduction: as `CalibrationLoss`; "sum" is the mean times the positions kept, and "none" is
+            refused (MMCE_w is a batch term, not a sum of per-sample losses).
 
     Example:
         >>> import torch
@@ -78,13 +80,18 @@ class MMCELoss(CalibrationLoss):
     """
 
     name = "mmce"
+    reductions = ("mean", "sum")  # MMCE_w is one value per batch: no per-sample losses for "none"
 
-    def __init__(self, *, weight: float = 2.0) -> None:
-        super().__init__()
+    def __init__(self, *, weight: float = 2.0, ignore_index: int | None = -100, reduction: str = "mean") -> None:
+        super().__init__(ignore_index=ignore_index, reduction=reduction)
         self.weight = check_non_negative("weight", weight)
 
     def _forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(logits, labels) + self.weight * mmce_weighted(logits, labels)
 
+    def _sum(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        # the batch mean times the batch size, as the reference code's summed reduction (and --loss-reduction sum)
+        return self._forward(logits, labels) * labels.shape[0]
+
     def extra_repr(self) -> str:
-        return f"weight={self.weight:g}"
+        return f"weight={self.weight:g}{self.input_repr()}"

@@ -207,7 +207,7 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
     defaults = {**COMMON_DEFAULTS, **preset_values(dataset, preset)}
     values = config.to_dict()
     values["dataset"], values["preset"] = dataset, preset
-    values["loss"] = config.loss or DEFAULT_LOSS
+    values["loss"] = _loss_key(config.loss or DEFAULT_LOSS)
     if preset == "paper" and values.get("loss_reduction") is None and defaults.get("grad_clip") is not None:
         values["loss_reduction"] = PAPER_REDUCTION.get(values["loss"], "sum")
     for key, default in defaults.items():
@@ -383,10 +383,11 @@ def _validate_loss_options(options: dict[str, Any]) -> None:
 def check_loss_options(loss: str, options: dict[str, Any]) -> None:
     """Each loss option must be one the loss takes ("--gamma does not apply to --loss ce"), and γ_max > γ_min."""
     from adacal.losses import LOSSES
+    from adacal.losses.base import INPUT_OPTIONS
     from adacal.registry import option_names
 
     factory = LOSSES.get(loss)
-    accepted = option_names(factory)
+    accepted = [name for name in option_names(factory) if name not in INPUT_OPTIONS]
     for name in options:
         if name not in accepted:
             takes = ", ".join(LOSS_OPTION_FLAGS.get(a, a) for a in accepted) or "no options"
@@ -406,10 +407,11 @@ def resolved_loss_options(loss: str, options: dict[str, Any] | None) -> dict[str
     """Every hyper-parameter the loss is built with: its keyword defaults (plain JSON values) overlaid with `options`,
     so config.json and --print-config say what was used, not only what was typed."""
     from adacal.losses import LOSSES
+    from adacal.losses.base import INPUT_OPTIONS
     from adacal.registry import option_names
 
     factory = LOSSES.get(loss)
-    accepted = option_names(factory)
+    accepted = [name for name in option_names(factory) if name not in INPUT_OPTIONS]
     options = renamed_options(options or {}, LOSS_OPTION_ALIASES)  # a run's config.json may say num_bins
     defaults = {
         name: value for name, value in _keyword_defaults(factory).items()
@@ -426,6 +428,14 @@ def _keyword_defaults(factory: Any) -> dict[str, Any]:
     except (TypeError, ValueError):
         return {}
     return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+
+
+def _loss_key(name: Any) -> Any:
+    """A loss name as registered ("AdaFocal" → "adafocal"), so the run records one spelling; others pass unchanged
+    (for `check_names` to refuse)."""
+    from adacal.losses import LOSSES
+
+    return LOSSES.key(name) if name in LOSSES else name
 
 
 def check_names(config: TrainConfig) -> None:

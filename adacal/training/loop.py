@@ -22,6 +22,8 @@ import numpy as np
 import torch
 
 from adacal.errors import AdacalError, InputError
+from adacal.losses.base import CalibrationLoss
+from adacal.losses.binned import ValidationBinnedLoss
 from adacal.losses.records import BinnedLossEpoch, BinUpdate, TrainBinStatistics
 from adacal.predictions import Predictions
 from adacal.runs import EVALUATE_FILE, RunFolder
@@ -86,6 +88,10 @@ class Trainer(TrainerState):
         self.model_options = model_options
         self.schedule = parse_update_every(config.update_every)
         self.loss = loss.to(device)
+        if isinstance(loss, CalibrationLoss):  # every label is a class (checked as before): no look for -100
+            loss.ignore_index = None
+        if isinstance(loss, ValidationBinnedLoss):  # γ is updated on the trainer's own schedule: never warn
+            loss.warn_after_steps = None
         self.needs_validation = bool(getattr(loss, "needs_validation", False))
         self.channels_last = bool(config.channels_last)
         # Batches between host reads of the running loss (progress, NaN/Inf check): every batch on the CPU, where a

@@ -90,8 +90,8 @@ def test_unknown_name_suggests_the_closest_and_lists_choices():
             r"Expected gamma_max to be greater than gamma_min, got gamma_max=1 and gamma_min=2\.",
         ),
         ("calfocal", {"mode": "per-sample"}, "Expected mode to be one of 'bin', 'sample'"),
-        ("ce", {"gamma": 2}, r"Loss 'ce' does not take option\(s\) gamma; it takes: none\."),
-        ("focal", {"gama": 2}, r"does not take option\(s\) gama; it takes: gamma\."),
+        ("ce", {"gamma": 2}, r"Loss 'ce' does not take option\(s\) gamma; it takes: ignore_index, reduction\."),
+        ("focal", {"gama": 2}, r"does not take option\(s\) gama; it takes: gamma, ignore_index, reduction\."),
     ],
 )
 def test_bad_options_raise_input_error(name, options, match):
@@ -107,7 +107,7 @@ def test_bad_options_raise_input_error(name, options, match):
         (torch.zeros(4, 3), torch.zeros(3, dtype=torch.long), r"labels of shape \(4,\) to match logits"),
         (torch.zeros(4, 3), torch.zeros(4), "labels to be an integer tensor"),
         (torch.zeros(4, 3, dtype=torch.long), torch.zeros(4, dtype=torch.long), "floating-point"),
-        # F.cross_entropy alone would skip -100 (its ignore_index) where the focal losses fail: every loss refuses it.
+        # With ignore_index=None every label must be a class: -100 is refused with a hint (the default skips it).
         (torch.zeros(4, 3), torch.tensor([0, -100, 1, 2]),
          r"labels in \[0, 2\], got values from -100 to 2: -100 marks"),
         (torch.zeros(4, 3), torch.tensor([0, 3, 1, 2]), r"labels in \[0, 2\], got values from 0 to 3"),
@@ -118,4 +118,4 @@ def test_bad_options_raise_input_error(name, options, match):
 def test_bad_batches_raise_input_error(logits, labels, match):
     for name in NAMES:
         with pytest.raises(InputError, match=match):
-            build_loss(name)(logits, labels)
+            build_loss(name, ignore_index=None)(logits, labels)
