@@ -1,0 +1,270 @@
+"""Split conformal prediction: the finite-sample quantile of validation scores, and the sets it gives, row-wise.
+
+Fitted on n validation rows, the threshold is the ⌈(n+1)(1−α)⌉-th smallest calibration score (`conformal_quantile`);
+a test row's set holds every class whose score is at most it, so for exchangeable data the true class is in the set
+with probability at least 1 − α (docs/conformal.md). Class-conditional (Mondrian) calibration takes one threshold
+per class from that class's validation rows, and the guarantee holds for each class.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from adacal.arrays import check_labels, softmax
+from adacal.checks import check_integer
+from adacal.conformal.scores import SCORES, ScoreFunction, build_score
+from adacal.errors import InputError, NotFittedError
+from adacal.registry import option_names
+from adacal.scores_kind import check_scores_kind, score_matrix
+
+__all__ = ["ConformalPredictor", "check_alpha", "conformal_quantile", "quantile_rank"]
+
+FORMAT_VERSION = 1
+_ROUNDING = 1e-9  # (n+1)(1−α) computed in floats: 100 × 0.9 must count as 90, not 90.00000000000001
+
+
+def check_alpha(alpha: Any) -> float:
+    """α as a float in (0, 1), else InputError (Returns: the float).
+
+    Example:
+        >>> from adacal.conformal.predictor import check_alpha
+        >>> check_alpha(0.1)
+        0.1
+    """
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) \
+            or not 0 < float(alpha) < 1:
+        raise InputError(f"Expected alpha to be a number in (0, 1), got {alpha!r}: pass e.g. alpha=0.1 for 90 % "
+                         "coverage.")
+    return float(alpha)
+
+
+def quantile_rank(n: int, alpha: float, *, what: str = "the validation set") -> int:
+    """k = ⌈(n+1)(1−α)⌉, the rank of the conformal threshold among n calibration scores; refused when k > n, i.e.
+    n < 1/α − 1 (no finite threshold covers 1 − α).
+
+    Args:
+        n: the number of calibration scores.
+        alpha: the miscoverage level in (0, 1).
+        what: what the n scores are, for the message.
+
+    Returns:
+        k, an int in [1, n].
+
+    Example:
+        >>> from adacal.conformal import quantile_rank
+        >>> quantile_rank(99, 0.1), quantile_rank(9, 0.1)
+        (90, 9)
+    """
+    alpha = check_alpha(alpha)
+    k = max(1, math.ceil((n + 1) * (1 - alpha) - _ROUNDING))
+    if k > n:
+        needed = math.ceil(1 / alpha - 1 - _ROUNDING)
+        raise InputError(f"Expected {what} to hold at least 1/alpha - 1 = {needed} samples for alpha={alpha:g}, "
+                         f"got n={n}: use more validation samples or a larger alpha.")
+    return k
+
+
+def conformal_quantile(calibration_scores: Any, alpha: float, *, what: str = "the validation set") -> float:
+    """The split-conformal threshold: the ⌈(n+1)(1−α)⌉-th smallest of n calibration scores (numpy's "higher"
+    quantile of level ⌈(n+1)(1−α)⌉/n).
+
+    Args:
+        calibration_scores: n scores (1-D).
+        alpha: the miscoverage level in (0, 1).
+        what: what the scores are, for the message when n < 1/α − 1.
+
+    Returns:
+        The threshold, a float.
+
+    Example:
+        >>> from adacal.conformal import conformal_quantile
+        >>> conformal_quantile([0.5, 0.1, 0.4, 0.3, 0.2, 0.9, 0.8, 0.7, 0.6], alpha=0.2)
+        0.8
+    """
+    values = np.sort(np.asarray(calibration_scores, dtype=np.float64).reshape(-1))
+    return float(values[quantile_rank(values.size, alpha, what=what) - 1])
+
+
+class ConformalPredictor:
+    """Split conformal prediction sets over a score function: `fit` on validation, `predict_sets` on any rows.
+
+    Args:
+        score: a score name ("thr"/"lac", "aps", "raps", "topk") or a built `ScoreFunction`.
+        alpha: the miscoverage level in (0, 1): sets hold the true class with probability at least 1 − α.
+        class_conditional: one threshold per class from that class's validation rows (Mondrian), so the coverage
+            holds for each class.
+        seed: the seed of the randomised scores' U (used when `score` is a name).
+        **score_options: the score's options (APS: randomized; RAPS: k_reg, lam, randomized).
+
+    Fitted attributes: `quantile_` (a float, or K floats class-conditionally), `n_calibration_` (n, or n per class),
+    `num_classes_`, `fitted_on_` ("logits" or "probs": the kind `predict_sets` reads rows as).
+
+    Example:
+        >>> import numpy as np
+        >>> from adacal.conformal import ConformalPredictor
+        >>> rng = np.random.default_rng(0)
+        >>> logits = rng.normal(size=(200, 3)) * 2
+        >>> labels = logits.argmax(axis=1)
+        >>> predictor = ConformalPredictor("thr", alpha=0.1).fit(logits, labels)
+        >>> predictor.predict_sets(logits[:2]).shape
+        (2, 3)
+    """
+
+    def __init__(self, score: Any = "aps", alpha: float = 0.1, class_conditional: bool = False, seed: int = 0,
+                 **score_options: Any) -> None:
+        self.score = score
+        self.alpha = alpha
+        self.class_conditional = class_conditional
+        self.seed = seed
+        self.score_options = score_options
+
+    def _score_function(self) -> ScoreFunction:
+        if isinstance(self.score, ScoreFunction):
+            return self.score
+        name = SCORES.key(self.score)
+        options = dict(self.score_options)
+        if "seed" in option_names(SCORES.get(name)):
+            options.setdefault("seed", self.seed)
+        return build_score(name, **options)
+
+    def fit(self, val_scores: Any, val_labels: Any, *, scores_kind: str = "auto") -> ConformalPredictor:
+        """Compute the threshold(s) from validation scores and labels.
+
+        Args:
+            val_scores: validation logits or probabilities (N, K).
+            val_labels: validation labels (N,).
+            scores_kind: "auto" (the rule of docs/inputs.md §2), "logits" or "probs".
+
+        Returns:
+            self, fitted. n < 1/α − 1 (per class, class-conditionally), α outside (0, 1) or a class absent from
+            validation is an InputError.
+        """
+        alpha = check_alpha(self.alpha)
+        if not isinstance(self.class_conditional, (bool, np.bool_)):
+            raise InputError(f"Expected class_conditional to be True or False, got {self.class_conditional!r}.")
+        check_integer(self.seed, "seed", minimum=0)
+        function = self._score_function()
+        probs, kind = self._read(val_scores, check_scores_kind(scores_kind), name="val_scores")
+        labels = check_labels(val_labels, n=probs.shape[0], num_classes=probs.shape[1], name="val_labels")
+        calibration = function.score(probs, labels)
+        if self.class_conditional:
+            quantiles, counts = [], []
+            for label in range(probs.shape[1]):
+                mine = calibration[labels == label]
+                if not mine.size:
+                    raise InputError(f"Expected every class in the validation labels for class_conditional=True, "
+                                     f"class {label} is absent: use class_conditional=False or more validation data.")
+                quantiles.append(conformal_quantile(mine, alpha, what=f"class {label} of the validation set"))
+                counts.append(int(mine.size))
+            self.quantile_: float | list[float] = quantiles
+            self.n_calibration_: int | list[int] = counts
+        else:
+            self.quantile_ = conformal_quantile(calibration, alpha)
+            self.n_calibration_ = int(calibration.size)
+        self.score_function_ = function
+        self.num_classes_ = int(probs.shape[1])
+        self.fitted_on_ = kind
+        return self
+
+    @staticmethod
+    def _read(scores: Any, scores_kind: str, *, name: str) -> tuple[np.ndarray, str]:
+        matrix, kind = score_matrix(scores, scores_kind=scores_kind, name=name)
+        return (softmax(matrix) if kind == "logits" else matrix), kind
+
+    def predict_sets(self, scores: Any, *, scores_kind: str | None = None,
+                     uniforms: Any = None) -> np.ndarray:
+        """The prediction sets, row by row: a row's set depends only on that row and the fitted threshold(s).
+
+        Args:
+            scores: logits or probabilities (N, K), K as fitted.
+            scores_kind: None (default) reads rows as the kind fitted on (`fitted_on_`); "auto", "logits", "probs"
+                as told.
+            uniforms: the randomised scores' U, one per row; None draws each row's own (`row_uniforms`).
+
+        Returns:
+            bool (N, K): True where the class is in the row's set. Another K than fitted is an InputError.
+        """
+        if not hasattr(self, "quantile_"):
+            raise NotFittedError("This ConformalPredictor is not fitted yet: call fit(val_scores, val_labels) first.")
+        kind = self.fitted_on_ if scores_kind is None else check_scores_kind(scores_kind)
+        probs, _ = self._read(scores, kind, name="scores")
+        if probs.shape[1] != self.num_classes_:
+            raise InputError(f"Expected scores with {self.num_classes_} classes (as the predictor was fitted on), "
+                             f"got {probs.shape[1]}: fit a predictor on this model's validation scores.")
+        return self.score_function_.sets(probs, self.quantile_, uniforms=uniforms)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fitted predictor as plain JSON types (Returns: a dict that `from_dict` reads back).
+
+        Example:
+            >>> import numpy as np
+            >>> from adacal.conformal import ConformalPredictor
+            >>> probs = np.tile([[0.6, 0.3, 0.1]], (20, 1))
+            >>> saved = ConformalPredictor("thr", alpha=0.1).fit(probs, np.zeros(20, int)).to_dict()
+            >>> saved["quantile"], saved["fitted_on"]
+            (0.4, 'probs')
+        """
+        if not hasattr(self, "quantile_"):
+            raise NotFittedError("This ConformalPredictor is not fitted yet: call fit(val_scores, val_labels) first.")
+        return {
+            "method": "split-conformal",
+            "format_version": FORMAT_VERSION,
+            "score": self.score_function_.name,
+            "score_options": self.score_function_.get_params(),
+            "alpha": float(self.alpha),
+            "class_conditional": bool(self.class_conditional),
+            "quantile": self.quantile_,
+            "n_calibration": self.n_calibration_,
+            "num_classes": self.num_classes_,
+            "fitted_on": self.fitted_on_,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ConformalPredictor:
+        """Rebuild a fitted predictor from `to_dict()` output (Returns: the predictor; a malformed dict is an
+        InputError naming the key).
+
+        Example:
+            >>> import numpy as np
+            >>> from adacal.conformal import ConformalPredictor
+            >>> probs = np.tile([[0.6, 0.3, 0.1]], (20, 1))
+            >>> fitted = ConformalPredictor("aps", alpha=0.1).fit(probs, np.zeros(20, int))
+            >>> ConformalPredictor.from_dict(fitted.to_dict()).quantile_ == fitted.quantile_
+            True
+        """
+        if not isinstance(data, dict) or data.get("method") != "split-conformal":
+            raise InputError("Expected a conformal predictor dict (as written by ConformalPredictor.to_dict()), got "
+                             f"{type(data).__name__ if not isinstance(data, dict) else data.get('method')!r}.")
+        try:
+            function = build_score(data["score"], **dict(data.get("score_options") or {}))
+            predictor = cls(function, alpha=check_alpha(data["alpha"]),
+                            class_conditional=bool(data["class_conditional"]))
+            num_classes = check_integer(data["num_classes"], "num_classes", minimum=1)
+            quantile = data["quantile"]
+            fitted_on = data["fitted_on"]
+        except KeyError as missing:
+            raise InputError(f"Expected the conformal predictor dict to have the key {missing}, it has not.") from None
+        if fitted_on not in ("logits", "probs"):
+            raise InputError(f"Expected fitted_on to be 'logits' or 'probs', got {fitted_on!r}.")
+        if predictor.class_conditional:
+            if not isinstance(quantile, list) or len(quantile) != num_classes:
+                raise InputError(f"Expected quantile to be a list of {num_classes} numbers (class-conditional), "
+                                 f"got {quantile!r}.")
+            predictor.quantile_ = [float(value) for value in quantile]
+        else:
+            if isinstance(quantile, (list, dict, bool)) or not isinstance(quantile, (int, float)):
+                raise InputError(f"Expected quantile to be a number, got {quantile!r}.")
+            predictor.quantile_ = float(quantile)
+        predictor.n_calibration_ = data.get("n_calibration")
+        predictor.score_function_ = function
+        predictor.num_classes_ = num_classes
+        predictor.fitted_on_ = fitted_on
+        return predictor
+
+    def __repr__(self) -> str:
+        fitted = "" if hasattr(self, "quantile_") else " (not fitted)"
+        return (f"ConformalPredictor(score={self.score!r}, alpha={self.alpha!r}, "
+                f"class_conditional={self.class_conditional!r}){fitted}")
