@@ -13,16 +13,19 @@ from typing import Any
 
 import numpy as np
 
-from adacal.arrays import check_labels, softmax
+from adacal.arrays import check_labels, probability_tolerance, softmax
 from adacal.checks import check_integer
 from adacal.conformal.scores import SCORES, ScoreFunction, build_score
 from adacal.errors import InputError, NotFittedError
 from adacal.registry import option_names
-from adacal.scores_kind import check_scores_kind, score_matrix
+from adacal.scores_kind import check_scores_kind, count_rows, score_matrix
 
 __all__ = ["ConformalPredictor", "check_alpha", "conformal_quantile", "quantile_rank"]
 
 FORMAT_VERSION = 1
+# A predictor fitted on logits refuses a batch of at least this many rows that are all probability rows (as the
+# calibrators do: no logits look like that by chance); fewer rows, one request's, are read as logits, as fitted.
+MIN_JUDGED_ROWS = 20
 _ROUNDING = 1e-9  # (n+1)(1−α) computed in floats: 100 × 0.9 must count as 90, not 90.00000000000001
 
 
@@ -88,11 +91,18 @@ def conformal_quantile(calibration_scores: Any, alpha: float, *, what: str = "th
     return float(values[quantile_rank(values.size, alpha, what=what) - 1])
 
 
+def _saved_number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(f"Expected each saved quantile to be a finite number, got {value!r}.")
+    return float(value)
+
+
 class ConformalPredictor:
     """Split conformal prediction sets over a score function: `fit` on validation, `predict_sets` on any rows.
 
     Args:
-        score: a score name ("thr"/"lac", "aps", "raps", "topk") or a built `ScoreFunction`.
+        score: a score name ("thr"/"lac", "aps", "raps", "topk") or a built `ScoreFunction` (which keeps its own
+            options and seed).
         alpha: the miscoverage level in (0, 1): sets hold the true class with probability at least 1 − α.
         class_conditional: one threshold per class from that class's validation rows (Mondrian), so the coverage
             holds for each class.
@@ -180,8 +190,9 @@ class ConformalPredictor:
 
         Args:
             scores: logits or probabilities (N, K), K as fitted.
-            scores_kind: None (default) reads rows as the kind fitted on (`fitted_on_`); "auto", "logits", "probs"
-                as told.
+            scores_kind: None (default) reads rows as the kind fitted on (`fitted_on_`; fitted on logits, a batch of
+                at least 20 rows that are all probability rows is refused, naming `scores_kind=`); "auto",
+                "logits", "probs" as told.
             uniforms: the randomised scores' U, one per row; None draws each row's own (`row_uniforms`).
 
         Returns:
@@ -190,7 +201,15 @@ class ConformalPredictor:
         if not hasattr(self, "quantile_"):
             raise NotFittedError("This ConformalPredictor is not fitted yet: call fit(val_scores, val_labels) first.")
         kind = self.fitted_on_ if scores_kind is None else check_scores_kind(scores_kind)
-        probs, _ = self._read(scores, kind, name="scores")
+        matrix, kind = score_matrix(scores, scores_kind=kind, name="scores")
+        if scores_kind is None and kind == "logits" and len(matrix) >= MIN_JUDGED_ROWS and matrix.shape[1] > 1:
+            counts = count_rows(matrix, probability_tolerance(scores))
+            if counts.probability == counts.rows:
+                raise InputError(f"Expected logits for this conformal predictor, which was fitted on logits, but all "
+                                 f"{counts.rows} rows are probability rows (non-negative, summing to 1): pass "
+                                 "scores_kind='probs' to read them as probabilities, or scores_kind='logits' if they "
+                                 "are logits.")
+        probs = softmax(matrix) if kind == "logits" else matrix
         if probs.shape[1] != self.num_classes_:
             raise InputError(f"Expected scores with {self.num_classes_} classes (as the predictor was fitted on), "
                              f"got {probs.shape[1]}: fit a predictor on this model's validation scores.")
@@ -239,9 +258,14 @@ class ConformalPredictor:
             raise InputError("Expected a conformal predictor dict (as written by ConformalPredictor.to_dict()), got "
                              f"{type(data).__name__ if not isinstance(data, dict) else data.get('method')!r}.")
         try:
-            function = build_score(data["score"], **dict(data.get("score_options") or {}))
-            predictor = cls(function, alpha=check_alpha(data["alpha"]),
-                            class_conditional=bool(data["class_conditional"]))
+            options = data.get("score_options") or {}
+            if not isinstance(options, dict):
+                raise InputError(f"Expected score_options to be a dict, got {type(options).__name__}.")
+            function = build_score(data["score"], **options)
+            class_conditional = data["class_conditional"]
+            if not isinstance(class_conditional, bool):
+                raise InputError(f"Expected class_conditional to be true or false, got {class_conditional!r}.")
+            predictor = cls(function, alpha=check_alpha(data["alpha"]), class_conditional=class_conditional)
             num_classes = check_integer(data["num_classes"], "num_classes", minimum=1)
             quantile = data["quantile"]
             fitted_on = data["fitted_on"]
@@ -253,11 +277,9 @@ class ConformalPredictor:
             if not isinstance(quantile, list) or len(quantile) != num_classes:
                 raise InputError(f"Expected quantile to be a list of {num_classes} numbers (class-conditional), "
                                  f"got {quantile!r}.")
-            predictor.quantile_ = [float(value) for value in quantile]
+            predictor.quantile_ = [_saved_number(value) for value in quantile]
         else:
-            if isinstance(quantile, (list, dict, bool)) or not isinstance(quantile, (int, float)):
-                raise InputError(f"Expected quantile to be a number, got {quantile!r}.")
-            predictor.quantile_ = float(quantile)
+            predictor.quantile_ = _saved_number(quantile)
         predictor.n_calibration_ = data.get("n_calibration")
         predictor.score_function_ = function
         predictor.num_classes_ = num_classes

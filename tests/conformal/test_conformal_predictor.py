@@ -209,3 +209,45 @@ def test_use_before_fit_and_bad_inputs_are_clear_errors():
         ConformalPredictor("aps", seed=-1).fit(logits, labels)
     with pytest.raises(InputError, match="scores_kind"):
         ConformalPredictor("thr").fit(logits, labels, scores_kind="soft")
+
+
+def test_a_logits_predictor_refuses_a_batch_of_probabilities_but_reads_one_row_as_fitted():
+    logits, labels = _data(300, np.random.default_rng(10))
+    predictor = ConformalPredictor("aps", alpha=0.1).fit(logits[:200], labels[:200])
+    probs = softmax(logits[200:])
+    with pytest.raises(InputError, match="scores_kind='probs'") as caught:
+        predictor.predict_sets(probs)
+    assert "\n" not in str(caught.value)
+    as_probs = predictor.predict_sets(probs, scores_kind="probs")
+    assert (as_probs == predictor.predict_sets(logits[200:])).all()  # softmax of the logits: the same sets
+    alone = predictor.predict_sets(probs[:1])  # one row: read as logits, as fitted
+    assert (alone == predictor.predict_sets(probs[:1], scores_kind="logits")).all()
+
+
+def test_many_classes_keep_predict_sets_row_wise():
+    rng = np.random.default_rng(11)
+    logits = rng.normal(size=(120, 1000)) * 3
+    labels = logits.argmax(axis=1)
+    predictor = ConformalPredictor("raps", alpha=0.2, k_reg=3, lam=0.01).fit(logits[:100], labels[:100])
+    batch = predictor.predict_sets(logits[100:])
+    assert (np.vstack([predictor.predict_sets(logits[i:i + 1]) for i in range(100, 120)]) == batch).all()
+
+
+def test_a_binary_model_s_one_score_per_sample_is_two_classes():
+    rng = np.random.default_rng(12)
+    p = rng.random(300)
+    labels = (rng.random(300) < p).astype(int)
+    predictor = ConformalPredictor("thr", alpha=0.2).fit(p[:200], labels[:200])
+    two_columns = ConformalPredictor("thr", alpha=0.2).fit(np.column_stack([1 - p[:200], p[:200]]), labels[:200])
+    assert predictor.num_classes_ == 2 and predictor.quantile_ == pytest.approx(two_columns.quantile_)
+    assert (predictor.predict_sets(p[200:]) == two_columns.predict_sets(np.column_stack([1 - p[200:], p[200:]]))).all()
+
+
+def test_a_saved_form_with_wrong_types_is_refused():
+    logits, labels = _data(200, np.random.default_rng(13))
+    saved = ConformalPredictor("aps", alpha=0.1, class_conditional=True).fit(logits, labels).to_dict()
+    for broken in ({**saved, "class_conditional": "false"}, {**saved, "quantile": [0.5] * 4 + ["x"]},
+                   {**saved, "quantile": [0.5] * 4 + [float("nan")]}, {**saved, "score_options": [1]},
+                   {**saved, "num_classes": 0}):
+        with pytest.raises(InputError):
+            ConformalPredictor.from_dict(broken)
