@@ -4,6 +4,7 @@
     adacal.metrics.ece_ew(probs, labels)                     # ECE and friends
     adacal.losses.build_loss("adafocal")                       # training losses by name
     adacal.calibrators.build_calibrator("temperature")         # post-hoc calibrators by name
+    adacal.conformal.ConformalPredictor(score="aps", alpha=0.1)  # split-conformal prediction sets
     adacal.plots                                               # figures (matplotlib is imported only here)
     adacal.commands.run_evaluate("runs/my-run")                # every command as one library call
 
@@ -18,15 +19,15 @@ from typing import TYPE_CHECKING, Any
 from adacal.version import __version__
 
 # Public subpackages and modules, imported on first attribute access (PEP 562).
-_SUBMODULES = ("calibrators", "commands", "data", "evaluation", "interpretation", "losses", "metrics", "models", "ood",
-               "plots", "sources", "training")
+_SUBMODULES = ("calibrators", "commands", "conformal", "data", "evaluation", "interpretation", "losses", "metrics",
+               "models", "ood", "plots", "sources", "training")
 
 __all__ = ["__version__", *_SUBMODULES]
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real modules
     from adacal import (  # noqa: F401
-        calibrators, commands, data, evaluation, interpretation, losses, metrics, models, ood, plots, sources,
-        training,
+        calibrators, commands, conformal, data, evaluation, interpretation, losses, metrics, models, ood, plots,
+        sources, training,
     )
 
 
