@@ -136,3 +136,14 @@ def test_bad_input_is_one_line_and_writes_nothing(runs, tmp_path, args, match):
 def test_help_names_the_references():
     result = runner.invoke(app, ["plot", "risk-coverage", "--help"])
     assert result.exit_code == 0 and "oracle" in result.output and "--labels" in result.output
+
+
+def test_input_given_twice_keeps_its_first_label(runs, saved_figures, tmp_path):
+    result = runner.invoke(app, ["plot", "risk-coverage", str(runs["ce"]), str(runs["adafocal"]), str(runs["ce"]),
+                                 "--labels", "first,second,third", "--out", str(tmp_path / "twice.png")])
+    assert result.exit_code == 0, result.output
+    assert "is given more than once" in result.output
+    lines = _curves(saved_figures[0])
+    assert sorted(gid for gid in lines if gid.startswith("risk-coverage:")) == ["risk-coverage:first",
+                                                                                  "risk-coverage:second"]
+    np.testing.assert_array_equal(lines["risk-coverage:first"].get_ydata(), _test_curve(runs["ce"])[0].risk)
