@@ -473,7 +473,7 @@ def compare_calibrators(
             f"Expected at least one calibrator to fit on every validation fold, but none did: {errors}."
         )
 
-    test_pre = compute_metrics(test_scores, test_labels, n_bins=n_bins)
+    test_pre = calibrate_test_metrics(test_scores, test_labels, n_bins=n_bins, scores_kind=test_kind)
     entries: dict[str, dict[str, Any]] = {}
     for name, calibrator in calibrators.items():
         try:
@@ -493,7 +493,7 @@ def compare_calibrators(
             "calibrator": calibrator.to_dict(),
             "val": compute_metrics(val_probs, val_labels, n_bins=n_bins),
             "test_pre": dict(test_pre),
-            "test_post": compute_metrics(test_probs, test_labels, n_bins=n_bins),
+            "test_post": calibrate_test_metrics(test_probs, test_labels, n_bins=n_bins, scores_kind="probs"),
         }
         if n_folds:
             scores = (fold_scores[name] or {}).get(key)
@@ -549,6 +549,28 @@ def compare_calibrators(
     }
     results = {"calibrators": {name: entries[name] for name in order}, "best": best, "selection": selection}
     return CalibrationComparison(results=results, fitted={name: calibrators[name] for name in order}, best=best)
+
+
+# Added to the test metrics before and after each calibrator: did calibrating change the ranking of confidences (a
+# temperature keeps a binary model's; with K > 2 it may reorder two samples; binning ties them; docs/conventions.md).
+SELECTIVE_TEST_METRICS = ("aurc", "auroc-correct")
+
+
+def calibrate_test_metrics(scores: Any, labels: Any, *, n_bins: int, scores_kind: str = "auto") -> dict[str, float]:
+    """`calibrate`'s test metrics: every default metric of `compute_metrics`, then `SELECTIVE_TEST_METRICS` (without
+    `auroc-correct` where every answer is right, or every one wrong), the predictions validated once.
+
+        >>> from adacal.calibrators.compare import calibrate_test_metrics
+        >>> metrics = calibrate_test_metrics([[0.9, 0.1], [0.4, 0.6], [0.7, 0.3]], [0, 0, 1], n_bins=15)
+        >>> metrics["aurc"], metrics["auroc_correct"]  # confidences 0.9 (right), 0.7 (wrong), 0.6 (wrong)
+        (0.38888888888888884, 1.0)
+    """
+    from adacal.metrics.calibration import compute_prepared, prepare_metric_inputs
+
+    pred, names, n_bins = prepare_metric_inputs(scores, labels, None, n_bins, scores_kind)
+    defined = bool(pred.hits.any() and not pred.hits.all())
+    extra = [name for name in SELECTIVE_TEST_METRICS if name not in names and (defined or name != "auroc-correct")]
+    return compute_prepared(pred, (*names, *extra), n_bins)
 
 
 def softmax_rows(scores: np.ndarray, scores_kind: str) -> np.ndarray:

@@ -1,5 +1,5 @@
-"""`adacal plot`: reliability diagrams, AdaFocal's γ dynamics, C_train/C_val correspondence, training and ROC curves,
-calibration under shift.
+"""`adacal plot`: reliability diagrams, AdaFocal's γ dynamics, C_train/C_val correspondence, training, ROC and
+risk–coverage curves, calibration under shift.
 
 Only options live here; each subcommand is one call of `adacal.commands.plot` (which checks the output path and the
 inputs before drawing and writes the figure atomically, so a failed command leaves nothing behind). Warnings raised
@@ -26,8 +26,8 @@ except ImportError:  # pragma: no cover - older Typer uses click itself
     import click
 
 HELP = (
-    "Draw reliability diagrams, AdaFocal gamma dynamics, training curves, ROC curves and calibration under shift as "
-    "PNG, SVG or PDF.\n\n"
+    "Draw reliability diagrams, AdaFocal gamma dynamics, training curves, ROC and risk-coverage curves and "
+    "calibration under shift as PNG, SVG or PDF.\n\n"
     "Example: adacal plot reliability runs/ce runs/adafocal --binning equal-mass"
 )
 
@@ -251,6 +251,53 @@ def roc(
     from adacal.commands.plot import run_plot_roc
 
     _report(run_plot_roc(reports, score=score, labels=labels, out=out, force=force, dpi=dpi, title=title))
+
+
+@plot_app.command(
+    "risk-coverage",
+    help="Risk-coverage curves of selective prediction: the error among the samples accepted (selective risk, %) "
+    "against the share accepted (coverage, %), the most confident first, tied confidences accepted together, several "
+    "inputs side by side on one axes, AURC in the legend. Each input's oracle (dashed: every right answer accepted "
+    "before any wrong one) and random reference (dotted: its error rate at every coverage) are drawn in its colour. "
+    "INPUT is a run folder, a checkpoint or a predictions file (class scores or confidence/correct pairs), its test "
+    "split read as `adacal evaluate` reads it; an input given twice is drawn once.\n\n"
+    "Example: adacal plot risk-coverage runs/ce runs/adafocal --labels CE,AdaFocal",
+)
+@guarded
+def risk_coverage(
+    inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help="Run folders or predictions files.",
+                                                 show_default=False)],
+    labels: LabelsOption = None,
+    labels_file: Annotated[Optional[Path], typer.Option("--labels-file", help="File of labels for predictions files "
+                                                        "saved without them (as evaluate's --labels; here --labels "
+                                                        "names the curves).", show_default=False)] = None,
+    data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="Dataset folder, when a checkpoint must be "
+                                                     "run on its test split.", show_default=False)] = None,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda or cuda:N (when a checkpoint must be "
+                                        "run).")] = "auto",
+    logits_key: LogitsKey = None,
+    labels_key: LabelsKey = None,
+    renormalize: Renormalize = False,
+    scores_kind: ScoresKind = "auto",
+    header: Header = None,
+    separator: Separator = None,
+    pt_items: PtItems = None,
+    labels_are: LabelsAre = None,
+    score_columns: ScoreColumns = None,
+    out: OutOption = None,
+    force: ForceOption = False,
+    dpi: DpiOption = 150,
+    title: TitleOption = None,
+) -> None:
+    from adacal.cli.inputs import print_notes, read_options
+    from adacal.commands.plot import run_plot_risk_coverage
+
+    options = read_options(logits_key, labels_key, labels_file, renormalize, scores_kind, header, separator,
+                           pt_items, labels_are=labels_are, score_columns=score_columns)
+    run = run_plot_risk_coverage(inputs, labels=labels, options=options, data_dir=data_dir, device=device, out=out,
+                                 force=force, dpi=dpi, title=title)
+    _report(run)
+    print_notes(run.notes, quiet=False)
 
 
 @plot_app.command(

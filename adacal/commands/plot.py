@@ -1,5 +1,5 @@
-"""`adacal plot` as library calls: reliability diagrams, AdaFocal's γ dynamics, C_train/C_val correspondence, training
-and ROC curves, calibration under shift, each read, drawn and written by one `run_plot_*` call.
+"""`adacal plot` as library calls: reliability diagrams, AdaFocal's γ dynamics, C_train/C_val correspondence, training,
+ROC and risk–coverage curves, calibration under shift, each read, drawn and written by one `run_plot_*` call.
 
 Reading inputs and drawing is `adacal.plots`; here each figure's output path is chosen and checked before anything is
 read (`adacal.plots.outputs`: a figure of several inputs goes to `plots/compare-<kind>-<names>.png` in the current
@@ -202,6 +202,46 @@ def run_plot_roc(reports: Sequence[Path], *, score: str = "entropy", labels: str
     return draw_figure("roc", reports, build, out=out, dpi=dpi, force=force)
 
 
+def run_plot_risk_coverage(inputs: Sequence[Path], *, labels: str | None = None, options: Any = None,
+                           data_dir: Path | None = None, device: str = "auto", out: Path | None = None,
+                           force: bool = False, dpi: int = 150, title: str | None = None) -> PlotRun:
+    """`adacal plot risk-coverage`: the risk–coverage curves of run folders, checkpoints or predictions files side by
+    side, each read as `adacal evaluate` reads it (its test split; a checkpoint without saved outputs is run on
+    `data_dir` with `device`), with its oracle and random references (`labels`: "a,b", one per input; `options`: how
+    to read predictions files, a `adacal.sources.ReadOptions`). An input given twice is drawn once."""
+    from adacal.commands.inputs import resolve_evaluation_input
+    from adacal.plots.reliability_readers import unique_inputs
+    from adacal.plots.risk_coverage import risk_coverage_figure, risk_coverage_inputs
+    from adacal.sources import ReadOptions
+
+    given = [Path(path) for path in inputs]
+    if not given:
+        raise InputError("Expected at least one INPUT (run folder, checkpoint or predictions file), got none.")
+    chosen = parse_labels(labels, len(given))  # before reading anything
+    kept, notes = unique_inputs(given)
+    if chosen is not None:  # an input given twice keeps its first label
+        first: dict[str, str] = {}
+        for path, label in zip(given, chosen):
+            first.setdefault(str(path), label)
+        chosen = [first[str(path)] for path in kept]
+
+    def build() -> Any:
+        resolved = []
+        for path in kept:
+            try:
+                source = resolve_evaluation_input(path, data_dir=data_dir, device=device,
+                                                  options=options or ReadOptions())
+            except InputError as exc:  # the readers' advice names evaluate's --labels; here it is --labels-file
+                raise InputError(str(exc).replace("--labels FILE", "--labels-file FILE").replace(
+                    "Expected --labels only", "Expected --labels-file only")) from None
+            notes.extend(note for note in source.predictions.notes if note not in notes)
+            resolved.append((path, source.predictions))
+        return risk_coverage_figure(risk_coverage_inputs(resolved, labels=chosen), title=title)
+
+    run = draw_figure("risk-coverage", kept, build, out=out, dpi=dpi, force=force)
+    return PlotRun(run.written, notes, run.warnings)
+
+
 def run_plot_shift(reports: Sequence[Path], *, metric: str = "ece_em", labels: str | None = None,
                    out: Path | None = None, force: bool = False, dpi: int = 150, title: str | None = None) -> PlotRun:
     """`adacal plot shift`: a metric per corruption severity, boxes over corruptions, inputs side by side, before and
@@ -218,4 +258,5 @@ def run_plot_shift(reports: Sequence[Path], *, metric: str = "ece_em", labels: s
 
 
 __all__ = ["PlotRun", "check_dpi", "draw_figure", "held_warnings", "parse_bins", "parse_labels",
-           "run_plot_adafocal", "run_plot_curves", "run_plot_reliability", "run_plot_roc", "run_plot_shift"]
+           "run_plot_adafocal", "run_plot_curves", "run_plot_reliability", "run_plot_risk_coverage", "run_plot_roc",
+           "run_plot_shift"]

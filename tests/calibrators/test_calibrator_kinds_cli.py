@@ -68,7 +68,9 @@ def test_calibrate_on_a_file_gives_the_figures_of_the_api_on_its_arrays(files, t
     assert from_file["calibrator"]["fitted_on"] == from_api["calibrator"]["fitted_on"] == "logits"
     assert from_file["test_post"] == pytest.approx(from_api["test_post"], abs=1e-12)
     direct = build_calibrator("ets").fit(val_logits, val_labels).transform(test_logits)
-    assert from_api["test_post"] == pytest.approx(compute_metrics(direct, test_labels), abs=1e-12)
+    # every default metric, then the selective ones calibrate adds (AURC, AUROC of correctness)
+    names = (*compute_metrics(direct, test_labels), "aurc", "auroc-correct")
+    assert from_api["test_post"] == pytest.approx(compute_metrics(direct, test_labels, names=names), abs=1e-12)
 
 
 def test_class_wise_weights_fitted_on_probabilities_refuse_a_logits_file_in_one_line(files, tmp_path):
