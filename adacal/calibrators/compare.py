@@ -7,7 +7,6 @@ ties go to the simpler method (SIMPLICITY_ORDER)."""
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -120,15 +119,6 @@ def warnings_if_it_works() -> Iterator[None]:
         warnings.warn_explicit(message.message, message.category, message.filename, message.lineno)
 
 
-def fit_with_kind(calibrator: Calibrator, scores: np.ndarray, labels: np.ndarray, scores_kind: str) -> Calibrator:
-    """`calibrator.fit(scores, labels)` with the kind decided once for the whole validation split (`scores_kind`
-    "probs" or "logits"), where its `fit` takes `scores_kind`: a fold's subset of the rows is then read as the split
-    was, never re-decided."""
-    if "scores_kind" in inspect.signature(calibrator.fit).parameters:
-        return calibrator.fit(scores, labels, scores_kind=scores_kind)
-    return calibrator.fit(scores, labels)
-
-
 def cross_validate_metrics(
     calibrator: Calibrator,
     logits: np.ndarray,
@@ -173,14 +163,9 @@ def cross_validate_metrics(
         train[held_out] = False
         with warnings_if_it_works():
             fold_calibrator = type(calibrator)(**calibrator.get_params())
-            if scores_kind == "auto":
-                fold_calibrator.fit(logits[train], labels[train])
-            else:
-                fit_with_kind(fold_calibrator, logits[train], labels[train], scores_kind)
+            fold_calibrator.fit(logits[train], labels[train], scores_kind=scores_kind)
             # The held-out rows are read as the fold's fit read its rows, never re-decided on their own.
-            fitted_on = getattr(fold_calibrator, "fitted_on_", None)
-            probs = (fold_calibrator.transform(logits[held_out]) if fitted_on is None
-                     else fold_calibrator.transform(logits[held_out], scores_kind=fitted_on))
+            probs = fold_calibrator.transform(logits[held_out], scores_kind=fold_calibrator.fitted_on_)
         for key, value in compute_metrics(probs, labels[held_out], n_bins=n_bins, names=metrics).items():
             scores.setdefault(key, []).append(float(value))
         if step is not None:
@@ -280,7 +265,6 @@ def compare_calibrators(
     if scores_kind == test_scores_kind == "auto" and mixed_binary_kinds(val_logits, test_logits):
         scores_kind = test_scores_kind = "logits"
     val_scores, val_kind = read_scores(val_logits, scores_kind=scores_kind, name="validation logits")
-    scores_kind = val_kind
     n, k = val_scores.shape
     val_labels = check_labels(val_labels, n=n, num_classes=k, name="validation labels")
     test_scores, test_kind = read_scores(test_logits, scores_kind=test_scores_kind, name="test logits")
@@ -317,7 +301,7 @@ def compare_calibrators(
         try:
             fold_scores[name] = cross_validate_metrics(
                 calibrator, val_scores, val_labels, fold_sets, metrics=scored_metrics, n_bins=n_bins, step=step,
-                scores_kind=scores_kind,
+                scores_kind=val_kind,
             )
         except AdacalError as exc:
             fold_scores[name], errors[name] = None, str(exc)
@@ -334,7 +318,7 @@ def compare_calibrators(
     for name, calibrator in calibrators.items():
         try:
             with warnings_if_it_works():
-                fit_with_kind(calibrator, val_scores, val_labels, val_kind)
+                calibrator.fit(val_scores, val_labels, scores_kind=val_kind)
                 val_probs = calibrator.transform(val_scores, scores_kind=val_kind)
                 test_probs = calibrator.transform(test_scores, scores_kind=test_kind)
         except AdacalError as exc:
@@ -378,7 +362,7 @@ def compare_calibrators(
                                    baseline=BASELINE if BASELINE in entries else None)
     order, best = choice["order"], choice["best"]
     fold_size = int(min(fold.size for fold in fold_sets)) if n_folds else None
-    noise = (ece_noise(softmax_rows(val_scores, scores_kind), n_bins=n_bins, fold_size=fold_size, seed=seed)
+    noise = (ece_noise(softmax_rows(val_scores, val_kind), n_bins=n_bins, fold_size=fold_size, seed=seed)
              if val_labels.size < SMALL_VALIDATION else None)
 
     def means(metric_name: str) -> dict[str, float | None]:
