@@ -75,6 +75,8 @@ class TopLabelPredictions:
     notes: tuple[str, ...] = field(default=(), compare=False)
     interpretation: Interpretation | None = field(default=None, compare=False)
     classes: None = field(default=None, compare=False)  # (no class columns)
+    # Per-sample group names by grouping key, as `Predictions.groups` (for `--group-by`); None when none are named.
+    groups: dict[str, np.ndarray] | None = field(default=None, compare=False)
 
     def __len__(self) -> int:
         return int(self.confidences.shape[0])

@@ -67,6 +67,9 @@ class Predictions:
     # The names of the score columns, in order, when the file gives them (a `classes` array, a CSV header).
     classes: tuple[str, ...] | None = field(default=None, compare=False)
     interpretation: Interpretation | None = field(default=None, compare=False)
+    # Per-sample group names by grouping key ("task", "subject", a column the user named), each an (N,) array of
+    # str, for `--group-by`; None when the input names no groups.
+    groups: dict[str, np.ndarray] | None = field(default=None, compare=False)
 
     @property
     def num_classes(self) -> int:
