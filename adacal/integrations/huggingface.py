@@ -13,8 +13,9 @@ evaluation, and report the calibration metrics from `compute_metrics` (`pip inst
 - `GammaUpdateCallback` (added by the trainer) updates γ in `on_evaluate` from that evaluation's logits and labels,
   as the Trainer gathered them from every process (the same on every rank), so γ follows exactly
   `loss.update(val_logits, val_labels)` on the evaluation predictions. Only the evaluations that `train` schedules
-  on the trainer's own `eval_dataset` update γ: never a call of `evaluate` outside training, nor on another dataset
-  (so never the training set); each update is logged (`<loss>_gamma_<i>`, `<loss>_gap_<i>` per bin).
+  on the trainer's own `eval_dataset` after a training step update γ: never a call of `evaluate` outside training,
+  nor `eval_on_start` (the untrained model), nor another dataset (so never the training set); each update is
+  logged (`<loss>_gamma_<i>`, `<loss>_gap_<i>` per bin).
 - The loss state (bins, γ, history) is saved beside every checkpoint as `adacal_loss.pt` and loaded back by
   `train(resume_from_checkpoint=...)`, so a resumed run has the γ of an uninterrupted one. (A separate file rather
   than a submodule of the model: the model's weights, `save_pretrained` and `from_pretrained` stay the user's.)
@@ -103,6 +104,7 @@ class GammaUpdateCallback(TrainerCallback):
         self.records: list[tuple[int, Any]] = []
         self.pending: tuple[Any, Any] | None = None
         self.bound = False
+        self.stepped = False  # whether this `train` call has made an optimizer step yet
 
     def update(self, predictions: Any, label_ids: Any) -> Any:
         """`loss.update` on an evaluation's predictions and labels (`evaluation_arrays`: the loss's ignore_index and
@@ -120,6 +122,10 @@ class GammaUpdateCallback(TrainerCallback):
                 "Expected GammaUpdateCallback inside adacal's CalibrationTrainer (which hands it the evaluation "
                 "logits), got a plain Trainer: use adacal.integrations.huggingface.CalibrationTrainer."
             )
+        self.stepped = False
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.stepped = True
 
     def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         pending, self.pending = self.pending, None
@@ -177,7 +183,7 @@ class CalibrationTrainer(Trainer):
         ...     return [{"features": torch.randn(4), "labels": torch.tensor(i % 3)} for i in range(n)]
         >>> train, val = rows(12), rows(6)
         >>> args = TrainingArguments(output_dir=tempfile.mkdtemp(), report_to=[], use_cpu=True, eval_strategy="epoch",
-        ...                          save_strategy="no", num_train_epochs=2, label_names=["labels"], disable_tqdm=True)
+        ...                          save_strategy="no", num_train_epochs=2, disable_tqdm=True)
         >>> trainer = CalibrationTrainer(model=Tiny(), args=args, train_dataset=train, eval_dataset=val,
         ...                              loss="adafocal", loss_options={"n_bins": 3})
         >>> trainer.remove_callback(PrinterCallback)  # the example prints nothing
@@ -203,7 +209,9 @@ class CalibrationTrainer(Trainer):
         # The loss is a per-batch mean: the Trainer divides it by the gradient-accumulation steps itself.
         self.model_accepts_loss_kwargs = False
         self.loss_is_scaled_for_ga = False
-        self._label_key = self.label_names[0] if len(self.label_names or ()) == 1 else "labels"
+        if not self.label_names:  # the model need not take labels: they are the loss's, taken out of the batch
+            self.label_names = ["labels"]
+        self._label_key = self.label_names[0] if len(self.label_names) == 1 else "labels"
         self._collect = False
         self._loss_device: torch.device | None = None
         self.gamma_callback: GammaUpdateCallback | None = None
@@ -248,8 +256,8 @@ class CalibrationTrainer(Trainer):
 
     def _updates_from(self, eval_dataset: Any) -> bool:
         """Whether this evaluation feeds the γ update: one that `train` runs on the trainer's own eval set."""
-        if self.gamma_callback is None or not self.is_in_train:
-            return False
+        if self.gamma_callback is None or not self.is_in_train or not self.gamma_callback.stepped:
+            return False  # outside training, or `eval_on_start` (the untrained model; again when resuming)
         if eval_dataset is None:
             return not isinstance(self.eval_dataset, Mapping)
         return isinstance(eval_dataset, str) and eval_dataset == self._update_on

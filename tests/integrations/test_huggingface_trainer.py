@@ -120,11 +120,12 @@ def test_gamma_without_compute_metrics_and_from_the_named_eval_set(tmp_path, dat
     train, val = data[False]
     other = _rows(10, 3, tokens=False)
     trainer = CalibrationTrainer(
-        model=_model(False), args=_args(tmp_path, num_train_epochs=1), train_dataset=train,
+        model=_model(False), args=_args(tmp_path, num_train_epochs=1, eval_on_start=True), train_dataset=train,
         eval_dataset={"other": other, "val": val}, update_on="val", loss=AdaFocalLoss(n_bins=3),
     )
     trainer.train()
-    (record,) = trainer.calibration_loss.history
+    (record,) = trainer.calibration_loss.history  # eval_on_start (the untrained model) does not update γ
+    assert sum("eval_val_loss" in entry for entry in trainer.state.log_history) == 2
     assert sum(record["counts"]) == len(val)
     logits = trainer.predict(val).predictions
     labels = np.array([int(row["labels"]) for row in val])
@@ -238,6 +239,7 @@ def test_bad_input_is_one_line(tmp_path, data):
         plain.train()
 
 
+@pytest.mark.slow
 def test_the_module_needs_transformers_and_says_how_to_install_it():
     code = (
         "import sys; sys.modules['transformers'] = None\n"
