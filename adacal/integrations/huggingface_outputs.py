@@ -50,6 +50,11 @@ def classes_first(logits: torch.Tensor, labels: torch.Tensor, *, class_dim: int 
             f"Expected the logits and labels to be torch tensors, got {type(logits).__name__} and "
             f"{type(labels).__name__}."
         )
+    if labels.dtype.is_floating_point or labels.dtype == torch.bool:
+        raise InputError(
+            f"Expected labels to be integer class indices, got {labels.dtype} of shape {tuple(labels.shape)}: "
+            "multi-label targets and regression values are not classes for a calibration loss."
+        )
     _check_shapes(tuple(logits.shape), tuple(labels.shape), class_dim)
     return logits.movedim(-1, 1) if class_dim == -1 and logits.ndim > 2 else logits
 

@@ -107,6 +107,8 @@ def test_bad_input_is_one_line():
         compute((SEQ_LOGITS, SEQ_LABELS + 0.5))
     with pytest.raises(InputError, match=r"^Expected the model's output to hold logits"):
         output_logits((torch.zeros(2, 3),))
+    with pytest.raises(InputError, match=r"^Expected labels to be integer class indices, got torch.float32"):
+        classes_first(torch.zeros(4, 3), torch.zeros(4, 3))  # multi-label targets
     for error in ("class_dim", "n_bins"):
         with pytest.raises(InputError, match=error):
             calibration_compute_metrics(**{error: 0})

@@ -84,6 +84,20 @@ def _replayed_gammas(seen, **options) -> list[list[float]]:
     return gammas
 
 
+def _pad_per_batch(rows):
+    """A collator padding each batch to its longest row (ids 0, mask 0, labels -100), as token tasks pad."""
+    width = max(len(row["input_ids"]) for row in rows)
+    batch = {}
+    for key, fill in (("input_ids", 0), ("attention_mask", 0), ("labels", -100)):
+        batch[key] = torch.stack([F.pad(row[key], (0, width - len(row[key])), value=fill) for row in rows])
+    return batch
+
+
+def _ragged(rows):
+    """Token rows cut to lengths 3 to 6, so evaluation batches differ in length (the Trainer pads them with -100)."""
+    return [{key: value[: 3 + i % 4] for key, value in row.items()} for i, row in enumerate(rows)]
+
+
 @pytest.fixture(scope="module")
 def data():
     return {tokens: (_rows(32, 1, tokens=tokens), _rows(24, 2, tokens=tokens)) for tokens in (False, True)}
@@ -94,9 +108,12 @@ def data():
 def test_gamma_follows_update_on_the_evaluation_predictions(tmp_path, data, tokens):
     train, val = data[tokens]
     recorder = _Recorder()
+    if tokens:
+        train, val = _ragged(train), _ragged(val)
     trainer = CalibrationTrainer(
-        model=_model(tokens), args=_args(tmp_path), train_dataset=train, eval_dataset=val,
-        loss="adafocal", loss_options={"n_bins": 4, "lam": 2.0}, compute_metrics=recorder,
+        model=_model(tokens), args=_args(tmp_path, per_device_eval_batch_size=3), train_dataset=train,
+        eval_dataset=val, loss="adafocal", loss_options={"n_bins": 4, "lam": 2.0}, compute_metrics=recorder,
+        data_collator=_pad_per_batch if tokens else None,
     )
     trainer.train()
     history = trainer.calibration_loss.history
@@ -107,7 +124,10 @@ def test_gamma_follows_update_on_the_evaluation_predictions(tmp_path, data, toke
     got = [list(record["gammas"]) for record in history]
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
     assert expected[0] != expected[1] and expected[0] != [1.0] * 4  # γ really moved
-    assert sum(history[0]["counts"]) == int((recorder.seen[0][1] != -100).sum())  # -100 positions: no samples
+    labelled = sum(int((row["labels"] != -100).sum()) for row in val)
+    assert sum(history[0]["counts"]) == labelled  # -100 positions (and the Trainer's padding) are no samples
+    if tokens:
+        assert (recorder.seen[0][0] == -100).all(axis=2).any()  # the Trainer did pad batches of other lengths
     # every update is in the logs, γ per bin
     logged = [entry for entry in trainer.state.log_history if "adafocal_gamma_0" in entry]
     assert [[entry[f"adafocal_gamma_{i}"] for i in range(4)] for entry in logged] == got
