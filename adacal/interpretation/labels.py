@@ -177,6 +177,17 @@ def _class_keys(classes: Any, num_classes: int, classes_name: str) -> tuple[list
     return readings, None
 
 
+def class_readings(names: Any) -> list[list[str]]:
+    """The readings of K class names as written and without a prefix or suffix they all share (`prob_cat` -> `cat`);
+    [] when they cannot name K columns.
+
+    >>> class_readings(["prob_neg", "prob_pos"])
+    [['prob_neg', 'prob_pos'], ['neg', 'pos']]
+    """
+    readings, _ = _class_keys(names, len(names), "classes")
+    return readings or []
+
+
 def _key(name: str) -> float | None:
     """A class name as a number, when it writes one (rule 1 of docs/inputs.md; `true`/`false` as 1 and 0)."""
     if name.lower() in ("true", "false"):
