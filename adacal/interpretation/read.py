@@ -98,8 +98,15 @@ def _scores(arrays: Arrays, keys: SplitKeys, options: ReadOptions) -> ScoresRead
         spelled = "one score column (N, 1)" if np.ndim(values) == 2 else "1-D scores"
         return read_binary_kind(values, name=name, spelled=spelled, kind=options.scores_kind,
                                 renormalize=options.renormalize, named_probabilities=named, decision=decision)
-    return read_matrix_kind(values, name=name, kind=options.scores_kind, renormalize=options.renormalize,
-                            named_probabilities=named, tolerance=tolerance)
+    try:
+        return read_matrix_kind(values, name=name, kind=options.scores_kind, renormalize=options.renormalize,
+                                named_probabilities=named, tolerance=tolerance)
+    except InputError as exc:
+        if arrays.pipeline is None:
+            raise
+        raise InputError(f"{str(exc).rstrip('.')}; Hugging Face pipeline scores whose rows do not sum to 1 are a "
+                         "multi-label model's sigmoids (function_to_apply='sigmoid'), not one distribution per input."
+                         ) from None
 
 
 def _record(arrays: Arrays, keys: SplitKeys, reading: ScoresReading, labels_key: str | None,

@@ -205,7 +205,7 @@ def test_refusals(tmp_path, data):
     with pytest.raises(InputError, match="'MIXED' is not"):
         load_predictions(path, options=ReadOptions(classes="POSITIVE,NEGATIVE"))
     unknown = [dict(records[0], label="SARCASTIC"), *records[1:]]
-    with pytest.raises(InputError, match="'SARCASTIC' is not"):
+    with pytest.raises(InputError, match="\\(MIXED, NEGATIVE, POSITIVE\\); 'SARCASTIC' is not"):
         load_predictions(write(tmp_path / "u.json", unknown))
     top2 = [dict(r, predictions=r["predictions"][:2]) for r in records]  # top_k=2: classes differ per input
     with pytest.raises(InputError, match="same classes \\(run the pipeline with top_k=None\\)"):
@@ -230,7 +230,7 @@ def test_refusals(tmp_path, data):
     read = load_predictions(tmp_path / "pre.npz", options=ReadOptions(classes="x,y,z"))  # the names, unprefixed
     assert (read.labels == 1).all()
     sigmoid = [dict(r, predictions=[dict(item, score=0.9) for item in r["predictions"]]) for r in records]
-    with pytest.raises(InputError, match="probabilit"):  # multi-label sigmoid scores: rows do not sum to 1
+    with pytest.raises(InputError, match="sum to 1.*multi-label model's sigmoids"):  # rows do not sum to 1
         load_predictions(write(tmp_path / "m.json", sigmoid))
 
 
@@ -272,3 +272,42 @@ def test_folder_without_config_is_refused(tmp_path):
     write(tmp_path / "list.json", {"labels": ["a", "b"]})
     with pytest.raises(InputError, match="without id2label"):
         ReadOptions(classes=str(tmp_path / "list.json"))
+
+
+def test_cli_refusals_are_one_line(tmp_path, data):
+    from cli_helpers import one_line_error, runner
+
+    from adacal.cli import app
+
+    probs, labels, _ = data
+    np.savez(tmp_path / "s.npz", probs=probs, labels=np.array([MODEL[y] for y in labels]))
+    write(tmp_path / "bad.json", {"id2label": {"0": "a", "2": "b"}})
+    for args, fragment in ((["--classes", "neg"], "no file or folder"),
+                           (["--classes", str(tmp_path / "bad.json")], "1 is missing"),
+                           (["--classes", "a,b"], "name the 3 classes"),
+                           (["--classes", "POSITIVE,NEGATIVE,OTHER"], "(POSITIVE, NEGATIVE, OTHER); 'MIXED' is not")):
+        one_line_error(runner.invoke(app, ["evaluate", str(tmp_path / "s.npz"), *args]), fragment)
+    result = runner.invoke(app, ["evaluate", str(tmp_path / "s.npz"), "--classes", ",".join(MODEL), "--json",
+                                 str(tmp_path / "e.json")])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "e.json").read_text())
+    assert report["config"]["source"]["classes"] == list(MODEL)  # the reading options are recorded
+
+
+def test_top_k_1_lists_and_raw_scores(tmp_path, data):
+    """`pipeline(texts, top_k=1)` (a list of one dict per input) is the top-1 form; `function_to_apply="none"`
+    outputs are logits, read as such with --scores-kind logits (refused as probabilities otherwise)."""
+    probs, labels, _ = data
+    path = write(tmp_path / "k1.jsonl", [[row] for row in top1_rows(probs, NAMES)], jsonl=True)
+    write(tmp_path / "config.json", config(NAMES))  # the file sits in the model folder
+    np.save(tmp_path / "y.npy", labels)
+    top = load_evaluation_file(path, options=ReadOptions(labels_file=tmp_path / "y.npy"))
+    np.testing.assert_array_equal(top.correct, probs.argmax(1) == labels)
+    logits = np.log(probs) + 3.0
+    raw = [{"label": NAMES[y], "predictions": row} for y, row in zip(labels, pipeline_rows(logits, NAMES))]
+    path = write(tmp_path / "raw.json", raw)
+    with pytest.raises(InputError, match="--scores-kind logits"):
+        load_predictions(path)
+    read = load_predictions(path, options=ReadOptions(scores_kind="logits"))
+    assert read.interpretation.kind == "logits"
+    assert compute_metrics(read.logits, read.labels) == pytest.approx(compute_metrics(probs, labels), rel=1e-9)
