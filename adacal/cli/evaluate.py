@@ -13,7 +13,7 @@ from adacal.cli.common import ForceOption, guarded, metric_cell, metrics_line, n
 from adacal.cli.inputs import (
     LabelsFile, LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, print_notes, read_options,
 )
-from adacal.cli.inputs import LabelsAre, ScoreColumns
+from adacal.cli.inputs import ClassNames, LabelsAre, ScoreColumns
 from adacal.conventions import DEFAULT_N_BINS
 
 HELP = """Measure calibration of a model's test predictions: ECE (equal-width, equal-mass, debiased, sweep, smooth),
@@ -212,6 +212,7 @@ def evaluate(
     pt_items: PtItems = None,
     labels_are: LabelsAre = None,
     score_columns: ScoreColumns = None,
+    classes: ClassNames = None,
 ) -> None:
     from adacal.commands.evaluate import run_evaluate
     from adacal.commands import EVALUATE_FILE
@@ -222,7 +223,7 @@ def evaluate(
             predictions, n_bins=n_bins, metrics=metrics, bootstrap=bootstrap, seed=seed, json_path=json_path,
             calibrator=calibrator, data_dir=data_dir, device=device, force=force,
             options=read_options(logits_key, labels_key, labels, renormalize, scores_kind, header, separator, pt_items,
-                                 labels_are=labels_are, score_columns=score_columns),
+                                 labels_are=labels_are, score_columns=score_columns, classes=classes),
             progress=progress,
         )
     print_notes(run.notes, quiet, run.reading)
