@@ -7,7 +7,9 @@ from __future__ import annotations
 import copy
 import doctest
 import importlib
+import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -245,3 +247,12 @@ def test_the_documented_example_runs():
     model, fit = namespace["model"], namespace["trainer"]
     assert len(model.loss.history) == fit.max_epochs  # one γ-update per epoch, none from the sanity check
     assert {"val/ece_em", "val/ece_ew", "val/nll", "val/brier", "adafocal/gamma_mean"} <= set(fit.callback_metrics)
+
+
+def test_import_adacal_never_imports_lightning():
+    code = ("import sys, adacal, adacal.integrations, adacal.losses, adacal.training; "
+            "print(sorted(m for m in ('lightning', 'pytorch_lightning') if m in sys.modules))")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"

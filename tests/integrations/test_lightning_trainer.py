@@ -97,12 +97,12 @@ def lightning_run(config: dict, update_every) -> RunModule:
     return module
 
 
-@pytest.mark.parametrize("update_every", ["epoch", 1])
+@pytest.mark.parametrize("update_every", ["epoch", "epoch:1,1"])  # the second: epoch 1 at its end, then every batch
 def test_gamma_trajectory_equals_adacal_train(update_every, tmp_path):
     result = train(TrainConfig(**OPTIONS, update_every=update_every, out=str(tmp_path)))
     lines = [json.loads(line) for line in (result.run_dir / "history.jsonl").read_text().splitlines()]
     expected = [update["gammas"] for line in lines for update in line["adafocal"]["updates"]]
-    assert len(expected) == 3 * (1 if update_every == "epoch" else 2)  # 2 batches an epoch
+    assert len(expected) == (3 if update_every == "epoch" else 1 + 2 * 2)  # 2 batches an epoch
 
     module = lightning_run(result.config, update_every)
     got = [list(record["gammas"]) for record in module.loss.history]
