@@ -1,20 +1,14 @@
 """PyTorch Lightning callbacks: AdaFocal's γ updated from Lightning's own validation loop, and the calibration
 metrics of every validation epoch logged through `LightningModule.log`.
 
-- `CalibrationLossCallback` (alias `AdaFocalCallback`): after each validation epoch of `trainer.fit` (never in the
-  sanity check, never in `trainer.validate`) it updates a loss that learns from validation (AdaFocal, CalFocal) from
-  that epoch's logits and labels, gathered across ranks under DDP so every rank applies the same γ; or, with
-  `update_every=N`, after every N training batches from its own pass over the validation loader (as `adacal train
-  --update-every N`). It logs the loss's state and the calibration metrics, and keeps the loss state in Lightning
-  checkpoints when the loss is not a submodule of the LightningModule (a submodule's state is in the module's own
-  `state_dict`), so a resumed fit continues with the same γ.
+- `CalibrationLossCallback` (alias `AdaFocalCallback`): updates a loss that learns from validation (AdaFocal,
+  CalFocal) after each validation epoch of `trainer.fit` (never in the sanity check) or every N training batches, the
+  γ every rank applies under DDP being the whole validation set's; logs its state and the metrics; keeps its state in
+  Lightning checkpoints.
 - `CalibrationMetricsCallback`: the calibration metrics only (ECE-EM, ECE-EW, NLL, Brier by default), for any loss.
 
-What they read (docs/inputs.md, "Lightning callbacks"): `validation_step` returns the batch's logits and labels, as
-`{"logits": ..., "labels": ...}` (other keys allowed) or `(logits, labels)`; logits `(N, K)` or `(N, K, d1, ...)`,
-labels `(N,)` or `(N, d1, ...)`, positions labelled `ignore_index` left out. Under DDP the samples Lightning's
-`DistributedSampler` repeats to even out the shards are dropped before the gather, so the γ equals a single
-process's over the whole validation set.
+What they read from `validation_step` is written in docs/inputs.md ("Lightning callbacks"); the user's guide is
+docs/integrations.md §2.
 
 Lightning is imported here only (`lightning.pytorch`, else `pytorch_lightning`): `pip install "adacal[lightning]"`.
 """

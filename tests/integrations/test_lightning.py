@@ -229,10 +229,21 @@ def test_without_lightning_the_import_says_what_to_install(monkeypatch):
     for name in ("lightning", "lightning.pytorch", "pytorch_lightning"):
         monkeypatch.setitem(sys.modules, name, None)  # an import of a None entry raises ImportError
     monkeypatch.delitem(sys.modules, "adacal.integrations.lightning")
+    monkeypatch.setattr(sys.modules["adacal.integrations"], "lightning", integration)  # put back after the import
     with pytest.raises(ImportError, match=r'pip install "adacal\[lightning\]"') as error:
         importlib.import_module("adacal.integrations.lightning")
     assert "\n" not in str(error.value)
-    monkeypatch.setitem(sys.modules, "adacal.integrations.lightning", integration)
+
+
+def test_with_only_pytorch_lightning_the_callbacks_derive_from_it(monkeypatch):
+    legacy = pytest.importorskip("pytorch_lightning", reason="the fallback needs pytorch_lightning installed")
+    for name in ("lightning", "lightning.pytorch"):
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.delitem(sys.modules, "adacal.integrations.lightning")
+    monkeypatch.setattr(sys.modules["adacal.integrations"], "lightning", integration)  # put back after the import
+    fallback = importlib.import_module("adacal.integrations.lightning")
+    assert fallback.LIGHTNING_PACKAGE == "pytorch_lightning"
+    assert issubclass(fallback.CalibrationLossCallback, legacy.Callback)
 
 
 def test_the_docstring_examples_run():
@@ -249,6 +260,7 @@ def test_the_documented_example_runs():
     assert {"val/ece_em", "val/ece_ew", "val/nll", "val/brier", "adafocal/gamma_mean"} <= set(fit.callback_metrics)
 
 
+@pytest.mark.slow
 def test_import_adacal_never_imports_lightning():
     code = ("import sys, adacal, adacal.integrations, adacal.losses, adacal.training; "
             "print(sorted(m for m in ('lightning', 'pytorch_lightning') if m in sys.modules))")
@@ -256,3 +268,47 @@ def test_import_adacal_never_imports_lightning():
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
+
+
+class Tagger(pl.LightningModule):
+    """A per-position classifier: logits (N, K, T) for labels (N, T), padding labelled -100 (a sequence model)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = mlp()
+        self.loss = AdaFocalLoss(n_bins=5)
+
+    def forward(self, inputs):
+        return self.net(inputs).transpose(1, 2)
+
+    def training_step(self, batch, batch_idx):
+        return self.loss(self(batch[0]), batch[1])
+
+    def validation_step(self, batch, batch_idx):
+        return {"logits": self(batch[0]), "labels": batch[1]}
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def sequences(n: int, seed: int):
+    data = synthetic(n * 6, seed)
+    inputs, labels = data.tensors[0].reshape(n, 6, -1), data.tensors[1].reshape(n, 6).clone()
+    labels[::3, 4:] = -100  # every third sequence is 4 long
+    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(inputs, labels), batch_size=8)
+
+
+def test_positions_of_sequence_logits_are_samples_and_ignored_labels_count_nowhere():
+    module, val_loader = Tagger(), sequences(20, 2)
+    fit = trainer(max_epochs=1, callbacks=[CalibrationLossCallback(metrics=["nll"])])
+    fit.fit(module, sequences(24, 1), val_loader)
+    module.eval()
+    with torch.no_grad():
+        logits = torch.cat([module(inputs) for inputs, _ in val_loader])
+    labels = torch.cat([labels for _, labels in val_loader])
+    kept = int((labels != -100).sum())
+    assert sum(module.loss.history[0]["counts"]) == kept == 20 * 6 - 7 * 2
+    expected = AdaFocalLoss(n_bins=5).update(logits, labels)
+    np.testing.assert_allclose(module.loss.history[0]["gammas"], expected["gammas"], rtol=0, atol=1e-12)
+    nll = torch.nn.functional.cross_entropy(logits, labels, ignore_index=-100).item()
+    assert float(fit.callback_metrics["val/nll"]) == pytest.approx(nll, abs=1e-6)
