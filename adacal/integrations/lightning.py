@@ -160,6 +160,7 @@ class CalibrationLossCallback(CalibrationMetricsCallback):
         loss: the loss (an `AdaFocalLoss`, `CalFocalLoss`, ...); None: the one the LightningModule holds as an
             attribute or submodule (refused when it holds none or several).
         update_every: "epoch" (default), an integer N of training batches, or an `adacal train --update-every` spec.
+        every_n_batches: another spelling of update_every=N (give one of the two).
         metrics, prefix, n_bins, dataloader_idx: as `CalibrationMetricsCallback` (positions labelled the loss's
             `ignore_index` are left out of the metrics too).
         log_state: log the loss's state (default True).
@@ -177,6 +178,7 @@ class CalibrationLossCallback(CalibrationMetricsCallback):
         loss: Any = None,
         *,
         update_every: Any = "epoch",
+        every_n_batches: int | None = None,
         metrics: Any = DEFAULT_METRICS,
         prefix: str = "val/",
         n_bins: int = DEFAULT_N_BINS,
@@ -187,6 +189,13 @@ class CalibrationLossCallback(CalibrationMetricsCallback):
         if loss is not None:
             _check_validation_loss(loss)
         self.loss = loss
+        if every_n_batches is not None:
+            if update_every != "epoch":
+                raise InputError(
+                    f"Expected one of update_every and every_n_batches, got update_every={update_every!r} and "
+                    f"every_n_batches={every_n_batches!r}: pass only one."
+                )
+            update_every = check_positive_int(every_n_batches, "every_n_batches")
         self.schedule = _schedule(update_every)
         self.log_state = bool(log_state)
         self._given = loss is not None

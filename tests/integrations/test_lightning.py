@@ -71,7 +71,7 @@ def test_gamma_follows_a_hand_written_loop_and_never_the_sanity_check(every, san
     reference_net = copy.deepcopy(net)
     reference = hand_loop(reference_net, AdaFocalLoss(n_bins=5), train_loader, val_loader, epochs=3, every=every)
     module = Classifier(net)
-    callback = CalibrationLossCallback(update_every="epoch" if every is None else every)
+    callback = CalibrationLossCallback() if every is None else CalibrationLossCallback(every_n_batches=every)
     trainer(max_epochs=3, callbacks=[callback], num_sanity_val_steps=sanity_steps).fit(
         module, train_loader, val_loader)
     assert callback.loss is module.loss
@@ -198,6 +198,11 @@ def test_the_loss_is_found_on_the_module_or_refused():
         CalibrationLossCallback(update_every="0")
     with pytest.raises(InputError, match="Expected update_every"):
         CalibrationLossCallback(update_every=True)
+    assert CalibrationLossCallback(every_n_batches=3).schedule.batches_for_epoch(7) == 3
+    with pytest.raises(InputError, match="Expected one of update_every and every_n_batches"):
+        CalibrationLossCallback(update_every=2, every_n_batches=3)
+    with pytest.raises(InputError, match="Expected every_n_batches to be a positive integer"):
+        CalibrationLossCallback(every_n_batches=0)
     with pytest.raises(InputError, match="Unknown metric"):
         CalibrationMetricsCallback(metrics=["ece-xx"])
 
