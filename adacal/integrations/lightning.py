@@ -55,7 +55,7 @@ class CalibrationMetricsCallback(pl.Callback):
 
     Args:
         metrics: metric names, any spelling `adacal.metrics.resolve_metric_names` reads (default ECE-EM, ECE-EW, NLL,
-            Brier); an empty sequence logs none.
+            Brier); None or an empty sequence logs none.
         prefix: put before each report key (default "val/").
         n_bins: bins of the binned metrics (default 15).
         ignore_index: the label of positions left out (default -100, as torch); None: every label is a class.
@@ -411,7 +411,7 @@ def find_validation_loss(pl_module: Any) -> Any:
     for name, value in candidates:
         if _is_validation_loss(value):
             found.setdefault(id(value), (name, value))
-        elif getattr(type(value), "needs_validation", None) is False and type(value).__name__.endswith("Loss"):
+        elif type(value).__name__.endswith("Loss"):
             others.append(f"self.{name} ({type(value).__name__})")
     module_name = type(pl_module).__name__
     if not found:

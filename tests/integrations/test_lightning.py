@@ -186,6 +186,8 @@ def test_the_loss_is_found_on_the_module_or_refused():
     assert find_validation_loss(attribute) is attribute.loss
     with pytest.raises(InputError, match=r"got none \(it holds self.loss \(FocalLoss\), which does not learn"):
         find_validation_loss(Classifier(mlp(), FocalLoss()))
+    with pytest.raises(InputError, match=r"it holds self.loss \(CrossEntropyLoss\)"):
+        find_validation_loss(Classifier(mlp(), torch.nn.CrossEntropyLoss()))
     with pytest.raises(InputError, match="got none: set e.g. self.loss"):
         find_validation_loss(Classifier(mlp(), where="hidden"))
     two = Classifier(mlp())
@@ -203,6 +205,7 @@ def test_the_loss_is_found_on_the_module_or_refused():
         CalibrationLossCallback(update_every=2, every_n_batches=3)
     with pytest.raises(InputError, match="Expected every_n_batches to be a positive integer"):
         CalibrationLossCallback(every_n_batches=0)
+    assert CalibrationMetricsCallback(metrics=None).keys == CalibrationLossCallback(metrics=()).keys == ()
     with pytest.raises(InputError, match="Unknown metric"):
         CalibrationMetricsCallback(metrics=["ece-xx"])
 
