@@ -235,7 +235,7 @@ class CalibrationLossCallback(CalibrationMetricsCallback):
         if trainer.sanity_checking:
             return
         logits, labels = self._epoch_outputs(trainer)
-        if _fitting(trainer) and self.schedule.batches_for_epoch(trainer.current_epoch + 1) is None:
+        if _stage(trainer) == "fit" and self.schedule.batches_for_epoch(trainer.current_epoch + 1) is None:
             self.loss.update(logits, labels)
         self._log_metrics(trainer, pl_module, logits, labels)
         if self.log_state:
@@ -306,7 +306,7 @@ def check_validation_loop(trainer: Any, pl_module: Any, owner: str) -> None:
         )
     source = getattr(getattr(getattr(getattr(trainer, "fit_loop", None), "epoch_loop", None), "val_loop", None),
                      "_data_source", None)
-    if trainer.state.fn is not None and str(getattr(trainer.state.fn, "value", trainer.state.fn)) == "validate":
+    if _stage(trainer) == "validate":
         source = getattr(getattr(trainer, "validate_loop", None), "_data_source", None)
     defined = getattr(source, "is_defined", None)
     if callable(defined) and not defined():
@@ -351,12 +351,8 @@ def validation_step_pair(outputs: Any, owner: str = "the callback") -> tuple[tor
     elif isinstance(outputs, (tuple, list)) and len(outputs) == 2:
         logits, labels = outputs
     else:
-        if outputs is None:
-            found = "nothing"
-        elif isinstance(outputs, (tuple, list)):
-            found = f"a {type(outputs).__name__} of {len(outputs)} items"
-        else:
-            found = f"a {type(outputs).__name__}"
+        found = "nothing" if outputs is None else f"a {type(outputs).__name__}" + (
+            f" of {len(outputs)} items" if isinstance(outputs, (tuple, list)) else "")
         raise InputError(
             f"Expected validation_step to return {expected} for {owner}, got {found}: return them, e.g. "
             "return {'logits': logits, 'labels': labels}."
@@ -455,9 +451,9 @@ def _schedule(update_every: Any) -> Any:
         raise InputError(str(exc).replace("--update-every", "update_every")) from None
 
 
-def _fitting(trainer: Any) -> bool:
-    fn = trainer.state.fn
-    return str(getattr(fn, "value", fn)) == "fit"
+def _stage(trainer: Any) -> str:
+    """"fit", "validate", ... (the `TrainerFn` of the call running)."""
+    return str(getattr(trainer.state.fn, "value", trainer.state.fn))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
