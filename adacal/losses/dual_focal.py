@@ -7,8 +7,9 @@ rest). When the true class ranks first, p_j is the runner-up; when it ranks lowe
 (not the largest non-target probability); when it ranks last, p_j = 0 and the loss is focal FL-γ. As in the code,
 the mask is a constant and gradients flow through p_y and p_j.
 
-γ: the paper's CIFAR-10 value is 5 (the authors' run script trains `--loss dual_focal_loss --gamma 5` on CIFAR-10;
-their code's default, γ = 0, is cross-entropy). Their code sums over the batch (`size_average=False`); adacal's
+γ: 5, the authors' CIFAR-10 value (github.com/Linwei94/ICML2023-DualFocalLoss, train_scripts/cifar10.sh @cb1ea6d:
+`--loss dual_focal_loss --gamma 5`; the same repository's Losses/dual_focal_loss.py is the code above). Their
+code's default, γ = 0, is cross-entropy. Their code sums over the batch (`size_average=False`); adacal's
 default is the mean, and `reduction="sum"` (or `--loss-reduction sum`) is theirs.
 
 Numerics: the weight is exp(γ · log(q + p_j)) with q = 1 − p_y and log q taken as focal's `true_class_log_probs`

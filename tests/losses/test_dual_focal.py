@@ -66,6 +66,21 @@ def test_per_sample_terms_match_the_authors_code():
     torch.testing.assert_close(DualFocalLoss(reduction="none")(logits, labels), theirs, rtol=1e-12, atol=0)
 
 
+def test_ties_with_the_true_class_are_not_below_it_as_in_the_authors_code():
+    """Classes tied with the true one are masked (strictly below only): uniform logits give p_j = 0."""
+    logits = torch.tensor([[0.0, 0.0, 0.0], [1.0, 1.0, -1.0], [2.0, 1.0, 1.0]], dtype=torch.float64)
+    labels = torch.tensor([0, 1, 1])
+    for gamma in (2.0, 5.0):
+        ours = logits.clone().requires_grad_(True)
+        theirs = logits.clone().requires_grad_(True)
+        value = DualFocalLoss(gamma=gamma, reduction="sum")(ours, labels)
+        expected = AuthorsDualFocalLoss(gamma=gamma)(theirs, labels)
+        torch.testing.assert_close(value, expected, rtol=1e-12, atol=0)
+        ours_grad = torch.autograd.grad(value, ours)[0]
+        torch.testing.assert_close(ours_grad, torch.autograd.grad(expected, theirs)[0], rtol=1e-10, atol=1e-14)
+    assert DualFocalLoss(gamma=1.0)(logits[:1], labels[:1]).item() == pytest.approx((2 / 3) * math.log(3), rel=1e-12)
+
+
 def test_true_class_ranked_last_is_focal():
     """p_j = 0 (no class below the true one): the loss is focal FL-γ, values and gradients."""
     logits, _ = _batch(seed=4)
