@@ -108,7 +108,13 @@ class MDCALoss(CalibrationLoss):
     @staticmethod
     def resolved_options(options: dict[str, Any]) -> dict[str, Any]:
         """The options as built (for config.json and --print-config): the base's own option with its default
-        filled in, the other base's option left out. Options that are not valid pass unchanged (for the checks)."""
+        filled in, the other base's option left out. Options that are not valid pass unchanged (for the checks).
+
+        Example:
+            >>> from adacal.losses import MDCALoss
+            >>> MDCALoss.resolved_options({"beta": 1.0, "base": "focal", "gamma": None, "alpha": None})
+            {'beta': 1.0, 'base': 'focal', 'gamma': 1.0}
+        """
         base = options.get("base", "ce")
         resolved = {key: value for key, value in options.items() if key not in ("gamma", "alpha") or value is not None}
         if base in _BASE_OPTION:
