@@ -70,16 +70,23 @@ def test_bad_options_are_one_line_errors(args, fragment):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["mdca", "acls"])
-def test_a_short_run_trains_and_records_the_options(tmp_path, name):
+@pytest.mark.parametrize(("name", "extra", "options"), [
+    ("mdca", ["--mdca-base", "focal"], {"beta": 1.0, "base": "focal", "gamma": 1.0}),
+    ("acls", [], NEW_LOSSES["acls"]),
+])
+def test_a_short_run_trains_records_the_options_and_resumes(tmp_path, name, extra, options):
     """One epoch on 96 digits: the batch-level term (mdca) and a per-sample one (acls) through the trainer, with
-    --loss-reduction sum too (mdca: the mean times the batch)."""
+    --loss-reduction sum too (mdca: the mean times the batch); a resume reads the run's options."""
     out = tmp_path / "runs"
-    args = ["train", "--loss", name, "--epochs", "1", "--out", str(out), "--name", name, "--quiet", "--device", "cpu",
-            "--train-subset", "96", "--batch-size", "32", "--loss-reduction", "sum"]
+    args = ["train", "--loss", name, *extra, "--epochs", "1", "--out", str(out), "--name", name, "--quiet",
+            "--device", "cpu", "--train-subset", "96", "--batch-size", "32", "--loss-reduction", "sum"]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     config = json.loads((out / name / "config.json").read_text())["config"]
-    assert config["loss_options"] == NEW_LOSSES[name]
+    assert config["loss_options"] == options
     history = [json.loads(line) for line in (out / name / "history.jsonl").read_text().splitlines()]
     assert len(history) == 1 and torch.isfinite(torch.tensor(history[0]["train"]["loss"]))
+    if name == "mdca":  # an option of another base, given on resume, is refused against the run's own base
+        resumed = runner.invoke(app, ["train", "--resume", str(out / name), "--epochs", "2", "--smoothing", "0.2"])
+        one_line_error(resumed, "--smoothing applies to --loss mdca with --mdca-base label-smoothing only, got "
+                                "--mdca-base focal.")
