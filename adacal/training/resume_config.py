@@ -52,7 +52,8 @@ def merge_resume_config(saved: dict[str, Any], given: TrainConfig, *, source: st
                 if option in saved_options and _normalise(given_value) == _normalise(saved_options[option]):
                     continue
                 if option not in saved_options and isinstance(base.loss, str):
-                    check_loss_options(base.loss, {option: given_value})  # "--gamma does not apply to --loss ..."
+                    # "--gamma does not apply to --loss ...", read beside the run's options (mdca's --mdca-base)
+                    check_loss_options(base.loss, {**saved_options, option: given_value})
                 flag = LOSS_OPTION_FLAGS.get(option, "--" + option.replace("_", "-"))
                 raise InputError(
                     f"{flag} {given_value!r} conflicts with the resumed run's {_repr(saved_options.get(option))}; "
