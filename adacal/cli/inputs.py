@@ -74,6 +74,13 @@ ScoreColumns = Annotated[
                                          "a row counter, a copy of the labels and per-sample figures such as "
                                          "entropy; refused where that cannot be told).", show_default=False),
 ]
+GroupBy = Annotated[
+    str | None,
+    typer.Option("--group-by", help="Report the figures per group too: KEY is a per-sample key of the input (an .npz/"
+                                    ".pt array, a JSON/JSONL key, a .csv/.tsv column) of strings or integers, such as "
+                                    "task or subject; groups of fewer than 50 samples are flagged. The JSON gains "
+                                    "results.groups.", metavar="KEY", show_default=False),
+]
 SEPARATOR_NAMES = {"comma": ",", "semicolon": ";", "tab": "\t", "space": " ", ",": ",", ";": ";", "\\t": "\t",
                    "\t": "\t", " ": " "}
 
