@@ -28,8 +28,8 @@ np.savetxt writes; a .csv/.tsv with one column per class and a label column; a .
 objects, or a .jsonl with one object per sample; a .safetensors of named tensors or a .mat of MATLAB variables;
 the text formats gzipped too, e.g. .csv.gz), a checkpoint, or a run folder written by 'adacal train'. A file of
 top-label (confidence, correct) pairs (keys or columns named like confidence/conf/p_max beside correct/is_correct/acc,
-e.g. an LLM evaluation's JSONL) gets the top-label metrics: error, the ECEs, MCE, NLL-CORRECT, BRIER-TOP and
-AUROC-CORRECT. Labels may be
+e.g. an LLM evaluation's JSONL) gets the top-label metrics: error, the ECEs, MCE, NLL-CORRECT, BRIER-TOP,
+AUROC-CORRECT and AUPRC-ERRORS (how well confidence tells right from wrong). Labels may be
 class indices (1-D or one column),
 one-hot rows or booleans; string labels are mapped through a `classes` array (or a .csv header).
 
@@ -48,9 +48,14 @@ epoch's checkpoint was scored; so does a checkpoint of such a run, or the checkp
 report is written only with --json. The evaluate.json a run has is never replaced. Otherwise a JSON report is written
 only with --json.
 
+--group-by KEY adds a table of the same figures per group (a task, a subject: a per-sample key or column of the
+input), each on its group's rows alone, with the overall row; groups under 50 samples are starred.
+
 Examples:
 
   adacal evaluate preds.npz
+
+  adacal evaluate answers.jsonl --group-by subject
 
   adacal evaluate runs/RUN --metrics ece-em,ece-ew,nll --bootstrap 1000
 
@@ -215,9 +220,10 @@ def evaluate(
             "--metrics",
             help="Comma-separated metrics: error, nll, brier, ece-ew, ece-em, ece-debias, ece-sweep-ew, "
             "ece-sweep-em, ece-smooth, mce, classwise-ece (default: all); ece_em and ECE-EM are accepted too. "
-            "Top-label (confidence, correct) inputs have nll-correct, brier-top and auroc-correct instead of nll, "
-            "brier and classwise-ece. "
-            "Selective prediction, by name only: aurc, e-aurc, augrc, auroc-correct, risk@C (risk@80: the "
+            "Top-label (confidence, correct) inputs have nll-correct, brier-top, auroc-correct and auprc-errors "
+            "instead of nll, brier and classwise-ece. "
+            "Selective prediction, by name only: aurc, e-aurc, augrc, auroc-correct, auprc-errors (the average "
+            "precision of the errors ranked by low confidence), risk@C (risk@80: the "
             "selective risk at 80 % coverage) and coverage@R (coverage@5: the largest coverage whose risk is "
             "at most 5 %). "
             "ECE-DEBIAS shows ≤ 0 when its estimate falls below the estimator's resolution (the unclipped "
