@@ -136,7 +136,7 @@ def _print_groups(report: dict[str, Any]) -> None:
     for column in ("n", "accuracy", *(display_name(name) for name in names)):
         # "AUROC-\nCORRECT": a long name breaks after its first hyphen rather than being cut.
         table.add_column(column.replace("-", "-\n", 1) if len(column) > 8 else column, justify="right")
-    small = False
+    small = undefined = False
     for row in [*table_data["rows"], table_data["overall"]]:
         count = f"{row['n_samples']}{'*' if row['small'] else ''}"
         cells = [row["group"], count, f"{number(100 * row['accuracy'], 2)}%"]
@@ -146,6 +146,7 @@ def _print_groups(report: dict[str, Any]) -> None:
             value = row["metrics"].get(key)
             if value is None:
                 cells.append("–")
+                undefined = True
                 continue
             cell = metric_cell(key, value, _format(name, value))
             interval = (row.get("bootstrap") or {}).get(key)
@@ -158,6 +159,8 @@ def _print_groups(report: dict[str, Any]) -> None:
     footnotes = ["units as in the table above"]
     if small:
         footnotes.append(f"* fewer than {table_data['small_below']} samples: noisy figures")
+    if undefined:
+        footnotes.append("– undefined on that group (its answers are all right, or all wrong)")
     if any(row.get("bootstrap") for row in table_data["rows"]):
         footnotes.append(f"beneath each value: its {round(100 * config['confidence'])}% bootstrap interval")
     console.print("; ".join(footnotes) + ".", markup=False, highlight=False)

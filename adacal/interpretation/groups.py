@@ -214,7 +214,7 @@ def attach_groups(predictions: Any, path: str | Path | None, key: str, *, option
     if key in groups:
         return predictions
     n = len(predictions)
-    if path is None:
+    if path is None or Path(path).is_dir():  # (a folder read as one input: its reader's groups are all it has)
         shown = ", ".join(sorted(groups)) or "none"
         raise InputError(f"Expected --group-by key '{key}' among the input's group keys, found none: they are "
                          f"{shown}.")
