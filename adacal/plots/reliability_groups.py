@@ -21,7 +21,7 @@ from adacal.plots.reliability_diagrams import ReliabilityPanel
 # A grid of 12 diagrams (3 rows of at most 5) stays readable; with more groups the 12 largest are drawn, noted.
 MAX_GROUP_PANELS = 12
 
-__all__ = ["MAX_GROUP_PANELS", "group_reliability_panels", "panel_from_confidences"]
+__all__ = ["MAX_GROUP_PANELS", "group_options", "group_reliability_panels", "panel_from_confidences"]
 
 
 def panel_from_confidences(
@@ -56,36 +56,29 @@ def panel_from_confidences(
                             ece_em=eces["ece_em"], ece_ew=eces["ece_ew"], coverage=coverage)
 
 
-def _top_label_of(path: Path, split: str, options: Any) -> tuple[np.ndarray, np.ndarray, Any]:
-    """(confidences, correctness, the predictions read) of one input, the kind of its scores decided once."""
-    from adacal.interpretation.confidence import load_top_label
-    from adacal.metrics import top_label
-    from adacal.plots.reliability_readers import _split_predictions
-
-    pairs = load_top_label(path, split=split, options=options) if split == "test" else None
-    if pairs is not None:
-        return pairs.confidences, pairs.correct, pairs
-    predictions = _split_predictions(path, split, options)
-    record = predictions.interpretation
-    kind = record.scores_kind if record is not None and record.scores_kind else "auto"
-    top = top_label(predictions.logits, predictions.labels, scores_kind=kind)
-    return top.confidences, top.correct, predictions
-
-
-def group_reliability_panels(path: str | Path, key: str, *, binning: str = "equal-width", n_bins: int = DEFAULT_N_BINS,
-                             split: str = "test", options: Any = None, band_options: dict[str, Any] | None = None,
-                             smooth: bool = False, notes_out: list[str] | None = None) -> list[ReliabilityPanel]:
-    """One panel per group of KEY in the predictions file `path` (docs/inputs.md "Group keys"), sorted by name and
-    labelled "<group> (n=<count>)"; at most MAX_GROUP_PANELS (the largest groups, noted in `notes_out`)."""
-    from adacal.grouped import group_indices
-    from adacal.interpretation.groups import attach_groups, check_group_key, check_table_group_key
+def group_options(path: str | Path, key: str, options: Any = None) -> Any:
+    """The reading options for `--group-by KEY` (a text table's KEY column set aside), KEY checked first: a text
+    table whose header does not name it is refused before it is read, listing its columns."""
+    from adacal.interpretation.groups import check_group_key, check_table_group_key
     from adacal.sources import ReadOptions
 
-    path = Path(path)
     key = check_group_key(key)
     options = replace(options or ReadOptions(), group_by=key)
     check_table_group_key(path, key, options=options)
-    confidences, correct, predictions = _top_label_of(path, split, options)
+    return options
+
+
+def group_reliability_panels(path: str | Path, key: str, confidences: Any, correct: Any, predictions: Any, *,
+                             binning: str = "equal-width", n_bins: int = DEFAULT_N_BINS, options: Any = None,
+                             band_options: dict[str, Any] | None = None, smooth: bool = False,
+                             notes_out: list[str] | None = None) -> list[ReliabilityPanel]:
+    """One panel per group of KEY (docs/inputs.md "Group keys") of the predictions read from `path` (`predictions`,
+    read with `group_options`), from their top-1 `confidences` and `correct`ness computed once; sorted by name and
+    labelled "<group> (n=<count>)"; at most MAX_GROUP_PANELS (the largest groups, noted in `notes_out`)."""
+    from adacal.grouped import group_indices
+    from adacal.interpretation.groups import attach_groups
+
+    confidences, correct = np.asarray(confidences), np.asarray(correct)
     predictions = attach_groups(predictions, path, key, options=options)
     if notes_out is not None:
         notes_out.extend(note for note in predictions.notes if note not in notes_out)

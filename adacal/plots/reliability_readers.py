@@ -410,10 +410,25 @@ def reliability_inputs(request: ReliabilityRequest, *, notes_out: list[str] | No
     return [replace(panel, label=label, color=color) for label, panel, color in zip(final, panels, colors)]
 
 
+def _top_label_of(path: Path, split: str, options: ReadOptions) -> tuple[np.ndarray, np.ndarray, Any]:
+    """(top-1 confidences, correctness, the predictions read) of one input, the kind of its scores decided once (a
+    file of top-label `(confidence, correct)` pairs read as such)."""
+    from adacal.interpretation.confidence import load_top_label
+    from adacal.metrics import top_label
+
+    pairs = load_top_label(path, split=split, options=options) if split == "test" else None
+    if pairs is not None:
+        return pairs.confidences, pairs.correct, pairs
+    predictions = _split_predictions(path, split, options)
+    record = predictions.interpretation
+    top = top_label(predictions.logits, predictions.labels, scores_kind=record.scores_kind if record else "auto")
+    return top.confidences, top.correct, predictions
+
+
 def _group_panels(request: ReliabilityRequest, paths: list[Path], n_bins: int, band_options: dict[str, Any],
                   notes_out: list[str] | None) -> list[ReliabilityPanel]:
     """`--group-by`: one panel per group of the one input (a predictions file, or a run folder's predictions)."""
-    from adacal.plots.reliability_groups import group_reliability_panels
+    from adacal.plots.reliability_groups import group_options, group_reliability_panels
 
     key = request.group_by
     if request.labels is not None or request.calibrated is not None:
@@ -428,9 +443,11 @@ def _group_panels(request: ReliabilityRequest, paths: list[Path], n_bins: int, b
         raise InputError(f"--group-by {key} needs per-sample predictions, but {path} holds only bin statistics; give "
                          "the predictions file.")
     notes: list[str] = []
-    panels = group_reliability_panels(path, key, binning=request.binning, n_bins=n_bins, split=request.split,
-                                      options=request.options, band_options=band_options, smooth=request.smooth,
-                                      notes_out=notes)
+    options = group_options(path, key, request.options)
+    confidences, correct, predictions = _top_label_of(path, request.split, options)
+    panels = group_reliability_panels(path, key, confidences, correct, predictions, binning=request.binning,
+                                      n_bins=n_bins, options=options, band_options=band_options,
+                                      smooth=request.smooth, notes_out=notes)
     color = colors_for([path.stem])[0]
     if notes_out is not None:
         notes_out.extend(note for note in notes if note not in notes_out)
