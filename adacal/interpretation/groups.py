@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from adacal.errors import InputError
-from adacal.sources.formats import WHOLE, ReadOptions, open_arrays
+from adacal.interpretation.split import SPLITS
+from adacal.sources.formats import LABEL_KEYS, SCORE_KEYS, WHOLE, ReadOptions, open_arrays
 from adacal.sources.named_columns import column_values, read_named_columns
 from adacal.sources.text_tables import format_suffix
 
@@ -112,8 +113,18 @@ def _candidates(path: Path, options: ReadOptions) -> tuple[list[str], Any, Any]:
     return [key for key in arrays.keys() if key != WHOLE], arrays.__getitem__, arrays.close
 
 
+def _scores_or_labels(key: str) -> bool:
+    """Whether a key names scores or labels (of any split: `val_labels` beside the test arrays)."""
+    for split in SPLITS:
+        key = key.removeprefix(f"{split}_")
+    return key in LABEL_KEYS or key in SCORE_KEYS
+
+
 def _groups_of(getter: Any, key: str, n: int) -> bool:
-    """Whether `key` could group the samples: group names, not all distinct (an id column is no grouping)."""
+    """Whether `key` could group the samples: group names, not all distinct (an id column is no grouping), and not
+    named as scores or labels."""
+    if _scores_or_labels(key):
+        return False
     try:
         names = group_names(getter(key), n=n)
     except (InputError, KeyError, ValueError, TypeError):

@@ -198,3 +198,29 @@ def test_schema_refuses_a_bad_group_row(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps(report))
     with pytest.raises(InputError, match=r"results\.groups\.rows\[0\]\.n_samples"):
         read_report(tmp_path / "bad.json", kind="evaluate")
+
+
+def test_pt_keys_of_strings_and_integers(tmp_path):
+    torch = pytest.importorskip("torch", reason="a .pt file needs torch")
+    logits = torch.tensor([[2.0, 0.0], [0.0, -1.0], [1.0, 0.5], [0.2, -0.1]])
+    torch.save({"logits": logits, "labels": torch.tensor([0, 1, 1, 0]), "task": ["x", "y", "x", "y"],
+                "fold": torch.tensor([1, 1, 2, 2])}, tmp_path / "p.pt")
+    for key, names in (("task", ["x", "y"]), ("fold", ["1", "2"])):
+        rows = run_evaluate(tmp_path / "p.pt", group_by=key, metrics="error").report["results"]["groups"]["rows"]
+        assert [row["group"] for row in rows] == names
+    x = run_evaluate(tmp_path / "p.pt", group_by="task", metrics="nll").report["results"]["groups"]["rows"][0]
+    assert x["metrics"]["nll"] == pytest.approx(evaluate_predictions(logits[[0, 2]].numpy(), [0, 1],
+                                                                     metric_names="nll")["metrics"]["nll"], abs=1e-12)
+
+
+@pytest.mark.slow
+def test_run_folder_and_checkpoint(digits_run, tmp_path):
+    import shutil
+
+    # A run folder: its predictions.npz, which holds no group keys (val_labels is no group).
+    with pytest.raises(InputError, match="found none: its group keys are none"):
+        run_evaluate(digits_run, group_by="task")
+    # A checkpoint outside its run is run on its test split: its outputs carry no per-sample keys.
+    shutil.copy(digits_run / "checkpoints" / "best.pt", tmp_path / "model.pt")
+    with pytest.raises(InputError, match="with a predictions file, got model.pt, a checkpoint"):
+        run_evaluate(tmp_path / "model.pt", group_by="task", device="cpu")
