@@ -73,12 +73,12 @@ def test_class_score_groups_equal_each_groups_own_report(tmp_path):
     labels = rng.integers(0, 4, size=n)
     subject = rng.integers(0, 3, size=n)  # integer group names
     np.savez(tmp_path / "p.npz", probs=probs, labels=labels, subject=subject)
-    report = run_evaluate(tmp_path / "p.npz", group_by="subject", bootstrap=20, seed=3).report
+    report = run_evaluate(tmp_path / "p.npz", group_by="subject", bootstrap=8, seed=3).report
     table = report["results"]["groups"]
     assert [row["group"] for row in table["rows"]] == ["0", "1", "2"]
     for row in table["rows"]:
         index = np.flatnonzero(subject == int(row["group"]))
-        alone = evaluate_predictions(probs[index], labels[index], bootstrap=20, seed=3)
+        alone = evaluate_predictions(probs[index], labels[index], bootstrap=8, seed=3)
         assert row["n_samples"] == index.size
         assert row["metrics"] == pytest.approx(alone["metrics"], abs=1e-12)
         assert row["bootstrap"].keys() == alone["bootstrap"].keys()
