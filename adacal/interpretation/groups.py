@@ -70,7 +70,8 @@ def group_names(values: Any, *, n: int) -> np.ndarray | None:
         return array.astype(str)
     if array.dtype.kind in "iu":
         return array.astype(np.int64).astype(str)
-    if array.dtype.kind == "f" and np.isfinite(array).all() and (array == np.round(array)).all():
+    if array.dtype.kind == "f" and np.isfinite(array).all() and (array == np.round(array)).all() \
+            and (np.abs(array) < 2.0**53).all():  # (whole numbers a float holds exactly)
         return array.astype(np.int64).astype(str)
     return None
 
@@ -114,10 +115,10 @@ def _candidates(path: Path, options: ReadOptions) -> tuple[list[str], Any, Any]:
 
 
 def _scores_or_labels(key: str) -> bool:
-    """Whether a key names scores or labels (of any split: `val_labels` beside the test arrays)."""
+    """Whether a key names scores, labels (of any split: `val_labels` beside the test arrays) or the class names."""
     for split in SPLITS:
         key = key.removeprefix(f"{split}_")
-    return key in LABEL_KEYS or key in SCORE_KEYS
+    return key in LABEL_KEYS or key in SCORE_KEYS or key == "classes"
 
 
 def _groups_of(getter: Any, key: str, n: int) -> bool:
