@@ -82,6 +82,13 @@ ClassNames = Annotated[
                                    "{label, score} lists (default: the file's own names, else the id2label of a model "
                                    "folder the file sits in or beside).", show_default=False),
 ]
+GroupBy = Annotated[
+    str | None,
+    typer.Option("--group-by", help="Report the figures per group too: KEY is a per-sample key of the input (an .npz/"
+                                    ".pt array, a JSON/JSONL key, a .csv/.tsv column) of strings or integers, such as "
+                                    "task or subject; groups of fewer than 50 samples are flagged. The JSON gains "
+                                    "results.groups.", metavar="KEY", show_default=False),
+]
 SEPARATOR_NAMES = {"comma": ",", "semicolon": ";", "tab": "\t", "space": " ", ",": ",", ";": ";", "\\t": "\t",
                    "\t": "\t", " ": " "}
 

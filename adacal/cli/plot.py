@@ -143,6 +143,11 @@ def reliability(
     labels_are: LabelsAre = None,
     score_columns: ScoreColumns = None,
     classes: ClassNames = None,
+    group_by: Annotated[Optional[str], typer.Option("--group-by", metavar="KEY", help="One diagram per group of the "
+                                                    "one INPUT's samples: KEY is a per-sample key or column of strings "
+                                                    "or integers (task, subject), as for evaluate --group-by; at most "
+                                                    "12 diagrams (the 12 largest groups, noted).",
+                                                    show_default=False)] = None,
     out: OutOption = None,
     force: ForceOption = False,
     dpi: DpiOption = 150,
@@ -156,7 +161,7 @@ def reliability(
     run = run_plot_reliability(
         inputs, binning=binning, n_bins=n_bins, split=split, calibrated=calibrated, method=method, bands=bands,
         band_samples=band_samples, band_level=band_level, seed=seed, smooth=smooth, min_bin_count=min_bin_count,
-        labels=labels, options=options, out=out, force=force, dpi=dpi, title=title,
+        labels=labels, options=options, out=out, force=force, dpi=dpi, title=title, group_by=group_by,
     )
     _report(run)
     print_notes(run.notes, quiet=False)

@@ -97,6 +97,9 @@ class ReadOptions:
     classes: tuple[str, ...] | str | None = None
     # Where `classes` came from ("--classes", "model/config.json (id2label)"), for the notes; set with `classes`.
     classes_source: str | None = None
+    # The --group-by key: a text table's column of that name is set aside (neither scores nor labels) before the
+    # column rules run; the groups themselves are read by `adacal.interpretation.groups` (None: nothing set aside).
+    group_by: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.classes, str):
@@ -248,7 +251,8 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
         return Arrays(path, list(columns), lambda key: json_column(path, key, columns[key]), None, suffix[1:])
     table, notes = read_csv_with_notes(path, labels_key=labels_key, labels_only=labels_only, scores_only=scores_only,
                                        labels_optional=labels_optional, header=options.header,
-                                       separator=options.separator, score_columns=options.score_columns)
+                                       separator=options.separator, score_columns=options.score_columns,
+                                       set_aside=(options.group_by,) if options.group_by else ())
     return Arrays(path, list(table), table.__getitem__, None, "csv", notes=tuple(notes))
 
 
