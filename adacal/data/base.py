@@ -240,6 +240,10 @@ def check_dataset_name(name: str) -> None:
     """Refuse a name that is no registered dataset (closest names listed) and no path, saying a path works too."""
     from adacal.errors import UnknownNameError
 
+    text = str(name)
+    if text.lower() not in DATASETS and ("/" in text or os.sep in text or text.lower().endswith((".csv", ".npz"))):
+        raise InputError(f"Expected --dataset {text} to be a dataset name or your data's image folder, .csv or .npz "
+                         "file, but that path does not exist.")
     try:
         DATASETS.get(name)
     except UnknownNameError as exc:
@@ -294,7 +298,7 @@ def load_dataset(
     root = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
     if root.exists() and not root.is_dir():
         raise InputError(f"Expected --data-dir to be a folder, got the file {root}.")
-    check_dataset_name(key)  # unknown name → UnknownNameError with suggestions, before any work
+    check_dataset_name(str(name))  # unknown name → UnknownNameError with suggestions, before any work
     with folders_removed_on_failure(root):
         return DATASETS.build(
             key, data_dir=root, seed=seed, train_subset=train_subset, download=bool(download), val_size=val_size,

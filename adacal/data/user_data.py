@@ -136,11 +136,11 @@ def load_user_data(
     """The user's data at `path` (absolute) as a `Dataset`: an image folder, a CSV or an .npz (see the module doc).
 
     >>> import numpy as np, tempfile, os
-    >>> folder = tempfile.mkdtemp()
-    >>> file = os.path.join(folder, "arrays.npz")
     >>> rng = np.random.default_rng(0)
-    >>> np.savez(file, x=rng.normal(size=(40, 3)).astype(np.float32), y=np.arange(40) % 2)
-    >>> data = load_user_data(file, seed=0)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     file = os.path.join(folder, "arrays.npz")
+    ...     np.savez(file, x=rng.normal(size=(40, 3)).astype(np.float32), y=np.arange(40) % 2)
+    ...     data = load_user_data(file, seed=0)
     >>> data.kind, data.num_classes, data.split_info["sizes"]
     ('vector', 2, {'train': 29, 'val': 3, 'test': 8})
     """

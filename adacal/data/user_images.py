@@ -41,14 +41,28 @@ def _class_folders(folder: Path) -> list[str]:
 
 def _files_of(folder: Path) -> list[Path]:
     found = []
+    seen = set()  # real folders walked: a symlink back up the tree is followed once, not forever
     for directory, subdirs, names in os.walk(folder, followlinks=True):
+        real = os.path.realpath(directory)
+        if real in seen:
+            subdirs[:] = []
+            continue
+        seen.add(real)
         subdirs[:] = sorted(d for d in subdirs if _visible(d))
         found += [Path(directory) / n for n in sorted(names) if _visible(n) and n.lower() not in IGNORED_FILES]
     return found
 
 
 def find_layout(root: Path) -> dict[str, Path]:
-    """{"train": folder, "val"?: folder, "test"?: folder} for the split layout, {"all": root} for one folder."""
+    """{"train": folder, "val"?: folder, "test"?: folder} for the split layout, {"all": root} for one folder.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     for part in ("train/cat", "train/dog", "test/cat", "test/dog"):
+    ...         (Path(folder) / part).mkdir(parents=True)
+    ...     sorted(find_layout(Path(folder)))
+    ['test', 'train']
+    """
     folders = _class_folders(root)
     if "train" in folders:
         others = [f for f in folders if f not in PARTS]

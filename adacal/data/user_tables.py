@@ -60,7 +60,11 @@ def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
 
 
 def find_label_column(header: list[str], label_column: str | None, path: Path) -> int:
-    """The label column's position: `label_column` when given, else the one column with a telling name."""
+    """The label column's position: `label_column` when given, else the one column with a telling name.
+
+    >>> find_label_column(["age", "Target", "income"], None, Path("data.csv"))
+    1
+    """
     if label_column is not None:
         if label_column not in header:
             raise InputError(f"Expected --label-column {label_column} to be a column of {path}, got the columns "
@@ -75,7 +79,12 @@ def find_label_column(header: list[str], label_column: str | None, path: Path) -
 
 
 def read_labels(values: list[str], lines: list[int], name: str, path: Path) -> tuple[np.ndarray, list[str]]:
-    """Class indices and sorted class names of a label column (see the module doc)."""
+    """Class indices and sorted class names of a label column (see the module doc).
+
+    >>> labels, classes = read_labels(["10", "2", "10", "33"], [2, 3, 4, 5], "grade", Path("data.csv"))
+    >>> labels.tolist(), classes
+    ([1, 0, 1, 2], ['2', '10', '33'])
+    """
     missing = [line for value, line in zip(values, lines) if value.strip().lower() in MISSING]
     if missing:
         raise InputError(f"Expected a label on every row of {path}, but the label column '{name}' is empty or NaN on "

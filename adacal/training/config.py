@@ -457,6 +457,9 @@ def check_names(config: TrainConfig) -> None:
 
     path = user_data_path(config.dataset)
     if path is None and config.dataset not in dataset_names():
+        from adacal.data.base import check_dataset_name
+
+        check_dataset_name(str(config.dataset))  # a path that does not exist: said so
         error = unknown_name("dataset", str(config.dataset), dataset_names())
         raise UnknownNameError(f"{error} {PATH_HINT}")
     kind = user_data_kind(path) if path is not None else None

@@ -92,3 +92,8 @@ def test_dataset_path_errors_are_one_line(tmp_path):
     one_line_error(_invoke("train", "--dataset", tmp_path / "pets", "--out", tmp_path / "runs", *QUICK),
                    "at least 3 samples of each class")
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    one_line_error(_invoke("train", "--dataset", tmp_path / "moved" / "pets", "--print-config"),
+                   "that path does not exist")
+    write_image_folder(tmp_path / "gray", per_class=4, mode="L", size=(16, 16))
+    one_line_error(_invoke("train", "--dataset", tmp_path / "gray", "--model", "torchvision:resnet18", "--out",
+                           tmp_path / "runs", *QUICK), "reads RGB images")

@@ -102,3 +102,12 @@ def test_npz_files_that_cannot_train_are_refused_in_one_line(tmp_path, arrays, f
     np.savez(path, **arrays)
     with pytest.raises(InputError, match=fragment):
         load_dataset(str(path))
+
+
+@pytest.mark.parametrize("module", ["adacal.data.user_data", "adacal.data.user_images", "adacal.data.user_tables"])
+def test_the_docstring_examples_run(module):
+    import doctest
+    import importlib
+
+    failed, _ = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert failed == 0
