@@ -12,6 +12,7 @@ silently), as is an empty or non-finite value.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from pathlib import Path
 from typing import Any
@@ -41,8 +42,14 @@ def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
     separator = "\t" if path.suffix.lower() == ".tsv" else ","
     if separator == "," and "," not in header_line:
         separator = ";" if ";" in header_line else ("\t" if "\t" in header_line else ",")
-    reader = csv.reader(text.splitlines(), delimiter=separator)
-    rows = [(number, row) for number, row in enumerate(reader, start=1) if any(cell.strip() for cell in row)]
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=separator)  # a quoted field may hold a newline
+    rows = []
+    try:
+        for row in reader:
+            if any(cell.strip() for cell in row):
+                rows.append((reader.line_num, row))  # the line the row ends on
+    except csv.Error as exc:
+        raise InputError(f"Cannot read line {reader.line_num} of {path} as CSV ({exc}).") from None
     if not rows:
         raise InputError(f"Expected {path} to hold a header line and rows, got an empty file.")
     (_, header), body = rows[0], rows[1:]

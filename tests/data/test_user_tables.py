@@ -78,6 +78,9 @@ def test_an_npz_of_vectors_or_images_or_given_splits(tmp_path):
     np.savez(vectors, features=rng.normal(size=(50, 4)), labels=np.arange(50) % 2)
     data = load_dataset(str(vectors))
     assert data.kind == "vector" and data.input_shape == (4,) and data.classes == ["0", "1"]
+    whole = tmp_path / "whole.npz"  # labels saved as whole floats (a pandas export) are the same classes
+    np.savez(whole, features=rng.normal(size=(50, 4)), labels=(np.arange(50) % 2).astype(float))
+    assert load_dataset(str(whole)).train.labels.tolist() == load_dataset(str(vectors)).train.labels.tolist()
     images = tmp_path / "images.npz"
     np.savez(images, x=rng.integers(0, 255, size=(40, 9, 9), dtype=np.uint8), y=np.arange(40) % 4,
              classes=np.array(["w", "x", "y", "z"]))
@@ -94,8 +97,9 @@ def test_an_npz_of_vectors_or_images_or_given_splits(tmp_path):
     ({"x": np.zeros((20, 3))}, "training needs a label per sample"),
     ({"x": np.zeros((20, 3)), "y": np.arange(20) % 2, "classes": np.array(["a"])}, r"in \[0, 0\]"),
     ({"x_train": np.zeros((20, 3)), "y_train": np.arange(20) % 2, "x_test": np.zeros((4, 3)),
-      "y_test": np.array([0, 1, 2, 1])}, r"labels of test .* in \[0, 1\]"),
+      "y_test": np.array([0, 1, 2, 1])}, r"test labels in .* in \[0, 1\]"),
     ({"x": np.zeros((20, 3)), "y": (np.arange(20) % 2) * 2}, "class 1 has no sample"),
+    ({"x": np.zeros((20, 3)), "y": (np.arange(20) % 2) * 0.5}, "integer classes or class names, got dtype float64"),
 ])
 def test_npz_files_that_cannot_train_are_refused_in_one_line(tmp_path, arrays, fragment):
     path = tmp_path / "bad.npz"
