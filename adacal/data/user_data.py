@@ -296,8 +296,8 @@ def _load_arrays(path: Path, *, seed: int, train_subset: int | None, val_size: i
     vectors = {}
     for name, (x, _) in parts.items():
         if x.ndim != 2 or x.dtype.kind not in "biuf":
-            raise InputError(f"Expected the {_part(name)}inputs in {path} to be numeric feature vectors (N, D) or images "
-                             f"(N, H, W[, C]), got {x.dtype} of shape {x.shape}.")
+            raise InputError(f"Expected the {_part(name)}inputs in {path} to be numeric feature vectors (N, D) or "
+                             f"images (N, H, W[, C]), got {x.dtype} of shape {x.shape}.")
         with np.errstate(over="ignore", invalid="ignore"):
             values = x.astype(np.float64)
         if not np.isfinite(values).all():
@@ -396,3 +396,54 @@ def _array_labels(labels: dict[str, np.ndarray], classes_given: np.ndarray | Non
 def _part(name: str) -> str:
     """"test " for the part test of an .npz, "" for its one pool: words for the messages."""
     return "" if name == "all" else f"{name} "
+
+
+# ------------------------------------------------------------------------------------------------------------ OOD
+
+
+def load_user_ood(path: Path, record: dict[str, Any], input_shape: tuple[int, ...]) -> Split:
+    """An OOD set for a model trained on the user's data (`record`: its run's split record), read as that data was:
+    a folder of images (class folders or not; labels -1) decoded at the training size and channels, or a CSV / an .npz
+    of feature vectors standardised with the training split's mean and std (a CSV needs the training feature
+    columns; its label column, if any, is not read)."""
+    path = Path(path).expanduser()
+    kind = record.get("kind")
+    if path.is_dir():
+        if len(input_shape) != 3 or kind not in ("image-folder", "npz") or "image_size" not in record and kind != "npz":
+            raise InputError(f"Expected --out {path} to be of the kind the model trained on ({record.get('source')}), "
+                             "got an image folder.")
+        from adacal.data.user_images import read_ood_images
+
+        channels, height, width = input_shape
+        return read_ood_images(path, size=(int(width), int(height)), channels=int(channels))
+    mean, std = record.get("feature_mean"), record.get("feature_std")
+    if len(input_shape) != 1 or not isinstance(mean, list) or not isinstance(std, list):
+        raise InputError(f"Expected --out {path} to be of the kind the model trained on ({record.get('source')}): an "
+                         "image folder, or an .npz of images.")
+    if path.suffix.lower() in TABLE_SUFFIXES:
+        from adacal.data.user_tables import read_table
+
+        columns = record.get("feature_columns")
+        if not isinstance(columns, list):
+            raise InputError(f"Expected a CSV run's record to name its feature columns, got none for {path}.")
+        values = read_table(path, feature_columns=[str(c) for c in columns])[0]
+    else:
+        from adacal.data.image_arrays import read_npz
+
+        arrays = read_npz(path)
+        key = next((k for k in (*INPUT_KEYS, "x_test", "test_x") if k in arrays), None)
+        if key is None:
+            raise InputError(f"Expected the OOD inputs of {path} under one of the keys {', '.join(INPUT_KEYS)}, got "
+                             f"{', '.join(sorted(arrays)) or 'nothing'}.")
+        values = arrays[key]
+        if values.ndim != 2 or values.dtype.kind not in "iuf":
+            raise InputError(f"Expected '{key}' in {path} to be feature vectors (N, D), got {values.dtype} of shape "
+                             f"{values.shape}.")
+        values = values.astype(np.float64)
+        if not np.isfinite(values).all():
+            raise InputError(f"Expected finite features in '{key}' of {path}.")
+    if values.shape[1] != len(mean):
+        raise InputError(f"Expected {len(mean)} features per sample in {path} like the model's input, got "
+                         f"{values.shape[1]}.")
+    scaled = (values - np.asarray(mean)) / np.asarray(std)
+    return Split(scaled.astype(np.float32), np.full(len(values), -1, dtype=np.int64))
