@@ -65,6 +65,12 @@ def test_a_csv_run_records_its_classes_resumes_and_refuses_changed_data(tmp_path
         assert arrays["test_logits"].shape == (12, 3)
     assert _invoke("train", "--resume", run, "--epochs", "2", "--quiet").exit_code == 0
     assert _invoke("calibrate", run).exit_code == 0
+    # OOD rows: the training feature columns in another order, no label column; standardised as the training rows.
+    (tmp_path / "far.csv").write_text("c,b,a\n" + "".join(f"{50 + i},{60 - i},{70 + i}\n" for i in range(5)))
+    result = _invoke("ood", "--model", run, "--out", tmp_path / "far.csv")
+    assert result.exit_code == 0, result.output
+    assert json.loads((run / "ood-far.json").read_text())["results"]["out"]["n"] == 5
+    one_line_error(_invoke("ood", "--model", run, "--out", tmp_path / "runs"), "got an image folder")
     with open(path, "a") as handle:
         handle.write("1,2,setosa,3\n")
     one_line_error(_invoke("train", "--resume", run, "--epochs", "3"), "content changed since")

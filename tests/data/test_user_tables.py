@@ -115,3 +115,18 @@ def test_the_docstring_examples_run(module):
 
     failed, _ = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert failed == 0
+
+
+def test_ood_rows_are_read_as_the_training_rows(tmp_path):
+    from adacal.data.user_data import load_user_ood
+
+    path = tmp_path / "iris.csv"
+    write_csv(path)
+    data = load_dataset(str(path), seed=2)
+    again = load_user_ood(path, data.split_info, data.input_shape).inputs.numpy()
+    assert again.shape == (60, 3)
+    for row in data.test.inputs.numpy():  # the file read as OOD rows holds the test rows, scaled the same way
+        assert np.abs(again - row).max(axis=1).min() < 1e-6
+    with pytest.raises(InputError, match="3 features per sample"):
+        np.savez(tmp_path / "narrow.npz", x=np.zeros((4, 2)))
+        load_user_ood(tmp_path / "narrow.npz", data.split_info, data.input_shape)
