@@ -48,6 +48,7 @@ def test_an_image_folder_trains_evaluates_calibrates_and_scores_ood(tmp_path, mo
     ood = json.loads((run / "ood-other.json").read_text())
     assert ood["results"]["in"] == {"name": str(tmp_path / "pets"), "n": 7} and ood["results"]["out"]["n"] == 2
     assert (run / "calibrate.json").is_file() and (tmp_path / "rel.png").is_file()
+    one_line_error(_invoke("shift", run), "registered image dataset")  # its cache is by dataset name
 
 
 @pytest.mark.slow
