@@ -52,7 +52,7 @@ def test_an_image_folder_trains_evaluates_calibrates_and_scores_ood(tmp_path, mo
 
 
 @pytest.mark.slow
-def test_a_csv_run_records_its_classes_resumes_and_refuses_changed_data(tmp_path):
+def test_a_csv_run_records_its_classes_resumes_and_refuses_changed_data(tmp_path, monkeypatch):
     path = tmp_path / "table.csv"
     write_csv(path, label="species")
     result = _invoke("train", "--dataset", path, "--label-column", "species", "--out", tmp_path / "runs", "--name",
@@ -64,7 +64,9 @@ def test_a_csv_run_records_its_classes_resumes_and_refuses_changed_data(tmp_path
     assert config["results"]["split"]["classes"] == ["setosa", "versicolor", "virginica"]
     with np.load(run / "predictions.npz") as arrays:
         assert arrays["test_logits"].shape == (12, 3)
-    assert _invoke("train", "--resume", run, "--epochs", "2", "--quiet").exit_code == 0
+    monkeypatch.chdir(tmp_path)  # the path typed again, relative, is the run's own data
+    resumed = _invoke("train", "--resume", run, "--dataset", "table.csv", "--epochs", "2", "--quiet")
+    assert resumed.exit_code == 0, resumed.output
     assert _invoke("calibrate", run).exit_code == 0
     # OOD rows: the training feature columns in another order, no label column; standardised as the training rows.
     (tmp_path / "far.csv").write_text("c,b,a\n" + "".join(f"{50 + i},{60 - i},{70 + i}\n" for i in range(5)))
