@@ -245,7 +245,11 @@ def _print_summary(result: Any, quiet: bool) -> None:
 @guarded
 def train(
     dataset: Annotated[str | None, typer.Option(
-        help="Dataset name: digits (default), cifar10, cifar100, svhn, tiny-imagenet, imagenet, 20newsgroups.")] = None,
+        help="Dataset name: digits (default), cifar10, cifar100, svhn, tiny-imagenet, imagenet, 20newsgroups; or a "
+             "path to your own data: an image folder (ImageFolder layout), a .csv file or an .npz of arrays.")] = None,
+    label_column: Annotated[str | None, typer.Option(
+        help="The label column of a --dataset CSV file (default: the one column named label, target, class or "
+             "y).")] = None,
     model: Annotated[str | None, typer.Option(
         help="Model name (resnet20, resnet50, resnet110, wrn-26-10, densenet121, mlp, textcnn, torchvision:<name>); "
              "default per dataset.")] = None,
@@ -384,7 +388,8 @@ def train(
         channels_last=channels_last, update_every=update_every, select=select, grad_clip=grad_clip,
         eval_test_every=eval_test_every, out=out, resume=resume, workers=workers, data_dir=data_dir,
         train_subset=train_subset, val_size=val_size, test_subset=test_subset, preset=preset,
-        loss_reduction=loss_reduction, name=name, **{flag: options[flag] for flag in LOSS_FLAGS},
+        loss_reduction=loss_reduction, name=name, label_column=label_column,
+        **{flag: options[flag] for flag in LOSS_FLAGS},
     )
     with _flags_as_typed({"--n-bins": "--num-bins"} if num_bins is not None else {}):
         _run(config, print_config=print_config, quiet=quiet)

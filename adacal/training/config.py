@@ -123,6 +123,7 @@ class TrainConfig:
     preset: str | None = None
     loss_reduction: str | None = None
     name: str | None = None
+    label_column: str | None = None
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):  # numpy scalars (np.int64(30) epochs) as the Python numbers they are
@@ -169,7 +170,8 @@ def preset_values(dataset: str, preset: str) -> dict[str, Any]:
     return dict(QUICK_PRESETS.get(dataset, GENERIC_QUICK))
 
 
-_NAME_FIELDS = ("dataset", "model", "loss", "optimizer", "device", "select", "preset", "loss_reduction", "name")
+_NAME_FIELDS = ("dataset", "model", "loss", "optimizer", "device", "select", "preset", "loss_reduction", "name",
+                "label_column")
 _PATH_FIELDS = ("out", "resume", "data_dir")
 
 
@@ -203,6 +205,11 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
     """A copy of `config` with every None filled from the preset and common defaults, then validated."""
     check_structure(config)
     dataset = config.dataset or DEFAULT_DATASET
+    from adacal.data.user_data import user_data_path
+
+    path = user_data_path(dataset)
+    if path is not None:  # the user's own data: recorded absolute, so that evaluate and resume reload it from anywhere
+        dataset = str(path)
     preset = config.preset or "quick"
     defaults = {**COMMON_DEFAULTS, **preset_values(dataset, preset)}
     values = config.to_dict()
@@ -466,8 +473,19 @@ def check_names(config: TrainConfig) -> None:
     from adacal.losses import LOSSES
     from adacal.models import MODELS, TORCHVISION_PREFIX, torchvision_model_names
 
-    if config.dataset not in dataset_names():
-        raise unknown_name("dataset", str(config.dataset), dataset_names())
+    from adacal.data.base import PATH_HINT
+    from adacal.data.user_data import user_data_kind, user_data_path
+
+    path = user_data_path(config.dataset)
+    if path is None and config.dataset not in dataset_names():
+        from adacal.data.base import check_dataset_name
+
+        check_dataset_name(str(config.dataset))  # a path that does not exist: said so
+        error = unknown_name("dataset", str(config.dataset), dataset_names())
+        raise UnknownNameError(f"{error} {PATH_HINT}")
+    kind = user_data_kind(path) if path is not None else None
+    if config.label_column is not None and kind != "table":
+        raise InputError(f"--label-column applies to a CSV file dataset, got --dataset {config.dataset}.")
     model = str(config.model)
     if config.model is not None and model.startswith(TORCHVISION_PREFIX):
         name = model[len(TORCHVISION_PREFIX) :]
@@ -490,7 +508,9 @@ def check_model_options(config: TrainConfig) -> None:
     embeddings = (config.model_options or {}).get("embeddings")
     if embeddings is None:
         return
-    model = config.model or default_model(str(config.dataset))
+    from adacal.data.user_data import default_user_model
+
+    model = config.model or default_user_model(config.dataset) or default_model(str(config.dataset))
     if model != "textcnn":
         raise InputError(f"--embeddings applies to --model textcnn only, got --model {model}.")
     from adacal.writing import check_name_lengths
