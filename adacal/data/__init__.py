@@ -11,7 +11,7 @@ Registered datasets: digits (offline, bundled), cifar10, cifar100, svhn (`<data-
 download), tiny-imagenet, imagenet (folders), 20newsgroups (`20newsgroups.jsonl.gz` or scikit-learn).
 """
 
-from adacal.data import folders, text, vectors, vision  # noqa: F401  (register the loaders)
+from adacal.data import folders, text, user_data, vectors, vision  # noqa: F401  (register the loaders)
 from adacal.data.augment import augment_batch, crop_and_flip, draw_augmentation
 from adacal.data.base import (
     DATASETS,

@@ -227,6 +227,12 @@ def data_location_hint(*, downloadable: bool = True) -> str:
     return f"{where}, or run with network access to download it" if downloadable else where
 
 
+# The reader of a path given instead of a dataset name: `adacal.data.user_data` registers `path` (the path a name
+# means, or None for a registered name) and `load` when `adacal.data` loads; a hook, so that this module does not
+# import the readers built on it.
+USER_DATA: dict[str, Any] = {}
+
+
 def dataset_names() -> list[str]:
     """The registered dataset names, as `load_dataset` and `adacal train --dataset` take them."""
     return DATASETS.names()
@@ -290,11 +296,9 @@ def load_dataset(
         check_int("train_subset", train_subset, minimum=1)
     if val_size is not None:
         check_int("val_size", val_size, minimum=1)
-    from adacal.data.user_data import load_user_data, user_data_path
-
-    path = user_data_path(name)  # a registered name wins; else an existing path is the user's own data
+    path = USER_DATA["path"](name) if USER_DATA else None  # a registered name wins; else a path is the user's data
     if path is not None:
-        return load_user_data(path, seed=seed, train_subset=train_subset, val_size=val_size, **options)
+        return USER_DATA["load"](path, seed=seed, train_subset=train_subset, val_size=val_size, **options)
     root = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
     if root.exists() and not root.is_dir():
         raise InputError(f"Expected --data-dir to be a folder, got the file {root}.")

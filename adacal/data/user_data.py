@@ -15,26 +15,17 @@ per-feature mean and std, images normalised with its per-channel mean and std; b
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from adacal.data.base import (
-    DATASETS,
-    Dataset,
-    Split,
-    default_val_size,
-    split_record,
-    stratified_split,
-    take_subset,
-)
+from adacal.data.base import DATASETS, USER_DATA, Dataset, Split
+from adacal.data.user_splits import USER_TEST_SEED, class_counts_check, fingerprint, make_dataset, split_pool
 from adacal.errors import InputError
 
-# The fixed seed of a test split drawn from the user's data: every --seed scores the same test samples.
-USER_TEST_SEED = 0
+__all__ = ["USER_TEST_SEED", "class_counts_check", "fingerprint", "make_dataset", "split_pool"]  # re-exported
 # Keys of an .npz of arrays, in the order they are looked for.
 INPUT_KEYS = ("x", "X", "features", "inputs")
 LABEL_KEYS = ("y", "labels", "targets")
@@ -100,21 +91,6 @@ def default_user_model(name: Any) -> str | None:
     return "resnet20" if ndim is not None and ndim >= 3 else "mlp"
 
 
-def fingerprint(path: Path, files: list[Path] | None = None) -> str:
-    """A content fingerprint: the sha256 of a file's bytes, or for a folder of the sorted list of its data files
-    (path relative to the folder, and size). Recorded in the split record; resume and evaluate compare it."""
-    digest = hashlib.sha256()
-    path = Path(path)
-    if files is None:
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        return f"sha256:{digest.hexdigest()}"
-    for file in sorted(files):
-        digest.update(f"{file.relative_to(path).as_posix()}\t{file.stat().st_size}\n".encode())
-    return f"files-sha256:{digest.hexdigest()}"
-
-
 def check_same_data(saved: Any, split_info: dict[str, Any], *, what: str) -> None:
     """Refuse data whose fingerprint differs from the one a run recorded (`what`: the command, for the message);
     records without a fingerprint (registered datasets) are not compared."""
@@ -161,82 +137,6 @@ def load_user_data(
         return vector_dataset(path, {"all": (inputs, labels)}, classes, seed=seed, train_subset=train_subset,
                               val_size=val_size, source_kind="csv", details=details)
     return _load_arrays(path, seed=seed, train_subset=train_subset, val_size=val_size)
-
-
-# ------------------------------------------------------------------------------------------------------ splitting
-
-
-def class_counts_check(labels: np.ndarray, classes: list[str], *, carved: int, what: str) -> None:
-    """Every class of a pool that `carved` splits are drawn from needs carved + 1 samples (one left for training)."""
-    if carved == 0:
-        return
-    counts = np.bincount(labels, minlength=len(classes))
-    low = int(np.argmin(counts))
-    if counts[low] < carved + 1:
-        parts = "validation and test splits" if carved == 2 else "a split"
-        raise InputError(
-            f"Expected at least {carved + 1} samples of each class in {what} (to split off {parts} by class and keep "
-            f"some for training), got {int(counts[low])} of class '{classes[low]}': add samples of it, or give "
-            "separate val/test parts."
-        )
-
-
-def split_pool(
-    labels: np.ndarray, classes: list[str], *, given: dict[str, np.ndarray], seed: int, val_size: int | None,
-    train_subset: int | None, what: str,
-) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Indices into the pool (`labels`) of each split the data does not give (`given`: the labels of the splits it
-    gives, "val" and/or "test"), by the module's rules; and the split details for the record."""
-    need_test, need_val = "test" not in given, "val" not in given
-    if val_size is not None and not need_val:
-        raise InputError(f"--val-size applies when the validation split is drawn from the training data, but {what} "
-                         "has its own validation part.")
-    class_counts_check(labels, classes, carved=int(need_test) + int(need_val), what=what)
-    n = len(labels)
-    rest = np.random.default_rng(seed).permutation(n)
-    parts: dict[str, np.ndarray] = {}
-    method = []
-    if need_test:
-        keep, test = stratified_split(labels, take=max(1, n // 5), seed=USER_TEST_SEED, what=what)
-        rest, parts["test"] = keep, test
-        method.append("test: a class-stratified fifth of the data, seed 0")
-    else:
-        method.append("test: as given")
-    if need_val:
-        size = default_val_size(len(rest)) if val_size is None else val_size
-        train_pos, val_pos = stratified_split(labels[rest], take=size, seed=seed, what=f"{what} (val)")
-        parts["val"] = rest[val_pos]
-        rest = rest[train_pos]
-        method.append("val: val_size class-stratified with the seed (default a tenth of the rest)")
-    else:
-        size = len(given["val"])
-        method.append("val: as given")
-    missing = sorted(set(range(len(classes))) - set(labels[rest].tolist()))
-    if missing:
-        raise InputError(
-            f"Expected samples of every class left for training in {what}, but class '{classes[missing[0]]}' has none "
-            "after the validation and test splits: add samples of it, or lower --val-size."
-        )
-    parts["train"] = take_subset(rest, train_subset, what)
-    method.append("train: the rest in seeded order (train_subset keeps its first N)")
-    return parts, {"val_size": int(size), "train_pool": len(rest), "method": "; ".join(method)}
-
-
-def make_dataset(
-    path: Path, *, kind: str, classes: list[str], input_shape: tuple[int, ...], splits: dict[str, Split],
-    seed: int, train_subset: int | None, details: dict[str, Any], split_details: dict[str, Any],
-    extra: dict[str, Any],
-) -> Dataset:
-    return Dataset(
-        name=str(path), kind=kind, num_classes=len(classes), classes=list(classes), input_shape=input_shape,
-        train=splits["train"], val=splits["val"], test=splits["test"],
-        split_info=split_record(
-            source=str(path), seed=seed, val_size=split_details["val_size"], train_subset=train_subset,
-            train_pool=split_details["train_pool"], train=splits["train"], val=splits["val"], test=splits["test"],
-            method=split_details["method"], **details,
-        ),
-        extra={"default_model": "resnet20" if kind == "image" else "mlp", **extra},
-    )
 
 
 def vector_dataset(
@@ -447,3 +347,8 @@ def load_user_ood(path: Path, record: dict[str, Any], input_shape: tuple[int, ..
                          f"{values.shape[1]}.")
     scaled = (values - np.asarray(mean)) / np.asarray(std)
     return Split(scaled.astype(np.float32), np.full(len(values), -1, dtype=np.int64))
+
+
+# `adacal.data.base.load_dataset` loads a path through this hook (registered when `adacal.data` loads), so that the
+# base module does not import the readers built on it.
+USER_DATA.update(path=user_data_path, load=load_user_data)

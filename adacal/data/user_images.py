@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from adacal.data.base import Dataset, Split
-from adacal.data.user_data import fingerprint, make_dataset, split_pool
+from adacal.data.user_splits import fingerprint, make_dataset, split_pool
 from adacal.errors import InputError
 
 PARTS = ("train", "val", "test")

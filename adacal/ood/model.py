@@ -244,8 +244,8 @@ def ood_from_model(
     user_out = user_data and corruption is None and (
         out_path.is_dir() or out_path.suffix.lower() in (".csv", ".tsv") or input_kind == "vector")
     if out_path.is_dir() and not user_out:
-        raise InputError(f"Expected --out {out_name} to be a dataset name or an .npz file: a folder of images is read "
-                         "for a model trained on an image folder, without --corruption.")
+        raise InputError(f"Expected --out {out_name} to be a dataset name or an .npz file, but it is a folder: a "
+                         "folder of images is read only for a model trained on an image folder, without --corruption.")
     if user_out:
         from adacal.data.corruptions import OODSet
         from adacal.data.user_data import load_user_ood
