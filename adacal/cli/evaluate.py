@@ -14,6 +14,8 @@ from adacal.cli.inputs import (
     LabelsFile, LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, print_notes, read_options,
 )
 from adacal.cli.inputs import LabelsAre, ScoreColumns
+from adacal.cli.inputs import AnswerIs, AnswerOptions, LengthNormalize, MissingOptions, Task, VerbalizedConfidence
+from adacal.cli.inputs import llm_options
 from adacal.conventions import DEFAULT_N_BINS
 
 HELP = """Measure calibration of a model's test predictions: ECE (equal-width, equal-mass, debiased, sweep, smooth),
@@ -212,6 +214,12 @@ def evaluate(
     pt_items: PtItems = None,
     labels_are: LabelsAre = None,
     score_columns: ScoreColumns = None,
+    length_normalize: LengthNormalize = False,
+    task: Task = None,
+    answer_is: AnswerIs = None,
+    answer_options: AnswerOptions = None,
+    missing_options: MissingOptions = "refuse",
+    verbalized_confidence: VerbalizedConfidence = None,
 ) -> None:
     from adacal.commands.evaluate import run_evaluate
     from adacal.commands import EVALUATE_FILE
@@ -222,7 +230,9 @@ def evaluate(
             predictions, n_bins=n_bins, metrics=metrics, bootstrap=bootstrap, seed=seed, json_path=json_path,
             calibrator=calibrator, data_dir=data_dir, device=device, force=force,
             options=read_options(logits_key, labels_key, labels, renormalize, scores_kind, header, separator, pt_items,
-                                 labels_are=labels_are, score_columns=score_columns),
+                                 labels_are=labels_are, score_columns=score_columns,
+                                 llm=llm_options(length_normalize, task, answer_is, answer_options, missing_options,
+                                                 verbalized_confidence)),
             progress=progress,
         )
     print_notes(run.notes, quiet, run.reading)
