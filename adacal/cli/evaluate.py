@@ -31,7 +31,12 @@ objects, or a .jsonl with one object per sample; a .safetensors of named tensors
 the text formats gzipped too, e.g. .csv.gz), a checkpoint, or a run folder written by 'adacal train'. A file of
 top-label (confidence, correct) pairs (keys or columns named like confidence/conf/p_max beside correct/is_correct/acc,
 e.g. an LLM evaluation's JSONL) gets the top-label metrics: error, the ECEs, MCE, NLL-CORRECT, BRIER-TOP and
-AUROC-CORRECT. Labels may be
+AUROC-CORRECT. LLM evaluation outputs (docs/inputs.md §8): lm-evaluation-harness sample files
+(samples_<task>_<date>.jsonl of multiple-choice tasks; several, a folder or a quoted glob read as one input, the task
+per sample; --length-normalize as acc_norm), per-question option log-probability maps ({"A": -0.3, ...} or the
+OpenAI API's top_logprobs, with the answer) and lists of option log-probabilities: K options per question give class
+scores, different numbers of options the top-label metrics; --verbalized-confidence KEY reads stated confidences
+("I am 80% sure"). Labels may be
 class indices (1-D or one column),
 one-hot rows or booleans; string labels are mapped through a `classes` array (or a .csv header).
 
@@ -161,10 +166,11 @@ def _bootstrap_progress(total: int, silent: bool) -> Iterator[Callable[[int, int
 @guarded
 def evaluate(
     predictions: Annotated[
-        Path,
+        list[Path],
         typer.Argument(
             help="Predictions file (.npz, .pt, .npy, .txt, .safetensors, .mat, .csv, .tsv, .json or .jsonl), "
-                 "checkpoint, or run folder.",
+                 "checkpoint, or run folder; or lm-evaluation-harness sample files (samples_<task>_<date>.jsonl: "
+                 "several, a folder or a quoted glob of them, read as one input).",
             show_default=False,
         ),
     ],
@@ -225,14 +231,16 @@ def evaluate(
     from adacal.commands import EVALUATE_FILE
     from adacal.commands import is_stdout
 
+    predictions, more_files = predictions[0], tuple(str(path) for path in predictions[1:])
     with _bootstrap_progress(bootstrap, quiet) as progress:
         run = run_evaluate(
             predictions, n_bins=n_bins, metrics=metrics, bootstrap=bootstrap, seed=seed, json_path=json_path,
             calibrator=calibrator, data_dir=data_dir, device=device, force=force,
             options=read_options(logits_key, labels_key, labels, renormalize, scores_kind, header, separator, pt_items,
                                  labels_are=labels_are, score_columns=score_columns,
-                                 llm=llm_options(length_normalize, task, answer_is, answer_options, missing_options,
-                                                 verbalized_confidence)),
+                                 llm={**llm_options(length_normalize, task, answer_is, answer_options,
+                                                    missing_options, verbalized_confidence),
+                                      "more_files": more_files}),
             progress=progress,
         )
     print_notes(run.notes, quiet, run.reading)

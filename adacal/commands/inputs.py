@@ -30,7 +30,7 @@ INPUT_KINDS = ("predictions", "checkpoint", "run")
 # #41 LLM outputs: the ReadOptions fields of LLM evaluation outputs and their flags.
 LLM_OPTION_FLAGS = {"length_normalize": "--length-normalize", "task": "--task", "answer_is": "--answer-is",
                     "answer_options": "--options", "missing_options": "--missing-options",
-                    "verbalized_confidence": "--verbalized-confidence"}
+                    "verbalized_confidence": "--verbalized-confidence", "more_files": "several PREDICTIONS paths"}
 
 
 @dataclass(frozen=True)
@@ -185,6 +185,9 @@ def load_llm_evaluation(path: Path, options: ReadOptions) -> tuple[Any, Path] | 
     from adacal.interpretation.llm_maps import verbalized_top_label
 
     if options.verbalized_confidence is not None:
+        if options.more_files:
+            raise InputError("Expected one predictions file with --verbalized-confidence, got "
+                             f"{1 + len(options.more_files)}.")
         _check_exists(path, "a predictions file")
         if path.is_dir():
             raise InputError("Expected --verbalized-confidence only with a predictions file, not with a folder.")

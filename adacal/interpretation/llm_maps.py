@@ -217,6 +217,13 @@ def load_questions(path: str | os.PathLike, options: ReadOptions) -> Questions |
     """The questions an LLM evaluation output holds — lm-evaluation-harness samples (a file, a folder or a glob of
     them) or option log-probability records (`adacal.interpretation.llm_maps`) — or None when `path` is neither."""
     files = harness_input(path)
+    if options.more_files:
+        more = [harness_input(extra) for extra in options.more_files]
+        if files is None or any(found is None for found in more):
+            shown = Path(path) if files is None else Path(options.more_files[[m is None for m in more].index(True)])
+            raise InputError(f"Expected one predictions path, or several lm-evaluation-harness sample files read as "
+                             f"one input, but {shown.name} is not a sample file.")
+        files = sorted({*files, *(found for group in more for found in group)})
     if files is not None:
         return harness_questions(files, options)
     questions = logprob_questions(Path(path), options)

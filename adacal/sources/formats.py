@@ -105,6 +105,9 @@ class ReadOptions:
     answer_options: str | None = None
     missing_options: str = "refuse"
     verbalized_confidence: str | None = None
+    # More lm-evaluation-harness sample files read with the first path as one input (a glob the shell expanded:
+    # `adacal evaluate samples_mmlu_*.jsonl`); refused for any other input.
+    more_files: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for flag, key in (("--logits-key", self.logits_key), ("--labels-key", self.labels_key)):

@@ -295,3 +295,15 @@ def test_the_cli_evaluates_a_harness_folder_with_length_normalize(tmp_path):
     docs = _docs(30, 4, seed=13)
     acc_norm = np.mean([np.argmax(lls / np.array([len(c) for c in ch])) == g for ch, lls, g in docs])
     assert report["results"]["metrics"]["error"] == pytest.approx(1 - acc_norm)
+
+
+def test_several_sample_files_as_the_shell_expands_a_glob_are_one_input(tmp_path):
+    first = _file(tmp_path, "mmlu_anatomy", _docs(6, 4, seed=21))
+    second = _file(tmp_path, "mmlu_virology", _docs(4, 4, seed=22))
+    out = tmp_path / "r.json"
+    result = runner.invoke(app, ["evaluate", str(second), str(first), "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["results"]["n_samples"] == 10
+    npz = _plain_npz(tmp_path)
+    result = runner.invoke(app, ["evaluate", str(first), str(npz)])
+    assert one_line_error(result, "plain.npz is not a sample file")
