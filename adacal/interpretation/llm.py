@@ -20,7 +20,9 @@ from adacal.interpretation.confidence import TOP_LABEL, TopLabelPredictions
 from adacal.interpretation.record import Interpretation, Predictions
 from adacal.interpretation.split import WHOLE_FILE
 from adacal.sources.formats import ReadOptions
-from adacal.sources.harness_samples import harness_files, read_harness_samples, subject_of, task_of
+from adacal.sources.harness_samples import (
+    harness_files, read_harness_samples, subject_of, task_from_results, task_of,
+)
 
 HARNESS_FORMAT = "lm-eval-harness"
 ANSWER_READINGS = ("index", "letter", "text")
@@ -208,10 +210,11 @@ def harness_questions(files: list[Path], options: ReadOptions) -> Questions:
     rows, answers, counts, texts, wheres, tasks = [], [], [], [], [], []
     normalized = 0
     for path in files:
-        task = options.task or task_of(path)
+        task = options.task or task_of(path) or task_from_results(path)
         if task is None:
             raise InputError(f"Expected {path.name} to be named samples_<task>_<date>.jsonl (as lm-evaluation-harness "
-                             "writes it), to tell its task: pass --task NAME.")
+                             "writes it) or to have the harness's results.json beside it, to tell its task: pass "
+                             "--task NAME.")
         for sample in read_harness_samples(path):
             logliks = sample.logliks
             if len(logliks) < 2:

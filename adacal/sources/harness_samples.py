@@ -8,13 +8,14 @@ The harness writes one JSON object per document to `samples_<task>_<date>.jsonl`
 continuation}, ...}`), `resps` (`[[loglik, is_greedy]]` per choice), `filtered_resps` (`[loglik, is_greedy]` per
 choice; both written as strings, "-1.23" and "False", since v0.4.3), `filter`, `metrics`, `doc_hash`,
 `prompt_hash`, `target_hash`, and each metric (`acc`, `acc_norm`, ...). v0.4.0–0.4.2 wrote one JSON array of these
-objects (indented) into the .jsonl file; it is read too. Nothing here decides what the numbers mean:
-`adacal.interpretation.llm` does.
+objects (indented) into `<model_args>_<task>.jsonl` beside a `results.json`; it is read too. Nothing here decides
+what the numbers mean: `adacal.interpretation.llm` does.
 """
 
 from __future__ import annotations
 
 import glob
+import gzip
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,8 +45,8 @@ def is_harness_sample(record: Any) -> bool:
         >>> is_harness_sample({"doc_id": 0, "arguments": [], "filtered_resps": [], "target": "1"})
         True
     """
-    return isinstance(record, dict) and all(key in record for key in TELLING_KEYS) and any(
-        key in record for key in RESPONSE_KEYS)
+    return isinstance(record, dict) and "doc_id" in record and "arguments" in record and (
+        "filtered_resps" in record or "resps" in record)
 
 
 def task_of(path: str | Path) -> str | None:
@@ -57,6 +58,25 @@ def task_of(path: str | Path) -> str | None:
     """
     found = _NAME.match(Path(path).name)
     return None if found is None else found.group("task")
+
+
+def task_from_results(path: str | Path) -> str | None:
+    """The task of a v0.4.0-0.4.2 sample file, `<model_args>_<task>.jsonl`, from the `results.json` the harness wrote
+    beside it: the longest task of its "configs" (or "results") the file's stem ends with; None without one."""
+    from adacal.sources.documents import read_json
+
+    path = Path(path)
+    results = path.parent / "results.json"
+    if not results.is_file():
+        return None
+    try:
+        document = read_json(results, "the harness's results.json")
+    except InputError:
+        return None
+    tasks = document.get("configs") or document.get("results") if isinstance(document, dict) else None
+    stem = path.name.removesuffix(".gz").removesuffix(".jsonl")
+    found = [task for task in tasks or () if isinstance(task, str) and stem.endswith(f"_{task}")]
+    return max(found, key=len) if found else None
 
 
 def subject_of(task: str) -> str | None:
@@ -87,6 +107,8 @@ def harness_files(path: str | Path) -> list[Path] | None:
         return None
     found = sorted(folder.glob("samples_*.jsonl")) or sorted(folder.glob("*/samples_*.jsonl"))
     found += sorted(folder.glob("samples_*.jsonl.gz")) if not found else []
+    if not found and (folder / "results.json").is_file():  # v0.4.0-0.4.2: <model_args>_<task>.jsonl
+        found = [path for path in sorted(folder.glob("*.jsonl")) if looks_like_harness_file(path)]
     return found or None
 
 
@@ -128,6 +150,15 @@ def _number(value: Any, where: str) -> float:
 def _loglik(response: Any, where: str) -> float:
     """A choice's log-likelihood from `[loglik, is_greedy]` (filtered_resps) or `[[loglik, is_greedy]]` (resps),
     numbers or the strings the harness writes ("-1.23", "False")."""
+    if type(response) is list and len(response) == 2 and type(response[1]) in (bool, str):  # the common case, fast
+        value = response[0]
+        if type(value) is float:
+            return value
+        if type(value) is str and (type(response[1]) is bool or response[1] in ("True", "False")):
+            try:
+                return float(value)
+            except ValueError:
+                pass
     if isinstance(response, list) and len(response) == 1 and isinstance(response[0], list):
         response = response[0]
     if isinstance(response, str) or isinstance(response, list) and response and all(
@@ -198,20 +229,33 @@ def read_harness_samples(path: str | Path) -> list[HarnessSample]:
 
 
 def looks_like_harness_file(path: str | Path) -> bool:
-    """Whether a .jsonl file's name is a harness sample file's, or its first record is a harness sample (read from
-    its first line only)."""
+    """Whether a .jsonl file's first record is a harness sample (read from its first line only; a file named
+    samples_*.jsonl holding other records is not one).
+
+    Example:
+        >>> looks_like_harness_file("missing.jsonl")
+        False
+    """
     path = Path(path)
-    if task_of(path) is not None:
-        return True
-    if not path.name.lower().endswith(".jsonl") or not path.is_file():
+    name = path.name.lower()
+    if not name.endswith((".jsonl", ".jsonl.gz")) or not path.is_file():
         return False
     try:
-        with path.open("r", encoding="utf-8") as handle:
-            first = handle.readline(1 << 24)
+        opener = gzip.open if name.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8") as handle:
+            first = next((line for line in handle if line.strip()), "")
+        if first.lstrip().startswith("["):  # v0.4.0-0.4.2: an indented array; its first object follows
+            return '"doc_id"' in first or _first_item_is_sample(path)
         return is_harness_sample(parse_json(first, label=str(path), non_finite=True))
-    except (InputError, OSError, UnicodeDecodeError):
+    except (InputError, OSError, UnicodeDecodeError, EOFError):
         return False
+
+
+def _first_item_is_sample(path: Path) -> bool:
+    records = _records(path)
+    return bool(records) and is_harness_sample(records[0][1])
 
 
 __all__ = ["HarnessSample", "RESPONSE_KEYS", "SUBJECT_PREFIXES", "TELLING_KEYS", "harness_files",
-           "is_harness_sample", "looks_like_harness_file", "read_harness_samples", "subject_of", "task_of"]
+           "is_harness_sample", "looks_like_harness_file", "read_harness_samples", "subject_of", "task_from_results",
+           "task_of"]

@@ -106,6 +106,12 @@ def find_logprobs(record: Any) -> tuple[list[tuple[str, float]] | None, list[flo
     for key in MAP_KEYS:
         if key in record:
             value = record[key]
+            if isinstance(value, list) and value and isinstance(value[0], dict) and "top_logprobs" in value[0]:
+                # The chat API's `logprobs.content` itself: one entry per generated token, the first one's
+                # alternatives are the options (not the generated tokens).
+                tokens = _token_list(value[0]["top_logprobs"])
+                if tokens is not None:
+                    return tokens, None, f"{key}[0].top_logprobs"
             tokens = _token_list(value)
             if tokens is None and isinstance(value, list) and value and isinstance(value[0], dict) and all(
                     isinstance(item, dict) for item in value) and "token" not in value[0]:

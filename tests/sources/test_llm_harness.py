@@ -307,3 +307,22 @@ def test_several_sample_files_as_the_shell_expands_a_glob_are_one_input(tmp_path
     npz = _plain_npz(tmp_path)
     result = runner.invoke(app, ["evaluate", str(first), str(npz)])
     assert one_line_error(result, "plain.npz is not a sample file")
+
+
+def test_v040_files_take_their_task_from_the_results_json_beside_them(tmp_path):
+    docs = _docs(5, 4, seed=31)
+    samples = [_sample(i, *doc) for i, doc in enumerate(docs)]
+    write_old(tmp_path / "pretrained__EleutherAI__pythia-70m_arc_easy.jsonl", samples)
+    (tmp_path / "results.json").write_text(json.dumps({"results": {"arc_easy": {"acc,none": 0.4}},
+                                                       "configs": {"arc_easy": {"task": "arc_easy"}}}))
+    for given in (tmp_path, tmp_path / "pretrained__EleutherAI__pythia-70m_arc_easy.jsonl"):
+        predictions = load_predictions(given)
+        assert predictions.groups["task"].tolist() == ["arc_easy"] * 5
+        np.testing.assert_allclose(predictions.logits, [lls for _, lls, _ in docs])
+
+
+def test_a_jsonl_named_samples_that_holds_other_records_is_read_as_before(tmp_path):
+    path = tmp_path / "samples_mine.jsonl"
+    path.write_text("".join(json.dumps({"logits": [0.1, 2.0, -1.0], "label": i % 3}) + "\n" for i in range(6)))
+    predictions = load_predictions(path)
+    assert predictions.logits.shape == (6, 3) and predictions.groups is None
