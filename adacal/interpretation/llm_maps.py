@@ -198,6 +198,11 @@ def verbalized_top_label(path: Path, options: ReadOptions) -> TopLabelPrediction
                              f"{', '.join(correct_keys) or 'none'}: pass --labels-key KEY.")
         texts = np.asarray(arrays[key], dtype=object).reshape(-1)
         correct = check_correct(arrays[correct_keys[0]], n=texts.shape[0], name=arrays.label(correct_keys[0]))
+        groups = {}
+        for name in GROUP_KEYS:
+            values = np.asarray(arrays[name]) if name in arrays and name != key else None
+            if values is not None and values.dtype.kind == "U" and values.shape == texts.shape:
+                groups[name] = values.astype(str)
     parsed = [parse_verbalized(text) for text in texts]
     bad = [row for row, value in enumerate(parsed) if value is None]
     if bad:
@@ -210,7 +215,7 @@ def verbalized_top_label(path: Path, options: ReadOptions) -> TopLabelPrediction
                             labels_key=correct_keys[0], labels_file=None, split=WHOLE_FILE, kind=TOP_LABEL,
                             kind_rule="--verbalized-confidence: the stated confidence of the answer and whether it "
                                       "was right", n=len(parsed), k=None, notes=notes)
-    return TopLabelPredictions(confidences, correct, notes, record)
+    return TopLabelPredictions(confidences, correct, notes, record, groups=groups or None)
 
 
 def load_questions(path: str | os.PathLike, options: ReadOptions) -> Questions | None:

@@ -164,7 +164,8 @@ def test_parse_verbalized(text, expected):
 def test_verbalized_confidences_only_with_the_option_and_unparseable_rows_refused_by_count(tmp_path):
     texts = [f"Answer: {'ABCD'[i % 4]}. Confidence: {c}%" for i, c in enumerate(RNG.integers(30, 100, 40))]
     correct = (RNG.uniform(size=40) < 0.6).tolist()
-    path = _jsonl(tmp_path / "verbal.jsonl", [{"response": t, "is_correct": c} for t, c in zip(texts, correct)])
+    path = _jsonl(tmp_path / "verbal.jsonl", [{"response": t, "is_correct": c, "subject": "law" if i % 2 else "math"}
+                                               for i, (t, c) in enumerate(zip(texts, correct))])
     out = tmp_path / "r.json"
     result = runner.invoke(app, ["evaluate", str(path), "--verbalized-confidence", "response", "--json", str(out)])
     assert result.exit_code == 0, result.output
@@ -172,6 +173,8 @@ def test_verbalized_confidences_only_with_the_option_and_unparseable_rows_refuse
     expected = evaluate_confidences(parsed, correct)["metrics"]
     assert json.loads(out.read_text())["results"]["metrics"] == pytest.approx(expected)
     assert runner.invoke(app, ["evaluate", str(path)]).exit_code != 0  # text without the option: not read
+    read = resolve_evaluation_input(path, options=ReadOptions(verbalized_confidence="response")).predictions
+    assert read.groups["subject"].tolist() == ["math", "law"] * 20
     bad = _jsonl(tmp_path / "bad.jsonl", [{"response": t, "is_correct": c} for t, c in
                                           zip(["I think B", "70%", "unsure"], [True, False, True])])
     with pytest.raises(InputError, match="2 of 3 state none or several .row 0: 'I think B'; row 2: 'unsure'"):
@@ -197,3 +200,20 @@ def test_percent_confidence_correct_pairs_give_the_figures_of_fractions(tmp_path
 def test_llm_options_are_checked(options, match):
     with pytest.raises(InputError, match=match):
         ReadOptions(**options)
+
+
+def test_the_chat_apis_content_list_reads_the_first_tokens_alternatives(tmp_path):
+    content = [{"token": "B", "logprob": -0.2, "top_logprobs": [{"token": "B", "logprob": -0.2},
+                                                                 {"token": "A", "logprob": -1.9}]},
+               {"token": ".", "logprob": -0.01, "top_logprobs": [{"token": ".", "logprob": -0.01}]}]
+    path = _jsonl(tmp_path / "content.jsonl", [{"logprobs": content, "answer": "A"}] * 2)
+    predictions = load_predictions(path)
+    np.testing.assert_allclose(predictions.logits, [[-1.9, -0.2]] * 2)  # not the generated tokens B and "."
+    assert predictions.labels.tolist() == [0, 0]
+
+
+def test_one_reading_of_the_answer_for_the_whole_file(tmp_path):
+    base = {"options": ["Paris", "Rome"], "top_logprobs": {"A": -0.5, "B": -1.0}}
+    path = _jsonl(tmp_path / "mixed.jsonl", [{**base, "answer": "Rome"}, {**base, "answer": 0}])
+    with pytest.raises(InputError, match="line 1 of mixed.jsonl to name one of its 2 options"):
+        load_predictions(path)  # a text on one line, an index on the other: no reading fits every line

@@ -326,3 +326,20 @@ def test_a_jsonl_named_samples_that_holds_other_records_is_read_as_before(tmp_pa
     path.write_text("".join(json.dumps({"logits": [0.1, 2.0, -1.0], "label": i % 3}) + "\n" for i in range(6)))
     predictions = load_predictions(path)
     assert predictions.logits.shape == (6, 3) and predictions.groups is None
+
+
+def test_gzipped_and_crlf_sample_files(tmp_path):
+    import gzip
+
+    docs = _docs(4, 3, seed=41)
+    path = _file(tmp_path, "boolq_like", docs)
+    crlf = tmp_path / "crlf"
+    crlf.mkdir()
+    (crlf / path.name).write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    zipped = tmp_path / "zipped"
+    zipped.mkdir()
+    (zipped / (path.name + ".gz")).write_bytes(gzip.compress(path.read_bytes()))
+    for given in (crlf / path.name, zipped / (path.name + ".gz"), zipped):
+        predictions = load_predictions(given)
+        np.testing.assert_allclose(predictions.logits, [lls for _, lls, _ in docs])
+        assert predictions.groups["task"].tolist() == ["boolq_like"] * 4
