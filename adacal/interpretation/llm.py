@@ -27,6 +27,8 @@ from adacal.sources.harness_samples import (
 HARNESS_FORMAT = "lm-eval-harness"
 ANSWER_READINGS = ("index", "letter", "text")
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# A log-likelihood or log-probability is <= 0; a value above this is no log-probability (probabilities, scores).
+POSITIVE_TOLERANCE = 1e-6
 _INDEX = re.compile(r"^\s*\d+\s*$")
 
 
@@ -233,6 +235,8 @@ def harness_questions(files: list[Path], options: ReadOptions) -> Questions:
                 normalized += 1
             if not np.isfinite(logliks).all():
                 raise InputError(f"Expected finite log-likelihoods in {sample.where}, got {sample.logliks}.")
+            if max(logliks) > POSITIVE_TOLERANCE:
+                raise InputError(f"Expected log-likelihoods (<= 0) in {sample.where}, got {max(logliks):g}.")
             if isinstance(sample.target, list):
                 raise InputError(f"Expected one gold answer in {sample.where}, got {len(sample.target)} "
                                  f"({str(sample.target)[:40]}): tasks of several correct choices are not read.")

@@ -21,7 +21,7 @@ import numpy as np
 from adacal.errors import InputError
 from adacal.interpretation.confidence import TOP_LABEL, TopLabelPredictions, is_correct_name
 from adacal.interpretation.llm import (
-    LETTERS, Questions, harness_input, harness_questions, normal_option, pad, resolve_answers,
+    LETTERS, POSITIVE_TOLERANCE, Questions, harness_input, harness_questions, normal_option, pad, resolve_answers,
 )
 from adacal.interpretation.record import Interpretation
 from adacal.interpretation.split import WHOLE_FILE
@@ -110,6 +110,9 @@ def logprob_questions(path: Path, options: ReadOptions) -> Questions | None:
             option_texts = option_texts or names
         if not np.all(np.isfinite(row) | (np.asarray(row) == -np.inf)) or max(row) == -np.inf:
             raise InputError(f"Expected finite log-probabilities in {record.where}, got {row}.")
+        if max(row) > POSITIVE_TOLERANCE:
+            raise InputError(f"Expected log-probabilities (<= 0) in {record.where} ({record.source}), got "
+                             f"{max(row):g}: for probabilities, write their logarithms.")
         rows.append(row)
         counts.append(len(row))
         texts.append(option_texts)

@@ -217,3 +217,9 @@ def test_one_reading_of_the_answer_for_the_whole_file(tmp_path):
     path = _jsonl(tmp_path / "mixed.jsonl", [{**base, "answer": "Rome"}, {**base, "answer": 0}])
     with pytest.raises(InputError, match="line 1 of mixed.jsonl to name one of its 2 options"):
         load_predictions(path)  # a text on one line, an index on the other: no reading fits every line
+
+
+def test_probabilities_under_a_logprob_key_are_refused(tmp_path):
+    path = _jsonl(tmp_path / "probs.jsonl", [{"top_logprobs": {"A": 0.7, "B": 0.3}, "answer": "A"}])
+    with pytest.raises(InputError, match=r"log-probabilities \(<= 0\).*write their logarithms"):
+        load_predictions(path)

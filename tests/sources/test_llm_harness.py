@@ -45,7 +45,7 @@ def _docs(n, k, *, seed=0, ragged=False):
     for _ in range(n):
         size = int(rng.integers(2, 6)) if ragged else k
         choices = [str(city) for city in rng.choice(CITIES, size=size, replace=False)]
-        lls = rng.normal(-6.0, 2.5, size)
+        lls = -np.abs(rng.normal(6.0, 2.5, size))
         docs.append((choices, lls, int(rng.integers(size))))
     return docs
 
@@ -247,6 +247,8 @@ def test_a_target_that_names_two_choices_is_refused_naming_answer_is(tmp_path):
                         arguments={"gen_args_0": {"arg_0": "ctx", "arg_1": " x"}}), "two or more choices"),
     (lambda s: s.update(filtered_resps=["Paris"], resps=[["Paris"]]), "generated text .a generate_until task"),
     (lambda s: s.update(filtered_resps=[["nan?", "False"]] * 4), "a log-likelihood"),
+    (lambda s: s.update(filtered_resps=[["0.5", "False"]] * 4), "log-likelihoods .<= 0."),
+    (lambda s: s.update(filtered_resps=[["nan", "False"]] * 4), "finite log-likelihoods"),
 ])
 def test_what_is_not_a_multiple_choice_sample_is_refused_in_one_line(tmp_path, change, match):
     sample = _sample(0, ["Paris", "Rome", "Oslo", "Ulm"], np.array([-1.0, -2.0, -3.0, -4.0]), 0)
