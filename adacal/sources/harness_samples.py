@@ -17,6 +17,7 @@ from __future__ import annotations
 import glob
 import gzip
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,13 +128,18 @@ class HarnessSample:
     acc_norm: float | None
 
 
-def _records(path: Path) -> list[tuple[str, Any]]:
+def _records(path: Path) -> Iterator[tuple[str, Any]]:
+    """(where, record) one at a time: a parsed line is dropped once read (100,000 documents kept alive at once
+    cost more in the garbage collector's passes than in parsing)."""
     text = read_text(path, "an lm-evaluation-harness sample file (.jsonl)")
     if text.lstrip().startswith("["):  # v0.4.0-0.4.2: one indented JSON array of the samples
         document = parse_json(text, label=str(path), non_finite=True)
-        return [(f"{path.name} item {index}", item) for index, item in enumerate(document)]
-    return [(f"line {number} of {path.name}", parse_json(line, label=f"line {number} of {path}", non_finite=True))
-            for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
+        yield from ((f"{path.name} item {index}", item) for index, item in enumerate(document))
+        return
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            yield f"line {number} of {path.name}", parse_json(line, label=f"line {number} of {path}",
+                                                              non_finite=True)
 
 
 def _number(value: Any, where: str) -> float:
@@ -147,18 +153,19 @@ def _number(value: Any, where: str) -> float:
     raise InputError(f"Expected a log-likelihood (a number) in {where}, got {str(value)[:40]!r}.")
 
 
-def _loglik(response: Any, where: str) -> float:
+def _loglik(response: Any, key: str, where: str) -> float:
     """A choice's log-likelihood from `[loglik, is_greedy]` (filtered_resps) or `[[loglik, is_greedy]]` (resps),
     numbers or the strings the harness writes ("-1.23", "False")."""
-    if type(response) is list and len(response) == 2 and type(response[1]) in (bool, str):  # the common case, fast
-        value = response[0]
-        if type(value) is float:
+    if type(response) is list and len(response) == 2:  # the common case, fast
+        value, flag = response
+        if type(value) is float and type(flag) is bool:
             return value
-        if type(value) is str and (type(response[1]) is bool or response[1] in ("True", "False")):
+        if type(value) is str and flag in ("True", "False"):
             try:
                 return float(value)
             except ValueError:
                 pass
+    where = f"'{key}' of {where}"
     if isinstance(response, list) and len(response) == 1 and isinstance(response[0], list):
         response = response[0]
     if isinstance(response, str) or isinstance(response, list) and response and all(
@@ -182,10 +189,11 @@ def _continuations(arguments: Any) -> list[tuple[Any, Any]] | None:
     """(context, continuation) per request: from [[context, continuation], ...] or {"gen_args_0": {"arg_0": ...,
     "arg_1": ...}, ...}; None when neither layout."""
     if isinstance(arguments, dict):
-        items = [arguments.get(f"gen_args_{index}") for index in range(len(arguments))]
-        if all(isinstance(item, dict) and "arg_0" in item and "arg_1" in item for item in items):
-            return [(item["arg_0"], item["arg_1"]) for item in items]
-        return None
+        try:  # (in the order the harness wrote them: gen_args_0, gen_args_1, ...; checked below)
+            pairs = [(item["arg_0"], item["arg_1"]) for item in arguments.values()]
+        except (TypeError, KeyError):
+            return None
+        return pairs if list(arguments) == [f"gen_args_{index}" for index in range(len(arguments))] else None
     if isinstance(arguments, list) and all(isinstance(item, list) and len(item) >= 2 for item in arguments):
         return [(item[0], item[1]) for item in arguments]
     return None
@@ -207,12 +215,12 @@ def read_harness_samples(path: str | Path) -> list[HarnessSample]:
             shown = ", ".join(map(str, record))[:120] if isinstance(record, dict) else type(record).__name__
             raise InputError(f"Expected {where} to be an lm-evaluation-harness sample (doc_id, arguments, "
                              f"filtered_resps or resps), got {shown}.")
-        key = next(key for key in RESPONSE_KEYS if key in record)
+        key = "filtered_resps" if "filtered_resps" in record else "resps"
         responses = record[key]
         if not isinstance(responses, list) or not responses:
             raise InputError(f"Expected '{key}' in {where} to list one response per choice, got "
                              f"{str(responses)[:60]}.")
-        logliks = [_loglik(response, f"'{key}' of {where}") for response in responses]
+        logliks = [_loglik(response, key, where) for response in responses]
         pairs = _continuations(record["arguments"])
         if (pairs is not None and "acc_mutual_info" in record and len(pairs) == len(logliks)
                 and len(pairs) % 2 == 0 and all(context == "" for context, _ in pairs[len(pairs) // 2:])):
@@ -252,8 +260,8 @@ def looks_like_harness_file(path: str | Path) -> bool:
 
 
 def _first_item_is_sample(path: Path) -> bool:
-    records = _records(path)
-    return bool(records) and is_harness_sample(records[0][1])
+    first = next(_records(path), None)
+    return first is not None and is_harness_sample(first[1])
 
 
 __all__ = ["HarnessSample", "RESPONSE_KEYS", "SUBJECT_PREFIXES", "TELLING_KEYS", "harness_files",
