@@ -209,7 +209,7 @@ def choice_length(continuation: str, continuations: list[str]) -> int:
 def harness_questions(files: list[Path], options: ReadOptions) -> Questions:
     """The questions of lm-evaluation-harness sample files (read as one input, in file order), the task of each from
     its file name (or --task), the subject where the task names one (`mmlu_<subject>`)."""
-    rows, answers, counts, texts, wheres, tasks = [], [], [], [], [], []
+    rows, answers, counts, texts, wheres, tasks, keys = [], [], [], [], [], [], set()
     normalized = 0
     for path in files:
         task = options.task or task_of(path) or task_from_results(path)
@@ -246,19 +246,20 @@ def harness_questions(files: list[Path], options: ReadOptions) -> Questions:
             texts.append(sample.continuations)
             wheres.append(sample.where)
             tasks.append(task)
+            keys.add(sample.responses_key)
     labels, rule = resolve_answers(answers, counts, texts, wheres, answer_is=options.answer_is, key="target")
     logliks, counts_array = pad(rows)
     groups = {"task": np.array(tasks, dtype=str)}
     subjects = [subject_of(task) for task in tasks]
     if all(subject is not None for subject in subjects):
         groups["subject"] = np.array(subjects, dtype=str)
-    source = "filtered_resps"
     notes = [f"{len(files)} lm-evaluation-harness sample file(s), {len(set(tasks))} task(s): "
              f"{', '.join(sorted(set(tasks))[:6])}{', ...' if len(set(tasks)) > 6 else ''}"]
     if options.length_normalize:
         notes.append("--length-normalize: each log-likelihood divided by its choice's length in characters "
                      "(as the harness's acc_norm)")
-    return Questions(logliks, counts_array, labels, groups, tuple(notes), str(files[0]), HARNESS_FORMAT, source,
+    return Questions(logliks, counts_array, labels, groups, tuple(notes), str(files[0]), HARNESS_FORMAT,
+                     ", ".join(sorted(keys)),
                      "target", f"lm-evaluation-harness samples, gold from {rule}", {"files": [str(f) for f in files]})
 
 

@@ -96,13 +96,13 @@ def subject_of(task: str) -> str | None:
 def harness_files(path: str | Path) -> list[Path] | None:
     """The sample files a path names: a glob pattern (`samples_mmlu_*.jsonl`) its matches, a folder its
     `samples_*.jsonl` files (also one level down: the harness writes them under `<output>/<model>/`), sorted; None
-    when the path is neither (an ordinary file, a folder without sample files)."""
+    when the path is neither (an ordinary file, a folder without sample files, a pattern matching nothing)."""
     text = str(path)
-    if any(char in Path(text).name for char in "*?["):
+    if not Path(text).exists() and any(char in Path(text).name for char in "*?["):
+        # (A path that exists is itself, brackets in its name or not; a pattern matching nothing is left to the
+        # reader, which says the path does not exist.)
         matches = sorted(Path(found) for found in glob.glob(text))
-        if not matches:
-            raise InputError(f"Expected {text} to match lm-evaluation-harness sample files, but it matches none.")
-        return matches
+        return matches or None
     folder = Path(text)
     if not folder.is_dir():
         return None
@@ -120,6 +120,7 @@ class HarnessSample:
     `acc_norm` (None when absent)."""
 
     where: str
+    responses_key: str  # "filtered_resps" or "resps"
     doc_id: Any
     logliks: list[float]
     continuations: list[str] | None
@@ -229,7 +230,7 @@ def read_harness_samples(path: str | Path) -> list[HarnessSample]:
         continuations = None
         if pairs is not None and len(pairs) == len(logliks) and all(isinstance(cont, str) for _, cont in pairs):
             continuations = [cont for _, cont in pairs]
-        samples.append(HarnessSample(where, record.get("doc_id"), logliks, continuations, record.get("target"),
+        samples.append(HarnessSample(where, key, record.get("doc_id"), logliks, continuations, record.get("target"),
                                      _metric(record, "acc", where), _metric(record, "acc_norm", where)))
     if not samples:
         raise InputError(f"Expected {path} to hold lm-evaluation-harness samples, but it is empty.")

@@ -345,3 +345,11 @@ def test_gzipped_and_crlf_sample_files(tmp_path):
         predictions = load_predictions(given)
         np.testing.assert_allclose(predictions.logits, [lls for _, lls, _ in docs])
         assert predictions.groups["task"].tolist() == ["boolq_like"] * 4
+
+
+def test_brackets_in_a_file_name_are_no_glob_and_a_glob_matching_nothing_does_not_exist(tmp_path):
+    path = tmp_path / "preds[1].npz"
+    np.savez(path, logits=RNG.normal(size=(4, 3)), labels=np.arange(4) % 3)
+    assert load_predictions(path).logits.shape == (4, 3)
+    result = runner.invoke(app, ["evaluate", str(tmp_path / "samples_none_*.jsonl")])
+    assert one_line_error(result, "does not exist")
