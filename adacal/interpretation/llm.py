@@ -7,6 +7,8 @@ was the gold one), with the task (and subject) of each question in `groups`.
 
 from __future__ import annotations
 
+import functools
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -141,6 +143,7 @@ def _reading(answer: Any, reading: str, k: int, texts: list[str] | None) -> int 
     return found[0] if len(found) == 1 else None
 
 
+@functools.lru_cache(maxsize=4096)  # (the same few tokens on every line of a dump)
 def normal_option(token: str) -> str:
     """A token or answer as an option name: white space, one pair of brackets and one trailing '.', ':' or ')'
     removed, a single letter upper-cased (" A", "A.", "(a)", "a)" -> "A"); other text kept as stripped.
@@ -233,7 +236,7 @@ def harness_questions(files: list[Path], options: ReadOptions) -> Questions:
                                      "--length-normalize, but one is empty.")
                 logliks = [value / length for value, length in zip(logliks, lengths)]
                 normalized += 1
-            if not np.isfinite(logliks).all():
+            if not all(math.isfinite(value) for value in logliks):
                 raise InputError(f"Expected finite log-likelihoods in {sample.where}, got {sample.logliks}.")
             if max(logliks) > POSITIVE_TOLERANCE:
                 raise InputError(f"Expected log-likelihoods (<= 0) in {sample.where}, got {max(logliks):g}.")

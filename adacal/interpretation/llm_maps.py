@@ -11,6 +11,7 @@ tokens only) is refused, naming --missing-options zero, which reads it as probab
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -49,6 +50,14 @@ def _options_of(record: LogprobRecord, named: tuple[str, ...] | None) -> tuple[l
                      "under 'options' or 'choices'.")
 
 
+def _logaddexp(first: float, second: float) -> float:
+    """log(exp(first) + exp(second)) for floats, -inf allowed (math, not a numpy call per token)."""
+    if first == -math.inf:
+        return second
+    high, low = (first, second) if first >= second else (second, first)
+    return high + math.log1p(math.exp(low - high))
+
+
 def _option_logprobs(record: LogprobRecord, names: list[str], texts: list[str] | None) -> tuple[list[float], int]:
     """Each option's log-probability (-inf when no token names it) and the number of tokens naming none."""
     values = [-np.inf] * len(names)
@@ -61,7 +70,7 @@ def _option_logprobs(record: LogprobRecord, names: list[str], texts: list[str] |
         if index is None:
             ignored += 1
             continue
-        values[index] = float(np.logaddexp(values[index], logprob))
+        values[index] = _logaddexp(values[index], logprob)
     return values, ignored
 
 
@@ -108,7 +117,7 @@ def logprob_questions(path: Path, options: ReadOptions) -> Questions | None:
             if absent:
                 missing.append((record.where, absent))
             option_texts = option_texts or names
-        if not np.all(np.isfinite(row) | (np.asarray(row) == -np.inf)) or max(row) == -np.inf:
+        if any(value != value or value == math.inf for value in row) or max(row) == -math.inf:  # NaN, +inf
             raise InputError(f"Expected finite log-probabilities in {record.where}, got {row}.")
         if max(row) > POSITIVE_TOLERANCE:
             raise InputError(f"Expected log-probabilities (<= 0) in {record.where} ({record.source}), got "
