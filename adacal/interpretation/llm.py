@@ -3,6 +3,8 @@ log-likelihoods (lm-evaluation-harness samples, `adacal.sources.harness_samples`
 `adacal.interpretation.llm_maps`) and the gold answer, read as `Questions`: class scores (N, K) logits when every
 question has K options, else top-label confidences (the renormalised probability of the chosen option and whether it
 was the gold one), with the task (and subject) of each question in `groups`.
+`adacal.interpretation.llm_maps.load_questions` is the entry that tries every LLM layout (`load_predictions` and
+`evaluate` call it).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What option log-probability records mean (`adacal.sources.logprob_maps` reads them), and verbalised confidences
 ("I am 80% sure") read from text where --verbalized-confidence KEY says so; the rules are docs/inputs.md's ("LLM
-evaluation outputs").
+evaluation outputs"); and `load_questions`, the entry that reads any LLM evaluation output as `Questions`.
 
 Options of a question: --options A,B,C,D when given; else the letters A, B, ... of the record's option texts
 (`options` / `choices`), a token naming an option by its letter or its text; else, when every token of the map is a
