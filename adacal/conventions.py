@@ -16,7 +16,16 @@ LOSS_OPTION_FLAGS = {
     "gamma_init": "--gamma-init",
     "weight": "--mmce-weight",
     "alpha": "--smoothing",
+    "margin": "--margin",
+    "margin_weight": "--margin-weight",
+    "pos_lambda": "--acls-pos-lambda",
+    "neg_lambda": "--acls-neg-lambda",
+    "beta": "--beta",
+    "base": "--mdca-base",
 }
+
+# The classification losses `mdca` adds its batch term to (`--mdca-base`, `MDCALoss(base=...)`).
+MDCA_BASES = ("ce", "focal", "label-smoothing")
 
 # Deprecated spellings of loss options → the option's name. `build_loss` and the binned losses accept them with a
 # DeprecationWarning; config.json / checkpoints that say `num_bins` read as `n_bins`; `adacal train --num-bins` is a

@@ -188,7 +188,7 @@ def evaluate_confidences(
 ) -> dict[str, Any]:
     """The `results` block of an evaluate report of top-label `(confidence, correct)` pairs (`adacal.metrics.
     confidences`): as `evaluate_predictions`' with the top-label metrics ("nll_correct", "brier_top",
-    "auroc_correct" beside the ECEs and error), "assumed_input": "confidences", no "num_classes", and
+    "auroc_correct", "auprc_errors" beside the ECEs and error), "assumed_input": "confidences", no "num_classes", and
     "skipped_metrics": the metrics asked for that need every class's probability (not computed).
 
     Example:
@@ -197,9 +197,8 @@ def evaluate_confidences(
         >>> results["assumed_input"], round(results["metrics"]["ece_ew"], 4)
         ('confidences', 0.4)
     """
-    from adacal.metrics.confidences import (
-        bootstrap_auroc_correct, compute_confidence_metrics, prepare_confidences, resolve_top_label_metrics,
-    )
+    from adacal.metrics.confidences import compute_confidence_metrics, prepare_confidences, resolve_top_label_metrics
+    from adacal.metrics.selective import RANKING_METRIC_NAMES, SELECTIVE_DISPLAY_NAMES
 
     n_resamples = check_bootstrap(bootstrap)
     seed = check_seed(seed)
@@ -211,8 +210,10 @@ def evaluate_confidences(
     if n_resamples:
         check_bootstrap_fits(n_resamples, pred.n_samples, len(names), name="bootstrap")
     metrics = compute_confidence_metrics(pred, names, n_bins)
-    if "auroc-correct" in names and "auroc_correct" not in metrics:
-        notes.append("AUROC-CORRECT not computed: every answer is right, or every one wrong")
+    undefined = [SELECTIVE_DISPLAY_NAMES[name] for name in RANKING_METRIC_NAMES
+                 if name in names and metric_key(name) not in metrics]
+    if undefined:
+        notes.append(f"{' and '.join(undefined)} not computed: every answer is right, or every one wrong")
     results: dict[str, Any] = {
         "metrics": metrics,
         "units": "fractions in [0, 1], not % (nll_correct in nats; brier_top in [0, 1])",
@@ -228,14 +229,10 @@ def evaluate_confidences(
         results["bins"] = {"equal_width": pred.top_label_statistics("equal-width", n_bins).to_dict(),
                            "equal_mass": equal_mass.to_dict()}
     if n_resamples:
-        binned = tuple(name for name in names if name != "auroc-correct")
-        intervals = bootstrap_prepared(pred, binned, n_resamples=n_resamples, seed=seed, confidence=confidence,
-                                       n_bins=n_bins, progress=progress, compute=compute_confidence_metrics)
-        if "auroc_correct" in metrics:
-            auroc = bootstrap_auroc_correct(pred, n_resamples=n_resamples, seed=seed, confidence=confidence)
-            if auroc is not None:
-                intervals["auroc_correct"] = auroc
-        results["bootstrap"] = intervals
+        # The AUROC of correctness and AUPRC of errors: over the resamples where they are defined (bootstrap_prepared).
+        results["bootstrap"] = bootstrap_prepared(pred, names, n_resamples=n_resamples, seed=seed,
+                                                  confidence=confidence, n_bins=n_bins, progress=progress,
+                                                  compute=compute_confidence_metrics)
     if notes:
         results["notes"] = notes
     return results

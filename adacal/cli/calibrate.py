@@ -15,7 +15,7 @@ from adacal.cli.common import (
 from adacal.cli.inputs import (
     LabelsFile, LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, print_notes, read_options,
 )
-from adacal.cli.inputs import LabelsAre, ScoreColumns
+from adacal.cli.inputs import ClassNames, LabelsAre, ScoreColumns
 from adacal.conventions import DEFAULT_N_BINS
 
 BASELINE = "uncalibrated"  # the identity calibrator's name (adacal.calibrators.compare.BASELINE)
@@ -326,6 +326,7 @@ def calibrate(
     pt_items: PtItems = None,
     labels_are: LabelsAre = None,
     score_columns: ScoreColumns = None,
+    classes: ClassNames = None,
 ) -> None:
     """Fit post-hoc calibrators on validation predictions and compare test metrics before and after."""
     from adacal.commands.calibrate import run_calibrate
@@ -337,7 +338,8 @@ def calibrate(
             source, method=method, objective=objective, n_bins=n_bins, folds=folds, select_metric=select_metric,
             seed=seed, json_path=json_path, save=save, force=force, val=val,
             options=read_options(logits_key, labels_key, labels, renormalize, scores_kind, header, separator,
-                                 pt_items, labels_are=labels_are, score_columns=score_columns), progress=steps,
+                                 pt_items, labels_are=labels_are, score_columns=score_columns, classes=classes),
+            progress=steps,
         )
     print_notes(run.notes, quiet, run.reading)
     if is_stdout(json_path) or is_stdout(save):

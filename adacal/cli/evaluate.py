@@ -13,7 +13,7 @@ from adacal.cli.common import ForceOption, guarded, metric_cell, metrics_line, n
 from adacal.cli.inputs import (
     LabelsFile, LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, print_notes, read_options,
 )
-from adacal.cli.inputs import LabelsAre, ScoreColumns
+from adacal.cli.inputs import ClassNames, GroupBy, LabelsAre, ScoreColumns
 from adacal.cli.inputs import AnswerIs, AnswerOptions, LengthNormalize, MissingOptions, Task, VerbalizedConfidence
 from adacal.cli.inputs import llm_options
 from adacal.conventions import DEFAULT_N_BINS
@@ -30,12 +30,13 @@ np.savetxt writes; a .csv/.tsv with one column per class and a label column; a .
 objects, or a .jsonl with one object per sample; a .safetensors of named tensors or a .mat of MATLAB variables;
 the text formats gzipped too, e.g. .csv.gz), a checkpoint, or a run folder written by 'adacal train'. A file of
 top-label (confidence, correct) pairs (keys or columns named like confidence/conf/p_max beside correct/is_correct/acc,
-e.g. an LLM evaluation's JSONL) gets the top-label metrics: error, the ECEs, MCE, NLL-CORRECT, BRIER-TOP and
-AUROC-CORRECT. LLM evaluation outputs (docs/inputs.md §8): lm-evaluation-harness sample files
-(samples_<task>_<date>.jsonl of multiple-choice tasks; several, a folder or a quoted glob read as one input, the task
-per sample; --length-normalize as acc_norm), per-question option log-probability maps ({"A": -0.3, ...} or the
-OpenAI API's top_logprobs, with the answer) and lists of option log-probabilities: K options per question give class
-scores, different numbers of options the top-label metrics; --verbalized-confidence KEY reads stated confidences
+e.g. an LLM evaluation's JSONL) gets the top-label metrics: error, the ECEs, MCE, NLL-CORRECT, BRIER-TOP,
+AUROC-CORRECT and AUPRC-ERRORS (how well confidence tells right from wrong). LLM evaluation outputs
+(docs/inputs.md §10): lm-evaluation-harness sample files (samples_<task>_<date>.jsonl of multiple-choice tasks;
+several, a folder or a quoted glob read as one input, the task per sample; --length-normalize as acc_norm),
+per-question option log-probability maps ({"A": -0.3, ...} or the OpenAI API's top_logprobs, with the answer) and
+lists of option log-probabilities: K options per question give class scores, different numbers of options the
+top-label metrics; --verbalized-confidence KEY reads stated confidences
 ("I am 80% sure"). Labels may be
 class indices (1-D or one column),
 one-hot rows or booleans; string labels are mapped through a `classes` array (or a .csv header).
@@ -55,9 +56,14 @@ epoch's checkpoint was scored; so does a checkpoint of such a run, or the checkp
 report is written only with --json. The evaluate.json a run has is never replaced. Otherwise a JSON report is written
 only with --json.
 
+--group-by KEY adds a table of the same figures per group (a task, a subject: a per-sample key or column of the
+input), each on its group's rows alone, with the overall row; groups under 50 samples are starred.
+
 Examples:
 
   adacal evaluate preds.npz
+
+  adacal evaluate answers.jsonl --group-by subject
 
   adacal evaluate runs/RUN --metrics ece-em,ece-ew,nll --bootstrap 1000
 
@@ -123,6 +129,51 @@ def _print_table(report: dict[str, Any], label: str, calibrated_from: str | None
     console.print(table)
 
 
+def _print_groups(report: dict[str, Any]) -> None:
+    """The per-group table (`--group-by`): count, accuracy and the report's metrics per group, then every sample; the
+    bootstrap interval beneath each value when the report has them; small groups starred."""
+    from rich.table import Table
+
+    from adacal.cli.common import table_console
+    from adacal.commands import display_name, metric_key
+
+    table_data, config = report["results"]["groups"], report["config"]
+    names = list(config["metrics"])
+    table = Table(title=f"By {table_data['key']}", title_justify="left")
+    table.add_column("group")
+    for column in ("n", "accuracy", *(display_name(name) for name in names)):
+        # "AUROC-\nCORRECT": a long name breaks after its first hyphen rather than being cut.
+        table.add_column(column.replace("-", "-\n", 1) if len(column) > 8 else column, justify="right")
+    small = undefined = False
+    for row in [*table_data["rows"], table_data["overall"]]:
+        count = f"{row['n_samples']}{'*' if row['small'] else ''}"
+        cells = [row["group"], count, f"{number(100 * row['accuracy'], 2)}%"]
+        small = small or row["small"]
+        for name in names:
+            key = metric_key(name)
+            value = row["metrics"].get(key)
+            if value is None:
+                cells.append("–")
+                undefined = True
+                continue
+            cell = metric_cell(key, value, _format(name, value))
+            interval = (row.get("bootstrap") or {}).get(key)
+            if interval is not None:
+                cell += f"\n{_format(name, interval['low'])}–{_format(name, interval['high'])}"
+            cells.append(cell)
+        table.add_row(*cells, end_section=row is table_data["rows"][-1])
+    console = table_console()
+    console.print(table)
+    footnotes = ["units as in the table above"]
+    if small:
+        footnotes.append(f"* fewer than {table_data['small_below']} samples: noisy figures")
+    if undefined:
+        footnotes.append("– undefined on that group (its answers are all right, or all wrong)")
+    if any(row.get("bootstrap") for row in table_data["rows"]):
+        footnotes.append(f"beneath each value: its {round(100 * config['confidence'])}% bootstrap interval")
+    console.print("; ".join(footnotes) + ".", markup=False, highlight=False)
+
+
 @contextlib.contextmanager
 def _bootstrap_progress(total: int, silent: bool) -> Iterator[Callable[[int, int], None] | None]:
     """A progress bar (count, elapsed, ETA) on stderr for the bootstrap resamples, when stderr is a terminal; yields
@@ -181,9 +232,10 @@ def evaluate(
             "--metrics",
             help="Comma-separated metrics: error, nll, brier, ece-ew, ece-em, ece-debias, ece-sweep-ew, "
             "ece-sweep-em, ece-smooth, mce, classwise-ece (default: all); ece_em and ECE-EM are accepted too. "
-            "Top-label (confidence, correct) inputs have nll-correct, brier-top and auroc-correct instead of nll, "
-            "brier and classwise-ece. "
-            "Selective prediction, by name only: aurc, e-aurc, augrc, auroc-correct, risk@C (risk@80: the "
+            "Top-label (confidence, correct) inputs have nll-correct, brier-top, auroc-correct and auprc-errors "
+            "instead of nll, brier and classwise-ece. "
+            "Selective prediction, by name only: aurc, e-aurc, augrc, auroc-correct, auprc-errors (the average "
+            "precision of the errors ranked by low confidence), risk@C (risk@80: the "
             "selective risk at 80 % coverage) and coverage@R (coverage@5: the largest coverage whose risk is "
             "at most 5 %). "
             "ECE-DEBIAS shows ≤ 0 when its estimate falls below the estimator's resolution (the unclipped "
@@ -226,6 +278,8 @@ def evaluate(
     answer_options: AnswerOptions = None,
     missing_options: MissingOptions = "refuse",
     verbalized_confidence: VerbalizedConfidence = None,
+    classes: ClassNames = None,
+    group_by: GroupBy = None,
 ) -> None:
     from adacal.commands.evaluate import run_evaluate
     from adacal.commands import EVALUATE_FILE
@@ -237,11 +291,11 @@ def evaluate(
             predictions, n_bins=n_bins, metrics=metrics, bootstrap=bootstrap, seed=seed, json_path=json_path,
             calibrator=calibrator, data_dir=data_dir, device=device, force=force,
             options=read_options(logits_key, labels_key, labels, renormalize, scores_kind, header, separator, pt_items,
-                                 labels_are=labels_are, score_columns=score_columns,
+                                 labels_are=labels_are, score_columns=score_columns, classes=classes,
                                  llm={**llm_options(length_normalize, task, answer_is, answer_options,
                                                     missing_options, verbalized_confidence),
                                       "more_files": more_files}),
-            progress=progress,
+            progress=progress, group_by=group_by,
         )
     print_notes(run.notes, quiet, run.reading)
     if is_stdout(json_path):
@@ -249,6 +303,9 @@ def evaluate(
     if quiet:
         top_label = run.report["results"].get("assumed_input") == "confidences"
         typer.echo(metrics_line(run.report["results"]["metrics"], None if top_label else metrics))
+        for row in (run.report["results"].get("groups") or {}).get("rows", []):
+            typer.echo(f"{row['group']} (n={row['n_samples']}): "
+                       f"{metrics_line(row['metrics'], None if top_label else metrics)}")
         return
     calibrated_from = None
     if run.calibrated:
@@ -256,6 +313,8 @@ def evaluate(
         calibrated_from = "probabilities" if reading is not None and reading.kind.endswith("probabilities") else (
             "logits")
     _print_table(run.report, str(predictions), calibrated_from)
+    if "groups" in run.report["results"]:
+        _print_groups(run.report)
     for target in run.written:
         typer.echo(f"Wrote {target}")
     if run.kept is not None and json_path is None:

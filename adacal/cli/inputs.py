@@ -74,6 +74,21 @@ ScoreColumns = Annotated[
                                          "a row counter, a copy of the labels and per-sample figures such as "
                                          "entropy; refused where that cannot be told).", show_default=False),
 ]
+ClassNames = Annotated[
+    str | None,
+    typer.Option("--classes", help="The class names in column order, for labels written as names: neg,pos (a comma "
+                                   "list), a text file (one name a line), a JSON list, or a Hugging Face config.json "
+                                   "or model folder (its id2label). Also orders pipeline(..., top_k=None) outputs' "
+                                   "{label, score} lists (default: the file's own names, else the id2label of a model "
+                                   "folder the file sits in or beside).", show_default=False),
+]
+GroupBy = Annotated[
+    str | None,
+    typer.Option("--group-by", help="Report the figures per group too: KEY is a per-sample key of the input (an .npz/"
+                                    ".pt array, a JSON/JSONL key, a .csv/.tsv column) of strings or integers, such as "
+                                    "task or subject; groups of fewer than 50 samples are flagged. The JSON gains "
+                                    "results.groups.", metavar="KEY", show_default=False),
+]
 # #41 LLM outputs (docs/inputs.md, "LLM evaluation outputs").
 LengthNormalize = Annotated[
     bool,
@@ -127,7 +142,8 @@ SEPARATOR_NAMES = {"comma": ",", "semicolon": ";", "tab": "\t", "space": " ", ",
 def read_options(logits_key: str | None, labels_key: str | None, labels: Path | None, renormalize: bool,
                  scores_kind: str = "auto", header: bool | None = None, separator: str | None = None,
                  pt_items: str | None = None, *, labels_are: str | None = None,
-                 score_columns: str | None = None, llm: dict[str, Any] | None = None) -> Any:
+                 score_columns: str | None = None, classes: str | None = None,
+                 llm: dict[str, Any] | None = None) -> Any:
     from adacal.errors import InputError
     from adacal.commands import ReadOptions
 
@@ -138,7 +154,7 @@ def read_options(logits_key: str | None, labels_key: str | None, labels: Path | 
                        separator=None if separator is None else SEPARATOR_NAMES[separator.lower()],
                        pt_items=None if pt_items is None else pt_items.lower(),
                        labels_are=None if labels_are is None else labels_are.lower(), score_columns=score_columns,
-                       **(llm or {}))
+                       classes=classes, **(llm or {}))
 
 
 def print_notes(notes: Any, quiet: bool, reading: Any = ()) -> None:

@@ -9,7 +9,7 @@ import typer
 
 from adacal.cli.common import ForceOption, guarded, table_console
 from adacal.cli.inputs import LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, read_options
-from adacal.cli.inputs import LabelsAre, ScoreColumns
+from adacal.cli.inputs import ClassNames, LabelsAre, ScoreColumns
 
 HELP = (
     "Out-of-distribution detection: how well a classifier's softmax tells its test set from an OOD set.\n\n"
@@ -110,6 +110,7 @@ def ood(
     pt_items: PtItems = None,
     labels_are: LabelsAre = None,
     score_columns: ScoreColumns = None,
+    classes: ClassNames = None,
 ) -> None:
     """Out-of-distribution detection before and after temperature scaling."""
     from adacal.commands.ood import run_ood
@@ -121,7 +122,7 @@ def ood(
         fit_temperature=fit_temperature, data_dir=data_dir, download=download, device=device,
         batch_size=batch_size, limit=limit, seed=seed, json_path=json_path, force=force,
         options=read_options(logits_key, labels_key, None, renormalize, scores_kind, header, separator, pt_items,
-                             labels_are=labels_are, score_columns=score_columns),
+                             labels_are=labels_are, score_columns=score_columns, classes=classes),
         status=_status(quiet),
     )
     if not quiet:

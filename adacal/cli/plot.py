@@ -16,7 +16,7 @@ import typer
 
 from adacal.cli.common import OneLineErrorGroup, guarded
 from adacal.cli.inputs import LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems
-from adacal.cli.inputs import LabelsAre, ScoreColumns
+from adacal.cli.inputs import ClassNames, LabelsAre, ScoreColumns
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import unknown_name
 
@@ -142,6 +142,12 @@ def reliability(
     pt_items: PtItems = None,
     labels_are: LabelsAre = None,
     score_columns: ScoreColumns = None,
+    classes: ClassNames = None,
+    group_by: Annotated[Optional[str], typer.Option("--group-by", metavar="KEY", help="One diagram per group of the "
+                                                    "one INPUT's samples: KEY is a per-sample key or column of strings "
+                                                    "or integers (task, subject), as for evaluate --group-by; at most "
+                                                    "12 diagrams (the 12 largest groups, noted).",
+                                                    show_default=False)] = None,
     out: OutOption = None,
     force: ForceOption = False,
     dpi: DpiOption = 150,
@@ -151,11 +157,11 @@ def reliability(
     from adacal.commands.plot import run_plot_reliability
 
     options = read_options(logits_key, labels_key, labels_file, renormalize, scores_kind, header, separator,
-                           pt_items, labels_are=labels_are, score_columns=score_columns)
+                           pt_items, labels_are=labels_are, score_columns=score_columns, classes=classes)
     run = run_plot_reliability(
         inputs, binning=binning, n_bins=n_bins, split=split, calibrated=calibrated, method=method, bands=bands,
         band_samples=band_samples, band_level=band_level, seed=seed, smooth=smooth, min_bin_count=min_bin_count,
-        labels=labels, options=options, out=out, force=force, dpi=dpi, title=title,
+        labels=labels, options=options, out=out, force=force, dpi=dpi, title=title, group_by=group_by,
     )
     _report(run)
     print_notes(run.notes, quiet=False)
@@ -284,6 +290,7 @@ def risk_coverage(
     pt_items: PtItems = None,
     labels_are: LabelsAre = None,
     score_columns: ScoreColumns = None,
+    classes: ClassNames = None,
     out: OutOption = None,
     force: ForceOption = False,
     dpi: DpiOption = 150,
@@ -293,7 +300,7 @@ def risk_coverage(
     from adacal.commands.plot import run_plot_risk_coverage
 
     options = read_options(logits_key, labels_key, labels_file, renormalize, scores_kind, header, separator,
-                           pt_items, labels_are=labels_are, score_columns=score_columns)
+                           pt_items, labels_are=labels_are, score_columns=score_columns, classes=classes)
     run = run_plot_risk_coverage(inputs, labels=labels, options=options, data_dir=data_dir, device=device, out=out,
                                  force=force, dpi=dpi, title=title)
     _report(run)

@@ -47,7 +47,7 @@ Examples:
 # Defaults shown in --help. The CLI module stays free of torch (fast start-up), so they are written out here;
 # tests/cli/test_train.py checks them against adacal.training.config and the losses' signatures.
 LOSS_DEFAULTS_HELP = {
-    "gamma": "focal 3, inverse-focal 1",
+    "gamma": "focal 3, inverse-focal 1, dual-focal 5",
     "lam": "adafocal 1, calfocal 10",
     "gamma_max": "20",
     "gamma_min": "-2",
@@ -56,6 +56,11 @@ LOSS_DEFAULTS_HELP = {
     "gamma_init": "1",
     "mmce_weight": "2",
     "smoothing": "0.05",
+    "margin": "mbls 10, acls 10",
+    "margin_weight": "mbls 0.1, acls 0.1",
+    "acls_pos_lambda": "1",
+    "acls_neg_lambda": "0.1",
+    "beta": "mdca 1, confidence-penalty 0.1",
 }
 DIGITS_DEFAULTS_HELP = {
     "epochs": "30", "batch_size": "32", "lr": "0.1", "milestones": "20", "lr_decay": "0.1", "momentum": "0.9",
@@ -240,17 +245,23 @@ def _print_summary(result: Any, quiet: bool) -> None:
 @guarded
 def train(
     dataset: Annotated[str | None, typer.Option(
-        help="Dataset name: digits (default), cifar10, cifar100, svhn, tiny-imagenet, imagenet, 20newsgroups.")] = None,
+        help="Dataset name: digits (default), cifar10, cifar100, svhn, tiny-imagenet, imagenet, 20newsgroups; or a "
+             "path to your own data: an image folder (ImageFolder layout), a .csv file or an .npz of arrays.")] = None,
+    label_column: Annotated[str | None, typer.Option(
+        help="The label column of a --dataset CSV file (default: the one column named label, target, class or "
+             "y).")] = None,
     model: Annotated[str | None, typer.Option(
         help="Model name (resnet20, resnet50, resnet110, wrn-26-10, densenet121, mlp, textcnn, torchvision:<name>); "
              "default per dataset.")] = None,
     loss: Annotated[str | None, typer.Option(
         help="Loss: adafocal (default), ce, focal, flsd-53, inverse-focal, calfocal, brier, mmce, "
-             "label-smoothing.")] = None,
+             "label-smoothing, dual-focal, mbls, acls, mdca, confidence-penalty.")] = None,
     embeddings: Annotated[Path | None, typer.Option(
         help="GloVe text file ('word v1 v2 ...' per line, .gz too) whose vectors initialise --model textcnn's "
              "embeddings (the words of the training vocabulary it has); default: trained from scratch.")] = None,
-    gamma: Annotated[float | None, typer.Option(help="γ of focal / inverse-focal." + _loss_default("gamma"))] = None,
+    gamma: Annotated[float | None, typer.Option(
+        help="γ of focal / inverse-focal / dual-focal (paper: 5 on CIFAR-10), and of --loss mdca --mdca-base focal "
+             "(default 1)." + _loss_default("gamma"))] = None,
     lam: Annotated[float | None, typer.Option(
         help="λ of the AdaFocal γ-update (and CalFocal); paper: 1." + _loss_default("lam"))] = None,
     gamma_max: Annotated[float | None, typer.Option(
@@ -269,7 +280,26 @@ def train(
     mmce_weight: Annotated[float | None, typer.Option(
         help="Weight of the MMCE term added to cross-entropy (--loss mmce)." + _loss_default("mmce_weight"))] = None,
     smoothing: Annotated[float | None, typer.Option(
-        help="Label-smoothing α (--loss label-smoothing); paper: 0.05." + _loss_default("smoothing"))] = None,
+        help="Label-smoothing α (--loss label-smoothing; paper: 0.05), and of --loss mdca --mdca-base "
+             "label-smoothing (default 0.1)." + _loss_default("smoothing"))] = None,
+    margin: Annotated[float | None, typer.Option(
+        help="Logit margin m of --loss mbls / acls: logit distances from the largest beyond m are penalised; "
+             "papers: 10." + _loss_default("margin"))] = None,
+    margin_weight: Annotated[float | None, typer.Option(
+        help="Weight λ of the margin penalty added to cross-entropy (--loss mbls / acls); papers: 0.1."
+             + _loss_default("margin_weight"))] = None,
+    acls_pos_lambda: Annotated[float | None, typer.Option(
+        help="ACLS weight of the largest logit's excess over the margin (--loss acls); authors' config: 1."
+             + _loss_default("acls_pos_lambda"))] = None,
+    acls_neg_lambda: Annotated[float | None, typer.Option(
+        help="ACLS weight of the other logits' distances beyond the margin (--loss acls); authors' config: 0.1."
+             + _loss_default("acls_neg_lambda"))] = None,
+    beta: Annotated[float | None, typer.Option(
+        help="β: weight of the MDCA term (--loss mdca; paper: 1) or of the entropy subtracted from cross-entropy "
+             "(--loss confidence-penalty)." + _loss_default("beta"))] = None,
+    mdca_base: Annotated[str | None, typer.Option(
+        help="The loss --loss mdca adds its term to: ce, focal (--gamma) or label-smoothing (--smoothing, spread "
+             "over the other classes as the MDCA authors do). (default: ce)")] = None,
     epochs: Annotated[int | None, typer.Option(
         help="Epochs in total (with --resume: total to reach)." + _preset_default("epochs"))] = None,
     batch_size: Annotated[int | None, typer.Option(
@@ -358,7 +388,8 @@ def train(
         channels_last=channels_last, update_every=update_every, select=select, grad_clip=grad_clip,
         eval_test_every=eval_test_every, out=out, resume=resume, workers=workers, data_dir=data_dir,
         train_subset=train_subset, val_size=val_size, test_subset=test_subset, preset=preset,
-        loss_reduction=loss_reduction, name=name, **{flag: options[flag] for flag in LOSS_FLAGS},
+        loss_reduction=loss_reduction, name=name, label_column=label_column,
+        **{flag: options[flag] for flag in LOSS_FLAGS},
     )
     with _flags_as_typed({"--n-bins": "--num-bins"} if num_bins is not None else {}):
         _run(config, print_config=print_config, quiet=quiet)

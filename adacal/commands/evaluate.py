@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +148,7 @@ def run_evaluate(
     force: bool = False,
     options: Any = None,
     progress: Callable[[int, int], None] | None = None,
+    group_by: str | None = None,
 ) -> EvaluationRun:
     """Everything `adacal evaluate` does, without printing.
 
@@ -155,8 +156,10 @@ def run_evaluate(
     `options` is a `adacal.sources.ReadOptions`), after `calibrator` (a file saved by `adacal calibrate`) when
     given. The report goes to `json_path` ("-": standard output) and, for a run folder without an evaluate.json
     (training interrupted) and no calibrator, to its evaluate.json; the evaluate.json train wrote is never
-    replaced. `progress(done, total)` is called after each bootstrap resample. Every cheap check runs before
-    anything is loaded, and nothing is written before the report exists.
+    replaced. `progress(done, total)` is called after each bootstrap resample. `group_by` (a key of the input, or a
+    group key its reader filled: docs/inputs.md "Group keys") adds `results.groups`, the report's figures per group
+    (`adacal.grouped`). Every cheap check runs before anything is loaded, and nothing is written before the report
+    exists.
     """
     from adacal.runs import EVALUATE_FILE
     from adacal.reports import write_json
@@ -170,6 +173,12 @@ def run_evaluate(
     check_output(json_path, flag="--json", inputs=(predictions, calibrator, options.labels_file), force=force)
     names, names_error = _metric_names(metrics)
     check_evaluate_options(n_bins, bootstrap, seed, json_path, calibrator, len(names), device)
+    if group_by is not None:
+        from adacal.interpretation.groups import check_group_key, check_table_group_key
+
+        group_by = check_group_key(group_by)
+        check_table_group_key(predictions, group_by, options=options)
+        options = replace(options, group_by=group_by)  # a text table's column of that name is no class's scores
     fitted = None
     if calibrator is not None:
         from adacal.calibrators import load_calibrator
@@ -178,6 +187,8 @@ def run_evaluate(
 
     source = resolve_evaluation_input(predictions, data_dir=data_dir, device=device, options=options)
     described = source.describe()
+    if group_by is not None:
+        source = _with_groups(source, group_by)
     if source.source == "checkpoint":
         described["checkpoint"] = checkpoint_progress(source.data_path, source.run, contents=source.checkpoint)
     elif source.kind == "checkpoint":  # a checkpoint the run's predictions.npz describes: which epoch, all the same
@@ -203,6 +214,8 @@ def run_evaluate(
             scores, source.predictions.labels, n_bins=n_bins, metric_names=names, bootstrap=bootstrap, seed=seed,
             input_path=source.data_path, source=described, calibrator=calibrator, progress=progress,
         )
+    if group_by is not None:
+        _add_groups(report, source, group_by, scores if not top_label_input(source) else None)
     if source.predictions.interpretation is not None:
         report["results"]["input"] = source.predictions.interpretation.to_dict()
 
@@ -226,6 +239,37 @@ def run_evaluate(
     return EvaluationRun(report=report, source=source, written=targets, kept=kept, calibrated=fitted is not None,
                          kept_by=kept_by, kept_detail=kept_detail, not_written=not_written,
                          not_written_reason=not_written_reason)
+
+
+def _with_groups(source: EvaluationInput, key: str) -> EvaluationInput:
+    """The input with `predictions.groups[key]` filled (docs/inputs.md "Group keys"): from its reader's groups, else
+    from the predictions file read (a run's predictions.npz too); a model's outputs computed from a checkpoint have
+    no per-sample keys."""
+    from adacal.interpretation.groups import attach_groups
+
+    groups = source.predictions.groups or {}
+    if key not in groups and source.source == "checkpoint":
+        raise InputError(f"Expected --group-by {key} with a predictions file, got {source.data_path.name}, a "
+                         "checkpoint whose test outputs carry no per-sample keys: evaluate a predictions file that "
+                         f"holds '{key}'.")
+    path = None if key in groups else source.data_path
+    return replace(source, predictions=attach_groups(source.predictions, path, key, options=source.options))
+
+
+def _add_groups(report: dict[str, Any], source: EvaluationInput, key: str, scores: Any) -> None:
+    """`results.groups` and `config.group_by` of the report: its figures per group (`adacal.grouped`)."""
+    from adacal.grouped import grouped_results
+
+    config, results = report["config"], report["results"]
+    predictions = source.predictions
+    top_label = scores is None
+    values, labels = ((predictions.confidences, predictions.correct) if top_label else (scores, predictions.labels))
+    results["groups"] = grouped_results(
+        values, labels, predictions.groups[key], key=key, overall=results, n_bins=config["n_bins"],
+        metric_names=config["metrics"], bootstrap=config["bootstrap"], seed=config["seed"],
+        confidence=config["confidence"],
+    )
+    config["group_by"] = key
 
 
 def _metric_names(metrics: Any) -> tuple[tuple[str, ...], InputError | None]:

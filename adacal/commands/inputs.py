@@ -77,6 +77,9 @@ def describe_options(options: ReadOptions) -> dict[str, Any]:
         value, default = getattr(options, name), getattr(DEFAULT_OPTIONS, name)
         if value != default:
             described[name] = value
+    if options.classes is not None:
+        described["classes"] = list(options.classes)
+        described["classes_source"] = options.classes_source
     return described
 
 
@@ -138,7 +141,8 @@ def _forbid_options(options: ReadOptions, what: str) -> None:
         flags = {"logits_key": "--logits-key", "labels_key": "--labels-key", "labels_file": "--labels",
                  "renormalize": "--renormalize", "scores_kind": "--scores-kind", "header": "--header",
                  "separator": "--separator", "pt_items": "--pt-items", "labels_are": "--labels-are",
-                 "score_columns": "--score-columns", **LLM_OPTION_FLAGS}
+                 "score_columns": "--score-columns", "classes": "--classes", "classes_source": "--classes",
+                 **LLM_OPTION_FLAGS}
         flag = flags[next(iter(used))]
         raise InputError(f"Expected {flag} only with a predictions file, not with {what}.")
 
@@ -213,6 +217,10 @@ def load_evaluation_file(path: Path, *, options: ReadOptions = DEFAULT_OPTIONS, 
     arrays = torch_arrays(path, contents, options.pt_items) if contents is not None else open_arrays(
         path, labels_key=options.labels_key, scores_only=options.labels_file is not None, options=options)
     with arrays:
+        if arrays.pipeline is not None and arrays.pipeline.top1:  # Hugging Face pipeline, top class only (#40)
+            from adacal.interpretation.class_names import read_pipeline_top_label
+
+            return read_pipeline_top_label(arrays, options)
         keys = find_top_label(arrays, "test", options)
         return read_top_label(arrays, keys, "test") if keys is not None else read_predictions(arrays, options=options)
 

@@ -224,6 +224,12 @@ class _ModelScorer:
 
         self.checkpoint_path, self.run = resolve_checkpoint(model)
         self.checkpoint = load_checkpoint(self.checkpoint_path)
+        from adacal.data.user_data import is_user_data
+
+        if is_user_data(self.checkpoint["dataset"]):
+            raise InputError(f"Expected a run on a registered image dataset for adacal shift (its corrupted test sets "
+                             f"are cached by dataset name), but {model} trained on your own data "
+                             f"{self.checkpoint['dataset']}: score corrupted copies with adacal ood --out FOLDER.")
         self.dataset = str(self.checkpoint["dataset"]).lower()
         trained = self.checkpoint.get("config")
         loss = trained.get("loss") if isinstance(trained, dict) else None

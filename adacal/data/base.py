@@ -232,6 +232,24 @@ def dataset_names() -> list[str]:
     return DATASETS.names()
 
 
+# The end of the unknown-dataset message: a path is the other thing --dataset takes.
+PATH_HINT = "A path to your own data works too: an image folder, a .csv or an .npz file."
+
+
+def check_dataset_name(name: str) -> None:
+    """Refuse a name that is no registered dataset (closest names listed) and no path, saying a path works too."""
+    from adacal.errors import UnknownNameError
+
+    text = str(name)
+    if text.lower() not in DATASETS and ("/" in text or os.sep in text or text.lower().endswith((".csv", ".npz"))):
+        raise InputError(f"Expected --dataset {text} to be a dataset name or your data's image folder, .csv or .npz "
+                         "file, but that path does not exist.")
+    try:
+        DATASETS.get(name)
+    except UnknownNameError as exc:
+        raise UnknownNameError(f"{exc} {PATH_HINT}") from None
+
+
 def normalization(dataset: Dataset | str) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
     """(mean, std) per channel on the [0, 1] scale for an image dataset (a Dataset or a registered name), else None.
 
@@ -242,6 +260,8 @@ def normalization(dataset: Dataset | str) -> tuple[tuple[float, ...], tuple[floa
         if dataset.mean is None or dataset.std is None:
             return None
         return tuple(dataset.mean), tuple(dataset.std)
+    if isinstance(dataset, tuple) and len(dataset) == 2:  # (mean, std) given directly (`checkpoint_normalisation`)
+        return tuple(float(v) for v in dataset[0]), tuple(float(v) for v in dataset[1])
     name = str(dataset).lower()
     DATASETS.get(name)  # an unknown name raises UnknownNameError with suggestions
     return NORMALIZATION.get(name)
@@ -270,10 +290,15 @@ def load_dataset(
         check_int("train_subset", train_subset, minimum=1)
     if val_size is not None:
         check_int("val_size", val_size, minimum=1)
+    from adacal.data.user_data import load_user_data, user_data_path
+
+    path = user_data_path(name)  # a registered name wins; else an existing path is the user's own data
+    if path is not None:
+        return load_user_data(path, seed=seed, train_subset=train_subset, val_size=val_size, **options)
     root = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
     if root.exists() and not root.is_dir():
         raise InputError(f"Expected --data-dir to be a folder, got the file {root}.")
-    DATASETS.get(key)  # unknown name → UnknownNameError with suggestions, before any work
+    check_dataset_name(str(name))  # unknown name → UnknownNameError with suggestions, before any work
     with folders_removed_on_failure(root):
         return DATASETS.build(
             key, data_dir=root, seed=seed, train_subset=train_subset, download=bool(download), val_size=val_size,

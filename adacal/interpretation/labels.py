@@ -67,7 +67,7 @@ def interpret_labels(values: Any, *, n: int, num_classes: int, name: str, classe
         if mapped is None:
             unknown = next(label for label in array.astype(str) if not _known(label, keys))
             raise InputError(f"Expected every label in {name} to be one of the {num_classes} classes in "
-                             f"{classes_name}; {unknown[:40]!r} is not.")
+                             f"{classes_name} ({_shown(keys[0])}); {unknown[:40]!r} is not.")
         return check_labels(mapped, n=n, num_classes=num_classes, name=name), [
             *notes, f"{name}: class names mapped to indices by {classes_name}" + _stripped_note(keys_used, keys)]
     if array.dtype == np.bool_:
@@ -175,6 +175,17 @@ def _class_keys(classes: Any, num_classes: int, classes_name: str) -> tuple[list
     if stripped is not None:
         readings.append(stripped)
     return readings, None
+
+
+def class_readings(names: Any) -> list[list[str]]:
+    """The readings of K class names as written and without a prefix or suffix they all share (`prob_cat` -> `cat`);
+    [] when they cannot name K columns.
+
+    >>> class_readings(["prob_neg", "prob_pos"])
+    [['prob_neg', 'prob_pos'], ['neg', 'pos']]
+    """
+    readings, _ = _class_keys(names, len(names), "classes")
+    return readings or []
 
 
 def _key(name: str) -> float | None:

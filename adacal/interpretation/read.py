@@ -13,6 +13,7 @@ import numpy as np
 
 from adacal.arrays import is_one_hot, mixed_binary_kinds, probability_tolerance, to_numpy
 from adacal.errors import InputError
+from adacal.interpretation.class_names import check_class_count, chosen_classes, refuse_pipeline_top1
 from adacal.interpretation.confidence import refuse_headerless_pairs, refuse_top_label
 from adacal.interpretation.kind import (
     PROBABILITY_KEYS, ScoresReading, mixed_binary_readings, read_binary_kind, read_matrix_kind,
@@ -97,8 +98,15 @@ def _scores(arrays: Arrays, keys: SplitKeys, options: ReadOptions) -> ScoresRead
         spelled = "one score column (N, 1)" if np.ndim(values) == 2 else "1-D scores"
         return read_binary_kind(values, name=name, spelled=spelled, kind=options.scores_kind,
                                 renormalize=options.renormalize, named_probabilities=named, decision=decision)
-    return read_matrix_kind(values, name=name, kind=options.scores_kind, renormalize=options.renormalize,
-                            named_probabilities=named, tolerance=tolerance)
+    try:
+        return read_matrix_kind(values, name=name, kind=options.scores_kind, renormalize=options.renormalize,
+                                named_probabilities=named, tolerance=tolerance)
+    except InputError as exc:
+        if arrays.pipeline is None:
+            raise
+        raise InputError(f"{str(exc).rstrip('.')}; Hugging Face pipeline scores whose rows do not sum to 1 are a "
+                         "multi-label model's sigmoids (function_to_apply='sigmoid'), not one distribution per input."
+                         ) from None
 
 
 def _record(arrays: Arrays, keys: SplitKeys, reading: ScoresReading, labels_key: str | None,
@@ -118,15 +126,18 @@ def _record(arrays: Arrays, keys: SplitKeys, reading: ScoresReading, labels_key:
 def read_scores(arrays: Arrays, *, split: str = "test", options: ReadOptions = DEFAULT_OPTIONS
                 ) -> tuple[np.ndarray, Interpretation]:
     """Only the scores (N, K) of one split of an opened file (labels not needed: an OOD set), and how they were read."""
+    refuse_pipeline_top1(arrays)
     refuse_top_label(arrays, split, options)
     keys = split_keys(arrays, split, options)
     reading = _scores(arrays, keys, options)
+    check_class_count(options, reading.scores.shape[1], arrays.path.name)
     notes = (*arrays.notes, *reading.notes)
     return reading.scores, _record(arrays, keys, reading, None, None, notes)
 
 
 def read_predictions(arrays: Arrays, *, split: str = "test", options: ReadOptions = DEFAULT_OPTIONS) -> Predictions:
     """The scores and labels of one split of an opened file, with the record of how they were read."""
+    refuse_pipeline_top1(arrays)
     refuse_top_label(arrays, split, options)
     keys = split_keys(arrays, split, options)
     reading = _scores(arrays, keys, options)
@@ -155,6 +166,10 @@ def _with_labels(arrays: Arrays, keys: SplitKeys, reading: ScoresReading, option
     n, k = scores.shape
     classes_key = class_key(arrays)
     classes = class_names(arrays, classes_key, k)
+    # --classes, or a model folder's id2label for string labels (#40): (names, their name in messages, notes).
+    chosen = chosen_classes(arrays, options, k, classes, None if options.labels_file else keys.labels)
+    if chosen is not None:
+        classes = chosen[0]
     labels_file = options.labels_file
     if labels_file is None and keys.labels is None and arrays.kind in KEYLESS:
         labels_file = sibling_labels(path)
@@ -169,8 +184,11 @@ def _with_labels(arrays: Arrays, keys: SplitKeys, reading: ScoresReading, option
         sibling_note = ()
     if labels_file is not None:
         scores_classes = optional_classes(arrays, classes_key)[0] if classes_key else None
+        classes_label = arrays.label(classes_key) if classes_key else "classes"
+        if chosen is not None:
+            scores_classes, classes_label = np.array(chosen[0]), chosen[1]
         labels, label_notes = labels_from_file(replace(options, labels_file=labels_file), n, k, scores_classes,
-                                               arrays.label(classes_key) if classes_key else "classes")
+                                               classes_label)
         label_key = None
     else:
         if keys.labels is None and keys.scores == WHOLE:
@@ -186,12 +204,15 @@ def _with_labels(arrays: Arrays, keys: SplitKeys, reading: ScoresReading, option
                              f"{arrays.listing()}.")
         label_key = keys.labels
         classes_array, classes_problem = optional_classes(arrays, classes_key)
+        classes_label = arrays.label(classes_key) if classes_key else "classes"
+        if chosen is not None:
+            classes_array, classes_problem, classes_label = np.array(chosen[0]), None, chosen[1]
         labels, label_notes = interpret_labels(
             arrays[label_key], n=n, num_classes=k, name=arrays.label(label_key), classes=classes_array,
-            classes_name=arrays.label(classes_key) if classes_key else "classes", labels_are=options.labels_are,
-            classes_problem=classes_problem,
+            classes_name=classes_label, labels_are=options.labels_are, classes_problem=classes_problem,
         )
-    notes = tuple(dict.fromkeys((*arrays.notes, *reading.notes, *label_notes, *sibling_note)))
+    chosen_notes = () if chosen is None else chosen[2]
+    notes = tuple(dict.fromkeys((*arrays.notes, *reading.notes, *chosen_notes, *label_notes, *sibling_note)))
     record = _record(arrays, keys, reading, None if label_key in (None, WHOLE) else label_key, labels_file, notes)
     return Predictions(logits=scores, labels=labels, notes=notes, classes=classes, interpretation=record)
 

@@ -1,4 +1,5 @@
-"""Training losses by name: cross-entropy, focal family, CalFocal, AdaFocal and calibration baselines.
+"""Training losses by name: cross-entropy, focal family, CalFocal, AdaFocal and calibration baselines (Brier, MMCE,
+label smoothing, and those published after AdaFocal: dual focal, MbLS, ACLS, MDCA, confidence penalty).
 
     from adacal.losses import build_loss
     loss_fn = build_loss("adafocal", n_bins=10)
@@ -17,6 +18,8 @@ from adacal.losses.base import CalibrationLoss
 from adacal.losses.binned import MissingUpdateWarning, ValidationBinnedLoss
 from adacal.losses.brier import BrierLoss, brier_score
 from adacal.losses.calfocal import CalFocalLoss
+from adacal.losses.confidence_penalty import ConfidencePenaltyLoss, softmax_entropy
+from adacal.losses.dual_focal import DualFocalLoss, dual_focal_terms
 from adacal.losses.focal import (
     CrossEntropyLoss,
     FLSD53Loss,
@@ -27,28 +30,40 @@ from adacal.losses.focal import (
     true_class_log_probs,
 )
 from adacal.losses.label_smoothing import LabelSmoothingLoss
+from adacal.losses.margin import ACLSLoss, MbLSLoss, acls_penalty, margin_penalty
+from adacal.losses.mdca import MDCALoss, mdca_penalty
 from adacal.losses.mmce import MMCELoss, mmce_weighted
 
 __all__ = [
     "LOSSES",
+    "ACLSLoss",
     "AdaFocalLoss",
     "BrierLoss",
     "CalFocalLoss",
     "CalibrationLoss",
+    "ConfidencePenaltyLoss",
     "CrossEntropyLoss",
+    "DualFocalLoss",
     "FLSD53Loss",
     "FocalLoss",
     "InverseFocalLoss",
     "LabelSmoothingLoss",
+    "MDCALoss",
     "MMCELoss",
+    "MbLSLoss",
     "MissingUpdateWarning",
     "ValidationBinnedLoss",
+    "acls_penalty",
     "adafocal_gamma_update",
     "brier_score",
     "build_loss",
+    "dual_focal_terms",
     "loss_names",
+    "margin_penalty",
+    "mdca_penalty",
     "mmce_weighted",
     "signed_focal_loss",
     "signed_focal_terms",
+    "softmax_entropy",
     "true_class_log_probs",
 ]

@@ -52,17 +52,19 @@ def bootstrap_prepared(
 ) -> dict[str, dict[str, float]]:
     """`bootstrap` on already validated predictions and resolved names (no checks repeated but the memory bound);
     `compute`: the metrics of one resample (`compute_confidence_metrics` for top-label confidences). The AUROC of
-    correctness is undefined on a resample whose answers are all right (or all wrong): its interval is over the other
-    resamples (the same rows, `bootstrap_auroc_correct`), and left out when fewer than two remain."""
-    if "auroc-correct" in names:
-        from adacal.metrics.selective import bootstrap_auroc_correct
+    correctness and the AUPRC of errors are undefined on a resample whose answers are all right (or all wrong): their
+    intervals are over the other resamples (the same rows, `bootstrap_ranking`), left out when fewer than two remain."""
+    from adacal.metrics.selective import RANKING_METRIC_NAMES, bootstrap_ranking
 
-        others = tuple(name for name in names if name != "auroc-correct")
+    ranking = [name for name in names if name in RANKING_METRIC_NAMES]
+    if ranking:
+        others = tuple(name for name in names if name not in RANKING_METRIC_NAMES)
         intervals = bootstrap_prepared(pred, others, n_resamples=n_resamples, seed=seed, confidence=confidence,
                                        n_bins=n_bins, progress=progress, compute=compute) if others else {}
-        auroc = bootstrap_auroc_correct(pred, n_resamples=n_resamples, seed=seed, confidence=confidence)
-        if auroc is not None:
-            intervals["auroc_correct"] = auroc
+        for name in ranking:
+            interval = bootstrap_ranking(pred, name, n_resamples=n_resamples, seed=seed, confidence=confidence)
+            if interval is not None:
+                intervals[metric_key(name)] = interval
         return {metric_key(name): intervals[metric_key(name)] for name in names if metric_key(name) in intervals}
     n = pred.n_samples
     check_bootstrap_fits(n_resamples, n, len(names))

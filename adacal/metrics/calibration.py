@@ -6,7 +6,8 @@ The metrics themselves live in one module per family and are all importable from
 - `adacal.metrics.ece`: the ECE family (equal-width, equal-mass, debiased, sweep, smooth), MCE, classwise ECE and
   `reliability`; `adacal.metrics.sweep`: how ECE_SWEEP picks its number of bins;
 - `adacal.metrics.scoring`: NLL, Brier score and top-1 error;
-- `adacal.metrics.selective`: selective prediction (AURC, E-AURC, AUGRC, risk@C, coverage@R, AUROC of correctness),
+- `adacal.metrics.selective`: selective prediction (AURC, E-AURC, AUGRC, risk@C, coverage@R, AUROC of correctness,
+  AUPRC of errors),
   asked for by name: they are not among the metrics computed by default (`METRIC_NAMES`).
 Every public metric is a pure function `metric(scores, labels, *, n_bins=DEFAULT_N_BINS) -> float` returning a
 fraction (nll in nats, brier in [0, 2]). `compute_metrics` validates the input once and runs each metric's kernel on
@@ -64,6 +65,7 @@ from adacal.metrics.selective import (  # noqa: F401
     SELECTIVE_DISPLAY_NAMES,
     SELECTIVE_METRIC_NAMES,
     aurc,
+    auprc_errors,
     auroc_correct,
     augrc,
     e_aurc,
@@ -101,7 +103,7 @@ for _name, _public, _kernel in (
 METRIC_NAMES: tuple[str, ...] = tuple(_KERNELS)
 
 # Selective prediction, by name only; "risk@80" and "coverage@5" are parsed (`adacal.metrics.selective`).
-for _name, _public in zip(SELECTIVE_METRIC_NAMES, (aurc, e_aurc, augrc, auroc_correct)):
+for _name, _public in zip(SELECTIVE_METRIC_NAMES, (aurc, e_aurc, augrc, auroc_correct, auprc_errors)):
     METRICS.register(_name)(_public)
 
 # Metrics that are fractions in [0, 1] (tables show them in %); nll is in nats and brier in [0, 2]. Every selective

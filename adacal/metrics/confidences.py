@@ -4,9 +4,10 @@ scores (`adacal.metrics.ece`, `scoring`), on a `PreparedPredictions` that holds 
 
 What needs only the top label is reported: ECE-EW/EM, debiased ECE (top-label), ECE-SWEEP, smooth ECE, MCE, error,
 the Brier score of the top label (mean (confidence − correct)²), the NLL of correctness (−mean[c log p + (1 − c)
-log(1 − p)], p clipped at `PROB_FLOOR` as the NLL of probabilities is) and the AUROC of correctness (correct answers
-as positives, ranked by confidence). What needs every class's probability (classwise ECE, the NLL and Brier score of
-all classes, the marginal debiased ECE) is not computed: `CLASS_SCORE_METRICS` names it.
+log(1 − p)], p clipped at `PROB_FLOOR` as the NLL of probabilities is), the AUROC of correctness (correct answers
+as positives, ranked by confidence) and the AUPRC of errors (wrong answers as positives, ranked by low confidence).
+What needs every class's probability (classwise ECE, the NLL and Brier score of all classes, the marginal debiased
+ECE) is not computed: `CLASS_SCORE_METRICS` names it.
 
 From confidences derived from (N, K) scores (the largest probability, correct = argmax == label) the binned ECEs,
 MCE, ECE-SWEEP, smooth ECE and error are the bits the (N, K) path gives.
@@ -28,6 +29,8 @@ from adacal.metrics.prepared import PROB_FLOOR, PreparedPredictions
 from adacal.metrics.scoring import _brier, _error, _nll
 # bootstrap_auroc_correct is re-exported: evaluate's top-label path takes it from here.
 from adacal.metrics.selective import (  # noqa: F401
+    RANKING_METRIC_NAMES,
+    _auprc_errors,
     _auroc_correct,
     bootstrap_auroc_correct,
     selective_kernel,
@@ -58,6 +61,7 @@ TOP_LABEL_KERNELS = {
     "ece-smooth": _ece_smooth,
     "mce": _mce,
     "auroc-correct": _auroc_correct,
+    "auprc-errors": _auprc_errors,
 }
 # The metrics computed when none are named; the other selective-prediction metrics (aurc, e-aurc, augrc, risk@C,
 # coverage@R: `adacal.metrics.selective`, the same kernels as for (N, K) scores) are computed when named.
@@ -260,11 +264,12 @@ def resolve_top_label_metrics(names: str | Iterable[str] | None) -> tuple[tuple[
 
 
 def compute_confidence_metrics(pred: PreparedPredictions, names: Iterable[str], n_bins: int) -> dict[str, float]:
-    """Top-label metrics of validated confidences (names resolved); report keys in snake_case. AUROC of correctness
-    is left out when every answer is right, or every one wrong (it is undefined then)."""
+    """Top-label metrics of validated confidences (names resolved); report keys in snake_case. The AUROC of
+    correctness and the AUPRC of errors are left out when every answer is right, or every one wrong (they are
+    undefined then)."""
     out = {}
     for name in names:
-        if name == "auroc-correct" and (pred.hits.all() or not pred.hits.any()):
+        if name in RANKING_METRIC_NAMES and (pred.hits.all() or not pred.hits.any()):
             continue
         kernel = TOP_LABEL_KERNELS.get(name) or selective_kernel(name)
         out[selective_key(name)] = kernel(pred, n_bins)  # type: ignore[misc]
@@ -283,8 +288,8 @@ def top_label_metrics(confidences: Any, correct: Any, *, n_bins: int = DEFAULT_N
             every class's probability and are refused alone, skipped beside others.
 
     Returns:
-        {report key: value}: fractions, nll_correct in nats, brier_top in [0, 1]; auroc_correct only when some
-        answers are right and some wrong.
+        {report key: value}: fractions, nll_correct in nats, brier_top in [0, 1]; auroc_correct and auprc_errors
+        only when some answers are right and some wrong.
 
     Example:
         >>> from adacal.metrics import top_label_metrics

@@ -19,6 +19,10 @@ together cost one sort and O(N) more. Definitions (docs/conventions.md):
 - `coverage@R`: the largest coverage whose selective risk is ≤ R %; 0 when no threshold reaches it.
 - `auroc-correct`: the AUROC of correctness ranked by confidence (right answers positive, ties counted one half),
   sklearn's `roc_auc_score(correct, confidence)`; undefined (refused) when all answers are right or all wrong.
+- `auprc-errors`: the average precision of the errors ranked by LOW confidence (wrong answers positive, score
+  −confidence), sklearn's `average_precision_score(wrong, -confidence)`: Σ_j (R_j − R_{j−1}) P_j over the distinct
+  confidences from the lowest up, a group of ties entering together (no interpolation); undefined (refused) when all
+  answers are right or all wrong, as `auroc-correct` is. Its chance level is the error rate.
 """
 
 from __future__ import annotations
@@ -34,8 +38,12 @@ from adacal.errors import InputError
 from adacal.metrics.prepared import PreparedPredictions, metric_function, prepare_predictions
 
 # The metrics with no parameter, in report order; `risk@C` and `coverage@R` are parsed by `parse_selective_name`.
-SELECTIVE_METRIC_NAMES = ("aurc", "e-aurc", "augrc", "auroc-correct")
-SELECTIVE_DISPLAY_NAMES = {"aurc": "AURC", "e-aurc": "E-AURC", "augrc": "AUGRC", "auroc-correct": "AUROC-CORRECT"}
+SELECTIVE_METRIC_NAMES = ("aurc", "e-aurc", "augrc", "auroc-correct", "auprc-errors")
+SELECTIVE_DISPLAY_NAMES = {"aurc": "AURC", "e-aurc": "E-AURC", "augrc": "AUGRC", "auroc-correct": "AUROC-CORRECT",
+                           "auprc-errors": "AUPRC-ERRORS"}
+# How well confidence tells right from wrong: undefined where every answer is right, or every one wrong (left out of
+# reports with a note, their bootstrap intervals over the resamples where they are defined).
+RANKING_METRIC_NAMES = ("auroc-correct", "auprc-errors")
 _PARAMETERISED = re.compile(r"^(risk|coverage)(?:@|-at-)(.*)$")
 _WHAT = {"risk": ("coverage", "risk@80 for the selective risk at 80 % coverage"),
          "coverage": ("risk", "coverage@5 for the largest coverage whose selective risk is at most 5 %")}
@@ -160,11 +168,30 @@ def _auroc_correct(pred: PreparedPredictions, n_bins: int) -> float:
     return float(np.dot(group_right, wrong_below + 0.5 * group_wrong) / (n_right * n_wrong))
 
 
-def bootstrap_auroc_correct(pred: PreparedPredictions, *, n_resamples: int, seed: int, confidence: float
-                            ) -> dict[str, float] | None:
-    """The bootstrap interval of the AUROC of correctness over the resamples `bootstrap_prepared` draws with the same
-    seed (the same rows), leaving out those whose answers are all right or all wrong (the AUROC is undefined there);
-    None when fewer than two resamples are left."""
+def _auprc_errors(pred: PreparedPredictions, n_bins: int) -> float:
+    """Average precision of the errors from the curve, its groups read from the lowest confidence up."""
+    curve = risk_coverage_of(pred)
+    n_wrong = int(curve.errors[-1])
+    if n_wrong == 0 or n_wrong == curve.n_samples:
+        raise InputError("Expected both correct and wrong answers for the AUPRC of errors, got only "
+                         f"{'correct' if n_wrong == 0 else 'wrong'} ones: leave out auprc-errors.")
+    group_wrong = np.diff(curve.errors, prepend=0)[::-1]
+    group_size = np.diff(curve.accepted, prepend=0)[::-1]
+    precision = np.cumsum(group_wrong) / np.cumsum(group_size)
+    return float(np.dot(group_wrong, precision) / n_wrong)
+
+
+def ranking_defined(pred: PreparedPredictions) -> bool:
+    """Whether the metrics of RANKING_METRIC_NAMES are defined: some answers right and some wrong."""
+    return bool(pred.hits.any() and not pred.hits.all())
+
+
+def bootstrap_ranking(pred: PreparedPredictions, name: str, *, n_resamples: int, seed: int, confidence: float
+                      ) -> dict[str, float] | None:
+    """The bootstrap interval of a metric of RANKING_METRIC_NAMES over the resamples `bootstrap_prepared` draws with
+    the same seed (the same rows), leaving out those whose answers are all right or all wrong (the metric is undefined
+    there); None when fewer than two resamples are left."""
+    kernel = _KERNELS[name]
     n = pred.n_samples
     rng = np.random.default_rng(seed)
     values = []
@@ -172,12 +199,18 @@ def bootstrap_auroc_correct(pred: PreparedPredictions, *, n_resamples: int, seed
         index = np.sort(rng.integers(0, n, size=n))
         hits = pred.hits[index]
         if hits.any() and not hits.all():
-            values.append(_auroc_correct(pred.take(index), 0))
+            values.append(kernel(pred.take(index), 0))
     if len(values) < 2:
         return None
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(values, [alpha, 1.0 - alpha])
     return {"low": float(low), "high": float(high), "std": float(np.std(values, ddof=1))}
+
+
+def bootstrap_auroc_correct(pred: PreparedPredictions, *, n_resamples: int, seed: int, confidence: float
+                            ) -> dict[str, float] | None:
+    """`bootstrap_ranking` of the AUROC of correctness."""
+    return bootstrap_ranking(pred, "auroc-correct", n_resamples=n_resamples, seed=seed, confidence=confidence)
 
 
 def _risk_at(percent: float) -> Callable[[PreparedPredictions, int], float]:
@@ -200,7 +233,7 @@ def _coverage_at(percent: float) -> Callable[[PreparedPredictions, int], float]:
 
 
 _KERNELS: dict[str, Callable[[PreparedPredictions, int], float]] = {
-    "aurc": _aurc, "e-aurc": _e_aurc, "augrc": _augrc, "auroc-correct": _auroc_correct,
+    "aurc": _aurc, "e-aurc": _e_aurc, "augrc": _augrc, "auroc-correct": _auroc_correct, "auprc-errors": _auprc_errors,
 }
 
 
@@ -256,9 +289,9 @@ def selective_name(name: str) -> str | None:
 
 
 def higher_is_better(name: str) -> bool:
-    """Whether a larger value of this canonical metric name is better: the AUROC of correctness and coverage@R (every
-    other metric of adacal is lower-better)."""
-    return name == "auroc-correct" or name.startswith("coverage@")
+    """Whether a larger value of this canonical metric name is better: the AUROC of correctness, the AUPRC of errors
+    and coverage@R (every other metric of adacal is lower-better)."""
+    return name in RANKING_METRIC_NAMES or name.startswith("coverage@")
 
 
 def selective_kernel(name: str) -> Callable[[PreparedPredictions, int], float] | None:
@@ -371,6 +404,28 @@ auroc_correct = metric_function(
     """,
 )
 
+
+auprc_errors = metric_function(
+    _auprc_errors,
+    """AUPRC of the errors ranked by LOW top-1 confidence: wrong answers positive, the least confident first.
+
+    Args:
+        scores: probabilities or logits (N, K), numpy or torch (read as `prepare_predictions` reads them).
+        labels: class indices (N,).
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
+        n_bins: unused.
+
+    Returns:
+        sklearn's `average_precision_score(wrong, -confidence)` (tied confidences enter together); its chance level
+        is the error rate; refused when every answer is right, or every one wrong.
+
+    Example:
+        >>> from adacal.metrics import auprc_errors
+        >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.2, 0.8], [0.6, 0.4], [0.5, 0.5]]
+        >>> auprc_errors(probs, [0, 0, 0, 0, 1])  # wrong 0.5 and 0.8 (tied with a right one): 1/2 * 1 + 1/2 * 2/4
+        0.75
+    """,
+)
 
 def risk_at_coverage(scores: Any, labels: Any, *, coverage: float, scores_kind: str = "auto") -> float:
     """Selective risk at a coverage (`risk@C`): the error rate among the accepted at the smallest coverage ≥ the one

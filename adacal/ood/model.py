@@ -42,11 +42,13 @@ def check_ood_options(
             raise unknown_name("dataset", str(in_name), choices)
         in_name = key
     out = str(out_name)
-    if out.lower().endswith(".npz") or "/" in out or os.sep in out or Path(out).is_file():
+    if (out.lower().endswith(".npz") or "/" in out or os.sep in out or Path(out).is_file()
+            or (Path(out).is_dir() and out.lower() not in ood_names())):
         if not Path(out).expanduser().exists():
             raise InputError(f"Expected --out to be a dataset name or an .npz file of inputs, but {out} does not "
                              "exist.")
-        check_regular_file(Path(out).expanduser(), "an .npz file of OOD inputs (--out)")
+        if not Path(out).expanduser().is_dir():  # a folder of images: for a model trained on an image folder
+            check_regular_file(Path(out).expanduser(), "an .npz file of OOD inputs (--out)")
     elif out.lower() in ood_names():
         out = out.lower()
     else:
@@ -173,7 +175,11 @@ def ood_from_model(
     checkpoint_path, run = resolve_checkpoint(model_path)
     checkpoint = load_checkpoint(checkpoint_path)
     torch_device = resolve_device(device)
-    trained = str(checkpoint["dataset"]).lower()
+    from adacal.data.user_data import is_user_data
+    from adacal.training.inference import checkpoint_normalisation, user_data_options
+
+    user_data = is_user_data(checkpoint["dataset"])  # a path keeps its spelling; names are lowercase
+    trained = str(checkpoint["dataset"]) if user_data else str(checkpoint["dataset"]).lower()
     in_name = in_name or trained
     input_shape = tuple(int(v) for v in checkpoint["input_shape"])
     input_kind = model_input_kind(str(checkpoint["model_name"]))  # how an .npz given as --out is read
@@ -234,12 +240,28 @@ def ood_from_model(
             if saved is not None:
                 test_labels, test_source = np.asarray(saved["test"].labels), f"{run.predictions}"
     # The OOD set first: a shape the model cannot take is reported before the model or the in-distribution data.
-    with recorded_data_folder(recorded, data_dir, checkpoint_path, gone=options["recorded_data_dir_gone"]):
-        ood = load_ood_set(
-            out_name, data_dir=data_dir, corruption=corruption, severity=severity, seed=seed, download=download,
-            select=select, input_kind=input_kind, input_shape=input_shape, test_labels=test_labels,
-            test_source=test_source,
-        )
+    out_path = Path(out_name).expanduser()
+    user_out = user_data and corruption is None and (
+        out_path.is_dir() or out_path.suffix.lower() in (".csv", ".tsv") or input_kind == "vector")
+    if out_path.is_dir() and not user_out:
+        raise InputError(f"Expected --out {out_name} to be a dataset name or an .npz file: a folder of images is read "
+                         "for a model trained on an image folder, without --corruption.")
+    if user_out:
+        from adacal.data.corruptions import OODSet
+        from adacal.data.user_data import load_user_ood
+
+        split = load_user_ood(out_path, dict(checkpoint.get("split") or {}), input_shape)
+        size = len(split)
+        rows = select(size, split.labels.numpy())
+        split = split if rows is None else split.subset(np.asarray(rows, dtype=np.int64))
+        ood = OODSet(split, tuple(int(v) for v in split.inputs.shape[1:]), size, "file", (str(out_path),))
+    else:
+        with recorded_data_folder(recorded, data_dir, checkpoint_path, gone=options["recorded_data_dir_gone"]):
+            ood = load_ood_set(
+                out_name, data_dir=data_dir, corruption=corruption, severity=severity, seed=seed, download=download,
+                select=select, input_kind=input_kind, input_shape=input_shape, test_labels=test_labels,
+                test_source=test_source,
+            )
     if tuple(ood.shape) != input_shape:
         raise InputError(f"Expected OOD inputs of shape {input_shape} like the model's input, got {tuple(ood.shape)}.")
     if len(ood.split) == 0:
@@ -247,7 +269,7 @@ def ood_from_model(
 
     if saved is _UNREAD:
         saved = saved_predictions(run, checkpoint, in_name=in_name)
-    vectors = ood.source == "file" and input_kind == "vector"  # scored as given: compared with the training range
+    vectors = ood.source == "file" and input_kind == "vector" and not user_out  # scored as given: vs the training range
     dataset = None
     if saved is None or (with_val and saved["val"] is None) or vectors:
         with recorded_data_folder(recorded, data_dir, checkpoint_path, gone=options["recorded_data_dir_gone"]):
@@ -255,6 +277,7 @@ def ood_from_model(
                 in_name, data_dir=data_dir, download=download,
                 seed=options["seed"] if same else 0,
                 val_size=options["val_size"] if same else None,
+                **(user_data_options(options) if same else {}),
             ).limit_test(test_subset, method=subset_method)
         if tuple(dataset.input_shape) != input_shape:
             raise InputError(
@@ -267,7 +290,7 @@ def ood_from_model(
     scorer = CheckpointModel(checkpoint, checkpoint_path, device=torch_device, batch_size=batch_size)
 
     def logits_of(split: Any) -> np.ndarray:
-        return scorer.predict(split, normalise_as=trained)[0]
+        return scorer.predict(split, normalise_as=checkpoint_normalisation(checkpoint) if user_data else trained)[0]
 
     in_split = None if saved is not None else _subset_split(dataset.test, limit, seed)
     in_labels = _subset_rows(np.asarray(saved["test"].labels), limit, seed) if in_split is None else (

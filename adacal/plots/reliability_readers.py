@@ -66,6 +66,8 @@ class ReliabilityRequest:
       `band_level`, drawn with `seed`; `smooth`: the smoothed reliability curve.
     - `options`: how to read predictions files (an `adacal.sources.ReadOptions`: keys, a labels file, renormalising),
       as for `adacal evaluate`.
+    - `group_by`: a group key of the one input (a predictions file or run folder): one diagram per group
+      (`adacal.plots.reliability_groups`; no `labels` or `calibrated` then).
     """
 
     paths: Sequence[str | os.PathLike] | str | os.PathLike
@@ -81,6 +83,7 @@ class ReliabilityRequest:
     seed: int = 0
     smooth: bool = False
     options: ReadOptions | None = None
+    group_by: str | None = None
 
 
 def _run_label(info: RunInfo) -> str:
@@ -328,6 +331,9 @@ def reliability_inputs(request: ReliabilityRequest, *, notes_out: list[str] | No
     if calibrated is None and method != "best":
         raise InputError(f"Expected --calibrated with --method {method} (it picks a calibrator from --calibrated), "
                          "got none.")
+    if request.group_by is not None and len(paths) != 1:
+        raise InputError(f"Expected exactly one INPUT with --group-by {request.group_by} (its groups are drawn side by "
+                         f"side), got {len(paths)}.")
     if calibrated is not None and len(paths) != 1:
         raise InputError("Expected exactly one INPUT with --calibrated (its calibrator fits one model), got "
                          f"{len(paths)}.")
@@ -336,6 +342,8 @@ def reliability_inputs(request: ReliabilityRequest, *, notes_out: list[str] | No
             raise InputError(f"Expected INPUT {path} to be a run folder, predictions file or evaluate.json, "
                              "but it does not exist.")
     bins = check_n_bins(DEFAULT_N_BINS if n_bins is None else n_bins)
+    if request.group_by is not None:
+        return _group_panels(request, paths, bins, band_options, notes_out)
     calibrator = _load_calibrator(Path(calibrated), method) if calibrated is not None else None
 
     panels: list[ReliabilityPanel] = []
@@ -400,6 +408,54 @@ def reliability_inputs(request: ReliabilityRequest, *, notes_out: list[str] | No
             if note is not None and f"{label}: {note}" not in notes_out:
                 notes_out.append(f"{label}: {note}")
     return [replace(panel, label=label, color=color) for label, panel, color in zip(final, panels, colors)]
+
+
+def _top_label_of(path: Path, split: str, options: ReadOptions) -> tuple[np.ndarray, np.ndarray, Any]:
+    """(top-1 confidences, correctness, the predictions read) of one input, the kind of its scores decided once (a
+    file of top-label `(confidence, correct)` pairs read as such)."""
+    from adacal.interpretation.confidence import load_top_label
+    from adacal.metrics import top_label
+
+    pairs = load_top_label(path, split=split, options=options) if split == "test" else None
+    if pairs is not None:
+        return pairs.confidences, pairs.correct, pairs
+    predictions = _split_predictions(path, split, options)
+    record = predictions.interpretation
+    top = top_label(predictions.logits, predictions.labels, scores_kind=record.scores_kind if record else "auto")
+    return top.confidences, top.correct, predictions
+
+
+def _group_panels(request: ReliabilityRequest, paths: list[Path], n_bins: int, band_options: dict[str, Any],
+                  notes_out: list[str] | None) -> list[ReliabilityPanel]:
+    """`--group-by`: one panel per group of the one input (a predictions file, or a run folder's predictions)."""
+    from adacal.plots.reliability_groups import group_options, group_reliability_panels
+
+    key = request.group_by
+    if request.labels is not None or request.calibrated is not None:
+        raise InputError(f"Expected neither --labels nor --calibrated with --group-by {key}: each diagram is named "
+                         "after its group.")
+    path = paths[0]
+    if path.is_dir():
+        path = require_run_folder(path).predictions
+        if not path.is_file():
+            raise InputError(f"Expected the run folder {path.parent} to hold {PREDICTIONS_FILE}, but it does not.")
+    if path.suffix.lower() == ".json" and _holds_a_report(path):
+        raise InputError(f"--group-by {key} needs per-sample predictions, but {path} holds only bin statistics; give "
+                         "the predictions file.")
+    notes: list[str] = []
+    options = group_options(path, key, request.options)
+    confidences, correct, predictions = _top_label_of(path, request.split, options)
+    panels = group_reliability_panels(path, key, confidences, correct, predictions, binning=request.binning,
+                                      n_bins=n_bins, options=options, band_options=band_options,
+                                      smooth=request.smooth, notes_out=notes)
+    color = colors_for([path.stem])[0]
+    if notes_out is not None:
+        notes_out.extend(note for note in notes if note not in notes_out)
+        for panel in panels:
+            note = empty_bins_note(panel.stats, detail=True)
+            if note is not None and f"{panel.label}: {note}" not in notes_out:
+                notes_out.append(f"{panel.label}: {note}")
+    return [replace(panel, color=color) for panel in panels]
 
 
 __all__ = ["ReliabilityRequest", "reliability_inputs", "unique_inputs"]

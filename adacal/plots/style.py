@@ -37,6 +37,11 @@ LOSS_COLORS: dict[str, str] = {
     "brier": "#999933",  # olive
     "mmce": "#332288",  # indigo
     "label-smoothing": "#882255",  # wine
+    "dual-focal": "#44AA99",  # teal
+    "mbls": "#117733",  # green
+    "acls": "#AA4499",  # purple
+    "mdca": "#DDAA33",  # sand
+    "confidence-penalty": "#6699CC",  # light blue
 }
 DISPLAY_NAMES: dict[str, str] = {
     "ce": "CE",
@@ -48,8 +53,13 @@ DISPLAY_NAMES: dict[str, str] = {
     "brier": "Brier",
     "mmce": "MMCE",
     "label-smoothing": "Label smoothing",
+    "dual-focal": "Dual focal",
+    "mbls": "MbLS",
+    "acls": "ACLS",
+    "mdca": "MDCA",
+    "confidence-penalty": "Confidence penalty",
 }
-_SPARE_COLORS = ("#44AA99", "#117733", "#AA4499", "#DDAA33", "#6699CC", "#997700", "#EE99AA", "#555555")
+_SPARE_COLORS = ("#997700", "#EE99AA", "#555555")
 # Colours of what is not a loss: reference lines (perfect calibration, accuracy), the reliability diagram's gaps,
 # AdaFocal's validation curves (E_val = C_val - A_val, C_val) and γ / C_train, bin boundaries and bands.
 REFERENCE_COLOR = "#222222"

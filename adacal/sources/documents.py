@@ -295,8 +295,15 @@ _SHIFT_SPREADS = obj(optional={key: obj(optional={
 _SHIFT_SEVERITY = obj(optional={"sets": integer(0), "pre": nullable(_SHIFT_SPREADS),
                                 "post": nullable(_SHIFT_SPREADS)})
 
+_INTERVALS = mapping_of(obj(optional={"low": nullable(number), "high": nullable(number), "std": nullable(number)}))
+# One row of an evaluate report's per-group table (`--group-by`, adacal.grouped): a group's figures on its rows alone.
+_GROUP_ROW = obj({"group": string, "n_samples": integer(1), "accuracy": fraction, "metrics": _METRICS},
+                 {"small": boolean, "bootstrap": _INTERVALS, "notes": list_of(string)})
+_GROUPS = obj({"key": nonempty_string, "rows": list_of(_GROUP_ROW)},
+              {"small_below": integer(0), "overall": _GROUP_ROW})
+
 RESULTS: dict[str, Schema] = {
-    "evaluate": obj(optional={"metrics": _METRICS,
+    "evaluate": obj(optional={"metrics": _METRICS, "groups": _GROUPS,
         "n_samples": integer(1), "num_classes": integer(2), "assumed_input": string,
         "bins": obj(optional={"equal_width": _BINS, "equal_mass": _BINS}),
         "bootstrap": mapping_of(obj(optional={"low": nullable(number), "high": nullable(number),

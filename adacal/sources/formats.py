@@ -94,6 +94,15 @@ class ReadOptions:
     # A text table's score columns (--score-columns: "2:12" by position, "cat,dog,eel" by name, "prob_*" by prefix;
     # None: decided by the column rules of docs/inputs.md).
     score_columns: str | None = None
+    # #40 Hugging Face outputs
+    # The class names in column order (--classes: a tuple of names, or what the option takes: "neg,pos", a file of
+    # names, a JSON list, a config.json or model folder with id2label; resolved to names when the options are made).
+    classes: tuple[str, ...] | str | None = None
+    # Where `classes` came from ("--classes", "model/config.json (id2label)"), for the notes; set with `classes`.
+    classes_source: str | None = None
+    # The --group-by key: a text table's column of that name is set aside (neither scores nor labels) before the
+    # column rules run; the groups themselves are read by `adacal.interpretation.groups` (None: nothing set aside).
+    group_by: str | None = None
     # #41 LLM outputs (docs/inputs.md, "LLM evaluation outputs"): divide each choice's log-likelihood by its length
     # in characters, as the harness's acc_norm (--length-normalize); the task of sample files not named
     # samples_<task>_... (--task); how the gold answer names an option (--answer-is index|letter|text; None: decided);
@@ -110,6 +119,18 @@ class ReadOptions:
     more_files: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if isinstance(self.classes, str):
+            from adacal.sources.class_names import read_class_names
+
+            names, source = read_class_names(self.classes)
+            object.__setattr__(self, "classes", names)
+            object.__setattr__(self, "classes_source", source)
+        elif self.classes is not None:
+            from adacal.sources.class_names import checked_class_names
+
+            object.__setattr__(self, "classes", checked_class_names(self.classes))
+            if self.classes_source is None:
+                object.__setattr__(self, "classes_source", "--classes")
         for flag, key in (("--logits-key", self.logits_key), ("--labels-key", self.labels_key)):
             if key is not None and (not isinstance(key, str) or not key.strip()):
                 raise InputError(f"Expected {flag} to be a key name, got {key!r}.")
@@ -164,6 +185,8 @@ class Arrays:
         # What reading the file assumed (e.g. a CSV's row-index column dropped), for `Predictions.notes`.
         self.notes = notes
         self._cache: dict[str, Any] = {}
+        # Hugging Face pipeline outputs: how they were read (`adacal.sources.pipeline_outputs.PipelineReading`).
+        self.pipeline: Any = None
 
     def keys(self) -> list[str]:
         return list(self._keys)
@@ -256,12 +279,28 @@ def open_arrays(path: str | os.PathLike, *, labels_key: str | None = None, label
             array, notes = text_score_columns(path, array, options.score_columns)
         return Arrays(path, [WHOLE], {WHOLE: array}.__getitem__, None, suffix[1:], notes=notes)
     if suffix in (".jsonl", JSON_SUFFIX):
-        columns = read_jsonl(path) if suffix == ".jsonl" else read_json_predictions(path)
+        found: list[Any] = []
+        columns = read_jsonl(path, found) if suffix == ".jsonl" else read_json_predictions(path, found)
+        if found:
+            return pipeline_arrays(path, found[0], suffix[1:], options)
         return Arrays(path, list(columns), lambda key: json_column(path, key, columns[key]), None, suffix[1:])
     table, notes = read_csv_with_notes(path, labels_key=labels_key, labels_only=labels_only, scores_only=scores_only,
                                        labels_optional=labels_optional, header=options.header,
-                                       separator=options.separator, score_columns=options.score_columns)
+                                       separator=options.separator, score_columns=options.score_columns,
+                                       set_aside=(options.group_by,) if options.group_by else ())
     return Arrays(path, list(table), table.__getitem__, None, "csv", notes=tuple(notes))
+
+
+def pipeline_arrays(path: Path, found: Any, kind: str, options: ReadOptions) -> Arrays:
+    """The arrays of Hugging Face pipeline outputs (`adacal.sources.pipeline_outputs`), columns in one order."""
+    from adacal.sources.pipeline_outputs import pipeline_columns
+
+    key, outputs, records = found
+    named, reading, notes = pipeline_columns(path, key, outputs, records, options.classes)
+    arrays = Arrays(path, list(named), lambda name: named[name] if name not in records else json_column(
+        path, name, records[name]), None, kind, notes=notes)
+    arrays.pipeline = reading
+    return arrays
 
 
 def torch_arrays(path: Path, data: Any, pt_items: str | None = None) -> Arrays:

@@ -36,9 +36,11 @@ def _columns_of_records(path: Path, records: Iterable[tuple[str, Any]]) -> dict[
     return columns
 
 
-def read_jsonl(path: str | os.PathLike) -> dict[str, list[Any]]:
+def read_jsonl(path: str | os.PathLike, pipeline: list[Any] | None = None) -> dict[str, list[Any]]:
     """The columns of a JSON Lines file: one object per line (one sample: e.g. {"probs": [...], "label": 3}, as LLM
-    evaluation harnesses write them), every line with the same keys; blank lines are skipped."""
+    evaluation harnesses write them), every line with the same keys; blank lines are skipped. `pipeline`: a list that
+    receives Hugging Face pipeline outputs (`adacal.sources.pipeline_outputs.pipeline_items`) when the lines hold
+    them; the columns are then {}."""
     path = Path(path)
     text = read_text(path, "a predictions file (.jsonl)")
     # Lines end at "\n" only (the JSON Lines format; "\r\n" leaves a "\r" that JSON reads as white space): not
@@ -46,18 +48,23 @@ def read_jsonl(path: str | os.PathLike) -> dict[str, list[Any]]:
     # leaves raw inside strings (a prompt's text beside the scores).
     records = ((f"line {number}", parse_json(line, label=f"line {number} of {path}", non_finite=True))
                for number, line in enumerate(text.split("\n"), start=1) if line.strip())
+    if pipeline is not None and _pipeline(path, records := list(records), pipeline):
+        return {}
     columns = _columns_of_records(path, records)
     if not columns:
         raise InputError(f"Expected {path} to hold one JSON object per line, but it is empty.")
     return columns
 
 
-def read_json_predictions(path: str | os.PathLike) -> dict[str, list[Any]]:
+def read_json_predictions(path: str | os.PathLike, pipeline: list[Any] | None = None) -> dict[str, list[Any]]:
     """The columns of a .json predictions file: an object of arrays ({"logits": [[...], ...], "labels": [...]},
     keys whose values are not arrays ignored) or an array of per-sample objects ([{"probs": [...], "label": 3}, ...]).
-    An adacal report is refused: it holds metrics, not predictions."""
+    An adacal report is refused: it holds metrics, not predictions. `pipeline`: as for `read_jsonl`."""
     path = Path(path)
     document = parse_json(read_text(path, "a predictions file (.json)"), label=str(path), non_finite=True)
+    if pipeline is not None and isinstance(document, list) and _pipeline(
+            path, [(f"item {index}", item) for index, item in enumerate(document)], pipeline):
+        return {}
     if isinstance(document, list):
         columns = _columns_of_records(path, ((f"item {index}", item) for index, item in enumerate(document)))
         if not columns:
@@ -75,10 +82,33 @@ def read_json_predictions(path: str | os.PathLike) -> dict[str, list[Any]]:
         raise InputError(f"Expected {path} to hold predictions, but it is an adacal {kind!r} report (results, not "
                          f"per-sample scores){hint}.")
     columns = {str(key): value for key, value in document.items() if isinstance(value, list)}
+    if pipeline is not None and columns and _pipeline_object(path, columns, pipeline):
+        return {}
     if not columns:
         raise InputError(f"Expected {path} to hold arrays (e.g. \"logits\" and \"labels\"), but none of its keys "
                          f"({', '.join(map(str, document)) or 'none'}) holds one.")
     return columns
+
+
+def _pipeline(path: Path, items: list[tuple[str, Any]], found: list[Any]) -> bool:
+    """Whether `items` are Hugging Face pipeline outputs (#40), appended to `found` when they are."""
+    from adacal.sources.pipeline_outputs import pipeline_items
+
+    read = pipeline_items(path, items)
+    if read is not None:
+        found.append(read)
+    return read is not None
+
+
+def _pipeline_object(path: Path, columns: dict[str, list[Any]], found: list[Any]) -> bool:
+    """Whether an object of arrays holds Hugging Face pipeline outputs under one key ({"predictions": [...],
+    "label": [...]}), appended to `found` as records (their key, one output per input, the other arrays)."""
+    from adacal.sources.pipeline_outputs import pipeline_object
+
+    read = pipeline_object(path, columns)
+    if read is not None:
+        found.append(read)
+    return read is not None
 
 
 def json_column(path: Path, key: str, values: list[Any]) -> np.ndarray:

@@ -303,15 +303,16 @@ def _txt_table(path: Path, text: str, lines: list[tuple[int, str]], separator: s
 
 def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = None, labels_only: bool = False,
                         scores_only: bool = False, labels_optional: bool = False, separator: str | None = None,
-                        header: bool | None = None, score_columns: str | None = None
-                        ) -> tuple[dict[str, np.ndarray], list[str]]:
+                        header: bool | None = None, score_columns: str | None = None,
+                        set_aside: tuple[str, ...] = ()) -> tuple[dict[str, np.ndarray], list[str]]:
     """The columns of a CSV / TSV table of scores and labels ("scores" (N, K), "labels", and "classes" from a
     header), and the sentences saying what was assumed (a row-index column dropped, decimal commas), read by the
     rules of this module. With `scores_only` (the labels come from another file), a table with no column named as
     labels is all scores; with `labels_optional` (OOD sets), so is one whose last column is not class indices (not
     all integers). `separator` and `header` (None: decided by the rules) choose where the file leaves two readings;
     `score_columns` (--score-columns) selects the score columns (`table_columns.parse_score_columns`), else rule 8
-    decides which columns beside the labels are class scores.
+    decides which columns beside the labels are class scores. `set_aside`: header names of columns that are neither
+    (a --group-by key), left out before the rules run (not with `score_columns`, whose positions count every column).
 
     >>> import pathlib, tempfile
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.csv"
@@ -330,13 +331,15 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
         separator = "\t"
     outcomes: dict[str, Any] = {}
     widths: dict[str, int] = {}
+    set_aside = () if score_columns is not None else tuple(set_aside)
     for sep in _readings(text, separator, one_column=labels_only or scores_only or labels_optional):
         try:
-            rows = _csv_rows(path, text, sep, labels_key, labels_only, header, probe=score_columns is None)
+            rows = _csv_rows(path, text, sep, labels_key, labels_only, header, probe=score_columns is None,
+                             set_aside=set_aside)
             widths[sep] = len(rows[0][1])
             outcomes[sep] = _csv_table(path, rows, sep, labels_key=labels_key, labels_only=labels_only,
                                        scores_only=scores_only, labels_optional=labels_optional, header=header,
-                                       score_columns=score_columns)
+                                       score_columns=score_columns, set_aside=set_aside)
         except InputError as exc:
             outcomes[sep] = exc
         rows = []  # (one reading's cells in memory at a time)
@@ -344,7 +347,8 @@ def read_csv_with_notes(path: str | os.PathLike, *, labels_key: str | None = Non
 
 
 def _csv_rows(path: Path, text: str, separator: str, labels_key: str | None, labels_only: bool,
-              header: bool | None, probe: bool = True) -> list[tuple[int, list[str]]]:
+              header: bool | None, probe: bool = True, set_aside: tuple[str, ...] = ()
+              ) -> list[tuple[int, list[str]]]:
     """(line number, stripped cells) of every line holding something, all with the cells of the first (rule 2);
     read in chunks, the first small, so that a reading that splits the lines unevenly fails at once."""
     if separator == " ":
@@ -367,7 +371,7 @@ def _csv_rows(path: Path, text: str, separator: str, labels_key: str | None, lab
                 raise _NotRead(line, f"Expected line {line} of {path} to have {width} columns, got {len(row)}.")
             rows.extend(kept)
             if rows and not probed:
-                _probe(path, rows, separator, labels_key, labels_only, header)
+                _probe(path, rows, separator, labels_key, labels_only, header, set_aside)
                 probed = True
     except csv.Error as exc:
         raise _NotRead(number + 1, f"Expected {path} to be a CSV table, but it could not be parsed ({exc}).") from None
@@ -377,14 +381,15 @@ def _csv_rows(path: Path, text: str, separator: str, labels_key: str | None, lab
 
 
 def _probe(path: Path, rows: list[tuple[int, list[str]]], separator: str, labels_key: str | None,
-           labels_only: bool, header: bool | None) -> None:
+           labels_only: bool, header: bool | None, set_aside: tuple[str, ...] = ()) -> None:
     """Refuse a reading at once when a cell that `_csv_table` would take for a score is no number, whatever it finds
     further down: below the first line (from it when it is data), outside the first column (an index) and the last
     (labels), and outside columns that the first line names as labels; in one column, every cell but in a labels
     file."""
     first = rows[0][1]
     exempt = {len(first) - 1,
-              *(i for i, cell in enumerate(first) if cell.lower() in CSV_LABEL_NAMES or cell == labels_key)}
+              *(i for i, cell in enumerate(first) if cell.lower() in CSV_LABEL_NAMES or cell == labels_key),
+              *(i for i, cell in enumerate(first) if header is not False and cell in set_aside)}
     named_first = header is not False and number_or_none(first[0], separator in (";", "\t")) is None
     if first[0].lower() in CSV_INDEX_NAMES or named_first:
         exempt.add(0)  # (a row index of names under a header: rule 5 decides, and refuses cells that are no number)
@@ -402,8 +407,10 @@ def _probe(path: Path, rows: list[tuple[int, list[str]]], separator: str, labels
 
 def _csv_table(path: Path, rows: list[tuple[int, list[str]]], separator: str, *, labels_key: str | None,
                labels_only: bool, scores_only: bool, labels_optional: bool, header: bool | None,
-               score_columns: str | None = None) -> tuple[dict[str, np.ndarray], list[str]]:
-    """One reading of a CSV table (rules 1 to 5), from its rows split at `separator`."""
+               score_columns: str | None = None, set_aside: tuple[str, ...] = ()
+               ) -> tuple[dict[str, np.ndarray], list[str]]:
+    """One reading of a CSV table (rules 1 to 5), from its rows split at `separator`; the columns a header names in
+    `set_aside` left out first."""
     notes: list[str] = []
     # With ';' or tab between cells (or one column: read with ';'), a comma inside one is a decimal comma (what
     # spreadsheets write in many locales).
@@ -441,6 +448,13 @@ def _csv_table(path: Path, rows: list[tuple[int, list[str]]], separator: str, *,
     names: list[str] | None = first if header else None
     if header:
         rows = rows[1:]
+    aside = [i for i, name in enumerate(names or ()) if name in set_aside]
+    if aside and names is not None:  # (a --group-by column: neither scores nor labels)
+        names = [name for i, name in enumerate(names) if i not in aside]
+        rows = [(line, [cell for i, cell in enumerate(cells) if i not in aside]) for line, cells in rows]
+        width = len(names)
+        notes.append(f"{path.name}: column{'s' if len(aside) > 1 else ''} "
+                     f"{', '.join(repr(first[i]) for i in aside)} set aside as the --group-by key")
     if not rows:  # (no reading that leaves no sample counts)
         raise _NotRead(1, f"Expected {path} to hold at least one row of scores, but it has only a header.")
     if score_columns is not None:

@@ -314,6 +314,9 @@ def check_resume_split(checkpoint: dict[str, Any], split_info: dict[str, Any]) -
     saved = checkpoint.get("split")
     if not isinstance(saved, dict):
         return
+    from adacal.data.user_data import check_same_data
+
+    check_same_data(saved, split_info, what="resuming this one")
     for key in ("train_pool", "sizes"):
         if key in saved and key in split_info and saved[key] != split_info[key]:
             raise InputError(

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from adacal.checks import check_integer, integer_kind, is_integer, renamed_options
-from adacal.conventions import DEFAULT_RUNS_DIR, LOSS_OPTION_ALIASES, LOSS_OPTION_FLAGS
+from adacal.conventions import DEFAULT_RUNS_DIR, LOSS_OPTION_ALIASES, LOSS_OPTION_FLAGS, MDCA_BASES
 from adacal.errors import InputError
 from adacal.training.update_schedule import parse_update_every
 
@@ -123,6 +123,7 @@ class TrainConfig:
     preset: str | None = None
     loss_reduction: str | None = None
     name: str | None = None
+    label_column: str | None = None
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):  # numpy scalars (np.int64(30) epochs) as the Python numbers they are
@@ -169,7 +170,8 @@ def preset_values(dataset: str, preset: str) -> dict[str, Any]:
     return dict(QUICK_PRESETS.get(dataset, GENERIC_QUICK))
 
 
-_NAME_FIELDS = ("dataset", "model", "loss", "optimizer", "device", "select", "preset", "loss_reduction", "name")
+_NAME_FIELDS = ("dataset", "model", "loss", "optimizer", "device", "select", "preset", "loss_reduction", "name",
+                "label_column")
 _PATH_FIELDS = ("out", "resume", "data_dir")
 
 
@@ -203,6 +205,11 @@ def resolve_config(config: TrainConfig) -> TrainConfig:
     """A copy of `config` with every None filled from the preset and common defaults, then validated."""
     check_structure(config)
     dataset = config.dataset or DEFAULT_DATASET
+    from adacal.data.user_data import user_data_path
+
+    path = user_data_path(dataset)
+    if path is not None:  # the user's own data: recorded absolute, so that evaluate and resume reload it from anywhere
+        dataset = str(path)
     preset = config.preset or "quick"
     defaults = {**COMMON_DEFAULTS, **preset_values(dataset, preset)}
     values = config.to_dict()
@@ -350,18 +357,31 @@ def validate_config(config: TrainConfig) -> None:
     _validate_loss_options(config.loss_options or {})
 
 
+# Weights and margins of the losses published after AdaFocal (dual-focal, mbls, acls, mdca, confidence-penalty).
+_NON_NEGATIVE_OPTIONS = ("margin", "margin_weight", "pos_lambda", "neg_lambda", "beta")
+_MDCA_BASE_OPTIONS = {"gamma": "focal", "alpha": "label-smoothing"}
+
+
 def _validate_loss_options(options: dict[str, Any]) -> None:
     """Number checks that need no loss class; whether the loss takes an option is checked in `check_names`."""
 
     def flag(name: str) -> str:
         return LOSS_OPTION_FLAGS.get(name, name)
 
-    for name in ("gamma", "gamma_init", "gamma_max", "gamma_min", "lam", "switch_threshold", "weight", "alpha"):
-        if name in options and not _is_number(options[name]):
+    numbers = ("gamma", "gamma_init", "gamma_max", "gamma_min", "lam", "switch_threshold", "weight", "alpha",
+               *_NON_NEGATIVE_OPTIONS)
+    # None: an option the loss does not use with its other options (mdca's gamma and alpha away from their base)
+    for name in numbers:
+        if options.get(name) is not None and not _is_number(options[name]):
             raise InputError(f"Expected {flag(name)} to be a finite number, got {options[name]!r}.")
-    for name in ("gamma", "gamma_init", "gamma_max", "gamma_min", "lam", "switch_threshold", "weight", "alpha"):
-        if name in options:
+    for name in numbers:
+        if options.get(name) is not None:
             _require_float32(options[name], flag(name))
+    for name in _NON_NEGATIVE_OPTIONS:
+        if name in options and options[name] < 0:
+            raise InputError(f"Expected {flag(name)} to be >= 0, got {options[name]!r}.")
+    if "base" in options and options["base"] not in MDCA_BASES:
+        raise _choice_error("--mdca-base", options["base"], MDCA_BASES)
     if "n_bins" in options:
         _require_int(options["n_bins"], "--n-bins", 1)
         bound = max_n_bins()
@@ -374,9 +394,9 @@ def _validate_loss_options(options: dict[str, Any]) -> None:
     for name in ("switch_threshold", "lam", "weight"):
         if name in options and options[name] <= 0:
             raise InputError(f"Expected {flag(name)} to be positive, got {options[name]!r}.")
-    if "gamma" in options and options["gamma"] < 0:
+    if options.get("gamma") is not None and options["gamma"] < 0:
         raise InputError(f"Expected --gamma to be >= 0, got {options['gamma']!r}.")
-    if "alpha" in options and not 0 <= options["alpha"] < 1:
+    if options.get("alpha") is not None and not 0 <= options["alpha"] < 1:
         raise InputError(f"Expected --smoothing to be in [0, 1), got {options['alpha']!r}.")
 
 
@@ -398,6 +418,12 @@ def check_loss_options(loss: str, options: dict[str, Any]) -> None:
     gamma_min = options.get("gamma_min", defaults.get("gamma_min"))
     if _is_number(gamma_max) and _is_number(gamma_min) and not gamma_max > gamma_min:
         raise InputError(f"Expected --gamma-max to be greater than --gamma-min, got {gamma_max} and {gamma_min}.")
+    if loss == "mdca":
+        base = options.get("base", defaults.get("base"))
+        for name, takes in _MDCA_BASE_OPTIONS.items():
+            if options.get(name) is not None and base != takes:
+                raise InputError(f"{LOSS_OPTION_FLAGS[name]} applies to --loss mdca with --mdca-base {takes} only, "
+                                 f"got --mdca-base {base}.")
     threshold = options.get("switch_threshold", defaults.get("switch_threshold"))
     if _is_number(threshold) and _is_number(gamma_max) and threshold > gamma_max:
         raise InputError(f"Expected --switch-threshold to be at most --gamma-max, got {threshold} and {gamma_max}.")
@@ -417,7 +443,9 @@ def resolved_loss_options(loss: str, options: dict[str, Any] | None) -> dict[str
         name: value for name, value in _keyword_defaults(factory).items()
         if name in accepted and (value is None or isinstance(value, (bool, int, float, str)))
     }
-    return {**defaults, **(options or {})}
+    resolved = {**defaults, **(options or {})}
+    complete = getattr(factory, "resolved_options", None)  # a loss whose options depend on each other (mdca's base)
+    return complete(resolved) if callable(complete) else resolved
 
 
 def _keyword_defaults(factory: Any) -> dict[str, Any]:
@@ -445,8 +473,19 @@ def check_names(config: TrainConfig) -> None:
     from adacal.losses import LOSSES
     from adacal.models import MODELS, TORCHVISION_PREFIX, torchvision_model_names
 
-    if config.dataset not in dataset_names():
-        raise unknown_name("dataset", str(config.dataset), dataset_names())
+    from adacal.data.base import PATH_HINT
+    from adacal.data.user_data import user_data_kind, user_data_path
+
+    path = user_data_path(config.dataset)
+    if path is None and config.dataset not in dataset_names():
+        from adacal.data.base import check_dataset_name
+
+        check_dataset_name(str(config.dataset))  # a path that does not exist: said so
+        error = unknown_name("dataset", str(config.dataset), dataset_names())
+        raise UnknownNameError(f"{error} {PATH_HINT}")
+    kind = user_data_kind(path) if path is not None else None
+    if config.label_column is not None and kind != "table":
+        raise InputError(f"--label-column applies to a CSV file dataset, got --dataset {config.dataset}.")
     model = str(config.model)
     if config.model is not None and model.startswith(TORCHVISION_PREFIX):
         name = model[len(TORCHVISION_PREFIX) :]
@@ -469,7 +508,9 @@ def check_model_options(config: TrainConfig) -> None:
     embeddings = (config.model_options or {}).get("embeddings")
     if embeddings is None:
         return
-    model = config.model or default_model(str(config.dataset))
+    from adacal.data.user_data import default_user_model
+
+    model = config.model or default_user_model(config.dataset) or default_model(str(config.dataset))
     if model != "textcnn":
         raise InputError(f"--embeddings applies to --model textcnn only, got --model {model}.")
     from adacal.writing import check_name_lengths

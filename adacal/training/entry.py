@@ -72,6 +72,17 @@ def run_folder_name(dataset: str, model: str, loss: str) -> str:
     return f"{stamp}-{'-'.join(safe)}"
 
 
+def dataset_label(name: str) -> str:
+    """A dataset's name in a run folder's name: a registered name as it is, the user's data by its file or folder name
+    (without .csv / .npz)."""
+    from adacal.data.user_data import user_data_path
+
+    path = user_data_path(name)
+    if path is None:
+        return name
+    return path.stem if path.is_file() else path.name
+
+
 def _check_writable(out: str | os.PathLike) -> None:
     """Fail before any work when the output folder (or its nearest existing parent) cannot be written."""
     path = Path(out).expanduser().absolute()
@@ -139,6 +150,7 @@ def resolved_config(config: TrainConfig) -> dict[str, Any]:
     """The configuration `train(config)` would run with (`adacal train --print-config`): presets, the default model of
     the dataset and every loss hyper-parameter filled in, all checks passed; with `resume`, the run's own config with
     what may change. A dry run: no folder is created, no data is loaded, nothing is written."""
+    from adacal.data.user_data import default_user_model
     from adacal.models import default_model
     from adacal.training.config import check_structure
 
@@ -163,7 +175,7 @@ def resolved_config(config: TrainConfig) -> dict[str, Any]:
         _check_writable(resolved.out)  # what `train` would refuse before any work, --print-config refuses too
         _check_name_free(resolved.out, resolved.name)
         resolved.loss_options = resolved_loss_options(resolved.loss, resolved.loss_options)
-        resolved.model = resolved.model or default_model(str(resolved.dataset))
+        resolved.model = resolved.model or default_user_model(resolved.dataset) or default_model(str(resolved.dataset))
     return resolved.to_dict()
 
 
@@ -240,7 +252,7 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
         if resolved.channels_last and dataset.kind != "image":
             raise InputError(f"--channels-last applies to image datasets only; {dataset.name} is a {dataset.kind} "
                              "dataset.")
-        model_name = resolved.model or default_model(dataset.name)
+        model_name = resolved.model or dataset.extra.get("default_model") or default_model(dataset.name)
         resolved.model = model_name
         check_input_shape(model_name, tuple(dataset.input_shape), kind=dataset.kind)
         model_options = model_options_for_dataset(model_name, dataset, resolved.model_options or {})
@@ -261,7 +273,7 @@ def _train(config: TrainConfig, progress: Any, writers: list[RunWriter]) -> Trai
         if run is None:
             root = None
             if dist.is_main:
-                name = resolved.name or run_folder_name(dataset.name, model_name, resolved.loss)
+                name = resolved.name or run_folder_name(dataset_label(dataset.name), model_name, resolved.loss)
                 root = str(new_run_dir(resolved.out, name, unique=resolved.name is None))
                 created = Path(root)
             run = RunFolder(Path(dist.broadcast(root)))
@@ -387,6 +399,11 @@ def _loader_options(config: TrainConfig) -> dict[str, Any]:
     from adacal.data import DATASETS
     from adacal.registry import option_names
 
+    from adacal.data.user_data import is_user_data
+
+    if is_user_data(config.dataset):
+        options: dict[str, Any] = {"workers": config.workers} if config.workers else {}
+        return {**options, "label_column": config.label_column} if config.label_column is not None else options
     if config.workers and "workers" in option_names(DATASETS.get(config.dataset)):
         return {"workers": config.workers}
     return {}

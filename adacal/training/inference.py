@@ -140,15 +140,39 @@ def checkpoint_data_options(checkpoint: dict[str, Any], path: str | os.PathLike)
     if not isinstance(channels_last, bool):
         raise CheckpointError(f"Expected the training option channels_last in {path} to be true or false, got "
                               f"{channels_last!r}.")
+    label_column = config.get("label_column")
+    if label_column is not None and not isinstance(label_column, str):
+        raise CheckpointError(f"Expected the training option label_column in {path} to be a column name, got "
+                              f"{label_column!r}.")
     return {
         "data_dir": data_dir,
         "recorded_data_dir_gone": recorded_gone,
+        "label_column": label_column,
         "seed": integer("seed", 0) or 0,
         "train_subset": integer("train_subset", 1),
         "val_size": integer("val_size", 1),
         "test_subset": integer("test_subset", 1),
         "channels_last": channels_last,
     }
+
+
+def user_data_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The loader options of `checkpoint_data_options` that only the user's own data takes (--label-column)."""
+    return {"label_column": options["label_column"]} if options.get("label_column") is not None else {}
+
+
+def checkpoint_normalisation(checkpoint: dict[str, Any]) -> Any:
+    """What to normalise a checkpoint's inputs as: its dataset's name when registered, else the (mean, std) its run
+    recorded in the split record (the user's image data), else None (feature vectors: no normalisation)."""
+    from adacal.data import DATASETS
+
+    name = str(checkpoint["dataset"])
+    if name.lower() in DATASETS:
+        return name.lower()
+    split = checkpoint.get("split")
+    if isinstance(split, dict) and isinstance(split.get("mean"), list) and isinstance(split.get("std"), list):
+        return tuple(float(v) for v in split["mean"]), tuple(float(v) for v in split["std"])
+    return None
 
 
 def predict_checkpoint(
@@ -250,7 +274,11 @@ def predict_checkpoint_splits(
             seed=options["seed"],
             train_subset=options["train_subset"],
             val_size=options["val_size"],
+            **user_data_options(options),
         ).limit_test(options["test_subset"], method=checkpoint_test_subset_method(checkpoint))
+    from adacal.data.user_data import check_same_data
+
+    check_same_data(checkpoint.get("split"), dataset.split_info, what="scoring this model on it")
     predictions = {}
     for split in splits:
         logits, labels = scorer.predict(getattr(dataset, split), normalise_as=dataset)

@@ -52,7 +52,8 @@ def merge_resume_config(saved: dict[str, Any], given: TrainConfig, *, source: st
                 if option in saved_options and _normalise(given_value) == _normalise(saved_options[option]):
                     continue
                 if option not in saved_options and isinstance(base.loss, str):
-                    check_loss_options(base.loss, {option: given_value})  # "--gamma does not apply to --loss ..."
+                    # "--gamma does not apply to --loss ...", read beside the run's options (mdca's --mdca-base)
+                    check_loss_options(base.loss, {**saved_options, option: given_value})
                 flag = LOSS_OPTION_FLAGS.get(option, "--" + option.replace("_", "-"))
                 raise InputError(
                     f"{flag} {given_value!r} conflicts with the resumed run's {_repr(saved_options.get(option))}; "
@@ -73,6 +74,8 @@ def merge_resume_config(saved: dict[str, Any], given: TrainConfig, *, source: st
                 )
             continue
         if key == "update_every" and _same_schedule(value, saved_values.get(key)):
+            continue
+        if key == "dataset" and _same_user_data(value, saved_values.get(key)):
             continue
         if _normalise(value) != _normalise(saved_values.get(key)):
             flag = "--" + key.replace("_", "-")
@@ -144,6 +147,15 @@ def _loss_option_differences(loss: str, saved: Any, recorded: Any) -> list[str]:
             flag = LOSS_OPTION_FLAGS.get(option, "--" + option.replace("_", "-"))
             differences.append(f"{flag} {_shown(saved.get(option))} (config.json: {_shown(recorded.get(option))})")
     return differences
+
+
+def _same_user_data(given: Any, saved: Any) -> bool:
+    """A --dataset path typed again on --resume (relative, or with ~) names the run's own data when it resolves to the
+    absolute path the run recorded."""
+    from adacal.data.user_data import user_data_path
+
+    path = user_data_path(given)
+    return path is not None and str(path) == str(saved)
 
 
 def _same_schedule(given: Any, saved: Any) -> bool:

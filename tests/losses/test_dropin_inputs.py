@@ -13,7 +13,8 @@ import torch.nn.functional as F
 from adacal.errors import InputError
 from adacal.losses import AdaFocalLoss, CalFocalLoss, MMCELoss, build_loss, loss_names
 
-PER_SAMPLE = ["ce", "focal", "flsd-53", "inverse-focal", "calfocal", "adafocal", "brier", "label-smoothing"]
+PER_SAMPLE = ["ce", "focal", "flsd-53", "inverse-focal", "calfocal", "adafocal", "brier", "label-smoothing",
+              "dual-focal", "mbls", "acls", "confidence-penalty"]
 REDUCTIONS = ["mean", "sum", "none"]
 
 
@@ -118,13 +119,13 @@ def test_every_position_ignored_matches_torch():
     labels = torch.full((3, 2), -100)
     torch_mean = F.cross_entropy(logits, labels)
     assert math.isnan(torch_mean.item())
-    for name in PER_SAMPLE + ["mmce"]:
+    for name in PER_SAMPLE + ["mmce", "mdca"]:
         mean = build_loss(name)(logits, labels)
         assert math.isnan(mean.item())
         (grad,) = torch.autograd.grad(mean, logits)
         assert torch.equal(grad, torch.zeros_like(logits))  # as torch: NaN value, zero gradient
         assert build_loss(name, reduction="sum")(logits, labels).item() == 0.0
-        if name != "mmce":
+        if name not in ("mmce", "mdca"):
             assert torch.equal(build_loss(name, reduction="none")(logits, labels), torch.zeros(3, 2))
 
 

@@ -6,7 +6,8 @@ import torch
 from adacal.errors import InputError, UnknownNameError
 from adacal.losses import LOSSES, AdaFocalLoss, CalibrationLoss, build_loss, loss_names
 
-NAMES = ["ce", "focal", "flsd-53", "inverse-focal", "calfocal", "adafocal", "brier", "mmce", "label-smoothing"]
+NAMES = ["ce", "focal", "flsd-53", "inverse-focal", "calfocal", "adafocal", "brier", "mmce", "label-smoothing",
+         "dual-focal", "mbls", "acls", "mdca", "confidence-penalty"]
 
 
 def _batch(n=64, k=10, seed=0, scale=2.0):
@@ -71,7 +72,7 @@ def test_every_loss_runs_on_cuda_under_autocast(name):
 
 
 def test_unknown_name_suggests_the_closest_and_lists_choices():
-    expected = r"Unknown loss 'adafocl'\. Did you mean 'adafocal'\? Choices: adafocal, brier, calfocal, ce, flsd-53"
+    expected = r"Unknown loss 'adafocl'\. Did you mean 'adafocal'\? Choices: acls, adafocal, brier, calfocal, ce, conf"
     with pytest.raises(UnknownNameError, match=expected):
         build_loss("adafocl")
 
