@@ -14,6 +14,8 @@ from adacal.cli.inputs import (
     LabelsFile, LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, print_notes, read_options,
 )
 from adacal.cli.inputs import ClassNames, GroupBy, LabelsAre, ScoreColumns
+from adacal.cli.inputs import AnswerIs, AnswerOptions, LengthNormalize, MissingOptions, Task, VerbalizedConfidence
+from adacal.cli.inputs import llm_options
 from adacal.conventions import DEFAULT_N_BINS
 
 HELP = """Measure calibration of a model's test predictions: ECE (equal-width, equal-mass, debiased, sweep, smooth),
@@ -29,7 +31,13 @@ objects, or a .jsonl with one object per sample; a .safetensors of named tensors
 the text formats gzipped too, e.g. .csv.gz), a checkpoint, or a run folder written by 'adacal train'. A file of
 top-label (confidence, correct) pairs (keys or columns named like confidence/conf/p_max beside correct/is_correct/acc,
 e.g. an LLM evaluation's JSONL) gets the top-label metrics: error, the ECEs, MCE, NLL-CORRECT, BRIER-TOP,
-AUROC-CORRECT and AUPRC-ERRORS (how well confidence tells right from wrong). Labels may be
+AUROC-CORRECT and AUPRC-ERRORS (how well confidence tells right from wrong). LLM evaluation outputs
+(docs/inputs.md §10): lm-evaluation-harness sample files (samples_<task>_<date>.jsonl of multiple-choice tasks;
+several, a folder or a quoted glob read as one input, the task per sample; --length-normalize as acc_norm),
+per-question option log-probability maps ({"A": -0.3, ...} or the OpenAI API's top_logprobs, with the answer) and
+lists of option log-probabilities: K options per question give class scores, different numbers of options the
+top-label metrics; --verbalized-confidence KEY reads stated confidences
+("I am 80% sure"). Labels may be
 class indices (1-D or one column),
 one-hot rows or booleans; string labels are mapped through a `classes` array (or a .csv header).
 
@@ -209,10 +217,11 @@ def _bootstrap_progress(total: int, silent: bool) -> Iterator[Callable[[int, int
 @guarded
 def evaluate(
     predictions: Annotated[
-        Path,
+        list[Path],
         typer.Argument(
             help="Predictions file (.npz, .pt, .npy, .txt, .safetensors, .mat, .csv, .tsv, .json or .jsonl), "
-                 "checkpoint, or run folder.",
+                 "checkpoint, or run folder; or lm-evaluation-harness sample files (samples_<task>_<date>.jsonl: "
+                 "several, a folder or a quoted glob of them, read as one input).",
             show_default=False,
         ),
     ],
@@ -263,6 +272,12 @@ def evaluate(
     pt_items: PtItems = None,
     labels_are: LabelsAre = None,
     score_columns: ScoreColumns = None,
+    length_normalize: LengthNormalize = False,
+    task: Task = None,
+    answer_is: AnswerIs = None,
+    answer_options: AnswerOptions = None,
+    missing_options: MissingOptions = "refuse",
+    verbalized_confidence: VerbalizedConfidence = None,
     classes: ClassNames = None,
     group_by: GroupBy = None,
 ) -> None:
@@ -270,12 +285,16 @@ def evaluate(
     from adacal.commands import EVALUATE_FILE
     from adacal.commands import is_stdout
 
+    predictions, more_files = predictions[0], tuple(str(path) for path in predictions[1:])
     with _bootstrap_progress(bootstrap, quiet) as progress:
         run = run_evaluate(
             predictions, n_bins=n_bins, metrics=metrics, bootstrap=bootstrap, seed=seed, json_path=json_path,
             calibrator=calibrator, data_dir=data_dir, device=device, force=force,
             options=read_options(logits_key, labels_key, labels, renormalize, scores_kind, header, separator, pt_items,
-                                 labels_are=labels_are, score_columns=score_columns, classes=classes),
+                                 labels_are=labels_are, score_columns=score_columns, classes=classes,
+                                 llm={**llm_options(length_normalize, task, answer_is, answer_options,
+                                                    missing_options, verbalized_confidence),
+                                      "more_files": more_files}),
             progress=progress, group_by=group_by,
         )
     print_notes(run.notes, quiet, run.reading)

@@ -89,6 +89,52 @@ GroupBy = Annotated[
                                     "task or subject; groups of fewer than 50 samples are flagged. The JSON gains "
                                     "results.groups.", metavar="KEY", show_default=False),
 ]
+# #41 LLM outputs (docs/inputs.md, "LLM evaluation outputs").
+LengthNormalize = Annotated[
+    bool,
+    typer.Option("--length-normalize", help="lm-evaluation-harness samples: divide each choice's log-likelihood by "
+                                            "the length of its text in characters (without the leading space), as "
+                                            "the harness's acc_norm does."),
+]
+Task = Annotated[
+    str | None,
+    typer.Option("--task", help="The task of lm-evaluation-harness sample files (default: from the file name, "
+                                "samples_<task>_<date>.jsonl).", show_default=False),
+]
+AnswerIs = Annotated[
+    str | None,
+    typer.Option("--answer-is", help="How the gold answer (target, answer, gold) names an option: index (from 0), "
+                                     "letter (A, B, ...) or text (an option's text) (default: decided; refused when "
+                                     "two readings fit every line and differ).", show_default=False),
+]
+AnswerOptions = Annotated[
+    str | None,
+    typer.Option("--options", help="The options of per-question log-probability maps, in order: A,B,C,D (default: "
+                                   "the letters of the record's options/choices, else of the map).",
+                 show_default=False),
+]
+MissingOptions = Annotated[
+    str,
+    typer.Option("--missing-options", help="An option missing from a log-probability map (an API's top-n tokens): "
+                                           "refuse, or zero (probability 0)."),
+]
+VerbalizedConfidence = Annotated[
+    str | None,
+    typer.Option("--verbalized-confidence", help="Key (or column) whose text states the confidence (\"I am 80% "
+                                                 "sure\", \"Confidence: 0.8\"), read beside the correctness "
+                                                 "(evaluate only).", show_default=False),
+]
+
+
+def llm_options(length_normalize: bool = False, task: str | None = None, answer_is: str | None = None,
+                answer_options: str | None = None, missing_options: str = "refuse",
+                verbalized_confidence: str | None = None) -> dict[str, Any]:
+    """The #41 LLM-output fields of ReadOptions from their CLI options (lower-cased where they are choices)."""
+    return {"length_normalize": length_normalize, "task": task,
+            "answer_is": None if answer_is is None else answer_is.lower(), "answer_options": answer_options,
+            "missing_options": missing_options.lower(), "verbalized_confidence": verbalized_confidence}
+
+
 SEPARATOR_NAMES = {"comma": ",", "semicolon": ";", "tab": "\t", "space": " ", ",": ",", ";": ";", "\\t": "\t",
                    "\t": "\t", " ": " "}
 
@@ -96,7 +142,8 @@ SEPARATOR_NAMES = {"comma": ",", "semicolon": ";", "tab": "\t", "space": " ", ",
 def read_options(logits_key: str | None, labels_key: str | None, labels: Path | None, renormalize: bool,
                  scores_kind: str = "auto", header: bool | None = None, separator: str | None = None,
                  pt_items: str | None = None, *, labels_are: str | None = None,
-                 score_columns: str | None = None, classes: str | None = None) -> Any:
+                 score_columns: str | None = None, classes: str | None = None,
+                 llm: dict[str, Any] | None = None) -> Any:
     from adacal.errors import InputError
     from adacal.commands import ReadOptions
 
@@ -107,7 +154,7 @@ def read_options(logits_key: str | None, labels_key: str | None, labels: Path | 
                        separator=None if separator is None else SEPARATOR_NAMES[separator.lower()],
                        pt_items=None if pt_items is None else pt_items.lower(),
                        labels_are=None if labels_are is None else labels_are.lower(), score_columns=score_columns,
-                       classes=classes)
+                       classes=classes, **(llm or {}))
 
 
 def print_notes(notes: Any, quiet: bool, reading: Any = ()) -> None:

@@ -27,6 +27,10 @@ from adacal.sources.formats import DEFAULT_OPTIONS, ReadOptions, torch_arrays
 
 CHECKPOINT_FORMAT = "adacal-checkpoint"
 INPUT_KINDS = ("predictions", "checkpoint", "run")
+# #41 LLM outputs: the ReadOptions fields of LLM evaluation outputs and their flags.
+LLM_OPTION_FLAGS = {"length_normalize": "--length-normalize", "task": "--task", "answer_is": "--answer-is",
+                    "answer_options": "--options", "missing_options": "--missing-options",
+                    "verbalized_confidence": "--verbalized-confidence", "more_files": "several PREDICTIONS paths"}
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,8 @@ def describe_options(options: ReadOptions) -> dict[str, Any]:
         described["labels_file"] = str(options.labels_file)
     if options.renormalize:
         described["renormalize"] = True
-    for name in ("scores_kind", "header", "separator", "pt_items", "labels_are", "score_columns"):
+    for name in ("scores_kind", "header", "separator", "pt_items", "labels_are", "score_columns",
+                 *LLM_OPTION_FLAGS):
         value, default = getattr(options, name), getattr(DEFAULT_OPTIONS, name)
         if value != default:
             described[name] = value
@@ -136,7 +141,8 @@ def _forbid_options(options: ReadOptions, what: str) -> None:
         flags = {"logits_key": "--logits-key", "labels_key": "--labels-key", "labels_file": "--labels",
                  "renormalize": "--renormalize", "scores_kind": "--scores-kind", "header": "--header",
                  "separator": "--separator", "pt_items": "--pt-items", "labels_are": "--labels-are",
-                 "score_columns": "--score-columns", "classes": "--classes", "classes_source": "--classes"}
+                 "score_columns": "--score-columns", "classes": "--classes", "classes_source": "--classes",
+                 **LLM_OPTION_FLAGS}
         flag = flags[next(iter(used))]
         raise InputError(f"Expected {flag} only with a predictions file, not with {what}.")
 
@@ -150,6 +156,10 @@ def resolve_evaluation_input(
 ) -> EvaluationInput:
     """The test-split predictions that `path` (predictions file, checkpoint or run folder) stands for."""
     path = Path(path)
+    llm = load_llm_evaluation(path, options)  # lm-evaluation-harness samples (a folder or glob of them), ...
+    if llm is not None:
+        predictions, read = llm
+        return EvaluationInput(predictions, "predictions", path, read, None, "file", options)
     _check_exists(path, "a predictions file, checkpoint or run folder")
     predict_options: dict[str, Any] = {"device": device}
     if data_dir is not None:
@@ -169,6 +179,28 @@ def resolve_evaluation_input(
     # read twice.
     predictions = load_evaluation_file(path, options=options, contents=contents)
     return EvaluationInput(predictions, "predictions", path, path, None, "file", options)
+
+
+def load_llm_evaluation(path: Path, options: ReadOptions) -> tuple[Any, Path] | None:
+    """What `evaluate` reads from an LLM evaluation output, and the file hashed into the report (the first of a
+    folder or glob): questions of K options each as class scores, of different numbers of options as top-label
+    confidences; stated confidences with --verbalized-confidence; None for any other input."""
+    from adacal.interpretation.llm_maps import load_questions
+    from adacal.interpretation.llm_maps import verbalized_top_label
+
+    if options.verbalized_confidence is not None:
+        if options.more_files:
+            raise InputError("Expected one predictions file with --verbalized-confidence, got "
+                             f"{1 + len(options.more_files)}.")
+        _check_exists(path, "a predictions file")
+        if path.is_dir():
+            raise InputError("Expected --verbalized-confidence only with a predictions file, not with a folder.")
+        return verbalized_top_label(path, options), path
+    questions = load_questions(path, options)
+    if questions is None:
+        return None
+    read = Path(questions.extra.get("files", [questions.file])[0])
+    return (questions.top_label() if questions.ragged else questions.predictions()), read
 
 
 def load_evaluation_file(path: Path, *, options: ReadOptions = DEFAULT_OPTIONS, contents: Any = None) -> Any:

@@ -220,7 +220,17 @@ def _with_labels(arrays: Arrays, keys: SplitKeys, reading: ScoresReading, option
 def load_predictions(path: str | os.PathLike, *, split: str = "test",
                      options: ReadOptions = DEFAULT_OPTIONS) -> Predictions:
     """Scores and labels of a predictions file: its `test_*` arrays (or `val_*`, with `split="val"`) when it is split,
-    else its one set of arrays; see docs/inputs.md."""
+    else its one set of arrays; see docs/inputs.md. LLM evaluation outputs (lm-evaluation-harness samples, a folder
+    or glob of them, option log-probability records) give their options' log-likelihoods (`adacal.interpretation.
+    llm`)."""
+    from adacal.interpretation.llm_maps import load_questions
+
+    if options.verbalized_confidence is not None:
+        raise InputError("Expected --verbalized-confidence only with 'adacal evaluate' (stated confidences are "
+                         "measured, not calibrated): this command needs the scores of every class.")
+    questions = load_questions(path, options)
+    if questions is not None:
+        return questions.predictions()
     with open_arrays(path, labels_key=options.labels_key, scores_only=options.labels_file is not None,
                      options=options) as arrays:
         return read_predictions(arrays, split=split, options=options)

@@ -61,6 +61,9 @@ SCORES_KINDS = ("auto", "logits", "probs", "confidence")
 SEPARATORS = (",", ";", "\t", " ")
 PT_ITEMS = ("batches", "samples", "pair")
 LABELS_ARE = ("values", "positions")
+# #41 LLM outputs: how a gold answer names an option, and what an option missing from a log-probability map means.
+ANSWER_IS = ("index", "letter", "text")
+MISSING_OPTIONS = ("refuse", "zero")
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,20 @@ class ReadOptions:
     # The --group-by key: a text table's column of that name is set aside (neither scores nor labels) before the
     # column rules run; the groups themselves are read by `adacal.interpretation.groups` (None: nothing set aside).
     group_by: str | None = None
+    # #41 LLM outputs (docs/inputs.md, "LLM evaluation outputs"): divide each choice's log-likelihood by its length
+    # in characters, as the harness's acc_norm (--length-normalize); the task of sample files not named
+    # samples_<task>_... (--task); how the gold answer names an option (--answer-is index|letter|text; None: decided);
+    # the options of log-probability maps (--options A,B,C,D); an option missing from a map: refused, or "zero"
+    # (probability 0) (--missing-options); the key of text stating a confidence (--verbalized-confidence KEY).
+    length_normalize: bool = False
+    task: str | None = None
+    answer_is: str | None = None
+    answer_options: str | None = None
+    missing_options: str = "refuse"
+    verbalized_confidence: str | None = None
+    # More lm-evaluation-harness sample files read with the first path as one input (a glob the shell expanded:
+    # `adacal evaluate samples_mmlu_*.jsonl`); refused for any other input.
+    more_files: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.classes, str):
@@ -133,6 +150,24 @@ class ReadOptions:
                              "confidence.")
         if self.scores_kind == "logits" and self.renormalize:
             raise InputError("Expected --renormalize only with probabilities, not with --scores-kind logits.")
+        self._check_llm_options()
+
+    def _check_llm_options(self) -> None:
+        """#41 LLM outputs: the options' values."""
+        for flag, value, choices in (("--answer-is", self.answer_is, (None, *ANSWER_IS)),
+                                     ("--missing-options", self.missing_options, MISSING_OPTIONS)):
+            if value not in choices:
+                shown = ", ".join(repr(choice) for choice in choices if choice is not None)
+                raise InputError(f"Expected {flag} to be one of {shown}, got {value!r}.")
+        for flag, value in (("--task", self.task), ("--verbalized-confidence", self.verbalized_confidence)):
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InputError(f"Expected {flag} to be a name, got {value!r}.")
+        if self.answer_options is not None and (not isinstance(self.answer_options, str) or len(
+                [name for name in self.answer_options.split(",") if name.strip()]) < 2):
+            raise InputError(f"Expected --options to name two or more options (A,B,C,D), got {self.answer_options!r}.")
+        if self.verbalized_confidence is not None and self.scores_kind in ("logits", "probs"):
+            raise InputError(f"Expected --verbalized-confidence without --scores-kind {self.scores_kind}: stated "
+                             "confidences are top-label confidences.")
 
 
 DEFAULT_OPTIONS = ReadOptions()
