@@ -202,8 +202,8 @@ def _spiegelhalter(pred: PreparedPredictions) -> tuple[float | None, float | Non
     return z, min(1.0, math.erfc(abs(z) / math.sqrt(2.0)))
 
 
-def _cumulative(pred: PreparedPredictions, name: str) -> tuple[float | None, float | None]:
-    walk, sigma = _walk(pred)
+def _cumulative(walked: tuple[np.ndarray, float], name: str) -> tuple[float | None, float | None]:
+    walk, sigma = walked
     if sigma <= 0.0:
         return None, None
     if name == "ks":
@@ -246,6 +246,7 @@ def run_calibration_tests(pred: PreparedPredictions, names: str | Iterable[str] 
     if n == 0:
         raise InputError("Expected at least one sample for a calibration test, got none.")
     out: dict[str, CalibrationTest] = {}
+    walked = _walk(pred) if "ks" in names or "kuiper" in names else None  # one walk for both
     for name in names:
         if name in _BINNINGS:
             statistic, p_value = _consistency(pred, _BINNINGS[name], n_bins, n_resamples, seed, memory=memory)
@@ -253,7 +254,7 @@ def run_calibration_tests(pred: PreparedPredictions, names: str | Iterable[str] 
         elif name == "spiegelhalter":
             out[name] = CalibrationTest(name, *_spiegelhalter(pred), n, 0)
         else:
-            out[name] = CalibrationTest(name, *_cumulative(pred, name), n, 0)
+            out[name] = CalibrationTest(name, *_cumulative(walked, name), n, 0)
     return out
 
 

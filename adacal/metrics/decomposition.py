@@ -73,18 +73,23 @@ def _check_pairs(forecasts: Any, outcomes: Any) -> tuple[np.ndarray, np.ndarray]
     return x, y
 
 
-def _pav_groups(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(order, distinct forecasts, their counts, the PAV fit at each) with ties in x pooled first."""
+def _pav_of_groups(counts: np.ndarray, hits: np.ndarray) -> np.ndarray:
+    """The PAV fit at each distinct forecast (ascending), from its sample count and number of events."""
     from sklearn.isotonic import isotonic_regression
 
+    fitted = isotonic_regression(hits / counts, sample_weight=counts.astype(np.float64), increasing=True)
+    # Isotonic means of 0/1 outcomes lie in [0, 1]; clip the rounding of the weighted means.
+    return np.clip(fitted, 0.0, 1.0)
+
+
+def _pav_groups(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(order, distinct forecasts, their counts, their events, the PAV fit at each) with ties in x pooled first."""
     order = np.argsort(x, kind="stable")
     xs = x[order]
     starts = np.flatnonzero(np.concatenate(([True], xs[1:] != xs[:-1])))
     counts = np.diff(np.concatenate((starts, [xs.size])))
-    means = np.add.reduceat(y[order], starts) / counts
-    fitted = isotonic_regression(means, sample_weight=counts.astype(np.float64), increasing=True)
-    # Isotonic means of 0/1 outcomes lie in [0, 1]; clip the rounding of the weighted means.
-    return order, xs[starts], counts, np.clip(fitted, 0.0, 1.0)
+    hits = np.add.reduceat(y[order], starts)
+    return order, xs[starts], counts, hits, _pav_of_groups(counts, hits)
 
 
 def pav_recalibrate(forecasts: Any, outcomes: Any) -> np.ndarray:
@@ -97,7 +102,7 @@ def pav_recalibrate(forecasts: Any, outcomes: Any) -> np.ndarray:
         [0.6666666666666666, 0.6666666666666666, 0.6666666666666666, 1.0]
     """
     x, y = _check_pairs(forecasts, outcomes)
-    order, _, counts, fitted = _pav_groups(x, y)
+    order, _, counts, _, fitted = _pav_groups(x, y)
     out = np.empty_like(x)
     out[order] = np.repeat(fitted, counts)
     return out
@@ -114,15 +119,29 @@ def _scores(p: np.ndarray, y: np.ndarray, score: str, *, clip: bool) -> np.ndarr
         return -np.log(q)
 
 
-def _decompose(x: np.ndarray, y: np.ndarray, score: str) -> Decomposition:
-    order, _, counts, fitted = _pav_groups(x, y)
-    recalibrated = np.repeat(fitted, counts)
-    ys = y[order]
-    s = float(np.mean(_scores(x, y, score, clip=True)))
+def _group_score(p: np.ndarray, counts: np.ndarray, hits: np.ndarray, score: str) -> float:
+    """Σ over groups of the scores of forecast p[g] for its hits[g] events among counts[g] samples (0 log 0 = 0)."""
+    misses = counts - hits
+    if score == "brier":
+        return float(np.sum(hits * (1.0 - p) ** 2 + misses * p**2))
+    from scipy.special import xlogy
+
+    return float(-np.sum(xlogy(hits, p) + xlogy(misses, 1.0 - p)))
+
+
+def _decompose_groups(s: float, counts: np.ndarray, hits: np.ndarray, score: str) -> Decomposition:
+    """The decomposition from S and the distinct forecasts' counts and events (ascending forecasts)."""
+    n = int(counts.sum())
     # The PAV fit of a block is its outcomes' mean: it is 0 or 1 only where every outcome agrees (finite log-loss).
-    s_rc = float(np.mean(_scores(recalibrated, ys, score, clip=False)))
-    s_mg = float(np.mean(_scores(np.full_like(ys, ys.mean()), ys, score, clip=False)))
-    return Decomposition(s, s - s_rc, s_mg - s_rc, s_mg, int(x.size))
+    s_rc = _group_score(_pav_of_groups(counts, hits), counts, hits, score) / n
+    total = np.array([float(hits.sum())])
+    s_mg = _group_score(total / n, np.array([n], dtype=np.float64), total, score) / n
+    return Decomposition(s, s - s_rc, s_mg - s_rc, s_mg, n)
+
+
+def _decompose(x: np.ndarray, y: np.ndarray, score: str) -> Decomposition:
+    _, _, counts, hits, _ = _pav_groups(x, y)
+    return _decompose_groups(float(np.mean(_scores(x, y, score, clip=True))), counts, hits, score)
 
 
 def check_score_name(score: Any) -> str:
@@ -163,7 +182,15 @@ def top_label_decomposition(pred: PreparedPredictions, score: str = "brier") -> 
         >>> round(top_label_decomposition(pred).score, 4)   # ((0.8 − 1)² + (0.7 − 0)² + (0.6 − 1)²) / 3
         0.23
     """
-    return _decompose(pred.confidences, pred.correct, check_score_name(score))
+    score = check_score_name(score)
+    # The sort the equal-mass ECE shares: the cumulative hits are exact at the end of every group of ties.
+    sorted_conf, cum = pred.sorted_confidences, pred.cumulative_hits
+    ends = np.flatnonzero(np.concatenate((sorted_conf[1:] != sorted_conf[:-1], [True]))) + 1
+    starts = np.concatenate(([0], ends[:-1]))
+    counts = (ends - starts).astype(np.float64)
+    hits = cum[ends] - cum[starts]
+    s = float(np.mean(_scores(pred.confidences, pred.correct, score, clip=True)))
+    return _decompose_groups(s, counts, hits, score)
 
 
 def classwise_brier_decomposition(pred: PreparedPredictions) -> Decomposition:
@@ -249,7 +276,7 @@ def corp_curve(forecasts: Any, outcomes: Any, *, n_resamples: int = 200, level: 
         raise InputError(f"Expected n_resamples to be a non-negative integer, got {n_resamples!r}.")
     if not 0.0 < float(level) < 1.0:
         raise InputError(f"Expected level to be in (0, 1), got {level!r}.")
-    order, distinct, counts, fitted = _pav_groups(x, y)
+    order, distinct, counts, _, fitted = _pav_groups(x, y)
     if not n_resamples:
         return CorpCurve(distinct, fitted, counts, None, None, float(level), 0)
     xs = x[order]
