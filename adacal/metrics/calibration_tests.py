@@ -13,10 +13,12 @@ null hypothesis is top-label calibration, P(y = 1 | c) = c. Definitions (docs/co
   p = 2 Φ(−|Z|) (MAPIE's `spiegelhalter_p_value` is the one-sided 1 − Φ(Z)).
 - `ks`, `kuiper`: Arrieta-Ibarra et al. 2022 / Gupta et al. 2021, as MAPIE computes them: with the samples sorted
   by confidence, D_j = Σ_{i ≤ j} (y_i − c_i) / N and σ = sqrt(Σ c (1 − c)) / N; KS = max_j |D_j| / σ,
-  Kuiper = (max_j D_j − min_j D_j) / σ; p-values from the distributions of the maximum of |B| and the range of B, a
-  standard Brownian motion on [0, 1] (Darling & Siegert 1953; Feller 1951). Tied confidences are one step of the
-  walk (D read at the end of each group of ties, so the order inside a group cannot matter; MAPIE breaks ties by a
-  seeded 1e-8 jitter instead). One sort, shared with the equal-mass ECE.
+  Kuiper = (max_j D_j − min_j D_j) / σ over j = 0 … N, the walk's start D_0 = 0 included (the range of B
+  includes B_0 = 0; MAPIE takes j = 1 … N, the same whenever the walk crosses 0, smaller than KS when it does
+  not — e.g. 0 for a single group of tied confidences); p-values from the distributions of the maximum of |B| and
+  the range of B, a standard Brownian motion on [0, 1] (Darling & Siegert 1953; Feller 1951). Tied confidences
+  are one step of the walk (D read at the end of each group of ties, so the order inside a group cannot matter;
+  MAPIE breaks ties by a seeded 1e-8 jitter instead). One sort, shared with the equal-mass ECE.
 
 A statistic whose variance is 0 (every confidence 0, 0.5 or 1 for Spiegelhalter; 0 or 1 for KS and Kuiper) is
 undefined: statistic and p-value are None.
@@ -209,7 +211,7 @@ def _cumulative(walked: tuple[np.ndarray, float], name: str) -> tuple[float | No
     if name == "ks":
         statistic = float(np.max(np.abs(walk))) / sigma
         return statistic, max_brownian_sf(statistic)
-    statistic = float(np.max(walk) - np.min(walk)) / sigma
+    statistic = float(max(np.max(walk), 0.0) - min(np.min(walk), 0.0)) / sigma  # from D_0 = 0
     return statistic, brownian_range_sf(statistic)
 
 
@@ -342,5 +344,7 @@ def kuiper_test(confidences: Any, correct: Any) -> CalibrationTest:
         >>> from adacal.metrics.calibration_tests import kuiper_test
         >>> round(kuiper_test([0.2, 0.4, 0.6, 0.8], [0, 1, 1, 1]).statistic, 4)
         1.3416
+        >>> round(kuiper_test([0.9] * 4, [0, 0, 0, 1]).statistic, 4)   # one tie: the range of 0 and D_4, = KS
+        4.3333
     """
     return calibration_tests(confidences, correct, "kuiper")["kuiper"]
