@@ -19,10 +19,12 @@ from adacal.metrics.allocation import check_bootstrap_fits
 from adacal.metrics.binning import check_n_bins, debiased_square_error
 from adacal.metrics.bootstrap import bootstrap_prepared, check_confidence, check_seed
 from adacal.metrics.calibration import compute_prepared, metric_key, prepare_metric_inputs, resolve_metric_names
+from adacal.metrics.calibration_tests import DEFAULT_RESAMPLES as DEFAULT_TEST_RESAMPLES
+from adacal.metrics.calibration_tests import check_resamples
 from adacal.reports import make_report
 
-__all__ = ["bins_note", "calibrated_probs", "check_bootstrap", "confidence_report", "evaluate_confidences",
-           "evaluate_predictions", "evaluation_config", "evaluation_report"]
+__all__ = ["add_calibration_analysis", "bins_note", "calibrated_probs", "check_bootstrap", "confidence_report",
+           "evaluate_confidences", "evaluate_predictions", "evaluation_config", "evaluation_report"]
 
 
 # Per-bin statistics in a report (four numbers per bin, for each binning) stop here: --n-bins 10^7 wrote 1.2 GB of
@@ -70,6 +72,9 @@ def evaluate_predictions(
     name: str = "scores",
     progress: Callable[[int, int], None] | None = None,
     scores_kind: str = "auto",
+    tests: bool = False,
+    test_resamples: int = DEFAULT_TEST_RESAMPLES,
+    decompose: bool = False,
 ) -> dict[str, Any]:
     """The `results` block of an evaluate report.
 
@@ -80,11 +85,15 @@ def evaluate_predictions(
     The kind of scores is `scores_kind` ("logits", "probs") or, in "auto", the per-row rule of docs/inputs.md §2
     (`prepare_predictions`): a matrix whose rows disagree is an InputError naming `name`, its rows and
     `scores_kind=`. Bins or bootstrap resamples that cannot fit in memory are refused before any metric is computed.
-    `progress(done, total)` is called after each bootstrap resample.
+    `progress(done, total)` is called after each bootstrap resample. `tests` adds "calibration_tests" (the tests of
+    `adacal.metrics.calibration_tests`, the resampling ones with `test_resamples` label sets drawn from `seed`),
+    `decompose` adds "decomposition" (CORP: `adacal.metrics.decomposition.decompositions_of`).
     """
     n_resamples = check_bootstrap(bootstrap)
     seed = check_seed(seed)
     confidence = check_confidence(confidence)
+    if tests:
+        check_resamples(test_resamples, name="test_resamples")
     pred, names, n_bins = prepare_metric_inputs(scores, labels, metric_names, n_bins, scores_kind, name=name)
     if n_resamples:
         check_bootstrap_fits(n_resamples, pred.n_samples, len(names), name="bootstrap")
@@ -112,7 +121,28 @@ def evaluate_predictions(
         results["bootstrap"] = bootstrap_prepared(
             pred, names, n_resamples=n_resamples, seed=seed, confidence=confidence, n_bins=n_bins, progress=progress
         )
+    add_calibration_analysis(results, pred, n_bins=n_bins, seed=seed, tests=tests, test_resamples=test_resamples,
+                             decompose=decompose, classwise=True)
     return results
+
+
+def add_calibration_analysis(results: dict[str, Any], pred: Any, *, n_bins: int, seed: int, tests: bool,
+                             test_resamples: int, decompose: bool, classwise: bool) -> None:
+    """Add "calibration_tests" ({test_key: {"statistic", "p_value", "n", "resamples"}}) when `tests`, and
+    "decomposition" ({"brier_top", "nll_correct", and with `classwise` "brier": {"score", "miscalibration",
+    "discrimination", "uncertainty", "n"}}, "notes" when a part is left out) when `decompose`, to `results`."""
+    if tests:
+        from adacal.metrics.calibration_tests import run_calibration_tests
+
+        outcomes = run_calibration_tests(pred, n_bins=n_bins, n_resamples=test_resamples, seed=seed)
+        results["calibration_tests"] = {name.replace("-", "_"): test.to_dict() for name, test in outcomes.items()}
+    if decompose:
+        from adacal.metrics.decomposition import decompositions_of
+
+        decomposition, notes = decompositions_of(pred, classwise=classwise)
+        if notes:
+            decomposition["notes"] = notes
+        results["decomposition"] = decomposition
 
 
 def bins_note(n_bins: int) -> list[str]:
@@ -132,9 +162,18 @@ def evaluation_config(
     confidence: float = 0.95,
     source: dict[str, Any] | None = None,
     calibrator: str | os.PathLike | None = None,
+    tests: bool = False,
+    test_resamples: int = DEFAULT_TEST_RESAMPLES,
+    decompose: bool = False,
 ) -> dict[str, Any]:
     """The `config` section of an evaluate report: the options the metrics were computed with (metric names
-    resolved to their canonical form) and where the predictions came from."""
+    resolved to their canonical form) and where the predictions came from; "test_resamples" with `tests`,
+    "decompose" with `decompose`."""
+    extra: dict[str, Any] = {}
+    if tests:
+        extra["test_resamples"] = test_resamples
+    if decompose:
+        extra["decompose"] = True
     return {
         "n_bins": n_bins,
         "metrics": list(resolve_metric_names(metric_names)),
@@ -143,6 +182,7 @@ def evaluation_config(
         "confidence": confidence,
         "source": source,
         "calibrator": None if calibrator is None else str(calibrator),
+        **extra,
     }
 
 
@@ -160,17 +200,21 @@ def evaluation_report(
     calibrator: str | os.PathLike | None = None,
     progress: Callable[[int, int], None] | None = None,
     scores_kind: str = "auto",
+    tests: bool = False,
+    test_resamples: int = DEFAULT_TEST_RESAMPLES,
+    decompose: bool = False,
 ) -> dict[str, Any]:
     """The full evaluate report (kind "evaluate"): the common envelope around `evaluate_predictions`' results
-    (`scores_kind` as it takes it)."""
+    (`scores_kind`, `tests`, `test_resamples` and `decompose` as it takes them)."""
     name = "scores" if input_path is None else f"the scores in {Path(input_path).name}"
     results = evaluate_predictions(
         scores, labels, n_bins=n_bins, metric_names=metric_names, bootstrap=bootstrap, seed=seed, confidence=confidence,
-        name=name, progress=progress, scores_kind=scores_kind,
+        name=name, progress=progress, scores_kind=scores_kind, tests=tests, test_resamples=test_resamples,
+        decompose=decompose,
     )
     config = evaluation_config(
         n_bins=n_bins, metric_names=metric_names, bootstrap=bootstrap, seed=seed, confidence=confidence,
-        source=source, calibrator=calibrator,
+        source=source, calibrator=calibrator, tests=tests, test_resamples=test_resamples, decompose=decompose,
     )
     return make_report("evaluate", config=config, results=results, input_path=input_path)
 
@@ -185,11 +229,15 @@ def evaluate_confidences(
     seed: int = 0,
     confidence: float = 0.95,
     progress: Callable[[int, int], None] | None = None,
+    tests: bool = False,
+    test_resamples: int = DEFAULT_TEST_RESAMPLES,
+    decompose: bool = False,
 ) -> dict[str, Any]:
     """The `results` block of an evaluate report of top-label `(confidence, correct)` pairs (`adacal.metrics.
     confidences`): as `evaluate_predictions`' with the top-label metrics ("nll_correct", "brier_top",
     "auroc_correct", "auprc_errors" beside the ECEs and error), "assumed_input": "confidences", no "num_classes", and
-    "skipped_metrics": the metrics asked for that need every class's probability (not computed).
+    "skipped_metrics": the metrics asked for that need every class's probability (not computed); `tests` and
+    `decompose` add what they add to `evaluate_predictions`' (the top-label decompositions only).
 
     Example:
         >>> from adacal.evaluation import evaluate_confidences
@@ -204,6 +252,8 @@ def evaluate_confidences(
     seed = check_seed(seed)
     confidence = check_confidence(confidence)
     n_bins = check_n_bins(n_bins)
+    if tests:
+        check_resamples(test_resamples, name="test_resamples")
     names, skipped = resolve_top_label_metrics(metric_names)
     notes: list[str] = []
     pred = prepare_confidences(confidences, correct, notes_out=notes)
@@ -233,6 +283,8 @@ def evaluate_confidences(
         results["bootstrap"] = bootstrap_prepared(pred, names, n_resamples=n_resamples, seed=seed,
                                                   confidence=confidence, n_bins=n_bins, progress=progress,
                                                   compute=compute_confidence_metrics)
+    add_calibration_analysis(results, pred, n_bins=n_bins, seed=seed, tests=tests, test_resamples=test_resamples,
+                             decompose=decompose, classwise=False)
     if notes:
         results["notes"] = notes
     return results
@@ -250,15 +302,20 @@ def confidence_report(
     input_path: str | os.PathLike | None = None,
     source: dict[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    tests: bool = False,
+    test_resamples: int = DEFAULT_TEST_RESAMPLES,
+    decompose: bool = False,
 ) -> dict[str, Any]:
     """The full evaluate report of top-label `(confidence, correct)` pairs: the envelope around
     `evaluate_confidences`' results; its config lists the metrics computed."""
     from adacal.metrics.confidences import resolve_top_label_metrics
 
     results = evaluate_confidences(confidences, correct, n_bins=n_bins, metric_names=metric_names,
-                                   bootstrap=bootstrap, seed=seed, confidence=confidence, progress=progress)
+                                   bootstrap=bootstrap, seed=seed, confidence=confidence, progress=progress,
+                                   tests=tests, test_resamples=test_resamples, decompose=decompose)
     config = evaluation_config(n_bins=n_bins, metric_names=None, bootstrap=bootstrap, seed=seed,
-                               confidence=confidence, source=source)
+                               confidence=confidence, source=source, tests=tests, test_resamples=test_resamples,
+                               decompose=decompose)
     config["metrics"] = [name for name in resolve_top_label_metrics(metric_names)[0]
                          if metric_key(name) in results["metrics"]]
     return make_report("evaluate", config=config, results=results, input_path=input_path)

@@ -20,6 +20,10 @@ Everything runs in one process on the same arrays; each figure is the median of 
 2. The binning core from top-1 confidences and hits (N,): adacal's kernels vs the package on the same 1-D arrays
    (its binary path), and binning alone: adacal's bin_statistics vs sklearn.calibration.calibration_curve.
 3. ECE_SWEEP scaling: time per sample from 10^4 to 10^6 (N log N would grow by log(N) only).
+4. Calibration tests and the CORP decomposition on top-1 arrays (N,) (`--tests-only` runs this section alone):
+   Spiegelhalter (one pass), KS and Kuiper (one sort, shared), each beside one ECE-EM (also one sort); the ECE
+   consistency-resampling test's cost per resample (--test-resamples of them; O(N) each: a uniform draw per sample
+   and one segmented sum); CORP of BRIER-TOP (one sort and one PAV).
 
 Results are written (atomically) to benchmarks/results/bench_metrics.json.
 """
@@ -194,6 +198,44 @@ def top_label(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return conf, correct
 
 
+def calibration_tests_section(args: Any) -> dict[str, Any]:
+    """4. The calibration tests and CORP on top-1 arrays of N samples (seconds, medians of --repeats)."""
+    from adacal.metrics.calibration_tests import run_calibration_tests
+    from adacal.metrics.confidences import prepare_confidences
+    from adacal.metrics.decomposition import top_label_decomposition
+
+    conf, correct = top_label(args.n, args.seed)
+    print(f"\nCalibration tests and CORP on top-1 arrays, N = {args.n:,}   (seconds; fresh inputs: sorts included)")
+
+    def fresh(fn: Callable[[Any], Any]) -> Callable[[], Any]:
+        return lambda: fn(prepare_confidences(conf, correct))  # nothing cached between repeats
+
+    timed = {
+        "validation alone (in every row)": fresh(lambda pred: None),
+        "ece-em (one sort, the reference)": fresh(lambda pred: calibration_error(
+            pred.top_label_statistics("equal-mass", 15))),
+        "spiegelhalter": fresh(lambda pred: run_calibration_tests(pred, "spiegelhalter")),
+        "ks + kuiper (one shared sort)": fresh(lambda pred: run_calibration_tests(pred, ["ks", "kuiper"])),
+        "corp brier-top (sort + PAV)": fresh(lambda pred: top_label_decomposition(pred, "brier")),
+    }
+    out: dict[str, Any] = {"n": args.n}
+    for name, fn in timed.items():
+        seconds, _ = median_time(fn, args.repeats)
+        out[name] = {"seconds": seconds}
+        print(f"  {name:34s} {seconds:9.3f}")
+    resamples = args.test_resamples
+    pred = prepare_confidences(conf, correct)
+    _ = pred.sorted_confidences  # the sort outside the timing: what is left is the resamples' cost
+    for binning in ("ece-em", "ece-ew"):
+        seconds, _ = median_time(lambda: run_calibration_tests(pred, binning, n_resamples=resamples), args.repeats)
+        per = seconds / resamples
+        out[f"{binning} resampling test"] = {"seconds": seconds, "resamples": resamples, "seconds_per_resample": per,
+                                             "ns_per_sample_per_resample": 1e9 * per / args.n}
+        print(f"  {binning + ' resampling, per resample':34s} {per:9.4f}   ({1e9 * per / args.n:.1f} ns per sample "
+              f"per resample; {resamples} resamples)")
+    return out
+
+
 def row(name: str, ours: float, ref: float | None) -> str:
     ratio = f"{ref / ours:8.1f}x" if ref is not None else "        -"
     ref_text = f"{ref:9.3f}" if ref is not None else "        -"
@@ -211,6 +253,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-peers", action="store_true", help="do not time torchmetrics and netcal")
     parser.add_argument("--dtype-only", action="store_true", help="run section 0 only (the dtype / peer comparison)")
+    parser.add_argument("--tests-only", action="store_true", help="run section 4 only (calibration tests, CORP)")
+    parser.add_argument("--test-resamples", type=int, default=100, help="resamples timed in section 4")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "bench_metrics.json")
     args = parser.parse_args(argv)
 
@@ -250,6 +294,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     results["machine"]["adacal_scan_threads"] = scan_threads()  # adacal's row scan runs on this many threads
     started = time.perf_counter()
+    if args.tests_only:
+        results["calibration_tests"] = calibration_tests_section(args)
+        results["total_seconds"] = time.perf_counter() - started
+        write_json(args.out.with_name("bench_calibration_tests.json"), results)
+        print(f"\nTotal {results['total_seconds']:.0f} s. Wrote {args.out.with_name('bench_calibration_tests.json')}")
+        return results
 
     # ------------------------------------------------------------------------- 0. per dtype, against a max pass
     peers = {} if args.no_peers else peer_ece(15)
@@ -395,6 +445,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(f"  {n:10,d} {binning:12s} {b:6d} {seconds:9.4f} {entry['us_per_sample']:10.3f} "
                   f"{entry['ns_per_n_log2_n']:14.3f}")
     results["sweep_scaling"] = sweep
+    results["calibration_tests"] = calibration_tests_section(args)
     results["total_seconds"] = time.perf_counter() - started
     write_json(args.out, results)
     print(f"\nTotal {results['total_seconds']:.0f} s. Wrote {args.out}")

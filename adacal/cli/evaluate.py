@@ -56,6 +56,12 @@ epoch's checkpoint was scored; so does a checkpoint of such a run, or the checkp
 report is written only with --json. The evaluate.json a run has is never replaced. Otherwise a JSON report is written
 only with --json.
 
+--tests adds calibration tests with p-values (is the model distinguishable from a calibrated one?): the ECE-EM and
+ECE-EW consistency-resampling tests (--test-resamples label sets drawn from --seed), Spiegelhalter's Z (two-sided)
+and the Kolmogorov–Smirnov and Kuiper tests of the top-1 confidence. --decompose splits the Brier score and
+log-loss into miscalibration − discrimination + uncertainty (CORP: an isotonic recalibration of the top-1 confidence,
+and per class for the Brier score). Definitions: docs/conventions.md.
+
 --group-by KEY adds a table of the same figures per group (a task, a subject: a per-sample key or column of the
 input), each on its group's rows alone, with the overall row; groups under 50 samples are starred.
 
@@ -68,6 +74,8 @@ Examples:
   adacal evaluate runs/RUN --metrics ece-em,ece-ew,nll --bootstrap 1000
 
   adacal evaluate preds.npz --calibrator calibrator.json --json calibrated.json
+
+  adacal evaluate preds.npz --tests --decompose
 """
 
 _UNITS = {"nll": "nats", "brier": ""}
@@ -127,6 +135,51 @@ def _print_table(report: dict[str, Any], label: str, calibrated_from: str | None
                     if ci is not None else ["–", "–"])
         table.add_row(*row)
     console.print(table)
+
+
+def _p_value(value: float | None) -> str:
+    if value is None:
+        return "–"
+    if value < 1e-15:  # below the precision of 1 − CDF in double
+        return "< 1e-15"
+    return f"{value:.2g}" if value < 0.001 else f"{value:.3f}"
+
+
+def _print_analysis(report: dict[str, Any]) -> None:
+    """The calibration tests (--tests) and the CORP decomposition (--decompose) tables, when the report has them."""
+    from rich.table import Table
+
+    from adacal.cli.common import table_console
+    from adacal.metrics.calibration_tests import TEST_DISPLAY_NAMES
+
+    results, console = report["results"], table_console()
+    tests = results.get("calibration_tests")
+    if tests:
+        table = Table(title="Calibration tests (H0: top-label calibrated)", title_justify="left")
+        for column in ("test", "statistic", "p-value", "resamples"):
+            table.add_column(column, justify="left" if column == "test" else "right")
+        for key, test in tests.items():
+            name = key.replace("_", "-")
+            statistic = test["statistic"]
+            shown = "–" if statistic is None else (
+                f"{number(100 * statistic, 2)}% ECE" if name.startswith("ece") else number(statistic, 3))
+            table.add_row(TEST_DISPLAY_NAMES.get(name, name), shown, _p_value(test["p_value"]),
+                          str(test["resamples"]) if test["resamples"] else "–")
+        console.print(table)
+    decomposition = results.get("decomposition")
+    if decomposition:
+        names = {"brier_top": "BRIER-TOP", "nll_correct": "NLL-CORRECT (nats)", "brier": "BRIER (per class)"}
+        table = Table(title="CORP decomposition: score = MCB − DSC + UNC", title_justify="left")
+        for column in ("score", "S", "MCB", "DSC", "UNC"):
+            table.add_column(column, justify="left" if column == "score" else "right")
+        for key, label in names.items():
+            part = decomposition.get(key)
+            if part is not None:
+                table.add_row(label, *(number(part[field], 4) for field in
+                                       ("score", "miscalibration", "discrimination", "uncertainty")))
+        console.print(table)
+        for note in decomposition.get("notes", []):
+            console.print(f"Note: {note}.", markup=False, highlight=False)
 
 
 def _print_groups(report: dict[str, Any]) -> None:
@@ -280,6 +333,14 @@ def evaluate(
     verbalized_confidence: VerbalizedConfidence = None,
     classes: ClassNames = None,
     group_by: GroupBy = None,
+    tests: Annotated[bool, typer.Option(
+        "--tests", help="Add calibration tests with p-values: ECE-EM/ECE-EW consistency resampling, Spiegelhalter's "
+                        "Z, Kolmogorov–Smirnov and Kuiper on the top-1 confidence.")] = False,
+    test_resamples: Annotated[int, typer.Option(
+        "--test-resamples", help="Label sets drawn under the null by the ECE resampling tests (--tests).")] = 1000,
+    decompose: Annotated[bool, typer.Option(
+        "--decompose", help="Add the CORP decomposition of the Brier score and log-loss: miscalibration, "
+                            "discrimination, uncertainty.")] = False,
 ) -> None:
     from adacal.commands.evaluate import run_evaluate
     from adacal.commands import EVALUATE_FILE
@@ -295,7 +356,7 @@ def evaluate(
                                  llm={**llm_options(length_normalize, task, answer_is, answer_options,
                                                     missing_options, verbalized_confidence),
                                       "more_files": more_files}),
-            progress=progress, group_by=group_by,
+            progress=progress, group_by=group_by, tests=tests, test_resamples=test_resamples, decompose=decompose,
         )
     print_notes(run.notes, quiet, run.reading)
     if is_stdout(json_path):
@@ -313,6 +374,7 @@ def evaluate(
         calibrated_from = "probabilities" if reading is not None and reading.kind.endswith("probabilities") else (
             "logits")
     _print_table(run.report, str(predictions), calibrated_from)
+    _print_analysis(run.report)
     if "groups" in run.report["results"]:
         _print_groups(run.report)
     for target in run.written:

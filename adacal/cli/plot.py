@@ -127,6 +127,10 @@ def reliability(
                                          "with smooth ECE's automatic bandwidth, Błasiok & Nakkiran 2023) over "
                                          "the bars, only where the samples' confidences lie. Needs per-sample "
                                          "predictions.")] = False,
+    corp: Annotated[bool, typer.Option("--corp", help="Draw the CORP reliability curve (the isotonic, PAV, "
+                                       "recalibration of the top-1 confidence; Dimitriadis et al. 2021) with its "
+                                       "consistency band (--band-samples outcome sets drawn from the confidences, "
+                                       "--band-level). Needs per-sample predictions.")] = False,
     min_bin_count: Annotated[int, typer.Option("--min-bin-count", help="Bins with fewer samples are faded and "
                                                "labelled with their count.")] = 10,
     labels: LabelsOption = None,
@@ -161,7 +165,7 @@ def reliability(
     run = run_plot_reliability(
         inputs, binning=binning, n_bins=n_bins, split=split, calibrated=calibrated, method=method, bands=bands,
         band_samples=band_samples, band_level=band_level, seed=seed, smooth=smooth, min_bin_count=min_bin_count,
-        labels=labels, options=options, out=out, force=force, dpi=dpi, title=title, group_by=group_by,
+        labels=labels, options=options, out=out, force=force, dpi=dpi, title=title, group_by=group_by, corp=corp,
     )
     _report(run)
     print_notes(run.notes, quiet=False)

@@ -116,6 +116,7 @@ def debias_note(results: dict[str, Any]) -> list[str]:
 def check_evaluate_options(
     n_bins: Any, bootstrap: Any, seed: Any, json_path: str | os.PathLike | None = None,
     calibrator: str | os.PathLike | None = None, n_metrics: int = 1, device: Any = "auto",
+    test_resamples: Any = None,
 ) -> None:
     """`adacal evaluate`'s cheap checks, before anything is loaded: bins and resamples that fit in memory, a seed,
     --json a file path, --calibrator a regular file, --device a device name."""
@@ -126,6 +127,10 @@ def check_evaluate_options(
     if bootstrap:
         check_bootstrap_fits(bootstrap, 0, n_metrics, name="--bootstrap")
     check_non_negative_int(seed, "--seed")
+    if test_resamples is not None:
+        from adacal.metrics.calibration_tests import check_resamples
+
+        check_resamples(test_resamples, name="--test-resamples")
     if json_path is not None and Path(json_path).is_dir():
         raise InputError(f"Expected --json to be a file path, but {json_path} is a folder.")
     if calibrator is not None:
@@ -149,6 +154,9 @@ def run_evaluate(
     options: Any = None,
     progress: Callable[[int, int], None] | None = None,
     group_by: str | None = None,
+    tests: bool = False,
+    test_resamples: int = 1000,
+    decompose: bool = False,
 ) -> EvaluationRun:
     """Everything `adacal evaluate` does, without printing.
 
@@ -158,8 +166,10 @@ def run_evaluate(
     (training interrupted) and no calibrator, to its evaluate.json; the evaluate.json train wrote is never
     replaced. `progress(done, total)` is called after each bootstrap resample. `group_by` (a key of the input, or a
     group key its reader filled: docs/inputs.md "Group keys") adds `results.groups`, the report's figures per group
-    (`adacal.grouped`). Every cheap check runs before anything is loaded, and nothing is written before the report
-    exists.
+    (`adacal.grouped`). `tests` adds `results.calibration_tests` (ECE-EM / ECE-EW consistency resampling with
+    `test_resamples` label sets drawn from `seed`, Spiegelhalter's Z, Kolmogorov–Smirnov, Kuiper), `decompose`
+    `results.decomposition` (CORP: Brier and log-loss = MCB − DSC + UNC). Every cheap check runs before anything
+    is loaded, and nothing is written before the report exists.
     """
     from adacal.runs import EVALUATE_FILE
     from adacal.reports import write_json
@@ -172,7 +182,9 @@ def run_evaluate(
     options = options or ReadOptions()
     check_output(json_path, flag="--json", inputs=(predictions, calibrator, options.labels_file), force=force)
     names, names_error = _metric_names(metrics)
-    check_evaluate_options(n_bins, bootstrap, seed, json_path, calibrator, len(names), device)
+    check_evaluate_options(n_bins, bootstrap, seed, json_path, calibrator, len(names), device,
+                           test_resamples=test_resamples if tests else None)
+    analysis = {"tests": tests, "test_resamples": test_resamples, "decompose": decompose}
     if group_by is not None:
         from adacal.interpretation.groups import check_group_key, check_table_group_key
 
@@ -201,6 +213,7 @@ def run_evaluate(
         report = confidence_report(
             source.predictions.confidences, source.predictions.correct, n_bins=n_bins, metric_names=metrics,
             bootstrap=bootstrap, seed=seed, input_path=source.data_path, source=described, progress=progress,
+            **analysis,
         )
     else:
         if names_error is not None:
@@ -212,7 +225,7 @@ def run_evaluate(
                                       scores_kind=record.scores_kind if record is not None else None)
         report = evaluation_report(
             scores, source.predictions.labels, n_bins=n_bins, metric_names=names, bootstrap=bootstrap, seed=seed,
-            input_path=source.data_path, source=described, calibrator=calibrator, progress=progress,
+            input_path=source.data_path, source=described, calibrator=calibrator, progress=progress, **analysis,
         )
     if group_by is not None:
         _add_groups(report, source, group_by, scores if not top_label_input(source) else None)

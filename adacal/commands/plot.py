@@ -128,7 +128,7 @@ def run_plot_reliability(inputs: Sequence[Path], *, binning: str = "equal-width"
                          bands: str = "none", band_samples: int = 1000, band_level: float = 0.9, seed: int = 0,
                          smooth: bool = False, min_bin_count: int = 10, labels: str | None = None,
                          options: Any = None, out: Path | None = None, force: bool = False, dpi: int = 150,
-                         title: str | None = None, group_by: str | None = None) -> PlotRun:
+                         title: str | None = None, group_by: str | None = None, corp: bool = False) -> PlotRun:
     """`adacal plot reliability`: reliability diagrams of run folders, predictions files or evaluate.json reports,
     side by side (`labels`: "a,b,c", one per input; `options`: how to read predictions files, a
     `adacal.sources.ReadOptions`); with `group_by`, one diagram per group of the one input's samples
@@ -143,7 +143,7 @@ def run_plot_reliability(inputs: Sequence[Path], *, binning: str = "equal-width"
         request = plots.ReliabilityRequest(
             inputs, binning=binning, n_bins=n_bins, split=split, labels=parse_labels(labels, len(inputs)),
             calibrated=calibrated, method=method, bands=bands, band_samples=band_samples, band_level=band_level,
-            seed=seed, smooth=smooth, options=options, group_by=group_by,
+            seed=seed, smooth=smooth, options=options, group_by=group_by, corp=corp,
         )
         panels = plots.reliability_inputs(request, notes_out=notes)
         return plots.reliability_diagram(panels, title=title, min_count=min_bin_count)

@@ -48,6 +48,7 @@ MAX_PANELS = 60
 _MAX_COUNT_LABELS = 30
 _BAND_COLOR = "#333333"
 _SMOOTH_COLOR = "#111111"
+_CORP_COLOR = "#2166ac"
 _ACCURACY_COLOR = "#6E6E6E"  # the histogram's overall-accuracy line: grey, dash-dotted
 _SPARSE_ALPHA = 0.3
 _DEFAULT_COLOR = LOSS_COLORS["ce"]
@@ -82,6 +83,7 @@ class ReliabilityPanel:
     ece_em: float | None = None
     ece_ew: float | None = None
     coverage: Any = None
+    corp: Any = None  # an `adacal.metrics.decomposition.CorpCurve`: the CORP (PAV) curve and its consistency band
 
 
 # The legend entry of the smoothed reliability curve in a figure of several panels (each title gives its smECE).
@@ -246,7 +248,7 @@ def reliability_diagram(
             first_hist = first_hist or hist_ax
             color = panel.color or colors[k]
             extra.update(_draw_reliability(ax, panel.stats, color, bands=panel.bands, min_count=min_count,
-                                           smooth=panel.smooth, coverage=panel.coverage))
+                                           smooth=panel.smooth, coverage=panel.coverage, corp=panel.corp))
             accuracy, share = _draw_histogram(hist_ax, panel, color)
             top_share = max(top_share, share)
             parts = _ece_parts(panel, ece_name) + ([] if accuracy is None else [f"Acc. {100 * accuracy:.1f} %"])
@@ -321,6 +323,7 @@ def check_min_count(min_count: Any) -> int:
 def _draw_reliability(
     ax: Axes, stats: BinStatistics, color: str, *, bands: ReliabilityBands | None = None,
     min_count: int = MIN_BIN_COUNT, label_counts: str = "sparse", smooth: Any = None, coverage: Any = None,
+    corp: Any = None,
 ) -> dict[str, Any]:
     """Draw one diagram into `ax`; return the legend entries beyond the four every diagram has (label → handle).
 
@@ -380,6 +383,8 @@ def _draw_reliability(
         line.set_gid("smooth")
         # One entry for every panel's curve in a figure's shared legend; each panel's title gives its smECE.
         extra[SMOOTH_LEGEND] = line
+    if corp is not None:
+        extra.update(_draw_corp(ax, corp))
     sparse = (counts < min_count) & kept & filled
     # "all": every bin's count at its foot, except bins too narrow to hold the text (sparse ones are always labelled).
     # Empty bins carry no label: "n=0" on every empty bin crowds the panel and says nothing the bare axis does not.
@@ -400,6 +405,26 @@ def _draw_reliability(
         label = f"Bin with fewer than {min_count} samples (n shown)"
         # The tint drawn: the panel's colour at the sparse bins' alpha (the last panel's, in a figure of several).
         extra[label] = Patch(facecolor=color, alpha=_SPARSE_ALPHA, label=label)
+    return extra
+
+
+def _draw_corp(ax: Axes, corp: Any) -> dict[str, Any]:
+    """The CORP reliability curve (PAV fit at each distinct confidence, joined by straight lines) over the bars, and
+    its consistency band shaded beneath it; returns their legend entries."""
+    from matplotlib import patheffects
+
+    x = np.asarray(corp.forecasts, dtype=np.float64)
+    extra: dict[str, Any] = {}
+    if corp.band_low is not None:
+        band = ax.fill_between(x, corp.band_low, corp.band_high, color=_CORP_COLOR, alpha=0.18, linewidth=0,
+                               zorder=5.5, label=f"CORP {round(100 * corp.level)}% consistency band")
+        band.set_gid("corp-band")
+        extra[band.get_label()] = band
+    (line,) = ax.plot(x, corp.recalibrated, color=_CORP_COLOR, linewidth=1.6, zorder=6.5, label="CORP (PAV) curve",
+                      path_effects=[patheffects.withStroke(linewidth=3.0, foreground="white")],
+                      **isolated_markers(np.asarray(corp.recalibrated, dtype=np.float64)))
+    line.set_gid("corp")
+    extra["CORP (PAV) curve"] = line
     return extra
 
 
@@ -469,13 +494,14 @@ class ReliabilityDisplay:
 def panel_from_scores(
     scores: Any, labels: Any, *, label: str = "", binning: str = "equal-width", n_bins: int = DEFAULT_N_BINS,
     bands: str = "none", band_samples: int = 1000, band_level: float = 0.9, seed: int = 0, smooth: bool = False,
-    color: str | None = None, scores_kind: str = "auto",
+    color: str | None = None, scores_kind: str = "auto", corp: bool = False,
 ) -> ReliabilityPanel:
     """One reliability panel from per-sample scores (probabilities or logits, told apart by `scores_kind` as every
     metric does: `adacal.scores_kind`) and labels: the top-1 bin statistics,
     the equal-width confidence histogram beneath, ECE-EM and ECE-EW of `n_bins` bins as `adacal evaluate` computes
     them from the same scores (`headline_eces`), and the bands and smoothed curve (drawn where the confidences lie,
-    `smooth_coverage`) when asked for."""
+    `smooth_coverage`) when asked for; `corp`: the CORP curve with its consistency band (`band_samples` outcome sets
+    at `band_level`, `adacal.metrics.decomposition.corp_curve`)."""
     from adacal.metrics import top_label
     from adacal.metrics.binning import bin_statistics
     from adacal.metrics.smooth import smooth_reliability_of
@@ -491,7 +517,17 @@ def panel_from_scores(
     coverage = None if curve is None else smooth_coverage(curve.grid, confidences, curve.bandwidth)
     ece_em, ece_ew = headline_eces(scores, labels, n_bins=n_bins, scores_kind=scores_kind)
     return ReliabilityPanel(label, stats, histogram=histogram, color=color, bands=band, smooth=curve, binning=binning,
-                            ece_em=ece_em, ece_ew=ece_ew, coverage=coverage)
+                            ece_em=ece_em, ece_ew=ece_ew, coverage=coverage,
+                            corp=corp_of(confidences, correct, corp, band_samples, band_level, seed))
+
+
+def corp_of(confidences: Any, correct: Any, corp: bool, band_samples: int, band_level: float, seed: int) -> Any:
+    """The CORP curve of a panel (`adacal.metrics.decomposition.corp_curve`) when `corp`, else None."""
+    if not corp:
+        return None
+    from adacal.metrics.decomposition import corp_curve
+
+    return corp_curve(confidences, correct, n_resamples=band_samples, level=band_level, seed=seed)
 
 
 def headline_eces(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS,

@@ -27,11 +27,11 @@ __all__ = ["MAX_GROUP_PANELS", "group_options", "group_reliability_panels", "pan
 def panel_from_confidences(
     confidences: Any, correct: Any, *, label: str = "", binning: str = "equal-width", n_bins: int = DEFAULT_N_BINS,
     bands: str = "none", band_samples: int = 1000, band_level: float = 0.9, seed: int = 0, smooth: bool = False,
-    color: str | None = None,
+    color: str | None = None, corp: bool = False,
 ) -> ReliabilityPanel:
     """One reliability panel from top-1 confidences (N,) and correctness (N,): the bins, the equal-width histogram,
     ECE-EM and ECE-EW as the top-label metrics compute them (the numbers `adacal evaluate` prints for the same rows),
-    and the bands and smoothed curve when asked for.
+    and the bands, smoothed curve and CORP curve when asked for.
 
     Example:
         >>> panel = panel_from_confidences([0.9, 0.8, 0.6, 0.7], [1, 0, 1, 1], n_bins=2, label="law")
@@ -52,8 +52,11 @@ def panel_from_confidences(
     curve = smooth_reliability_of(confidences, correct) if smooth else None
     coverage = None if curve is None else smooth_coverage(curve.grid, confidences, curve.bandwidth)
     eces = top_label_metrics(confidences, correct, n_bins=n_bins, names="ece-em,ece-ew")
+    from adacal.plots.reliability_diagrams import corp_of
+
     return ReliabilityPanel(label, stats, histogram=histogram, color=color, bands=band, smooth=curve, binning=binning,
-                            ece_em=eces["ece_em"], ece_ew=eces["ece_ew"], coverage=coverage)
+                            ece_em=eces["ece_em"], ece_ew=eces["ece_ew"], coverage=coverage,
+                            corp=corp_of(confidences, correct, corp, band_samples, band_level, seed))
 
 
 def group_options(path: str | Path, key: str, options: Any = None) -> Any:

@@ -63,7 +63,8 @@ class ReliabilityRequest:
     - `calibrated`: a calibrate.json (or a calibrator file `adacal calibrate --save` wrote) whose calibrator `method`
       ("best": the report's pick) is applied to the one input, drawn as a second panel.
     - `bands` ("none", "consistency" or "bootstrap"; see `adacal.plots.bands`) with `band_samples` resamples at
-      `band_level`, drawn with `seed`; `smooth`: the smoothed reliability curve.
+      `band_level`, drawn with `seed`; `smooth`: the smoothed reliability curve; `corp`: the CORP (PAV) curve with
+      its consistency band (`band_samples` outcome sets at `band_level`, `seed`).
     - `options`: how to read predictions files (an `adacal.sources.ReadOptions`: keys, a labels file, renormalising),
       as for `adacal evaluate`.
     - `group_by`: a group key of the one input (a predictions file or run folder): one diagram per group
@@ -82,6 +83,7 @@ class ReliabilityRequest:
     band_level: float = 0.9
     seed: int = 0
     smooth: bool = False
+    corp: bool = False
     options: ReadOptions | None = None
     group_by: str | None = None
 
@@ -309,7 +311,8 @@ def reliability_inputs(request: ReliabilityRequest, *, notes_out: list[str] | No
     bands, band_samples, band_level, seed = request.bands, request.band_samples, request.band_level, request.seed
     kind, band_samples, band_level = check_band_options(bands, band_samples, band_level)
     check_non_negative_int(seed, "--seed")
-    band_options = {"bands": kind, "band_samples": band_samples, "band_level": band_level, "seed": seed}
+    band_options = {"bands": kind, "band_samples": band_samples, "band_level": band_level, "seed": seed,
+                    "corp": bool(request.corp)}
 
     if binning not in BINNINGS:
         raise unknown_name("binning (--binning)", str(binning), BINNINGS)
@@ -365,8 +368,9 @@ def reliability_inputs(request: ReliabilityRequest, *, notes_out: list[str] | No
             if kind != "none":
                 raise InputError(f"--bands {kind} needs per-sample predictions, but {path} holds only bin statistics; "
                                  "give a run folder or predictions file.")
-            if smooth:
-                raise InputError(f"--smooth needs per-sample predictions, but {path} holds only bin statistics; "
+            if smooth or request.corp:
+                flag = "--smooth" if smooth else "--corp"
+                raise InputError(f"{flag} needs per-sample predictions, but {path} holds only bin statistics; "
                                  "give a run folder or predictions file.")
             if split != "test":  # evaluate scores the test split only (its config.source.split)
                 raise InputError(f"{path} holds bin statistics of the test split; --split {split} needs a "
