@@ -308,6 +308,49 @@ def risk_coverage(
 
 
 @plot_app.command(
+    "conformal",
+    help="Conformal prediction sets side by side: test coverage against alpha (error bars: 95 % Clopper-Pearson; "
+    "dashed: the target 1 - alpha) and the set-size histogram at one alpha. INPUT is a report 'adacal conformal "
+    "--json' wrote (drawn as it is), or a run folder or predictions file as 'adacal conformal' reads it, fitted here "
+    "at --alpha (default 0.05,0.1,0.15,0.2,0.3) with --score, after --calibrator when given.\n\n"
+    "Example: adacal plot conformal ce.json ce-temperature.json adafocal.json --labels CE,CE+T,AdaFocal",
+)
+@guarded
+def conformal(
+    inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help="Conformal reports, run folders or "
+                                                 "predictions files.", show_default=False)],
+    alpha: Annotated[Optional[str], typer.Option("--alpha", help="Levels to fit at, comma-separated (not for "
+                                                 "reports).", show_default=False)] = None,
+    score: Annotated[Optional[str], typer.Option("--score", help="thr, aps (default), raps or topk (not for "
+                                                 "reports).", show_default=False)] = None,
+    calibrator: Annotated[Optional[Path], typer.Option("--calibrator", help="A saved calibrator applied first (not "
+                                                       "for reports).", show_default=False)] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the randomised scores and RAPS's tuning split.")] = 0,
+    size_alpha: Annotated[Optional[float], typer.Option("--size-alpha", help="The alpha whose set sizes the "
+                                                        "histogram shows (default 0.1 when every input has it).",
+                                                        show_default=False)] = None,
+    labels: LabelsOption = None,
+    labels_file: Annotated[Optional[Path], typer.Option("--labels-file", help="File of labels for test predictions "
+                                                        "saved without them (with --val in 'adacal conformal'; here "
+                                                        "--labels names the inputs).", show_default=False)] = None,
+    logits_key: LogitsKey = None,
+    labels_key: LabelsKey = None,
+    scores_kind: ScoresKind = "auto",
+    out: OutOption = None,
+    force: ForceOption = False,
+    dpi: DpiOption = 150,
+    title: TitleOption = None,
+) -> None:
+    from adacal.cli.inputs import read_options
+    from adacal.commands.plot import run_plot_conformal
+
+    options = read_options(logits_key, labels_key, labels_file, False, scores_kind)
+    _report(run_plot_conformal(inputs, alpha=alpha, score=score, calibrator=calibrator, seed=seed,
+                               size_alpha=size_alpha, labels=labels, options=options, out=out, force=force, dpi=dpi,
+                               title=title))
+
+
+@plot_app.command(
     "shift",
     help="Calibration under dataset shift (Ovadia et al. 2019): a metric against corruption severity, clean first, "
     "one box per input at each severity over its corruptions (whiskers: min-max), inputs side by side, before and "
