@@ -83,7 +83,11 @@ def _score_options(score: str, k_reg: Any, lam: Any, randomized: bool | None) ->
     if name in ("aps", "raps"):
         from adacal.conformal import build_score
 
-        build_score(name, **{key: value for key, value in options.items() if value != "auto"})  # checks the values
+        try:  # checks the values
+            build_score(name, **{key: value for key, value in options.items() if value != "auto"})
+        except InputError as exc:
+            message = str(exc).replace("Expected lam", "Expected --lam").replace("lam=", "--lam ")
+            raise InputError(message.replace("k_reg", "--k-reg")) from None
     return options
 
 

@@ -199,8 +199,10 @@ class ConformalPredictor:
             for label in range(probs.shape[1]):
                 mine = calibration[labels == label]
                 if not mine.size:
-                    raise InputError(f"Expected every class in the validation labels for class_conditional=True, "
-                                     f"class {label} is absent: use class_conditional=False or more validation data.")
+                    raise InputError(f"Expected every class in the validation labels for class-conditional "
+                                     f"calibration (class_conditional=True, --class-conditional), class {label} is "
+                                     "absent: calibrate marginally (class_conditional=False) or give validation data "
+                                     "of every class.")
                 quantiles.append(conformal_quantile(mine, alpha, what=f"class {label} of {where}"))
                 counts.append(int(mine.size))
             self.quantile_: float | list[float] = quantiles
@@ -383,7 +385,11 @@ def load_predictors(path: Any) -> list[ConformalPredictor]:
     """
     from adacal.sources.documents import read_report
 
-    report = read_report(path, kind=PREDICTORS_KIND)
+    try:
+        report = read_report(path, kind=PREDICTORS_KIND)
+    except InputError as exc:
+        raise InputError(f"{str(exc).rstrip('.')}: give a file that adacal conformal --save (or save_predictors) "
+                         "wrote.") from None
     entries = report["results"].get("predictors")
     if not isinstance(entries, list) or not entries:
         raise InputError(f"Expected {path} to hold a non-empty list results.predictors, got "
