@@ -42,13 +42,16 @@ class ConformalRun:
 
 
 def parse_alphas(text: Any) -> list[float]:
-    """α levels from "0.05,0.1,0.2" (each in (0, 1), no repeats), in the order given.
+    """α levels from "0.05,0.1,0.2" (or a number, or a list of numbers; each in (0, 1), no repeats), in the order
+    given.
 
     Example:
         >>> from adacal.commands.conformal import parse_alphas
-        >>> parse_alphas("0.05, 0.1,0.2")
-        [0.05, 0.1, 0.2]
+        >>> parse_alphas("0.05, 0.1,0.2"), parse_alphas([0.2, 0.1])
+        ([0.05, 0.1, 0.2], [0.2, 0.1])
     """
+    if isinstance(text, (list, tuple)):
+        text = ",".join(map(repr, text))
     values: list[float] = []
     for token in str(text).split(","):
         token = token.strip()

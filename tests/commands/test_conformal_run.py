@@ -138,12 +138,13 @@ def test_probabilities_and_logits_alike(files, tmp_path):
     assert by_probs["coverage"] == by_logits["coverage"]
 
 
-@pytest.mark.parametrize(("text", "expected"), [("0.1", [0.1]), (" 0.2,0.05 ", [0.2, 0.05]), ("1e-1", [0.1])])
+@pytest.mark.parametrize(("text", "expected"), [("0.1", [0.1]), (" 0.2,0.05 ", [0.2, 0.05]), ("1e-1", [0.1]),
+                                              (0.1, [0.1]), ([0.05, 0.2], [0.05, 0.2]), (1e-5, [1e-5])])
 def test_parse_alphas(text, expected):
     assert parse_alphas(text) == expected
 
 
-@pytest.mark.parametrize("text", ["0", "1", "1.5", "-0.1", "a", "0.1,", "0.1,0.1", "nan", ""])
+@pytest.mark.parametrize("text", ["0", "1", "1.5", "-0.1", "a", "0.1,", "0.1,0.1", "nan", "", [0.1, 1.0], True])
 def test_parse_alphas_refuses(text):
     with pytest.raises(InputError, match="--alpha"):
         parse_alphas(text)
