@@ -1,5 +1,5 @@
 """`adacal plot`: reliability diagrams, AdaFocal's γ dynamics, C_train/C_val correspondence, training, ROC and
-risk–coverage curves, calibration under shift.
+risk–coverage curves, calibration under shift, conformal sets.
 
 Only options live here; each subcommand is one call of `adacal.commands.plot` (which checks the output path and the
 inputs before drawing and writes the figure atomically, so a failed command leaves nothing behind). Warnings raised
@@ -26,8 +26,8 @@ except ImportError:  # pragma: no cover - older Typer uses click itself
     import click
 
 HELP = (
-    "Draw reliability diagrams, AdaFocal gamma dynamics, training curves, ROC and risk-coverage curves and "
-    "calibration under shift as PNG, SVG or PDF.\n\n"
+    "Draw reliability diagrams, AdaFocal gamma dynamics, training curves, ROC and risk-coverage curves, "
+    "calibration under shift and conformal sets as PNG, SVG or PDF.\n\n"
     "Example: adacal plot reliability runs/ce runs/adafocal --binning equal-mass"
 )
 
