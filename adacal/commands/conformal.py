@@ -199,6 +199,10 @@ def run_conformal(
         check_output(paths[key], flag=flag, inputs=own_inputs, force=force)
     if is_stdout(paths["json"]) and is_stdout(paths["save"]):
         raise InputError("Expected at most one of --json and --save to be '-' (standard output), got both.")
+    if paths["json"] is not None and paths["save"] is not None and not is_stdout(paths["json"]) \
+            and os.path.realpath(paths["json"]) == os.path.realpath(paths["save"]):
+        raise InputError(f"Expected --json and --save to be different files, got {paths['save']} for both: one would "
+                         "overwrite the other.")
     fitted_calibrator = None
     if paths["calibrator"] is not None:
         from adacal.calibrators import load_calibrator

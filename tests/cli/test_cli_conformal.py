@@ -125,9 +125,10 @@ def test_refusals_are_one_line_and_write_nothing(files, tmp_path):
         (["test.npz", "--predictor", tmp_path / "sets.json", "--alpha", "0.1"], "no --alpha with --predictor"),
         (["split.npz", "--predictor", root / "split.npz"], "adacal conformal --save"),
         (["split.npz", "--calibrator", root / "missing.json"], "--calibrator"),
+        (["split.npz", "--save", out / "report.json"], "--json and --save to be different files"),
     ]
     for args, fragment in cases:
-        saving = [] if "--predictor" in args else ["--save", out / "saved.json"]  # (--save is refused there)
+        saving = [] if {"--predictor", "--save"} & set(map(str, args)) else ["--save", out / "saved.json"]
         one_line_error(_invoke(root / args[0], *args[1:], "--json", out / "report.json", *saving), fragment)
     assert snapshot(root, out) == before
 
