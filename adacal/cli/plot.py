@@ -1,5 +1,5 @@
 """`adacal plot`: reliability diagrams, AdaFocal's γ dynamics, C_train/C_val correspondence, training, ROC and
-risk–coverage curves, calibration under shift.
+risk–coverage curves, calibration under shift, conformal sets.
 
 Only options live here; each subcommand is one call of `adacal.commands.plot` (which checks the output path and the
 inputs before drawing and writes the figure atomically, so a failed command leaves nothing behind). Warnings raised
@@ -26,8 +26,8 @@ except ImportError:  # pragma: no cover - older Typer uses click itself
     import click
 
 HELP = (
-    "Draw reliability diagrams, AdaFocal gamma dynamics, training curves, ROC and risk-coverage curves and "
-    "calibration under shift as PNG, SVG or PDF.\n\n"
+    "Draw reliability diagrams, AdaFocal gamma dynamics, training curves, ROC and risk-coverage curves, "
+    "calibration under shift and conformal sets as PNG, SVG or PDF.\n\n"
     "Example: adacal plot reliability runs/ce runs/adafocal --binning equal-mass"
 )
 
@@ -309,6 +309,49 @@ def risk_coverage(
                                  force=force, dpi=dpi, title=title)
     _report(run)
     print_notes(run.notes, quiet=False)
+
+
+@plot_app.command(
+    "conformal",
+    help="Conformal prediction sets side by side: test coverage against alpha (error bars: 95 % Clopper-Pearson; "
+    "dashed: the target 1 - alpha) and the set-size histogram at one alpha. INPUT is a report 'adacal conformal "
+    "--json' wrote (drawn as it is), or a run folder or predictions file as 'adacal conformal' reads it, fitted here "
+    "at --alpha (default 0.05,0.1,0.15,0.2,0.3) with --score, after --calibrator when given.\n\n"
+    "Example: adacal plot conformal ce.json ce-temperature.json adafocal.json --labels CE,CE+T,AdaFocal",
+)
+@guarded
+def conformal(
+    inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help="Conformal reports, run folders or "
+                                                 "predictions files.", show_default=False)],
+    alpha: Annotated[Optional[str], typer.Option("--alpha", help="Levels to fit at, comma-separated (not for "
+                                                 "reports).", show_default=False)] = None,
+    score: Annotated[Optional[str], typer.Option("--score", help="thr, aps (default), raps or topk (not for "
+                                                 "reports).", show_default=False)] = None,
+    calibrator: Annotated[Optional[Path], typer.Option("--calibrator", help="A saved calibrator applied first (not "
+                                                       "for reports).", show_default=False)] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the randomised scores and RAPS's tuning split.")] = 0,
+    size_alpha: Annotated[Optional[float], typer.Option("--size-alpha", help="The alpha whose set sizes the "
+                                                        "histogram shows (default 0.1 when every input has it).",
+                                                        show_default=False)] = None,
+    labels: LabelsOption = None,
+    labels_file: Annotated[Optional[Path], typer.Option("--labels-file", help="File of labels for test predictions "
+                                                        "saved without them (with --val in 'adacal conformal'; here "
+                                                        "--labels names the inputs).", show_default=False)] = None,
+    logits_key: LogitsKey = None,
+    labels_key: LabelsKey = None,
+    scores_kind: ScoresKind = "auto",
+    out: OutOption = None,
+    force: ForceOption = False,
+    dpi: DpiOption = 150,
+    title: TitleOption = None,
+) -> None:
+    from adacal.cli.inputs import read_options
+    from adacal.commands.plot import run_plot_conformal
+
+    options = read_options(logits_key, labels_key, labels_file, False, scores_kind)
+    _report(run_plot_conformal(inputs, alpha=alpha, score=score, calibrator=calibrator, seed=seed,
+                               size_alpha=size_alpha, labels=labels, options=options, out=out, force=force, dpi=dpi,
+                               title=title))
 
 
 @plot_app.command(

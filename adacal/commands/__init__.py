@@ -3,6 +3,7 @@
 - `adacal.commands.train.run_train` (`adacal train`);
 - `adacal.commands.evaluate.run_evaluate` (`adacal evaluate`);
 - `adacal.commands.calibrate.run_calibrate` (`adacal calibrate`);
+- `adacal.commands.conformal.run_conformal` (`adacal conformal`);
 - `adacal.commands.ood.run_ood` (`adacal ood`);
 - `adacal.commands.shift.run_shift` (`adacal shift`);
 - `adacal.commands.plot.run_plot_reliability`, `run_plot_adafocal` (gamma, correspondence), `run_plot_curves`,
@@ -23,6 +24,7 @@ import importlib
 from typing import Any
 
 _HOMES = {"run_train": "train", "run_evaluate": "evaluate", "run_calibrate": "calibrate", "run_ood": "ood",
+          "run_conformal": "conformal", "ConformalRun": "conformal",
           "EvaluationRun": "evaluate", "CalibrationRun": "calibrate", "OodRun": "ood",
           "run_plot_reliability": "plot", "run_plot_adafocal": "plot", "run_plot_curves": "plot",
           "run_plot_roc": "plot", "run_plot_shift": "plot", "PlotRun": "plot", "run_shift": "shift",

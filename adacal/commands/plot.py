@@ -1,5 +1,6 @@
 """`adacal plot` as library calls: reliability diagrams, AdaFocal's γ dynamics, C_train/C_val correspondence, training,
-ROC and risk–coverage curves, calibration under shift, each read, drawn and written by one `run_plot_*` call.
+ROC and risk–coverage curves, calibration under shift, conformal sets, each read, drawn and written by one
+`run_plot_*` call.
 
 Reading inputs and drawing is `adacal.plots`; here each figure's output path is chosen and checked before anything is
 read (`adacal.plots.outputs`: a figure of several inputs goes to `plots/compare-<kind>-<names>.png` in the current
@@ -243,6 +244,59 @@ def run_plot_risk_coverage(inputs: Sequence[Path], *, labels: str | None = None,
     return PlotRun(run.written, notes, run.warnings)
 
 
+PLOT_ALPHAS = "0.05,0.1,0.15,0.2,0.3"
+
+
+def conformal_levels(path: Path, *, alpha: str | None = None, score: str | None = None,
+                     calibrator: Path | None = None, seed: int = 0, options: Any = None) -> list[dict[str, Any]]:
+    """The conformal levels (results.levels) an input of `plot conformal` stands for: a report `adacal conformal
+    --json` wrote, read as it is (no other option may change it), else `run_conformal` on the input (a run folder
+    or predictions file, read as `calibrate` reads it) at `alpha` (default PLOT_ALPHAS)."""
+    from adacal.commands.conformal import CONFORMAL_KIND, run_conformal
+
+    if path.suffix.lower() == ".json" and path.is_file():
+        from adacal.sources.documents import read_report
+
+        if alpha is not None or score is not None or calibrator is not None:
+            raise InputError(f"Expected --alpha, --score and --calibrator only with run folders or predictions files, "
+                             f"not with the report {path.name}, whose sets are fitted already.")
+        levels = read_report(path, kind=CONFORMAL_KIND)["results"].get("levels")
+        if not isinstance(levels, list) or not levels or not all(isinstance(level, dict) for level in levels):
+            raise InputError(f"Expected results.levels in {path} to be a non-empty list, got "
+                             f"{type(levels).__name__}: write the report with adacal conformal --json.")
+        return levels
+    return run_conformal(path, alpha=alpha or PLOT_ALPHAS, score=score, calibrator=calibrator, seed=seed,
+                         options=options).results["levels"]
+
+
+def run_plot_conformal(inputs: Sequence[Path], *, alpha: str | None = None, score: str | None = None,
+                       calibrator: Path | None = None, seed: int = 0, size_alpha: float | None = None,
+                       labels: str | None = None, options: Any = None, out: Path | None = None, force: bool = False,
+                       dpi: int = 150, title: str | None = None) -> PlotRun:
+    """`adacal plot conformal`: coverage against α and set-size histograms of several inputs side by side: conformal
+    reports (`adacal conformal --json`), or run folders and predictions files fitted here (`conformal_levels`;
+    `calibrator` applied first to each). `labels`: "a,b", one per input (default: the file or folder name)."""
+    from adacal.plots.conformal import ConformalInput, conformal_figure
+
+    given = [Path(path) for path in inputs]
+    if not given:
+        raise InputError("Expected at least one INPUT (conformal report, run folder or predictions file), got none.")
+    chosen = parse_labels(labels, len(given)) or [path.stem if path.is_file() else path.name for path in given]
+    if size_alpha is not None:
+        from adacal.conformal import check_alpha
+
+        check_alpha(size_alpha)
+
+    def build() -> Any:
+        items = [ConformalInput(label, conformal_levels(path, alpha=alpha, score=score, calibrator=calibrator,
+                                                        seed=seed, options=options))
+                 for path, label in zip(given, chosen)]
+        return conformal_figure(items, size_alpha=size_alpha, title=title)
+
+    return draw_figure("conformal", given, build, out=out, dpi=dpi, force=force,
+                       extra_inputs=(calibrator, getattr(options, "labels_file", None)))
+
+
 def run_plot_shift(reports: Sequence[Path], *, metric: str = "ece_em", labels: str | None = None,
                    out: Path | None = None, force: bool = False, dpi: int = 150, title: str | None = None) -> PlotRun:
     """`adacal plot shift`: a metric per corruption severity, boxes over corruptions, inputs side by side, before and
@@ -258,6 +312,6 @@ def run_plot_shift(reports: Sequence[Path], *, metric: str = "ece_em", labels: s
     return draw_figure("shift", reports, build, out=out, dpi=dpi, force=force)
 
 
-__all__ = ["PlotRun", "check_dpi", "draw_figure", "held_warnings", "parse_bins", "parse_labels",
-           "run_plot_adafocal", "run_plot_curves", "run_plot_reliability", "run_plot_risk_coverage", "run_plot_roc",
-           "run_plot_shift"]
+__all__ = ["PLOT_ALPHAS", "PlotRun", "check_dpi", "conformal_levels", "draw_figure", "held_warnings", "parse_bins",
+           "parse_labels", "run_plot_adafocal", "run_plot_conformal", "run_plot_curves", "run_plot_reliability",
+           "run_plot_risk_coverage", "run_plot_roc", "run_plot_shift"]

@@ -11,7 +11,9 @@ Scores (SCORES): thr (alias lac), aps, raps, topk. See docs/conformal.md for the
 from __future__ import annotations
 
 from adacal.conformal.coverage import clopper_pearson, coverage_report
-from adacal.conformal.predictor import ConformalPredictor, check_alpha, conformal_quantile, quantile_rank
+from adacal.conformal.predictor import (
+    ConformalPredictor, check_alpha, conformal_quantile, load_predictors, quantile_rank, save_predictors,
+)
 from adacal.conformal.scores import (
     SCORES,
     AdaptiveScore,
@@ -21,8 +23,10 @@ from adacal.conformal.scores import (
     TopKScore,
     build_score,
     row_ranks,
+    raps_tuning_split,
     row_uniforms,
     score_names,
+    select_raps_parameters,
 )
 
 __all__ = [
@@ -38,8 +42,12 @@ __all__ = [
     "clopper_pearson",
     "conformal_quantile",
     "coverage_report",
+    "load_predictors",
     "quantile_rank",
     "row_ranks",
+    "raps_tuning_split",
     "row_uniforms",
+    "save_predictors",
     "score_names",
+    "select_raps_parameters",
 ]

@@ -15,12 +15,15 @@ import numpy as np
 
 from adacal.arrays import check_labels, probability_tolerance, softmax
 from adacal.checks import check_integer
-from adacal.conformal.scores import SCORES, ScoreFunction, build_score
+from adacal.conformal.scores import (
+    RAPS_LAMBDAS, RAPS_TUNE_FRACTION, SCORES, ScoreFunction, build_score, raps_tuning_split, select_raps_parameters,
+)
 from adacal.errors import InputError, NotFittedError
 from adacal.registry import option_names
 from adacal.scores_kind import check_scores_kind, count_rows, score_matrix
 
-__all__ = ["ConformalPredictor", "check_alpha", "conformal_quantile", "quantile_rank"]
+__all__ = ["PREDICTORS_KIND", "ConformalPredictor", "check_alpha", "conformal_quantile", "load_predictors",
+           "quantile_rank", "save_predictors"]
 
 FORMAT_VERSION = 1
 # A predictor fitted on logits refuses a batch of at least this many rows that are all probability rows (as the
@@ -107,10 +110,13 @@ class ConformalPredictor:
         class_conditional: one threshold per class from that class's validation rows (Mondrian), so the coverage
             holds for each class.
         seed: the seed of the randomised scores' U (used when `score` is a name).
-        **score_options: the score's options (APS: randomized; RAPS: k_reg, lam, randomized).
+        **score_options: the score's options (APS: randomized; RAPS: k_reg, lam, randomized). RAPS's
+            `k_reg="auto"` and/or `lam="auto"` select them on validation as Angelopoulos et al. (2021) do: a seeded
+            30 % of the rows tunes them (`select_raps_parameters`), the other 70 % calibrates the threshold.
 
     Fitted attributes: `quantile_` (a float, or K floats class-conditionally), `n_calibration_` (n, or n per class),
-    `num_classes_`, `fitted_on_` ("logits" or "probs": the kind `predict_sets` reads rows as).
+    `num_classes_`, `fitted_on_` ("logits" or "probs": the kind `predict_sets` reads rows as), `tuning_` (RAPS
+    with "auto": {k_reg, lam, n_tune, ...}; else None).
 
     Example:
         >>> import numpy as np
@@ -131,14 +137,36 @@ class ConformalPredictor:
         self.seed = seed
         self.score_options = score_options
 
-    def _score_function(self) -> ScoreFunction:
+    def _score_function(self, **chosen: Any) -> ScoreFunction:
         if isinstance(self.score, ScoreFunction):
             return self.score
         name = SCORES.key(self.score)
-        options = dict(self.score_options)
+        options = {**{key: value for key, value in self.score_options.items() if value != "auto"}, **chosen}
         if "seed" in option_names(SCORES.get(name)):
             options.setdefault("seed", self.seed)
         return build_score(name, **options)
+
+    def _auto_options(self) -> list[str]:
+        """The RAPS options given as "auto" (selected on validation); "auto" for another score is refused."""
+        auto = [key for key, value in self.score_options.items() if isinstance(value, str) and value == "auto"]
+        if auto and (isinstance(self.score, ScoreFunction) or SCORES.key(self.score) != "raps"
+                     or not set(auto) <= {"k_reg", "lam"}):
+            raise InputError(f"Expected 'auto' only for RAPS's k_reg and lam, got {auto[0]}='auto' for score "
+                             f"{self.score!r}: give a value, or use score='raps'.")
+        return auto
+
+    def _tune(self, probs: np.ndarray, labels: np.ndarray, alpha: float,
+              auto: list[str]) -> tuple[ScoreFunction, np.ndarray, np.ndarray]:
+        """RAPS's k_reg and λ selected on a seeded 30 % of the validation rows; the rows left calibrate."""
+        tune, rest = raps_tuning_split(len(labels), self.seed)
+        given = self._score_function(**({"k_reg": 1} if "k_reg" in auto else {}),
+                                     **({"lam": 0.0} if "lam" in auto else {}))
+        k_reg, lam = select_raps_parameters(
+            probs[tune], labels[tune], alpha, randomized=given.randomized, seed=given.seed,
+            k_reg=None if "k_reg" in auto else given.k_reg, lambdas=RAPS_LAMBDAS if "lam" in auto else (given.lam,))
+        self.tuning_ = {"k_reg": k_reg, "lam": lam, "selected": sorted(auto), "n_tune": int(tune.size),
+                        "tune_fraction": RAPS_TUNE_FRACTION, "lambdas": list(RAPS_LAMBDAS), "seed": int(self.seed)}
+        return self._score_function(k_reg=k_reg, lam=lam), probs[rest], labels[rest]
 
     def fit(self, val_scores: Any, val_labels: Any, *, scores_kind: str = "auto") -> ConformalPredictor:
         """Compute the threshold(s) from validation scores and labels.
@@ -156,23 +184,31 @@ class ConformalPredictor:
         if not isinstance(self.class_conditional, (bool, np.bool_)):
             raise InputError(f"Expected class_conditional to be True or False, got {self.class_conditional!r}.")
         check_integer(self.seed, "seed", minimum=0)
+        auto = self._auto_options()
         function = self._score_function()
         probs, kind = self._read(val_scores, check_scores_kind(scores_kind), name="val_scores")
         labels = check_labels(val_labels, n=probs.shape[0], num_classes=probs.shape[1], name="val_labels")
+        self.tuning_: dict[str, Any] | None = None
+        where = "the validation set"
+        if auto:
+            function, probs, labels = self._tune(probs, labels, alpha, auto)
+            where = "the calibration part of the validation set (70 %; 30 % tunes RAPS)"
         calibration = function.score(probs, labels)
         if self.class_conditional:
             quantiles, counts = [], []
             for label in range(probs.shape[1]):
                 mine = calibration[labels == label]
                 if not mine.size:
-                    raise InputError(f"Expected every class in the validation labels for class_conditional=True, "
-                                     f"class {label} is absent: use class_conditional=False or more validation data.")
-                quantiles.append(conformal_quantile(mine, alpha, what=f"class {label} of the validation set"))
+                    raise InputError(f"Expected every class in the validation labels for class-conditional "
+                                     f"calibration (class_conditional=True, --class-conditional), class {label} is "
+                                     "absent: calibrate marginally (class_conditional=False) or give validation data "
+                                     "of every class.")
+                quantiles.append(conformal_quantile(mine, alpha, what=f"class {label} of {where}"))
                 counts.append(int(mine.size))
             self.quantile_: float | list[float] = quantiles
             self.n_calibration_: int | list[int] = counts
         else:
-            self.quantile_ = conformal_quantile(calibration, alpha)
+            self.quantile_ = conformal_quantile(calibration, alpha, what=where)
             self.n_calibration_ = int(calibration.size)
         self.score_function_ = function
         self.num_classes_ = int(probs.shape[1])
@@ -239,6 +275,7 @@ class ConformalPredictor:
             "n_calibration": self.n_calibration_,
             "num_classes": self.num_classes_,
             "fitted_on": self.fitted_on_,
+            **({"tuning": self.tuning_} if getattr(self, "tuning_", None) else {}),
         }
 
     @classmethod
@@ -284,9 +321,83 @@ class ConformalPredictor:
         predictor.score_function_ = function
         predictor.num_classes_ = num_classes
         predictor.fitted_on_ = fitted_on
+        predictor.tuning_ = data.get("tuning") if isinstance(data.get("tuning"), dict) else None
         return predictor
 
     def __repr__(self) -> str:
         fitted = "" if hasattr(self, "quantile_") else " (not fitted)"
         return (f"ConformalPredictor(score={self.score!r}, alpha={self.alpha!r}, "
                 f"class_conditional={self.class_conditional!r}){fitted}")
+
+
+PREDICTORS_KIND = "conformal-predictors"
+
+
+def save_predictors(predictors: Any, path: Any) -> Any:
+    """Write fitted predictors (one per α) to a JSON report, atomically: results = {"predictors": [to_dict(), ...]}.
+
+    Args:
+        predictors: a fitted `ConformalPredictor` or a list of them.
+        path: the file to write.
+
+    Returns:
+        The path written.
+
+    Example:
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> from adacal.conformal import ConformalPredictor, load_predictors, save_predictors
+        >>> probs = np.tile([[0.6, 0.3, 0.1]], (20, 1))
+        >>> fitted = ConformalPredictor("thr", alpha=0.1).fit(probs, np.zeros(20, int))
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     loaded = load_predictors(save_predictors(fitted, os.path.join(folder, "sets.json")))
+        >>> [predictor.quantile_ for predictor in loaded]
+        [0.4]
+    """
+    from adacal.reports import make_report, write_json
+
+    chosen = [predictors] if isinstance(predictors, ConformalPredictor) else list(predictors)
+    saved = [predictor.to_dict() for predictor in chosen]
+    config = {"score": saved[0]["score"] if saved else None, "alphas": [entry["alpha"] for entry in saved]}
+    return write_json(path, make_report(PREDICTORS_KIND, config=config, results={"predictors": saved}))
+
+
+def load_predictors(path: Any) -> list[ConformalPredictor]:
+    """The fitted predictors of a file `save_predictors` (or `adacal conformal --save`) wrote, in its order.
+
+    Args:
+        path: the JSON report to read.
+
+    Returns:
+        A list of fitted `ConformalPredictor`s; a file of another kind, or a malformed entry, is an InputError naming
+        the file.
+
+    Example:
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> from adacal.conformal import ConformalPredictor, load_predictors, save_predictors
+        >>> probs = np.tile([[0.6, 0.3, 0.1]], (20, 1))
+        >>> fitted = [ConformalPredictor("thr", alpha=a).fit(probs, np.zeros(20, int)) for a in (0.1, 0.2)]
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     loaded = load_predictors(save_predictors(fitted, os.path.join(folder, "sets.json")))
+        >>> [predictor.alpha for predictor in loaded]
+        [0.1, 0.2]
+    """
+    from adacal.sources.documents import read_report
+
+    try:
+        report = read_report(path, kind=PREDICTORS_KIND)
+    except InputError as exc:
+        raise InputError(f"{str(exc).rstrip('.')}: give a file that adacal conformal --save (or save_predictors) "
+                         "wrote.") from None
+    entries = report["results"].get("predictors")
+    if not isinstance(entries, list) or not entries:
+        raise InputError(f"Expected {path} to hold a non-empty list results.predictors, got "
+                         f"{type(entries).__name__}: save it with adacal conformal --save.")
+    loaded = []
+    for entry in entries:
+        try:
+            loaded.append(ConformalPredictor.from_dict(entry))
+        except InputError as exc:
+            raise InputError(f"{str(exc).rstrip('.')} ({path}).") from None
+    return loaded

@@ -18,8 +18,9 @@ from adacal.checks import check_integer
 from adacal.errors import InputError
 from adacal.registry import Registry
 
-__all__ = ["SCORES", "ScoreFunction", "ThresholdScore", "AdaptiveScore", "RegularizedScore", "TopKScore",
-           "build_score", "row_ranks", "row_uniforms", "score_names"]
+__all__ = ["RAPS_LAMBDAS", "RAPS_TUNE_FRACTION", "SCORES", "ScoreFunction", "ThresholdScore", "AdaptiveScore",
+           "RegularizedScore", "TopKScore", "build_score", "raps_tuning_split", "row_ranks", "row_uniforms",
+           "score_names", "select_raps_parameters"]
 
 SCORES: Registry[ScoreFunction] = Registry("conformal score")
 
@@ -229,7 +230,8 @@ class AdaptiveScore(ScoreFunction):
 @SCORES.register("raps")
 class RegularizedScore(AdaptiveScore):
     """RAPS (Angelopoulos et al. 2021): APS plus λ·max(0, rank(y) − k_reg), rank 1 for the top class, which keeps
-    unlikely classes out of the sets. `k_reg` and `lam` are given, not yet selected on validation.
+    unlikely classes out of the sets. `k_reg` and `lam` are given here; `select_raps_parameters` chooses them on
+    validation as the paper does (`ConformalPredictor("raps", k_reg="auto", lam="auto")`).
 
     Args:
         k_reg: ranks up to k_reg go unpenalised (default 1).
@@ -277,6 +279,76 @@ class TopKScore(ScoreFunction):
     def all_scores(self, probs: np.ndarray, uniforms: np.ndarray | None = None) -> np.ndarray:
         """Every class's rank as a float (Returns: float64 (N, K))."""
         return row_ranks(probs)[1].astype(np.float64)
+
+
+# The paper's selection (Angelopoulos et al. 2021, §2.2 and their code's `pick_parameters`): 30 % of the validation
+# rows tune k_reg and λ, the other 70 % calibrate the threshold; λ from this grid, the smallest mean set size.
+RAPS_TUNE_FRACTION = 0.3
+RAPS_LAMBDAS = (0.001, 0.01, 0.1, 0.2, 0.5)
+
+
+def raps_tuning_split(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The seeded split of n validation rows into RAPS's tuning rows (⌈0.3 n⌉) and the calibration rows (the rest).
+
+    Args:
+        n: the number of validation rows.
+        seed: the seed of the permutation.
+
+    Returns:
+        (tune, calibrate): two sorted int64 index arrays that partition range(n).
+
+    Example:
+        >>> from adacal.conformal.scores import raps_tuning_split
+        >>> tune, calibrate = raps_tuning_split(10, seed=0)
+        >>> len(tune), len(calibrate), sorted([*tune, *calibrate]) == list(range(10))
+        (3, 7, True)
+    """
+    n_tune = int(np.ceil(RAPS_TUNE_FRACTION * n - 1e-9))
+    order = np.random.default_rng(check_integer(seed, "seed", minimum=0)).permutation(n)
+    return np.sort(order[:n_tune]), np.sort(order[n_tune:])
+
+
+def select_raps_parameters(probs: np.ndarray, labels: np.ndarray, alpha: float, *, randomized: bool = True,
+                           seed: int = 0, k_reg: int | None = None,
+                           lambdas: Any = RAPS_LAMBDAS) -> tuple[int, float]:
+    """RAPS's k_reg and λ chosen on tuning rows as Angelopoulos et al. (2021) do: k_reg is the (1 − α) quantile
+    ("higher") of the true labels' 1-based ranks, and λ the value of `lambdas` whose conformal sets, calibrated and
+    measured on the same tuning rows, have the smallest mean size (ties: the first).
+
+    Args:
+        probs: float64 probabilities of the tuning rows (N, K).
+        labels: their labels (N,).
+        alpha: the miscoverage level.
+        randomized, seed: the RAPS score's options.
+        k_reg: a fixed k_reg (None: selected as above).
+        lambdas: the candidate λ values (one value: λ fixed).
+
+    Returns:
+        (k_reg, lam).
+
+    Example:
+        >>> import numpy as np
+        >>> from adacal.conformal.scores import select_raps_parameters
+        >>> probs = np.tile([[0.5, 0.3, 0.2]], (20, 1))
+        >>> select_raps_parameters(probs, np.array([0] * 15 + [1] * 5), alpha=0.1, randomized=False)
+        (2, 0.001)
+    """
+    from adacal.conformal.predictor import conformal_quantile
+
+    labels = np.asarray(labels, dtype=np.int64)
+    if k_reg is None:
+        true_ranks = np.take_along_axis(row_ranks(probs)[1], labels[:, None], axis=1)[:, 0]
+        k_reg = int(np.quantile(true_ranks, 1 - alpha, method="higher"))
+    best: tuple[float, float] | None = None
+    for lam in lambdas:
+        function = RegularizedScore(k_reg=k_reg, lam=lam, randomized=randomized, seed=seed)
+        threshold = conformal_quantile(function.score(probs, labels), alpha,
+                                       what="the RAPS tuning part of the validation set (30 %)")
+        size = float(function.sets(probs, threshold).sum(axis=1).mean())
+        if best is None or size < best[0]:
+            best = (size, float(lam))
+    assert best is not None  # lambdas is never empty (checked by the caller)
+    return int(k_reg), best[1]
 
 
 def build_score(name: str, **options: Any) -> ScoreFunction:

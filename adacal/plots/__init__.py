@@ -7,14 +7,15 @@ SVG/PDF metadata, a fixed SVG hash salt.
 
 One module per figure family: `style` (palette, fonts, saving), `reliability_diagrams` (with the one-call
 `reliability`), `bands` (consistency and bootstrap bands, numpy only), `adafocal` (γ dynamics, correspondence),
-`curves`, `roc`; `readers` (run folders and their histories, ood reports) and `reliability_readers` (predictions and
+`curves`, `roc`, `risk_coverage`, `shift`, `conformal`; `readers` (run folders and their histories, ood reports)
+and `reliability_readers` (predictions and
 evaluate.json, asked by a `ReliabilityRequest`) turn adacal's files into their inputs, and `outputs` decides where
 `adacal plot` writes and what it may replace. (No module is named `reliability`: that name is the one-call
 function.)
 
 Axes carry stable labels (`Axes.get_label()`) so callers and tests can find them: "reliability:<panel>",
 "histogram:<panel>", "error:bin-<i>", "gamma:bin-<i>", "edges:bin-<i>", "confidence:bin-<i>", "curves:error",
-"curves:ece_em", "roc".
+"curves:ece_em", "roc", "conformal:coverage", "conformal:sizes".
 """
 
 from adacal.plots.adafocal import AdaFocalSeries, adafocal_series, check_bins, correspondence, gamma_dynamics

@@ -10,7 +10,8 @@ from adacal.cli.help_types import type_word
 from cli_helpers import runner
 
 COMMANDS = [[], ["train"], ["evaluate"], ["calibrate"], ["ood"], ["plot"], ["plot", "reliability"], ["plot", "gamma"],
-            ["plot", "correspondence"], ["plot", "curves"], ["plot", "roc"], ["shift"], ["plot", "shift"]]
+            ["plot", "correspondence"], ["plot", "curves"], ["plot", "roc"], ["shift"], ["plot", "shift"],
+            ["conformal"], ["plot", "conformal"]]
 PYTHON_TYPE = re.compile(r"<(str|int|float|bool|path|file|dir|list\[\w+\])>")
 
 
