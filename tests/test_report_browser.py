@@ -52,3 +52,21 @@ def test_chromium_renders_the_page_with_every_heading_and_no_blank_screenshot(tm
     for title in SECTION_TITLES:
         assert f"<h2>{title}</h2>" in dom
     assert dom.count('src="data:image/png;base64,') == 3  # reliability, before/after, risk–coverage
+
+
+def test_the_committed_example_is_small_and_self_contained():
+    """docs/report-example.html (a digits AdaFocal run): under 1 MB with its screenshot and JSON, every figure an
+    embedded PNG with alt text, every section there."""
+    from pathlib import Path
+
+    from report_pages import PNG_SIGNATURE, image_bytes, read_page
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    files = [docs / "report-example.html", docs / "report-example.png", docs / "report-example.json"]
+    assert sum(path.stat().st_size for path in files) < 1_000_000
+    assert files[1].read_bytes().startswith(PNG_SIGNATURE)
+    page = read_page(files[0])
+    assert not page.errors and page.headings["h2"] == list(SECTION_TITLES)
+    images = [attrs for tag, attrs in page.tags if tag == "img"]
+    assert len(images) == 5 and all(attrs["alt"] and image_bytes(attrs["src"]).startswith(PNG_SIGNATURE)
+                                     for attrs in images)

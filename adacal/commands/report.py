@@ -103,6 +103,9 @@ def check_report_options(inputs: Sequence[Path], *, val: Path | None, out: Path 
     if val is not None:
         if len(inputs) != 1:
             raise InputError(f"Expected --val with one INPUT (the test predictions it pairs with), got {len(inputs)}.")
+        if inputs[0].is_dir():
+            raise InputError(f"Expected --val only with a predictions file of test outputs, got the folder "
+                             f"{inputs[0]}: a run folder holds its own validation predictions.")
         if not val.is_file():
             raise InputError(f"Expected --val to be a predictions file of validation outputs, got {val}: no such "
                              "file.")

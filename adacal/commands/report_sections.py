@@ -116,7 +116,9 @@ def _value(name: str, value: Any) -> str:
 
 
 def metrics_table(report: dict[str, Any], caption: str) -> Table:
-    """An evaluate report's metrics as rows: name, value and (with a bootstrap) its interval."""
+    """An evaluate report's metrics as rows: name, value and (with a bootstrap) its interval; an ECE-DEBIAS clipped
+    at 0 reads "≤ 0", as in every table (`adacal.commands.evaluate.debias_below_resolution`)."""
+    from adacal.commands.evaluate import debias_below_resolution
     from adacal.metrics.calibration import display_name, metric_key
 
     config, results = report["config"], report["results"]
@@ -127,7 +129,8 @@ def metrics_table(report: dict[str, Any], caption: str) -> Table:
         key = metric_key(name)
         if key not in results["metrics"]:
             continue
-        row = [display_name(name), _value(name, results["metrics"][key])]
+        clipped = key == "ece_debias" and debias_below_resolution(results)
+        row = [display_name(name), "≤ 0" if clipped else _value(name, results["metrics"][key])]
         if intervals:
             ci = intervals.get(key)
             row.append(f"{_value(name, ci['low'])} – {_value(name, ci['high'])}" if ci else "–")
@@ -351,13 +354,13 @@ def ood_section(item: ReportInput) -> Section:
     """Listed, skipped: OOD detection needs an OOD set chosen by the user, not part of this first version."""
     return skipped("ood", "Out-of-distribution detection", section_command("ood", item),
                    "not run by this first version of adacal report (it needs an OOD set: a dataset name for a run, "
-                   "or a file of the model's outputs on OOD inputs); run the command above alone")
+                   "or a file of the model's outputs on OOD inputs); run its command alone")
 
 
 def shift_section(item: ReportInput) -> Section:
     """Listed, skipped: calibration under shift runs the model on generated shift sets, not part of this first
     version."""
-    reason = ("not run by this first version of adacal report; run the command above alone" if item.run_root else
+    reason = ("not run by this first version of adacal report; run its command alone" if item.run_root else
               "needs a run folder (a model to run on the generated shift sets), and a predictions file holds none")
     return skipped("shift", "Calibration under dataset shift", section_command("shift", item), reason)
 

@@ -77,7 +77,7 @@ def test_skipped_sections_say_why_in_the_page_and_the_json(side_by_side):
         assert entry["command"].startswith(("adacal ", "python -c"))
         if entry["status"] == "skipped":
             assert entry["reason"] and entry["reason"] in text.replace("&#x27;", "'")
-    assert run.skipped and all("Skipped" not in line for line in run.skipped)
+    assert len(run.skipped) == 6 and run.skipped[0].startswith(f"{run.report['results']['inputs'][0]['label']}: ")
 
 
 @pytest.mark.slow
@@ -204,6 +204,7 @@ def test_val_file_pairs_with_a_test_file_and_all_calibrators_compare(tmp_path):
     (lambda p, t: dict(inputs=[p], out=t / "page.txt"), "Expected --out to be an .html file"),
     (lambda p, t: dict(inputs=[p, t / "other.npz"], val=p), "Expected --val with one INPUT"),
     (lambda p, t: dict(inputs=[p, p]), "Expected each INPUT once"),
+    (lambda p, t: dict(inputs=[t], val=p), "Expected --val only with a predictions file"),
     (lambda p, t: dict(inputs=[p], method="tempreature"), "tempreature"),
     (lambda p, t: dict(inputs=[p], bootstrap=-1), "--bootstrap"),
     (lambda p, t: dict(inputs=[]), "at least one INPUT"),
