@@ -291,8 +291,8 @@ def conformal_section(item: ReportInput) -> Section:
 def _run_only(item: ReportInput, what: str) -> Path:
     root = item.run_root
     if root is None:
-        raise InputError(f"{what} needs a run folder written by 'adacal train', got {item.path.name}, which holds "
-                         "no training history.")
+        raise InputError(f"Expected a run folder written by 'adacal train' for {what}, got {item.path.name}, which "
+                         "holds no training history.")
     return root
 
 
@@ -302,7 +302,7 @@ def curves_section(item: ReportInput) -> Section:
     from adacal.commands.plot import held_warnings
     from adacal.plots.curves import choose_curve_split
 
-    root = _run_only(item, "Training curves")
+    root = _run_only(item, "the training curves")
     with held_warnings():
         inputs = plots.curve_inputs([root])
         figure = plots.training_curves(inputs.runs, losses=inputs.losses)

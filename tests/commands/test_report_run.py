@@ -70,7 +70,7 @@ def test_skipped_sections_say_why_in_the_page_and_the_json(side_by_side):
     assert [key for key, entry in on_run.items() if entry["status"] == "skipped"] == ["ood", "shift"]
     assert [key for key, entry in on_file.items() if entry["status"] == "skipped"] == [
         "curves", "adafocal", "ood", "shift"]
-    assert "needs a run folder" in on_file["curves"]["reason"]
+    assert "Expected a run folder written by 'adacal train'" in on_file["curves"]["reason"]
     assert "needs a run folder" in on_file["shift"]["reason"]
     text = run.page.read_text()
     for entry in [*on_run.values(), *on_file.values()]:
@@ -236,3 +236,25 @@ def test_a_page_it_did_not_write_is_kept_unless_force(tmp_path):
     run_report([preds], out=mine, bootstrap=0, quick=True, force=True)
     run_report([preds], out=mine, bootstrap=0, quick=True)  # its own page: replaced without --force
     assert "adacal report" in mine.read_text()
+
+
+def test_top_label_pairs_get_metrics_and_selective_prediction_and_say_why_the_rest_is_skipped(tmp_path):
+    """An LLM evaluation's (confidence, correct) JSONL: evaluate's top-label metrics and the risk–coverage curve;
+    the sections that need every class's scores are skipped, saying so."""
+    from adacal.commands.evaluate import run_evaluate
+    from adacal.commands.report import run_report
+    from adacal.reports import to_jsonable
+
+    rng = np.random.default_rng(1)
+    confidence = rng.uniform(0.3, 1.0, 150)
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"confidence": float(c), "correct": bool(rng.random() < c)}) + "\n"
+                               for c in confidence))
+    run = run_report([answers], bootstrap=0, quick=True)
+    sections = _sections(run, 0)
+    assert sections["evaluate"]["numbers"]["metrics"] == to_jsonable(
+        run_evaluate(answers).report["results"]["metrics"])
+    assert "auroc_correct" in sections["evaluate"]["numbers"]["metrics"]
+    assert sections["selective"]["status"] == "done"
+    for key in ("reliability", "calibrate", "conformal"):
+        assert sections[key]["status"] == "skipped" and "top-label" in sections[key]["reason"]
