@@ -188,8 +188,10 @@ def run_report(
                            "sections": {section.key: section.to_json() for section in column}}
                           for path, label, column in zip(paths, labels, columns)]}
     report = make_report(REPORT_KIND, config=config, results=results)
-    command = "adacal report " + " ".join(shlex.quote(str(path)) for path in paths) + (
-        f" --val {shlex.quote(str(val))}" if val else "") + (" --quick" if quick else "")
+    given = [f"--val {shlex.quote(str(val))}" if val else "", "--quick" if quick else "",
+             f"--bootstrap {bootstrap}" if bootstrap is not None else "",
+             f"--method {method}" if method != "all" else "", f"--seed {seed}" if seed else ""]
+    command = " ".join(["adacal report", *(shlex.quote(str(path)) for path in paths), *filter(None, given)])
     lines = [f"Inputs: {', '.join(map(str, paths))}", f"Reproduce this page: {command}",
              f"Written by adacal {__version__} on {utc_now()}; the numbers of every figure are in {json_path.name}."]
     title = "Calibration report: " + ", ".join(labels)

@@ -22,6 +22,8 @@ def test_report_of_a_predictions_file_writes_the_page_and_its_json(tmp_path):
         "Training curves", "AdaFocal γ dynamics", "Out-of-distribution detection", "Calibration under dataset shift"]
     assert all(line.startswith("Skipped scores.npz: ") for line in skipped)
     assert "Post-hoc calibration" in read_page(tmp_path / "out" / "page.html").headings["h2"]
+    shown = " ".join(read_page(tmp_path / "out" / "page.html").text)
+    assert f"adacal report {preds} --quick --bootstrap 0 --method temperature" in shown  # the page's own command
 
 
 @pytest.mark.parametrize("argv, fragment", [
