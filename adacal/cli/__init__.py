@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from adacal.version import __version__
-from adacal.cli import calibrate, conformal, evaluate, ood, plot, shift, train
+from adacal.cli import calibrate, conformal, evaluate, ood, plot, report, shift, train
 from adacal.cli.common import OneLineErrorGroup, drop_unreadable_terminal_size, reflow
 
 app = typer.Typer(
@@ -48,6 +48,7 @@ app.command("calibrate", help=calibrate.HELP)(calibrate.calibrate)
 app.command("conformal", help=conformal.HELP)(conformal.conformal)
 app.command("ood", help=ood.HELP)(ood.ood)
 app.command("shift", help=shift.HELP)(shift.shift)
+app.command("report", help=reflow(report.HELP))(report.report)
 app.add_typer(plot.plot_app, name="plot", help=plot.HELP)
 
 

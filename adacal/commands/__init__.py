@@ -6,6 +6,8 @@
 - `adacal.commands.conformal.run_conformal` (`adacal conformal`);
 - `adacal.commands.ood.run_ood` (`adacal ood`);
 - `adacal.commands.shift.run_shift` (`adacal shift`);
+- `adacal.commands.report.run_report` (`adacal report`: one HTML page of every section the input allows, with
+  `report_sections` building each section);
 - `adacal.commands.plot.run_plot_reliability`, `run_plot_adafocal` (gamma, correspondence), `run_plot_curves`,
   `run_plot_roc`, `run_plot_shift` (`adacal plot ...`);
 - `adacal.commands.inputs`: what a path given to a command stands for (a predictions file, a checkpoint, a run
@@ -28,7 +30,7 @@ _HOMES = {"run_train": "train", "run_evaluate": "evaluate", "run_calibrate": "ca
           "EvaluationRun": "evaluate", "CalibrationRun": "calibrate", "OodRun": "ood",
           "run_plot_reliability": "plot", "run_plot_adafocal": "plot", "run_plot_curves": "plot",
           "run_plot_roc": "plot", "run_plot_shift": "plot", "PlotRun": "plot", "run_shift": "shift",
-          "ShiftRun": "shift"}
+          "ShiftRun": "shift", "run_report": "report", "ReportRun": "report"}
 
 # What the CLI shows and parses, from where it is defined (loaded on first use, like the commands).
 SHOWN = {

@@ -71,7 +71,8 @@ def check_curve_split(split: Any) -> str:
     return split
 
 
-def _choose_split(runs: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]], split: str) -> str:
+def choose_curve_split(runs: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]], split: str) -> str:
+    """The split `training_curves` draws: `split`, or for "auto" "test" when every history records it, else "val"."""
     split = check_curve_split(split)
     if split != "auto":
         return split
@@ -137,7 +138,7 @@ def curve_notes(
     """One sentence (no final period) per line of `training_curves(runs, split=split)` whose runs recorded different
     numbers of epochs: which epochs its mean ± std covers; `folders` (label → its runs) names the runs."""
     _check_runs(runs)
-    split = _choose_split(runs, split)
+    split = choose_curve_split(runs, split)
     split_name = {"val": "validation", "test": "test"}[split]
     notes = []
     for label, histories in runs.items():
@@ -182,7 +183,7 @@ def training_curves(
     if not runs:
         raise InputError("Expected at least one run to draw training curves for, got none.")
     _check_runs(runs)
-    split = _choose_split(runs, split)
+    split = choose_curve_split(runs, split)
     labels = list(runs)
     names = [(losses or {}).get(label, label) for label in labels]
     colors = colors_for(names)

@@ -161,6 +161,20 @@ def check_dpi(dpi: Any) -> int:
     return check_integer(dpi, "dpi (--dpi)", minimum=10, maximum=2400)
 
 
+def render_figure(fig: Figure, *, fmt: str = "png", dpi: int = 150, metadata: dict[str, Any] | None = None) -> bytes:
+    """The bytes of `fig` rendered in memory as `fmt` (png, svg or pdf) on white, in adacal's style: what
+    `save_figure` writes, and what a report page embeds.
+
+        >>> from adacal.plots.style import new_figure, render_figure
+        >>> render_figure(new_figure(1.0, 1.0), dpi=20)[:8]
+        b'\\x89PNG\\r\\n\\x1a\\n'
+    """
+    buffer = io.BytesIO()
+    with figure_style():
+        fig.savefig(buffer, format=fmt, dpi=check_dpi(dpi), metadata=metadata, facecolor="white")
+    return buffer.getvalue()
+
+
 def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 150, kind: str | None = None) -> Path:
     """Write `fig` to `path` (format from the extension) atomically, with no timestamps: same figure, same bytes.
 
@@ -182,10 +196,7 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 150, kind: s
         if not isinstance(kind, str) or not kind.replace("-", "").isalpha() or kind != kind.lower():
             raise InputError(f"Expected kind to be a lowercase name such as 'reliability', got {kind!r}.")
         metadata[{"png": "Comment", "svg": "Description", "pdf": "Subject"}[fmt]] = KIND_PREFIX + kind
-    buffer = io.BytesIO()
-    with figure_style():
-        fig.savefig(buffer, format=fmt, dpi=dpi, metadata=metadata, facecolor="white")
-    data = buffer.getvalue()
+    data = render_figure(fig, fmt=fmt, dpi=dpi, metadata=metadata)
 
     def write(handle: Any) -> None:
         handle.write(data)
