@@ -254,7 +254,8 @@ def test_state_dict_round_trip_and_refusals():
         r.to_dict() for r in loss.history]
     # the next update is the same on both (the update count and previous constraints came back too)
     val = _drifting_validation(4)
-    assert restored.update(val, torch.zeros(120, dtype=torch.long)).to_dict() == loss.update(val, torch.zeros(120, dtype=torch.long)).to_dict()
+    zeros = torch.zeros(120, dtype=torch.long)
+    assert restored.update(val, zeros).to_dict() == loss.update(val, zeros).to_dict()
     # a fresh state (before any update) loads into a used loss
     fresh = CALSLoss(margin=MARGIN)
     used = CALSLoss(margin=MARGIN)
@@ -333,6 +334,23 @@ def test_records_read_back_by_their_kind():
     assert type(update_record_from_dict(binned)).__name__ == "BinUpdate"
 
 
+def test_the_integrations_log_the_multipliers():
+    pytest.importorskip("lightning", reason="the Lightning callback's logged values")
+    pytest.importorskip("transformers", reason="the Hugging Face Trainer's logged values")
+    from adacal.integrations.huggingface import gamma_logs
+    from adacal.integrations.lightning import loss_state
+
+    loss = CALSLoss(margin=MARGIN)
+    assert loss_state(loss) == {"cals/updates": 0.0}
+    record = loss.update(_drifting_validation(3), torch.zeros(120, dtype=torch.long))
+    state = loss_state(loss)
+    assert state["cals/lambda_max"] == max(record["multipliers"]) and state["cals/rho_mean"] == 1.0
+    assert state["cals/updates"] == 1.0
+    logs = gamma_logs(record, "cals")
+    assert [logs[f"cals_lambda_{j}"] for j in range(K)] == record["multipliers"]
+    assert [logs[f"cals_rho_{j}"] for j in range(K)] == record["rho"] and len(logs) == 2 * K
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # adacal train
 
@@ -401,3 +419,25 @@ def test_a_resumed_run_ends_as_one_trained_straight_through(tmp_path):
     assert set(updates[0][0]) == {"multipliers", "rho", "val_constraints"}
     assert max(updates[1][0]["multipliers"]) > 1e-3  # margin 0.3 on digits: some constraints are violated
     assert max(updates[1][0]["rho"]) == 1.2  # and ρ grew at the second update, after the resume
+    # a mid-epoch checkpoint whose update records are not this loss's kind is refused on resume, in one line
+    from adacal.training.checkpoints import save_checkpoint
+
+    binned = {"edges": [0.0, 1.0], "gammas": [1.0], "val_confidence": [0.5], "val_accuracy": [0.5], "counts": [2]}
+    b["partial_epoch"] = {"epoch": 3, "batch": 1, "seen": 32, "correct": 0, "loss_sum": 70.0, "updates": [binned]}
+    save_checkpoint(b, out / "b" / "checkpoints" / "interrupted.pt")
+    one_line_error(runner.invoke(app, ["train", "--resume", str(out / "b"), "--epochs", "3", "--quiet"]),
+                   "Expected the mid-epoch checkpoint's update records to be MultiplierUpdates of --loss cals, got "
+                   "one without 'multipliers'.")
+
+
+def test_history_lines_of_a_cals_run_are_checked_when_read(tmp_path):
+    from adacal.sources import read_history
+
+    path = tmp_path / "history.jsonl"
+    update = {"multipliers": [0.5, "x"], "rho": [1.0, 1.0], "val_constraints": [0.0, 0.1]}
+    path.write_text(json.dumps({"epoch": 1, "cals": {"updates": [update]}}) + "\n")
+    with pytest.raises(InputError, match=r"cals\.updates\[0\]\.multipliers\[1\]"):
+        read_history(path)
+    update["multipliers"][1] = 2.0
+    path.write_text(json.dumps({"epoch": 1, "cals": {"updates": [update]}}) + "\n")
+    assert read_history(path)[0]["cals"]["updates"][0]["multipliers"] == [0.5, 2.0]

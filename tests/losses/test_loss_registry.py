@@ -73,7 +73,8 @@ def test_every_loss_runs_on_cuda_under_autocast(name):
 
 
 def test_unknown_name_suggests_the_closest_and_lists_choices():
-    expected = r"Unknown loss 'adafocl'\. Did you mean 'adafocal'\? Choices: acls, adafocal, brier, calfocal, cals, ce, conf"
+    expected = (r"Unknown loss 'adafocl'\. Did you mean 'adafocal'\? Choices: acls, adafocal, brier, calfocal, "
+                r"cals, ce, conf")
     with pytest.raises(UnknownNameError, match=expected):
         build_loss("adafocl")
 
