@@ -334,6 +334,7 @@ def test_records_read_back_by_their_kind():
     assert type(update_record_from_dict(binned)).__name__ == "BinUpdate"
 
 
+@pytest.mark.slow  # importing lightning and transformers
 def test_the_integrations_log_the_multipliers():
     pytest.importorskip("lightning", reason="the Lightning callback's logged values")
     pytest.importorskip("transformers", reason="the Hugging Face Trainer's logged values")
