@@ -22,6 +22,13 @@ LOSS_OPTION_FLAGS = {
     "neg_lambda": "--acls-neg-lambda",
     "beta": "--beta",
     "base": "--mdca-base",
+    "lambda_min": "--cals-lambda-min",
+    "lambda_max": "--cals-lambda-max",
+    "rho_min": "--cals-rho-min",
+    "rho_max": "--cals-rho-max",
+    "rho_every": "--cals-rho-every",
+    "rho_growth": "--cals-rho-growth",
+    "tau": "--cals-tau",
 }
 
 # The classification losses `mdca` adds its batch term to (`--mdca-base`, `MDCALoss(base=...)`).

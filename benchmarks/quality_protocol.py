@@ -60,12 +60,14 @@ LOSS_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "dual-focal-5": ("dual-focal", {"gamma": 5.0}),
     "mbls": ("mbls", {"margin": 10.0, "margin_weight": 0.1}),
     "acls": ("acls", {}),
+    # λ and ρ updated from validation once an epoch (ρ every 10th update), as the authors' trainer does
+    "cals": ("cals", {"margin": 10.0}),
     "mdca": ("mdca", {"beta": 1.0}),
     "confidence-penalty": ("confidence-penalty", {"beta": 0.1}),
 }
 DISPLAY = {"ce": "CE", "focal-3": "FL-3", "flsd-53": "FLSD-53", "adafocal": "AdaFocal", "brier": "Brier",
            "ls-0.05": "LS-0.05", "mmce": "MMCE", "dual-focal-5": "DFL-5", "mbls": "MbLS", "acls": "ACLS",
-           "mdca": "NLL+MDCA", "confidence-penalty": "Conf. penalty"}
+           "cals": "CALS", "mdca": "NLL+MDCA", "confidence-penalty": "Conf. penalty"}
 
 # AdaFocal variants (what might close the gap to temperature-scaled CE without giving up AdaFocal's principle): the
 # loss options they change, and the γ-update schedule where it differs from the protocol's (see `variant_schedule`).

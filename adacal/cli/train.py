@@ -56,11 +56,18 @@ LOSS_DEFAULTS_HELP = {
     "gamma_init": "1",
     "mmce_weight": "2",
     "smoothing": "0.05",
-    "margin": "mbls 10, acls 10",
+    "margin": "mbls 10, acls 10, cals 10",
     "margin_weight": "mbls 0.1, acls 0.1",
     "acls_pos_lambda": "1",
     "acls_neg_lambda": "0.1",
     "beta": "mdca 1, confidence-penalty 0.1",
+    "cals_lambda_min": "cals 1e-06",
+    "cals_lambda_max": "cals 1e+06",
+    "cals_rho_min": "cals 1",
+    "cals_rho_max": "cals 10",
+    "cals_rho_every": "cals 10",
+    "cals_rho_growth": "cals 1.2",
+    "cals_tau": "cals 0.9",
 }
 DIGITS_DEFAULTS_HELP = {
     "epochs": "30", "batch_size": "32", "lr": "0.1", "milestones": "20", "lr_decay": "0.1", "momentum": "0.9",
@@ -101,9 +108,12 @@ def _epoch_line(record: dict[str, Any], epochs: int, seconds: float) -> str:
 
     section = next((v for v in record.values() if isinstance(v, dict) and UPDATES_KEY in v), None)
     updates = BinnedLossEpoch.from_dict(section).updates if section is not None else ()
-    gammas = updates[-1].gammas if updates else None
+    last = dict(updates[-1]) if updates else {}
+    gammas, multipliers = last.get("gammas"), last.get("multipliers")  # AdaFocal's γ per bin, CALS's λ per class
     if gammas:
         line += f"  γ {min(gammas):.2f}..{max(gammas):.2f}"
+    if multipliers:
+        line += f"  λ {min(multipliers):.3g}..{max(multipliers):.3g}"
     return line + f"  ({seconds:.1f}s)"
 
 
@@ -255,7 +265,7 @@ def train(
              "default per dataset.")] = None,
     loss: Annotated[str | None, typer.Option(
         help="Loss: adafocal (default), ce, focal, flsd-53, inverse-focal, calfocal, brier, mmce, "
-             "label-smoothing, dual-focal, mbls, acls, mdca, confidence-penalty.")] = None,
+             "label-smoothing, dual-focal, mbls, acls, cals, mdca, confidence-penalty.")] = None,
     embeddings: Annotated[Path | None, typer.Option(
         help="GloVe text file ('word v1 v2 ...' per line, .gz too) whose vectors initialise --model textcnn's "
              "embeddings (the words of the training vocabulary it has); default: trained from scratch.")] = None,
@@ -283,7 +293,7 @@ def train(
         help="Label-smoothing α (--loss label-smoothing; paper: 0.05), and of --loss mdca --mdca-base "
              "label-smoothing (default 0.1)." + _loss_default("smoothing"))] = None,
     margin: Annotated[float | None, typer.Option(
-        help="Logit margin m of --loss mbls / acls: logit distances from the largest beyond m are penalised; "
+        help="Logit margin m of --loss mbls / acls / cals: logit distances from the largest beyond m are penalised; "
              "papers: 10." + _loss_default("margin"))] = None,
     margin_weight: Annotated[float | None, typer.Option(
         help="Weight λ of the margin penalty added to cross-entropy (--loss mbls / acls); papers: 0.1."
@@ -297,6 +307,25 @@ def train(
     beta: Annotated[float | None, typer.Option(
         help="β: weight of the MDCA term (--loss mdca; paper: 1) or of the entropy subtracted from cross-entropy "
              "(--loss confidence-penalty)." + _loss_default("beta"))] = None,
+    cals_lambda_min: Annotated[float | None, typer.Option(
+        help="CALS: initial value and lower bound of each class's multiplier λ (--loss cals); authors: 1e-6."
+             + _loss_default("cals_lambda_min"))] = None,
+    cals_lambda_max: Annotated[float | None, typer.Option(
+        help="CALS: upper bound of the multipliers λ; authors: 1e6." + _loss_default("cals_lambda_max"))] = None,
+    cals_rho_min: Annotated[float | None, typer.Option(
+        help="CALS: initial value and lower bound of each class's penalty parameter ρ; authors: 1."
+             + _loss_default("cals_rho_min"))] = None,
+    cals_rho_max: Annotated[float | None, typer.Option(
+        help="CALS: upper bound of ρ; authors: 10." + _loss_default("cals_rho_max"))] = None,
+    cals_rho_every: Annotated[int | None, typer.Option(
+        help="CALS: ρ is updated at every this-many-th multiplier update (--update-every sets how often those "
+             "come); authors: 10 epochs." + _loss_default("cals_rho_every"))] = None,
+    cals_rho_growth: Annotated[float | None, typer.Option(
+        help="CALS: factor by which ρ grows for a class whose constraint did not improve; authors: 1.2."
+             + _loss_default("cals_rho_growth"))] = None,
+    cals_tau: Annotated[float | None, typer.Option(
+        help="CALS: improvement τ asked of each class's mean validation constraint between ρ updates; authors: "
+             "0.9." + _loss_default("cals_tau"))] = None,
     mdca_base: Annotated[str | None, typer.Option(
         help="The loss --loss mdca adds its term to: ce, focal (--gamma) or label-smoothing (--smoothing, spread "
              "over the other classes as the MDCA authors do). (default: ce)")] = None,
@@ -328,8 +357,9 @@ def train(
         help="channels_last memory format for image models (faster convolutions on recent GPUs). (default: "
              "--no-channels-last)")] = None,
     update_every: Annotated[str | None, typer.Option(
-        help="When AdaFocal updates γ: 'epoch' (default), N (every N batches), 'paper' (= 'epoch:25,100:40,1': every "
-             "epoch to epoch 25, every 100 batches to 40, then every batch) or such a spec.")] = None,
+        help="When AdaFocal updates γ (CALS its multipliers): 'epoch' (default), N (every N batches), 'paper' (= "
+             "'epoch:25,100:40,1': every epoch to epoch 25, every 100 batches to 40, then every batch) or such a "
+             "spec.")] = None,
     select: Annotated[str | None, typer.Option(
         help="Model to evaluate at the end: last (default) or best-val (best validation accuracy). best.pt is kept "
              "either way." + _preset_default("select"))] = None,

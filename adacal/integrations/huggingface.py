@@ -135,7 +135,8 @@ class GammaUpdateCallback(TrainerCallback):
 
 def gamma_logs(record: Any, name: str) -> dict[str, float]:
     """The scalars of an update record that the Trainer logs: `<name>_gamma_<i>` (γ after the update) and
-    `<name>_gap_<i>` (E_val = C_val − A_val) of every bin that holds validation samples.
+    `<name>_gap_<i>` (E_val = C_val − A_val) of every bin that holds validation samples; for a CALS record
+    `<name>_lambda_<j>` and `<name>_rho_<j>` of every class.
 
     Example:
         >>> from adacal.integrations.huggingface import gamma_logs
@@ -144,6 +145,10 @@ def gamma_logs(record: Any, name: str) -> dict[str, float]:
         {'adafocal_gamma_0': 1.5, 'adafocal_gap_0': 0.1, 'adafocal_gamma_1': 0.8}
     """
     logs: dict[str, float] = {}
+    if "multipliers" in record:  # CALS: each class's multiplier λ and penalty ρ after the update
+        for i, (multiplier, rho) in enumerate(zip(record["multipliers"], record["rho"])):
+            logs[f"{name}_lambda_{i}"], logs[f"{name}_rho_{i}"] = float(multiplier), float(rho)
+        return logs
     gammas = record["gammas"]
     for i, (confidence, accuracy) in enumerate(zip(record["val_confidence"], record["val_accuracy"])):
         if gammas is not None and gammas[i] is not None:

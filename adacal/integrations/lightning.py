@@ -550,7 +550,8 @@ def calibration_metrics(
 
 def loss_state(loss: Any) -> dict[str, float]:
     """What the callback logs of a validation-driven loss: for a γ per bin (AdaFocal) its mean, min, max and the
-    number of inverse-focal bins (γ < 0), and the number of updates so far; keys "<loss name>/...".
+    number of inverse-focal bins (γ < 0), for CALS the mean and max of its multipliers λ and of ρ (after the first
+    update), and the number of updates so far; keys "<loss name>/...".
 
     Example:
         >>> from adacal.integrations.lightning import loss_state
@@ -568,6 +569,13 @@ def loss_state(loss: Any) -> dict[str, float]:
         state[f"{name}/gamma_min"] = float(values.min())
         state[f"{name}/gamma_max"] = float(values.max())
         state[f"{name}/inverse_focal_bins"] = float((values < 0).sum())
+    multipliers = getattr(loss, "multipliers", None)  # CALS: a multiplier λ and a penalty ρ per class
+    if isinstance(multipliers, torch.Tensor) and multipliers.numel():
+        values, rho = multipliers.detach().cpu().to(torch.float64), loss.rho.detach().cpu().to(torch.float64)
+        state[f"{name}/lambda_mean"] = float(values.mean())
+        state[f"{name}/lambda_max"] = float(values.max())
+        state[f"{name}/rho_mean"] = float(rho.mean())
+        state[f"{name}/rho_max"] = float(rho.max())
     state[f"{name}/updates"] = float(len(getattr(loss, "history", ()) or ()))
     return state
 

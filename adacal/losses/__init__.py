@@ -1,5 +1,5 @@
 """Training losses by name: cross-entropy, focal family, CalFocal, AdaFocal and calibration baselines (Brier, MMCE,
-label smoothing, and those published after AdaFocal: dual focal, MbLS, ACLS, MDCA, confidence penalty).
+label smoothing, and those published after AdaFocal: dual focal, MbLS, ACLS, CALS, MDCA, confidence penalty).
 
     from adacal.losses import build_loss
     loss_fn = build_loss("adafocal", n_bins=10)
@@ -8,7 +8,7 @@ label smoothing, and those published after AdaFocal: dual focal, MbLS, ACLS, MDC
         record = loss_fn.update(val_logits, val_labels)   # or loss_fn.update_from(model, val_loader)
 
 Every loss is an nn.Module with keyword-only options checked in __init__ (InputError on a bad value) and
-`needs_validation` (True for losses that learn from the validation set: calfocal, adafocal). Each takes what
+`needs_validation` (True for losses that learn from the validation set: calfocal, adafocal, cals). Each takes what
 `torch.nn.CrossEntropyLoss` takes: `ignore_index` (default -100), `reduction` and (N, K, d1, ...) logits.
 """
 
@@ -18,6 +18,7 @@ from adacal.losses.base import CalibrationLoss
 from adacal.losses.binned import MissingUpdateWarning, ValidationBinnedLoss
 from adacal.losses.brier import BrierLoss, brier_score
 from adacal.losses.calfocal import CalFocalLoss
+from adacal.losses.cals import CALSLoss, cals_constraints, phr_penalty
 from adacal.losses.confidence_penalty import ConfidencePenaltyLoss, softmax_entropy
 from adacal.losses.dual_focal import DualFocalLoss, dual_focal_terms
 from adacal.losses.focal import (
@@ -39,6 +40,7 @@ __all__ = [
     "ACLSLoss",
     "AdaFocalLoss",
     "BrierLoss",
+    "CALSLoss",
     "CalFocalLoss",
     "CalibrationLoss",
     "ConfidencePenaltyLoss",
@@ -57,11 +59,13 @@ __all__ = [
     "adafocal_gamma_update",
     "brier_score",
     "build_loss",
+    "cals_constraints",
     "dual_focal_terms",
     "loss_names",
     "margin_penalty",
     "mdca_penalty",
     "mmce_weighted",
+    "phr_penalty",
     "signed_focal_loss",
     "signed_focal_terms",
     "softmax_entropy",

@@ -23,43 +23,20 @@ from adacal.checks import is_number, renamed_options
 from adacal.conventions import LOSS_OPTION_ALIASES
 from adacal.errors import CheckpointError, InputError
 from adacal.losses.base import (
-    CalibrationLoss,
     check_batch,
     check_positive_int,
     flatten_positions,
-    format_value,
     ignored_mask,
     upcast,
 )
 from adacal.losses.records import BinUpdate
+from adacal.losses.validation import DEFAULT_WARN_AFTER_STEPS, MissingUpdateWarning, ValidationLoss
 from adacal.metrics.binning import BinStatistics, bin_statistics, equal_width_edges
 
 STATE_FORMAT_VERSION = 1
-# Training forward passes without an `update` after which a validation-driven loss warns (once); None: never.
-DEFAULT_WARN_AFTER_STEPS = 2000
+__all__ = ["DEFAULT_WARN_AFTER_STEPS", "MissingUpdateWarning", "ValidationBinnedLoss", "accepts_deprecated_options",
+           "check_state_device"]
 
-
-class MissingUpdateWarning(UserWarning):
-    """A validation-driven loss (AdaFocal, CalFocal) has trained `warn_after_steps` steps without an `update`: its γ
-    is still what the last update (or `gamma_init`) left.
-
-    Args:
-        message: what happened and how to fix it (the loss writes it).
-
-    Returns:
-        A warning for `warnings.warn`; filter it with `warnings.filterwarnings("ignore", category=...)`.
-
-    Example:
-        >>> import warnings, torch
-        >>> from adacal.losses import AdaFocalLoss, MissingUpdateWarning
-        >>> loss = AdaFocalLoss(warn_after_steps=2)
-        >>> with warnings.catch_warnings(record=True) as caught:
-        ...     warnings.simplefilter("always")
-        ...     for _ in range(3):
-        ...         _ = loss(torch.zeros(1, 2), torch.tensor([0]))
-        >>> [issubclass(w.category, MissingUpdateWarning) for w in caught]  # once, at the second step
-        [True]
-    """
 
 LossClass = TypeVar("LossClass", bound=type)
 
@@ -77,7 +54,7 @@ def accepts_deprecated_options(cls: LossClass) -> LossClass:
     return cls
 
 
-class ValidationBinnedLoss(CalibrationLoss):
+class ValidationBinnedLoss(ValidationLoss):
     """Base class of the losses that learn from validation bins (CalFocal, AdaFocal): it holds `bin_edges` (a
     float64 buffer of n_bins + 1 edges, equal-width until the first `update`) and `history` (the `BinUpdate`s).
 
@@ -102,64 +79,10 @@ class ValidationBinnedLoss(CalibrationLoss):
         self, *, n_bins: int, ignore_index: int | None = -100, reduction: str = "mean",
         warn_after_steps: int | None = DEFAULT_WARN_AFTER_STEPS,
     ) -> None:
-        super().__init__(ignore_index=ignore_index, reduction=reduction)
+        super().__init__(ignore_index=ignore_index, reduction=reduction, warn_after_steps=warn_after_steps)
         self.n_bins = check_positive_int("n_bins", n_bins)
-        self.warn_after_steps = _check_warn_after_steps(warn_after_steps)
         self.register_buffer("bin_edges", torch.from_numpy(equal_width_edges(self.n_bins)))
         self.history: list[BinUpdate] = []
-        self._steps_since_update = 0
-        self._warned = False
-
-    def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """`CalibrationLoss.forward`, counting the training steps since the last `update` (see warn_after_steps).
-
-        Returns:
-            The loss, reduced by `reduction` (a scalar, or one value per position with "none").
-        """
-        if self.training and self.warn_after_steps is not None and not self._warned:
-            self._steps_since_update += 1
-            if self._steps_since_update >= self.warn_after_steps:
-                self._warned = True
-                warnings.warn(
-                    f"{type(self).__name__} has run {self._steps_since_update} training steps without update(): its "
-                    f"γ stays what the last update (or gamma_init) set. Call loss.update_from(model, val_loader) (or "
-                    f"loss.update(val_logits, val_labels)) e.g. once per epoch, or pass warn_after_steps=None.",
-                    MissingUpdateWarning,
-                    stacklevel=3,
-                )
-        return super().forward(logits, labels)
-
-    def update_from(
-        self, model: Any, val_loader: Any, *, device: Any = None, amp_dtype: torch.dtype | None = None
-    ) -> BinUpdate:
-        """`update` from a validation pass: `validation_outputs(model, val_loader, ...)` (eval mode and no_grad
-        inside, each module's mode restored after), gathered across ranks under an initialised `torch.distributed`
-        process group so that every rank applies the same update.
-
-        Args:
-            model: the network (an `nn.Module`); its outputs are the logits (or an object with `.logits`).
-            val_loader: an iterable of `(inputs, labels)` batches (or dicts with "labels"), or a callable returning
-                `(val_logits, val_labels)`.
-            device: where the inputs are moved (default: the device of the model's first parameter).
-            amp_dtype: run the model under `torch.autocast` with this dtype (e.g. torch.bfloat16); None: no autocast.
-
-        Returns:
-            The `BinUpdate` record of `update`.
-
-        Example:
-            >>> import torch
-            >>> from adacal.losses import AdaFocalLoss
-            >>> model, loss = torch.nn.Linear(4, 3), AdaFocalLoss(n_bins=2)
-            >>> batches = [(torch.randn(8, 4), torch.randint(0, 3, (8,))) for _ in range(2)]
-            >>> record = loss.update_from(model, batches)
-            >>> sum(record["counts"]), model.training  # 16 validation samples; the model is back in train mode
-            (16, True)
-        """
-        from adacal.losses.validation import gather_across_ranks, validation_outputs
-
-        logits, labels = validation_outputs(model, val_loader, device=device, amp_dtype=amp_dtype)
-        logits, labels = gather_across_ranks(logits, labels)
-        return self.update(logits, labels)
 
     @property
     def num_bins(self) -> int:
@@ -306,16 +229,6 @@ class ValidationBinnedLoss(CalibrationLoss):
                 raise CheckpointError(
                     f"Expected {type(self).__name__} history {key} to be finite numbers, got {list(value)}."
                 )
-
-
-def _check_warn_after_steps(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InputError(
-            f"Expected warn_after_steps to be a positive integer, got {format_value(value)}: pass None to never warn."
-        )
-    return int(value)
 
 
 def check_state_device(loss: ValidationBinnedLoss, logits: torch.Tensor) -> None:

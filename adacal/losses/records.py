@@ -1,9 +1,11 @@
-"""Typed records of the losses that learn from validation bins (CalFocal, AdaFocal), as history.jsonl stores them.
+"""Typed records of the losses that learn from validation (CalFocal, AdaFocal, CALS), as history.jsonl stores them.
 
 `BinUpdate` is one update (edges, γ after it, C_val, A_val, counts per validation bin); `TrainBinStatistics` is the
 paper's C_train (mean true-class probability and count of the training samples per validation bin since the last
 read) with `merge` to add up the ranks of a distributed run; `BinnedLossEpoch` is one epoch's section of a history
-line ({"updates": [...], "train_confidence": [...], "train_counts": [...]}).
+line ({"updates": [...], "train_confidence": [...], "train_counts": [...]}). `MultiplierUpdate` is one update of a
+loss with per-class multipliers (CALS: λ, ρ and the mean constraint per class); a loss names its kind in its
+`record_type` attribute, and `update_record_from_dict` reads either kind back by its keys.
 
 `to_dict()` gives exactly the JSON-ready mapping history.jsonl holds, `from_dict()` reads one back. The records are
 also read-only mappings with those keys (`record["gammas"]`), so code and files that index them by name keep working.
@@ -105,6 +107,47 @@ class BinUpdate(_Record):
 
 
 @dataclass(frozen=True, eq=False)
+class MultiplierUpdate(_Record):
+    """One update of a loss with per-class Lagrange multipliers (CALS): per class, `multipliers` (λ after the
+    update), `rho` (the penalty parameter ρ after it) and `val_constraints` (the mean over the validation samples of
+    the normalised constraint h_j = (max_k z_k − z_j − m) / m, ≤ 0 where satisfied).
+
+    Example:
+        >>> from adacal.losses.records import MultiplierUpdate
+        >>> record = MultiplierUpdate(multipliers=[0.5, 1e-6], rho=[1.0, 1.2], val_constraints=[0.1, -0.4])
+        >>> record["multipliers"], MultiplierUpdate.from_dict(record.to_dict()).rho
+        ([0.5, 1e-06], (1.0, 1.2))
+    """
+
+    multipliers: tuple[float, ...]
+    rho: tuple[float, ...]
+    val_constraints: tuple[float, ...]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MultiplierUpdate:
+        """Read a record back from its mapping; a missing key raises KeyError naming it."""
+        return cls(multipliers=_values(data["multipliers"]), rho=_values(data["rho"]),
+                   val_constraints=_values(data["val_constraints"]))
+
+
+UpdateRecord = BinUpdate | MultiplierUpdate
+
+
+def update_record_from_dict(data: Mapping[str, Any]) -> UpdateRecord:
+    """One update record read back from history.jsonl or a checkpoint: a `MultiplierUpdate` when it holds
+    "multipliers", else a `BinUpdate` (a missing key raises KeyError naming it).
+
+    Example:
+        >>> from adacal.losses.records import update_record_from_dict
+        >>> type(update_record_from_dict({"multipliers": [1.0], "rho": [1.0], "val_constraints": [0.0]})).__name__
+        'MultiplierUpdate'
+    """
+    if isinstance(data, (BinUpdate, MultiplierUpdate)):
+        return data
+    return MultiplierUpdate.from_dict(data) if "multipliers" in data else BinUpdate.from_dict(data)
+
+
+@dataclass(frozen=True, eq=False)
 class TrainBinStatistics(_Record):
     """C_train: mean true-class probability of the training samples per validation bin (0 for an empty bin) and
     how many fell in each bin."""
@@ -139,10 +182,10 @@ class TrainBinStatistics(_Record):
 
 @dataclass(frozen=True)
 class BinnedLossEpoch:
-    """One epoch's section of a history line for a validation-binned loss: its updates and, for a loss that tracks
-    them (AdaFocal), the epoch's C_train."""
+    """One epoch's section of a history line for a loss that learns from validation: its updates (`BinUpdate`s, or
+    a CALS loss's `MultiplierUpdate`s) and, for a loss that tracks them (AdaFocal), the epoch's C_train."""
 
-    updates: tuple[BinUpdate, ...]
+    updates: tuple[UpdateRecord, ...]
     train: TrainBinStatistics | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -157,4 +200,4 @@ class BinnedLossEpoch:
         train = None
         if data.get("train_confidence") is not None and data.get("train_counts") is not None:
             train = TrainBinStatistics.from_dict(data)
-        return cls(updates=tuple(BinUpdate.from_dict(u) for u in data.get(UPDATES_KEY) or []), train=train)
+        return cls(updates=tuple(update_record_from_dict(u) for u in data.get(UPDATES_KEY) or []), train=train)

@@ -1,9 +1,11 @@
-"""The validation pass of a loss that learns from validation (`update_from`): a model's logits and labels over a
-loader, in eval mode without gradients, gathered across `torch.distributed` ranks so every rank updates alike."""
+"""What every loss that learns from validation shares (`ValidationLoss`: `update_from`, the missing-update warning,
+its own record kind), and the validation pass itself: a model's logits and labels over a loader, in eval mode
+without gradients, gathered across `torch.distributed` ranks so every rank updates alike."""
 
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -11,8 +13,133 @@ import numpy as np
 import torch
 
 from adacal.errors import InputError
+from adacal.losses.base import CalibrationLoss, format_value
+from adacal.losses.records import BinUpdate
+
+# Training forward passes without an `update` after which a validation-driven loss warns (once); None: never.
+DEFAULT_WARN_AFTER_STEPS = 2000
 
 _LABEL_KEYS = ("labels", "label")
+
+
+class MissingUpdateWarning(UserWarning):
+    """A validation-driven loss (AdaFocal, CalFocal, CALS) has trained `warn_after_steps` steps without an
+    `update`: its γ (CALS: its multipliers) is still what the last update (or the initial value) left.
+
+    Args:
+        message: what happened and how to fix it (the loss writes it).
+
+    Returns:
+        A warning for `warnings.warn`; filter it with `warnings.filterwarnings("ignore", category=...)`.
+
+    Example:
+        >>> import warnings, torch
+        >>> from adacal.losses import AdaFocalLoss, MissingUpdateWarning
+        >>> loss = AdaFocalLoss(warn_after_steps=2)
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     for _ in range(3):
+        ...         _ = loss(torch.zeros(1, 2), torch.tensor([0]))
+        >>> [issubclass(w.category, MissingUpdateWarning) for w in caught]  # once, at the second step
+        [True]
+    """
+
+
+class ValidationLoss(CalibrationLoss):
+    """Base class of the losses that learn from the validation set (AdaFocal, CalFocal, CALS): `needs_validation`
+    is True, `update(val_logits, val_labels)` (each subclass's) returns a record of kind `record_type`, which the
+    trainer writes to history.jsonl; `update_from(model, val_loader)` runs the validation pass first; `forward`
+    warns once (`MissingUpdateWarning`) after `warn_after_steps` training steps without an update.
+
+    Args:
+        ignore_index, reduction: as `CalibrationLoss`.
+        warn_after_steps: warn after this many training forward passes without an `update` (default 2000); None
+            never warns.
+
+    Example:
+        >>> from adacal.losses import AdaFocalLoss
+        >>> from adacal.losses.validation import ValidationLoss
+        >>> loss = AdaFocalLoss()
+        >>> isinstance(loss, ValidationLoss), loss.needs_validation, loss.record_type.__name__
+        (True, True, 'BinUpdate')
+    """
+
+    needs_validation = True
+    record_type: type = BinUpdate  # the kind of record `update` returns (history.jsonl's "updates")
+    updated_state = "γ"  # what an update changes, and the option that sets it first (for the warning)
+    initial_option = "gamma_init"
+
+    def __init__(
+        self, *, ignore_index: int | None = -100, reduction: str = "mean",
+        warn_after_steps: int | None = DEFAULT_WARN_AFTER_STEPS,
+    ) -> None:
+        super().__init__(ignore_index=ignore_index, reduction=reduction)
+        self.warn_after_steps = _check_warn_after_steps(warn_after_steps)
+        self._steps_since_update = 0
+        self._warned = False
+
+    def update(self, val_logits: Any, val_labels: Any) -> Any:
+        raise NotImplementedError
+
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """`CalibrationLoss.forward`, counting the training steps since the last `update` (see warn_after_steps).
+
+        Returns:
+            The loss, reduced by `reduction` (a scalar, or one value per position with "none").
+        """
+        if self.training and self.warn_after_steps is not None and not self._warned:
+            self._steps_since_update += 1
+            if self._steps_since_update >= self.warn_after_steps:
+                self._warned = True
+                warnings.warn(
+                    f"{type(self).__name__} has run {self._steps_since_update} training steps without update(): its "
+                    f"{self.updated_state} stays what the last update (or {self.initial_option}) set. Call "
+                    f"loss.update_from(model, val_loader) (or loss.update(val_logits, val_labels)) e.g. once per "
+                    f"epoch, or pass warn_after_steps=None.",
+                    MissingUpdateWarning,
+                    stacklevel=3,
+                )
+        return super().forward(logits, labels)
+
+    def update_from(
+        self, model: Any, val_loader: Any, *, device: Any = None, amp_dtype: torch.dtype | None = None
+    ) -> Any:
+        """`update` from a validation pass: `validation_outputs(model, val_loader, ...)` (eval mode and no_grad
+        inside, each module's mode restored after), gathered across ranks under an initialised `torch.distributed`
+        process group so that every rank applies the same update.
+
+        Args:
+            model: the network (an `nn.Module`); its outputs are the logits (or an object with `.logits`).
+            val_loader: an iterable of `(inputs, labels)` batches (or dicts with "labels"), or a callable returning
+                `(val_logits, val_labels)`.
+            device: where the inputs are moved (default: the device of the model's first parameter).
+            amp_dtype: run the model under `torch.autocast` with this dtype (e.g. torch.bfloat16); None: no autocast.
+
+        Returns:
+            The record of `update` (a `record_type`).
+
+        Example:
+            >>> import torch
+            >>> from adacal.losses import AdaFocalLoss
+            >>> model, loss = torch.nn.Linear(4, 3), AdaFocalLoss(n_bins=2)
+            >>> batches = [(torch.randn(8, 4), torch.randint(0, 3, (8,))) for _ in range(2)]
+            >>> record = loss.update_from(model, batches)
+            >>> sum(record["counts"]), model.training  # 16 validation samples; the model is back in train mode
+            (16, True)
+        """
+        logits, labels = validation_outputs(model, val_loader, device=device, amp_dtype=amp_dtype)
+        logits, labels = gather_across_ranks(logits, labels)
+        return self.update(logits, labels)
+
+
+def _check_warn_after_steps(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InputError(
+            f"Expected warn_after_steps to be a positive integer, got {format_value(value)}: pass None to never warn."
+        )
+    return int(value)
 
 
 def validation_outputs(

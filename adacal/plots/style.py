@@ -40,6 +40,7 @@ LOSS_COLORS: dict[str, str] = {
     "dual-focal": "#44AA99",  # teal
     "mbls": "#117733",  # green
     "acls": "#AA4499",  # purple
+    "cals": "#EE3377",  # magenta
     "mdca": "#DDAA33",  # sand
     "confidence-penalty": "#6699CC",  # light blue
 }
@@ -56,6 +57,7 @@ DISPLAY_NAMES: dict[str, str] = {
     "dual-focal": "Dual focal",
     "mbls": "MbLS",
     "acls": "ACLS",
+    "cals": "CALS",
     "mdca": "MDCA",
     "confidence-penalty": "Confidence penalty",
 }

@@ -342,12 +342,16 @@ _PER_BIN = list_of(nullable(number))  # one value per bin; an empty bin may hold
 # One AdaFocal γ-update as the loop writes it: what `plot gamma` and `plot correspondence` draw.
 _ADAFOCAL_UPDATE = obj(optional={"edges": _PER_BIN, "gammas": _PER_BIN, "val_confidence": _PER_BIN,
                                  "val_accuracy": _PER_BIN, "counts": list_of(integer(0))})
+# One CALS update: λ, ρ and the mean validation constraint of every class.
+_CALS_UPDATE = obj(optional={"multipliers": list_of(nullable(number)), "rho": list_of(nullable(number)),
+                             "val_constraints": list_of(nullable(number))})
 HISTORY_RECORD = obj({"epoch": integer(1)}, {
     "lr": nullable(number), "seconds": nullable(number),
     "train": nullable(obj(optional={"loss": nullable(number), "error": nullable(fraction)})),
     "val": nullable(_METRICS), "test": nullable(_METRICS),
     "adafocal": nullable(obj(optional={"updates": list_of(_ADAFOCAL_UPDATE), "train_confidence": nullable(_PER_BIN),
                                        "train_counts": nullable(list_of(integer(0)))})),
+    "cals": nullable(obj(optional={"updates": list_of(_CALS_UPDATE)})),
 })
 
 

@@ -357,8 +357,11 @@ def validate_config(config: TrainConfig) -> None:
     _validate_loss_options(config.loss_options or {})
 
 
-# Weights and margins of the losses published after AdaFocal (dual-focal, mbls, acls, mdca, confidence-penalty).
-_NON_NEGATIVE_OPTIONS = ("margin", "margin_weight", "pos_lambda", "neg_lambda", "beta")
+# Weights and margins of the losses published after AdaFocal (dual-focal, mbls, acls, cals, mdca,
+# confidence-penalty).
+_NON_NEGATIVE_OPTIONS = ("margin", "margin_weight", "pos_lambda", "neg_lambda", "beta", "lambda_min", "lambda_max",
+                         "tau")
+_POSITIVE_OPTIONS = ("rho_min", "rho_max", "rho_growth")  # CALS's penalty parameter ρ and its growth
 _MDCA_BASE_OPTIONS = {"gamma": "focal", "alpha": "label-smoothing"}
 
 
@@ -369,7 +372,7 @@ def _validate_loss_options(options: dict[str, Any]) -> None:
         return LOSS_OPTION_FLAGS.get(name, name)
 
     numbers = ("gamma", "gamma_init", "gamma_max", "gamma_min", "lam", "switch_threshold", "weight", "alpha",
-               *_NON_NEGATIVE_OPTIONS)
+               *_NON_NEGATIVE_OPTIONS, *_POSITIVE_OPTIONS)
     # None: an option the loss does not use with its other options (mdca's gamma and alpha away from their base)
     for name in numbers:
         if options.get(name) is not None and not _is_number(options[name]):
@@ -391,7 +394,9 @@ def _validate_loss_options(options: dict[str, Any]) -> None:
                 f"Expected --n-bins to be at most {bound} on this machine, got {options['n_bins']} (about "
                 f"{need:.3g} GiB for the bins, more than a quarter of the {_memory_bytes() / 2**30:.3g} GiB installed)."
             )
-    for name in ("switch_threshold", "lam", "weight"):
+    if options.get("rho_every") is not None:
+        _require_int(options["rho_every"], "--cals-rho-every", 1)
+    for name in ("switch_threshold", "lam", "weight", *_POSITIVE_OPTIONS):
         if name in options and options[name] <= 0:
             raise InputError(f"Expected {flag(name)} to be positive, got {options[name]!r}.")
     if options.get("gamma") is not None and options["gamma"] < 0:
@@ -424,6 +429,14 @@ def check_loss_options(loss: str, options: dict[str, Any]) -> None:
             if options.get(name) is not None and base != takes:
                 raise InputError(f"{LOSS_OPTION_FLAGS[name]} applies to --loss mdca with --mdca-base {takes} only, "
                                  f"got --mdca-base {base}.")
+    if loss == "cals" and options.get("margin") is not None and options["margin"] == 0:
+        raise InputError("Expected --margin to be greater than 0 for --loss cals (its constraints are divided by it), "
+                         "got 0.")
+    for low, high in (("lambda_min", "lambda_max"), ("rho_min", "rho_max")):  # CALS's bounds
+        lowest, highest = options.get(low, defaults.get(low)), options.get(high, defaults.get(high))
+        if _is_number(lowest) and _is_number(highest) and highest < lowest:
+            raise InputError(f"Expected {LOSS_OPTION_FLAGS[high]} to be at least {LOSS_OPTION_FLAGS[low]}, got "
+                             f"{highest} and {lowest}.")
     threshold = options.get("switch_threshold", defaults.get("switch_threshold"))
     if _is_number(threshold) and _is_number(gamma_max) and threshold > gamma_max:
         raise InputError(f"Expected --switch-threshold to be at most --gamma-max, got {threshold} and {gamma_max}.")

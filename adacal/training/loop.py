@@ -23,8 +23,8 @@ import torch
 
 from adacal.errors import AdacalError, InputError
 from adacal.losses.base import CalibrationLoss
-from adacal.losses.binned import ValidationBinnedLoss
-from adacal.losses.records import BinnedLossEpoch, BinUpdate, TrainBinStatistics
+from adacal.losses.records import BinnedLossEpoch, TrainBinStatistics, UpdateRecord, update_record_from_dict
+from adacal.losses.validation import ValidationLoss
 from adacal.predictions import Predictions
 from adacal.runs import EVALUATE_FILE, RunFolder
 from adacal.training.checkpoints import load_checkpoint
@@ -90,7 +90,7 @@ class Trainer(TrainerState):
         self.loss = loss.to(device)
         if isinstance(loss, CalibrationLoss):  # every label is a class (checked as before): no look for -100
             loss.ignore_index = None
-        if isinstance(loss, ValidationBinnedLoss):  # γ is updated on the trainer's own schedule: never warn
+        if isinstance(loss, ValidationLoss):  # γ (λ) is updated on the trainer's own schedule: never warn
             loss.warn_after_steps = None
         self.needs_validation = bool(getattr(loss, "needs_validation", False))
         self.channels_last = bool(config.channels_last)
@@ -210,12 +210,13 @@ class Trainer(TrainerState):
             f"the last good checkpoint {last} (epoch {self._completed}) was kept — try a lower --lr or --grad-clip."
         )
 
-    def _update_loss(self, logits: np.ndarray, labels: np.ndarray) -> BinUpdate:
-        """Update the loss from the validation logits, handed on the device the loss computes on."""
+    def _update_loss(self, logits: np.ndarray, labels: np.ndarray) -> UpdateRecord:
+        """Update the loss from the validation logits, handed on the device the loss computes on; the record is of
+        the loss's own kind (a `BinUpdate`, or CALS's `MultiplierUpdate`)."""
         record = self.loss.update(
             torch.from_numpy(logits).to(self.device), torch.from_numpy(labels).to(self.device)
         )
-        return record if isinstance(record, BinUpdate) else BinUpdate.from_dict(record)
+        return update_record_from_dict(record)
 
     def _train_statistics(self) -> TrainBinStatistics | None:
         pop = getattr(self.loss, "pop_train_statistics", None)
@@ -303,7 +304,7 @@ class Trainer(TrainerState):
         start = int(partial["batch"]) if partial else 0
         totals = EpochTotals(device, start=start, **({key: partial[key] for key in ("loss_sum", "correct", "seen")}
                                                      if partial else {}))
-        updates = [BinUpdate.from_dict(u) for u in partial["updates"]] if partial else []
+        updates = [update_record_from_dict(u) for u in partial["updates"]] if partial else []
         cached_val: tuple[np.ndarray, np.ndarray] | None = None
         guard = self._guard if not self.dist.enabled else None
         with guard.deferring() if guard is not None else contextlib.nullcontext():
@@ -375,7 +376,7 @@ class Trainer(TrainerState):
         scaler.update()
 
     def _save_interrupted(
-        self, guard: InterruptGuard, epoch: int, batch: int, *, totals: EpochTotals, updates: list[BinUpdate],
+        self, guard: InterruptGuard, epoch: int, batch: int, *, totals: EpochTotals, updates: list[UpdateRecord],
     ) -> None:
         """Write checkpoints/interrupted.pt (the state after `batch` of `epoch`), then raise KeyboardInterrupt: the
         pending signal is raised when `critical()` ends, after the write."""

@@ -88,6 +88,15 @@ class TrainerState:
                     f"Expected the mid-epoch checkpoint's batch {partial['batch']} to be within the "
                     f"{len(self.train_loader)} batches of an epoch of this run, but it is not."
                 )
+            record_type = getattr(self.loss, "record_type", None)  # the kind of update record this loss writes
+            for update in partial["updates"] if record_type is not None else ():
+                try:
+                    record_type.from_dict(update)
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise CheckpointError(
+                        f"Expected the mid-epoch checkpoint's update records to be {record_type.__name__}s of "
+                        f"--loss {self.config.loss}, got one without {exc}."
+                    ) from None
             self.partial_epoch = partial
             self.resumed_batch = int(partial["batch"])
 

@@ -14,7 +14,7 @@ from adacal.errors import InputError
 from adacal.losses import AdaFocalLoss, CalFocalLoss, MMCELoss, build_loss, loss_names
 
 PER_SAMPLE = ["ce", "focal", "flsd-53", "inverse-focal", "calfocal", "adafocal", "brier", "label-smoothing",
-              "dual-focal", "mbls", "acls", "confidence-penalty"]
+              "dual-focal", "mbls", "acls", "cals", "confidence-penalty"]
 REDUCTIONS = ["mean", "sum", "none"]
 
 

@@ -7,7 +7,7 @@ from adacal.errors import InputError, UnknownNameError
 from adacal.losses import LOSSES, AdaFocalLoss, CalibrationLoss, build_loss, loss_names
 
 NAMES = ["ce", "focal", "flsd-53", "inverse-focal", "calfocal", "adafocal", "brier", "mmce", "label-smoothing",
-         "dual-focal", "mbls", "acls", "mdca", "confidence-penalty"]
+         "dual-focal", "mbls", "acls", "cals", "mdca", "confidence-penalty"]
 
 
 def _batch(n=64, k=10, seed=0, scale=2.0):
@@ -23,10 +23,11 @@ def test_all_paper_losses_are_registered():
 def test_every_loss_runs_forward_and_backward_with_finite_values(name):
     loss = build_loss(name)
     assert isinstance(loss, CalibrationLoss) and isinstance(loss, torch.nn.Module)
-    assert loss.needs_validation == (name in ("calfocal", "adafocal"))
+    assert loss.needs_validation == (name in ("calfocal", "adafocal", "cals"))
     if loss.needs_validation:
         record = loss.update(*_batch(n=300, seed=1))
-        assert record == loss.history[-1] and len(record["edges"]) == 16
+        assert record == loss.history[-1] and isinstance(record, loss.record_type)
+        assert len(record["edges"]) == 16 if "edges" in record else len(record["multipliers"]) == 10
     logits, labels = _batch()
     logits.requires_grad_(True)
     value = loss(logits, labels)
@@ -72,7 +73,8 @@ def test_every_loss_runs_on_cuda_under_autocast(name):
 
 
 def test_unknown_name_suggests_the_closest_and_lists_choices():
-    expected = r"Unknown loss 'adafocl'\. Did you mean 'adafocal'\? Choices: acls, adafocal, brier, calfocal, ce, conf"
+    expected = (r"Unknown loss 'adafocl'\. Did you mean 'adafocal'\? Choices: acls, adafocal, brier, calfocal, "
+                r"cals, ce, conf")
     with pytest.raises(UnknownNameError, match=expected):
         build_loss("adafocl")
 
