@@ -34,6 +34,7 @@ from adacal.calibrators.base import (
 from adacal.calibrators.logistic import class_log_odds, fit_logistic
 from adacal.calibrators.temperature import fit_temperature_nll, saved_temperature, tempered_softmax
 from adacal.conventions import DEFAULT_N_BINS
+from adacal.errors import InputError
 from adacal.metrics.binning import assign_bins, equal_mass_edges
 from adacal.metrics.prepared import row_top
 
@@ -113,8 +114,6 @@ class ScalingBinning(TopLabelCalibrator):
         self._check_fitted()
         values = np.clip(np.asarray(confidences, dtype=np.float64).reshape(-1), 1e-12, 1 - 1e-12)
         if self.scaler == "temperature":
-            from adacal.errors import InputError
-
             raise InputError("Expected scaler='platt' to map confidences alone, got scaler='temperature': it maps "
                              "logits (use transform).")
         from scipy.special import expit

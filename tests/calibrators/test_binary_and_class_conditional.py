@@ -383,3 +383,32 @@ def test_malformed_saved_params_are_refused(name, params, message):
             "fitted_on": "logits"}
     with pytest.raises(InputError, match=message):
         Calibrator.from_dict(data)
+
+
+@pytest.mark.parametrize("method", ["platt", "beta", "scaling-binning", "top-label-isotonic"])
+def test_calibrate_saves_and_evaluate_applies_the_new_calibrators(tmp_path, binary, method):
+    """`adacal calibrate --method M --save` on a binary model's one decision score per sample writes the fitted map;
+    loaded, it gives the Python fit's probabilities, and `evaluate --calibrator` scores the file with it."""
+    from adacal.calibrators import load_calibrator
+    from adacal.cli import app
+    from typer.testing import CliRunner
+
+    scores, labels = binary
+    path = tmp_path / "p.npz"
+    np.savez(path, val_logits=scores[:300], val_labels=labels[:300], test_logits=scores[300:],
+             test_labels=labels[300:])
+    saved = tmp_path / "cal.json"
+    runner = CliRunner()
+    result = runner.invoke(app, ["calibrate", str(path), "--method", method, "--save", str(saved), "-q"])
+    assert result.exit_code == 0, result.output
+    loaded = load_calibrator(saved)
+    fitted = build_calibrator(method).fit(scores[:300], labels[:300])
+    np.testing.assert_allclose(loaded.transform(scores[300:]), fitted.transform(scores[300:]), rtol=0, atol=1e-12)
+    test = tmp_path / "test.npz"
+    np.savez(test, logits=scores[300:], labels=labels[300:])
+    done = runner.invoke(app, ["evaluate", str(test), "--calibrator", str(saved), "--json", str(tmp_path / "e.json")])
+    assert done.exit_code == 0, done.output
+    metrics = json.loads((tmp_path / "e.json").read_text())["results"]["metrics"]
+    probs = fitted.transform(scores[300:])
+    expected_nll = float(-np.mean(np.log(probs[np.arange(300), labels[300:]])))
+    assert metrics["nll"] == pytest.approx(expected_nll, rel=1e-9)

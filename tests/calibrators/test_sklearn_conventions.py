@@ -146,7 +146,7 @@ def _scored_digits():
     return model, features[rest], labels[rest]
 
 
-@pytest.mark.parametrize("name", ["platt", "temperature", "top-label-isotonic", "scaling-binning", "beta"])
+@pytest.mark.parametrize("name", ["platt", "temperature", "top-label-isotonic", "scaling-binning"])
 def test_a_calibrator_ends_a_pipeline_and_runs_under_cross_val_predict(name):
     """Pipeline(FunctionTransformer(model.decision_function), calibrator): fit, predict_proba, predict; and
     cross_val_predict refits the calibrator on each fold's training part and predicts its held-out part, exactly
