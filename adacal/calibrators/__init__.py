@@ -4,13 +4,15 @@
     calibrator = build_calibrator("temperature", objective="ece-em").fit(val_logits, val_labels)
     probs = calibrator.transform(test_logits)
 
-Names (CALIBRATORS): uncalibrated (the identity, the baseline), temperature, ets, vector-scaling, matrix-scaling,
-dirichlet, spline, histogram, isotonic.
+Names (CALIBRATORS): uncalibrated (the identity, the baseline), temperature, platt, beta, ets, vector-scaling,
+matrix-scaling, dirichlet, spline, histogram, isotonic, top-label-histogram, top-label-isotonic, scaling-binning.
 Temperature scaling and ETS rescale the whole row; vector scaling, matrix scaling and Dirichlet calibration map it
 linearly (class-wise, so they may change the predicted class); spline, histogram and isotonic recalibrate the
 top-class confidence only and rebuild the row so that it sums to 1 and keeps its predicted class (see
-`complete_top_label`). Every calibrator follows scikit-learn's estimator conventions (get_params / set_params, fit,
-transform / predict_proba, fitted attributes ending in `_`).
+`complete_top_label`), as do top-label-histogram / top-label-isotonic (one map per predicted class) and
+scaling-binning; platt and beta map a binary model's class-1 score (one-vs-rest, renormalised, for K > 2).
+Every calibrator follows scikit-learn's estimator conventions (get_params / set_params, fit, transform /
+predict_proba, predict and classes_, fitted attributes ending in `_`), so one can end a Pipeline.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ from __future__ import annotations
 from typing import Any
 
 from adacal.calibrators.base import CALIBRATORS, Calibrator, TopLabelCalibrator, complete_top_label
+from adacal.calibrators.binary import BetaCalibration, PlattScaling
+from adacal.calibrators.class_conditional import TopLabelHistogramBinning, TopLabelIsotonicCalibration
 from adacal.calibrators.ets import EnsembleTemperatureScaling
 from adacal.calibrators.histogram import HistogramBinning
 from adacal.calibrators.identity import IdentityCalibration
 from adacal.calibrators.isotonic import IsotonicCalibration
 from adacal.calibrators.linear import DirichletCalibration, MatrixScaling, VectorScaling
 from adacal.calibrators.saving import load_calibrator, save_calibrator
+from adacal.calibrators.scaling_binning import ScalingBinning
 from adacal.calibrators.spline import SplineCalibration
 from adacal.calibrators.temperature import TEMPERATURE_OBJECTIVES, TemperatureScaling
 from adacal.calibrators.compare import CalibrationComparison, build_calibrators, compare_calibrators
@@ -64,6 +69,7 @@ def calibrator_names() -> list[str]:
 
 
 __all__ = [
+    "BetaCalibration",
     "CALIBRATORS",
     "TEMPERATURE_OBJECTIVES",
     "CalibrationComparison",
@@ -74,9 +80,13 @@ __all__ = [
     "IdentityCalibration",
     "IsotonicCalibration",
     "MatrixScaling",
+    "PlattScaling",
+    "ScalingBinning",
     "SplineCalibration",
     "TemperatureScaling",
     "TopLabelCalibrator",
+    "TopLabelHistogramBinning",
+    "TopLabelIsotonicCalibration",
     "VectorScaling",
     "build_calibrator",
     "build_calibrators",

@@ -9,8 +9,10 @@ estimator conventions (without importing scikit-learn, which takes seconds):
 - `fit(logits, labels)` (logits (N, K), or a binary model's one score per sample, read as two columns) validates its
   inputs, learns attributes ending in `_` (`temperature_`, `weights_`, ...) and
   returns `self`;
-- `transform(logits)` and `predict_proba(logits)` (the same) give calibrated probabilities; using either before `fit`
-  raises adacal's NotFittedError, which is also an instance of scikit-learn's NotFittedError when it is installed;
+- `transform(logits)` and `predict_proba(logits)` (the same) give calibrated probabilities, `predict(logits)` their
+  argmax and `classes_` the column indices 0, ..., K − 1, so a calibrator can end a scikit-learn Pipeline and run
+  under `cross_val_predict`; using any before `fit` raises adacal's NotFittedError, which is also an instance of
+  scikit-learn's NotFittedError when it is installed;
 - `to_dict()` / `Calibrator.from_dict(d)` round-trip a fitted calibrator through plain JSON types.
 
 Every calibrator is a function of a row: `fit(scores, labels, *, scores_kind="auto")` decides once whether the
@@ -338,6 +340,33 @@ class Calibrator:
     def predict_proba(self, logits: Any, *, scores_kind: str | None = None) -> np.ndarray:
         """The same as `transform` (scikit-learn's name for probabilities)."""
         return self.transform(logits, scores_kind=scores_kind)
+
+    def predict(self, logits: Any, *, scores_kind: str | None = None) -> np.ndarray:
+        """Each row's class after calibration, the argmax of `transform` (scikit-learn's `predict`; ties go to the
+        lower class, as np.argmax).
+
+        Args:
+            logits: scores as `transform` takes them.
+            scores_kind: as `transform`.
+
+        Returns:
+            int64 class indices (N,), entries of `classes_`.
+
+        Example:
+            >>> import numpy as np
+            >>> from adacal.calibrators import TemperatureScaling
+            >>> calibrator = TemperatureScaling().fit(np.array([[2.0, 0.0]] * 4), [0, 0, 0, 1])
+            >>> calibrator.predict([[0.0, 1.0], [3.0, 0.0]]).tolist(), calibrator.classes_.tolist()
+            ([1, 0], [0, 1])
+        """
+        return self.transform(logits, scores_kind=scores_kind).argmax(axis=1)
+
+    @property
+    def classes_(self) -> np.ndarray:
+        """The class indices 0, ..., K − 1 of the columns of `transform` (scikit-learn's name), once fitted."""
+        if not self.is_fitted:
+            raise AttributeError(f"{type(self).__name__} is not fitted yet, so it has no classes_.")
+        return np.arange(self.num_classes_)
 
     def fit_transform(self, logits: Any, labels: Any, *, scores_kind: str = "auto") -> np.ndarray:
         return self.fit(logits, labels, scores_kind=scores_kind).transform(logits)

@@ -14,10 +14,12 @@ from adacal.errors import InputError
 # The identity calibrator: a candidate whenever several methods are compared, and the reference a selection by another
 # metric than NLL may not fall below (in CV NLL).
 BASELINE = "uncalibrated"
-# Ties in the selection go to the earlier method: fewest fitted parameters first (identity 0, temperature 1, ETS 3,
-# vector scaling 2K, the spline's knots, histogram's bins, isotonic's steps (up to N), Dirichlet K(K + 1) with
+# Ties in the selection go to the earlier method: fewest fitted parameters first (identity 0, temperature 1, Platt 2
+# (binary; 2K one-vs-rest), ETS 3, beta 3 (3K), vector scaling 2K, the spline's knots, scaling-binning's 2 + bins,
+# histogram's bins, isotonic's steps (up to N), the class-conditional maps' K times as many, Dirichlet K(K + 1) with
 # regularisation, matrix scaling K(K + 1) without).
-SIMPLICITY_ORDER = ("uncalibrated", "temperature", "ets", "vector-scaling", "spline", "histogram", "isotonic",
+SIMPLICITY_ORDER = ("uncalibrated", "temperature", "platt", "ets", "beta", "vector-scaling", "spline",
+                    "scaling-binning", "histogram", "isotonic", "top-label-histogram", "top-label-isotonic",
                     "dirichlet", "matrix-scaling")
 # Two CV figures this close (relative to the larger of 1 and the lowest) are a tie.
 TIE_TOLERANCE = 1e-9

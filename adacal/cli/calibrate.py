@@ -33,11 +33,15 @@ HELP = (
     "unless --objective says otherwise), ets (ensemble "
     "temperature scaling, Zhang et al. 2020), vector-scaling, matrix-scaling and dirichlet (Kull et al. 2019, "
     "with ODIR regularisation; these may change the predicted class), spline (Gupta et al. 2021), histogram "
-    "(equal-mass histogram binning), isotonic (isotonic regression), or all.\n\n"
+    "(equal-mass histogram binning), isotonic (isotonic regression), platt (Platt scaling as scikit-learn's "
+    "CalibratedClassifierCV(method='sigmoid'); one-vs-rest for K > 2), beta (beta calibration, Kull et al. 2017; "
+    "one-vs-rest for K > 2), top-label-histogram and top-label-isotonic (one map per predicted class, Gupta & "
+    "Ramdas 2022), scaling-binning (Kumar et al. 2019), or all.\n\n"
     "With --method all, one calibrator is chosen on the validation split only, 'uncalibrated' among the candidates: "
     "each is scored by --folds-fold cross-validation inside it (stratified, seeded by --seed) and the lowest mean "
     "held-out --select-metric wins (default NLL, a proper scoring rule; ties go to the simpler method: uncalibrated, "
-    "temperature, ets, vector-scaling, spline, histogram, isotonic, dirichlet, matrix-scaling). With another "
+    "temperature, platt, ets, beta, vector-scaling, spline, scaling-binning, histogram, isotonic, top-label-histogram, "
+    "top-label-isotonic, dirichlet, matrix-scaling). With another "
     "--select-metric, a calibrator whose CV NLL is worse than uncalibrated's is skipped, and said so. The choice and "
     "why are printed, are results.selection and results.best in the report, and are what --save writes (refitted on "
     "the whole validation split). A first table shows every candidate's CV NLL and CV ECE-EM; the next, test "
@@ -255,8 +259,9 @@ def calibrate(
     method: Annotated[
         str,
         typer.Option(
-            help="Calibrator: uncalibrated (the identity), temperature, ets, vector-scaling, matrix-scaling, "
-            "dirichlet, spline, histogram, isotonic, or all (fit each, choose one by cross-validated NLL on "
+            help="Calibrator: uncalibrated (the identity), temperature, platt, beta, ets, vector-scaling, "
+            "matrix-scaling, dirichlet, spline, histogram, isotonic, top-label-histogram, top-label-isotonic, "
+            "scaling-binning, or all (fit each, choose one by cross-validated NLL on "
             "validation data, uncalibrated included)."
         ),
     ] = "temperature",

@@ -72,7 +72,10 @@ def test_scikit_learn_estimator_checks(name):
     passed = {check for check, seen in statuses.items() if seen == {"passed"}}
     assert {"check_estimator_cloneable", "check_get_params_invariance", "check_set_params", "check_estimators_unfitted",
             "check_no_attributes_set_in_init", "check_fit_check_is_fitted", "check_fit_idempotent",
-            "check_n_features_in", "check_estimators_pickle", "check_dont_overwrite_parameters"} <= passed
+            "check_n_features_in", "check_estimators_pickle", "check_dont_overwrite_parameters",
+            # these also call predict (#42): it must be as deterministic, row-wise and side-effect free as transform
+            "check_methods_subset_invariance", "check_methods_sample_order_invariance", "check_dict_unchanged"
+            } <= passed
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +98,9 @@ def test_clone_params_and_fitted_state_on_valid_data(data, name):
     assert isinstance(error.value, SklearnNotFittedError) and isinstance(error.value, AdacalError)
     with pytest.raises(SklearnNotFittedError):
         check_is_fitted(calibrator)
+    with pytest.raises(NotFittedError):
+        calibrator.predict(logits)
+    assert not hasattr(calibrator, "classes_")  # scikit-learn's convention: no fitted attribute before fit
     readonly = logits.copy()
     readonly.flags.writeable = False
     assert calibrator.fit(readonly, labels) is calibrator  # fit returns self, and does not write to its input
@@ -103,6 +109,9 @@ def test_clone_params_and_fitted_state_on_valid_data(data, name):
     assert calibrator.n_features_in_ == 3
     assert any(key.endswith("_") and not key.startswith("_") for key in vars(calibrator))
     np.testing.assert_array_equal(calibrator.predict_proba(logits), calibrator.transform(logits))
+    np.testing.assert_array_equal(calibrator.classes_, [0, 1, 2])  # the columns of predict_proba
+    np.testing.assert_array_equal(calibrator.predict(logits), calibrator.transform(logits).argmax(axis=1))
+    assert calibrator.predict(logits).dtype.kind == "i"
     twin = clone(calibrator)
     assert twin.get_params() == params and not twin.is_fitted
     np.testing.assert_array_equal(twin.fit(logits, labels).transform(logits), calibrator.transform(logits))
@@ -123,3 +132,66 @@ def test_set_params_changes_options_checked_at_fit(data):
         calibrator.set_params(bins=3)
     with pytest.raises(InputError, match="Expected reg_lambda to be a non-negative number"):
         clone(build_calibrator("dirichlet")).set_params(reg_lambda=-1.0).fit(logits, labels)
+
+
+def _scored_digits():
+    """A logistic regression's decision scores on digits (10 classes) and on a binary split of it (even / odd)."""
+    from sklearn.datasets import load_digits
+    from sklearn.linear_model import LogisticRegression
+
+    features, labels = load_digits(return_X_y=True)
+    features = features / 16.0
+    train, rest = slice(0, 900), slice(900, None)
+    model = LogisticRegression(C=0.5, max_iter=300).fit(features[train], labels[train])
+    return model, features[rest], labels[rest]
+
+
+@pytest.mark.parametrize("name", ["platt", "temperature", "top-label-isotonic", "scaling-binning"])
+def test_a_calibrator_ends_a_pipeline_and_runs_under_cross_val_predict(name):
+    """Pipeline(FunctionTransformer(model.decision_function), calibrator): fit, predict_proba, predict; and
+    cross_val_predict refits the calibrator on each fold's training part and predicts its held-out part, exactly
+    as fitting the calibrator by hand on the same folds does."""
+    from sklearn.model_selection import KFold, cross_val_predict
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    model, features, labels = _scored_digits()
+    pipeline = make_pipeline(FunctionTransformer(model.decision_function), build_calibrator(name))
+    pipeline.fit(features, labels)
+    probs = pipeline.predict_proba(features)
+    assert probs.shape == (len(labels), 10) and np.allclose(probs.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(pipeline.classes_, np.arange(10))
+    np.testing.assert_array_equal(pipeline.predict(features), probs.argmax(axis=1))
+    folds = KFold(n_splits=3, shuffle=True, random_state=0)
+    out_of_fold = cross_val_predict(pipeline, features, labels, cv=folds, method="predict_proba")
+    by_hand = np.empty_like(out_of_fold)
+    scores = model.decision_function(features)
+    for fit_rows, held_out in folds.split(features):
+        fitted = build_calibrator(name).fit(scores[fit_rows], labels[fit_rows])
+        by_hand[held_out] = fitted.predict_proba(scores[held_out])
+    np.testing.assert_allclose(out_of_fold, by_hand, rtol=0, atol=1e-12)
+    predicted = cross_val_predict(pipeline, features, labels, cv=folds)  # method="predict"
+    np.testing.assert_array_equal(predicted, by_hand.argmax(axis=1))
+
+
+def test_platt_in_a_pipeline_on_a_binary_model_equals_calibrated_classifier_cv():
+    """The binary case end to end: the same folds, scikit-learn's CalibratedClassifierCV(method="sigmoid") on a frozen
+    model, and a Pipeline ending in adacal's platt under cross_val_predict, give the same probabilities."""
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.datasets import load_digits
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import KFold, cross_val_predict
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    features, digits = load_digits(return_X_y=True)
+    labels = (digits % 2 == 1).astype(int)
+    model = LogisticRegression(C=0.05, max_iter=300).fit(features[:900] / 16.0, labels[:900])
+    features, labels = features[900:] / 16.0, labels[900:]
+    folds = KFold(n_splits=4, shuffle=True, random_state=1)
+    ours = cross_val_predict(make_pipeline(FunctionTransformer(model.decision_function), build_calibrator("platt")),
+                             features, labels, cv=folds, method="predict_proba")
+    theirs = cross_val_predict(CalibratedClassifierCV(FrozenEstimator(model), method="sigmoid"), features, labels,
+                               cv=folds, method="predict_proba")
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-6)
