@@ -181,9 +181,9 @@ def run_evaluate(
         options = replace(options, group_by=group_by)  # a text table's column of that name is no class's scores
     fitted = None
     if calibrator is not None:
-        from adacal.calibrators import load_calibrator
+        from adacal.calibrators.confidence_maps import load_fitted
 
-        fitted = load_calibrator(calibrator)
+        fitted = load_fitted(calibrator)
 
     source = resolve_evaluation_input(predictions, data_dir=data_dir, device=device, options=options)
     described = source.describe()
@@ -193,16 +193,28 @@ def run_evaluate(
         described["checkpoint"] = checkpoint_progress(source.data_path, source.run, contents=source.checkpoint)
     elif source.kind == "checkpoint":  # a checkpoint the run's predictions.npz describes: which epoch, all the same
         described["checkpoint"] = checkpoint_progress(source.path, source.run)
+    from adacal.calibrators.confidence_maps import ConfidenceMap
+
+    confidence_map = isinstance(fitted, ConfidenceMap)
     if top_label_input(source):
-        if fitted is not None:
+        if fitted is not None and not confidence_map:
             raise InputError(f"Expected class scores for --calibrator {calibrator}, but {predictions.name} holds "
-                             "top-label confidences (confidence, correct): a saved calibrator maps every class's "
-                             "scores.")
+                             "top-label confidences (confidence, correct): a saved calibrator of class scores maps "
+                             "every class's scores; fit a confidence map with 'adacal calibrate' on such a file.")
+        if confidence_map:  # a map of confidences, applied before measuring (adacal.calibrators.confidence_maps)
+            source = replace(source, predictions=replace(
+                source.predictions, confidences=fitted.transform(source.predictions.confidences)))
         report = confidence_report(
             source.predictions.confidences, source.predictions.correct, n_bins=n_bins, metric_names=metrics,
             bootstrap=bootstrap, seed=seed, input_path=source.data_path, source=described, progress=progress,
         )
+        if confidence_map:
+            report["config"]["calibrator"] = str(calibrator)
     else:
+        if confidence_map:
+            raise InputError(f"Expected top-label confidences (confidence, correct) for --calibrator {calibrator}, a "
+                             f"confidence map, but {predictions.name} holds class scores: apply a calibrator of "
+                             "class scores to it.")
         if names_error is not None:
             raise names_error
         scores = source.predictions.logits
