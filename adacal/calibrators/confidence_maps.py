@@ -297,7 +297,7 @@ class PlattConfidenceMap(ConfidenceMap):
     Example:
         >>> from adacal.calibrators.confidence_maps import PlattConfidenceMap
         >>> fitted = PlattConfidenceMap().fit([0.9, 0.9, 0.6, 0.6], [1, 0, 1, 0])  # 50 % right at every confidence
-        >>> round(fitted.slope_, 6) + 0.0, round(fitted.transform([0.99])[0], 6)
+        >>> round(fitted.slope_, 6) + 0.0, round(float(fitted.transform([0.99])[0]), 6)
         (0.0, 0.5)
     """
 

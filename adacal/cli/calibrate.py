@@ -74,6 +74,9 @@ TOP_LABEL_COLUMNS = (
     ("nll_correct", "NLL-C", 1.0),
     ("brier_top", "Brier-C", 1.0),
     ("error", "Error", 100.0),
+)
+# Beside them, in a second table (the first fits 80 columns): how well the confidence tells right from wrong.
+RANKING_COLUMNS = (
     ("auroc_correct", "AUROC-C", 100.0),
     ("auprc_errors", "AUPRC-E", 100.0),
 )
@@ -134,7 +137,7 @@ def _print_table(results: dict[str, Any], *, n_val: int, n_test: int) -> None:
     table.add_column("method", no_wrap=True)
     columns = TOP_LABEL_COLUMNS if results.get("assumed_input") == "confidences" else TABLE_COLUMNS
     if columns is TOP_LABEL_COLUMNS:
-        table.title = "Top-label test metrics before and after calibration (ECE, error, AUROC/AUPRC in %)"
+        table.title = "Top-label test metrics before and after calibration (ECE and error in %)"
     for _, header, _ in columns:
         table.add_column(header, justify="right", no_wrap=True)
     if folds:
@@ -157,9 +160,31 @@ def _print_table(results: dict[str, Any], *, n_val: int, n_test: int) -> None:
             cells.append(str(entry.get("test_rank", "-")))
         table.add_row(name, *cells)
     console.print(table)
+    if columns is TOP_LABEL_COLUMNS:
+        console.print(_ranking_table(entries))
     console.print(fitted)
     if results.get("groups"):
         console.print(_groups_table(results))
+
+
+def _ranking_table(entries: dict[str, Any]) -> Any:
+    """AUROC of correctness and AUPRC of errors on test, uncalibrated and after each map (a monotone map keeps them;
+    the ties histogram and isotonic make can move them)."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title="Right vs wrong on test (%)",
+                  caption="AUROC-C: of correctness; AUPRC-E: of errors", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
+    table.add_column("method", no_wrap=True)
+    for _, header, _ in RANKING_COLUMNS:
+        table.add_column(header, justify="right", no_wrap=True)
+    before = next(iter(entries.values()))["test_pre"]
+    table.add_row(BASELINE, *(_cell(before, key, scale) for key, _, scale in RANKING_COLUMNS))
+    for name, entry in entries.items():
+        if name != BASELINE:
+            table.add_row(name, *(_cell(entry["test_post"], key, scale) for key, _, scale in RANKING_COLUMNS))
+    return table
 
 
 def _groups_table(results: dict[str, Any]) -> Any:
@@ -168,8 +193,9 @@ def _groups_table(results: dict[str, Any]) -> Any:
     from rich.table import Table
 
     groups = results["groups"]
-    table = Table(title=f"Per {groups['key']} on test, before -> after {results['best']} (ECE-EM in %)",
-                  caption=f"* fewer than {groups['before']['small_below']} samples: noisy", box=box.SIMPLE_HEAD,
+    table = Table(title=f"Per {groups['key']} on test: uncalibrated, then {results['best']}",
+                  caption=f"ECE-EM in %; * fewer than {groups['before']['small_below']} samples: noisy",
+                  box=box.SIMPLE_HEAD,
                   pad_edge=False, collapse_padding=True)
     for header in (groups["key"], "n", "accuracy", "ECE-EM", "after", "NLL-C", "after"):
         table.add_column(header, justify="left" if header == groups["key"] else "right", no_wrap=True)
