@@ -188,7 +188,8 @@ def _ranking_table(entries: dict[str, Any]) -> Any:
 
 
 def _groups_table(results: dict[str, Any]) -> Any:
-    """Per group of the test rows: count, accuracy, ECE-EM and NLL of correctness before and after the chosen map."""
+    """Per group of the test rows: count, accuracy, ECE-EM and NLL (of correctness, for confidences) before and after
+    the chosen calibrator."""
     from rich import box
     from rich.table import Table
 
@@ -197,14 +198,15 @@ def _groups_table(results: dict[str, Any]) -> Any:
                   caption=f"ECE-EM in %; * fewer than {groups['before']['small_below']} samples: noisy",
                   box=box.SIMPLE_HEAD,
                   pad_edge=False, collapse_padding=True)
-    for header in (groups["key"], "n", "accuracy", "ECE-EM", "after", "NLL-C", "after"):
+    nll, nll_header = (("nll_correct", "NLL-C") if results.get("assumed_input") == "confidences" else ("nll", "NLL"))
+    for header in (groups["key"], "n", "accuracy", "ECE-EM", "after", nll_header, "after"):
         table.add_column(header, justify="left" if header == groups["key"] else "right", no_wrap=True)
     for row, after in zip([*groups["before"]["rows"], groups["before"]["overall"]],
                           [*groups["after"]["rows"], groups["after"]["overall"]]):
         table.add_row(row["group"] + ("*" if row["small"] else ""), str(row["n_samples"]),
                       number(100 * row["accuracy"], 1), _cell(row["metrics"], "ece_em", 100.0),
-                      _cell(after["metrics"], "ece_em", 100.0), _cell(row["metrics"], "nll_correct", 1.0),
-                      _cell(after["metrics"], "nll_correct", 1.0))
+                      _cell(after["metrics"], "ece_em", 100.0), _cell(row["metrics"], nll, 1.0),
+                      _cell(after["metrics"], nll, 1.0))
     return table
 
 

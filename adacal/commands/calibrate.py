@@ -183,14 +183,12 @@ def run_calibrate(
         raise InputError(f"Expected top-label confidences (confidence, correct) for --method {method} (a confidence "
                          f"map), but {source.name} holds class scores: choose a calibrator of class scores, e.g. "
                          "--method temperature.")
-    if group_by is not None:
-        raise InputError(f"Expected --group-by with top-label confidences (confidence, correct), but {source.name} "
-                         "holds class scores: per-group figures of calibrated class scores come from 'adacal "
-                         "evaluate --calibrator FILE --group-by KEY'.")
     if val_fraction is not None:
-        inputs = _split_one_file(source, val_fraction, seed, options)
+        inputs = _split_one_file(source, val_fraction, seed, options, group_by)
     else:
         inputs = resolve_calibration_input(source, val=val, options=options)
+        if group_by is not None:
+            inputs = _with_test_groups(inputs, group_by)
     report_path = json_path if json_path is not None else (
         inputs.run.report(CALIBRATE_FILE) if inputs.run is not None else None)
     if _same_file(report_path, save):
@@ -214,6 +212,9 @@ def run_calibrate(
                                                (("val", inputs.val), ("test", inputs.test))
                                                if split.interpretation is not None},
                **({"split": split_record} if split_record is not None else {})}
+    if group_by is not None:
+        config["group_by"] = group_by
+        results["groups"] = _score_groups(inputs.test, group_by, comparison.fitted[comparison.best], n_bins)
     report = make_report("calibrate", config=config, results=results, input_path=inputs.input_path)
 
     written = report_path
@@ -271,7 +272,39 @@ class _SplitInput:
         return tuple(dict.fromkeys(self.val.notes + self.test.notes))
 
 
-def _split_one_file(source: Path, val_fraction: float, seed: int, options: Any) -> _SplitInput:
+def _with_test_groups(inputs: Any, key: str) -> Any:
+    """The calibration input with `test.groups[key]` filled from its file (docs/inputs.md §9); a model's outputs
+    recomputed from a checkpoint carry no per-sample keys."""
+    from dataclasses import replace
+
+    from adacal.interpretation.groups import attach_groups
+    from adacal.interpretation.record import Interpretation
+
+    record = inputs.test.interpretation
+    if not isinstance(record, Interpretation) or record.format == "model":
+        raise InputError(f"Expected --group-by {key} with a predictions file, got {inputs.input_path.name}, whose "
+                         f"test outputs were computed from a checkpoint and carry no per-sample keys: calibrate a "
+                         f"predictions file that holds '{key}'.")
+    return replace(inputs, test=attach_groups(inputs.test, Path(record.file), key, options=inputs.options))
+
+
+def _score_groups(test: Any, key: str, fitted: Any, n_bins: int) -> dict[str, Any]:
+    """Per-group figures of the test rows of class scores, uncalibrated and after the chosen calibrator."""
+    from adacal.evaluation import evaluate_predictions
+    from adacal.grouped import grouped_results
+
+    kind = _read_kind(test)
+    probs = fitted.transform(test.logits, scores_kind=None if kind == "auto" else kind)
+    tables = {}
+    for stage, scores, stage_kind in (("before", test.logits, kind), ("after", probs, "probs")):
+        overall = evaluate_predictions(scores, test.labels, n_bins=n_bins, scores_kind=stage_kind)
+        tables[stage] = grouped_results(scores, test.labels, test.groups[key], key=key, overall=overall,
+                                        n_bins=n_bins)
+    return {"key": key, **tables}
+
+
+def _split_one_file(source: Path, val_fraction: float, seed: int, options: Any,
+                    group_by: str | None = None) -> _SplitInput:
     """--val-fraction on class scores: the file's one set of rows split, stratified by label."""
     from adacal.calibrators.holdout import holdout_split
     from adacal.commands.calibrate_confidences import split_rows
@@ -285,6 +318,10 @@ def _split_one_file(source: Path, val_fraction: float, seed: int, options: Any) 
     if record is not None and record.split != WHOLE_FILE:
         raise InputError(f"Expected --val-fraction with a file of one set of rows, but {source.name} has its own "
                          "val_ and test_ splits: drop --val-fraction to fit on its val_ rows.")
+    if group_by is not None:
+        from adacal.interpretation.groups import attach_groups
+
+        whole = attach_groups(whole, source, group_by, options=options)
     val_rows, test_rows = holdout_split(whole.labels, val_fraction, seed=seed)
     split = {"source": "--val-fraction", "val_fraction": val_fraction, "seed": seed, "stratified_by": "label",
              "n_val": int(val_rows.size), "n_test": int(test_rows.size)}

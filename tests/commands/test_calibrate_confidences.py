@@ -177,8 +177,7 @@ def test_refusals_in_one_line(tmp_path):
     refused(pairs, "--val-fraction", "0.5", "--method", "all", "--select-metric", "aurc",
             fragments=("--select-metric nll, brier, ece-em or ece-ew",))
     refused(pairs, "--val-fraction", "0.5", "--group-by", "subject", fragments=("subject", "task"))
-    refused(tmp_path / "scores.npz", "--val-fraction", "0.5", "--group-by", "task",
-            fragments=("--group-by with top-label confidences",))
+    refused(tmp_path / "scores.npz", "--val-fraction", "0.5", "--group-by", "task", fragments=("task",))
     refused(tmp_path / "scores.npz", "--val", pairs, fragments=("holds top-label confidences", "one kind"))
     refused(pairs, "--val", tmp_path / "scores.npz", fragments=("holds class scores", "one kind"))
     refused(pairs, "--val-fraction", "0.5", "--method", "bogus", fragments=("bogus",))
@@ -189,3 +188,26 @@ def test_refusals_in_one_line(tmp_path):
                                        str(tmp_path / "map.json")]), "a confidence map", "holds class scores")
     one_line_error(runner.invoke(app, ["evaluate", str(pairs), "--calibrator", str(tmp_path / "temp.json")]),
                    "holds top-label confidences", "confidence map")
+
+
+def test_per_group_before_and_after_on_score_matrices(tmp_path):
+    """--group-by on class scores (a file's own splits): each group's ECE-EW of the softmax before and of the
+    temperature-scaled probabilities after, by the plain loop."""
+    logits = RNG.normal(size=(800, 3)) * 3.0
+    labels = np.where(RNG.random(800) < 0.5, logits.argmax(axis=1), RNG.integers(0, 3, 800))
+    task = np.where(RNG.random(800) < 0.5, "a", "b")
+    np.savez(tmp_path / "split.npz", val_logits=logits[:400], val_labels=labels[:400], test_logits=logits[400:],
+             test_labels=labels[400:], test_task=task[400:])
+    report = _invoke(tmp_path / "split.npz", "--group-by", "task")
+    temperature = report["results"]["calibrators"]["temperature"]["params"]["temperature"]
+    groups = report["results"]["groups"]
+    test, names, truth = logits[400:], task[400:], labels[400:]
+    for stage, scaled in (("before", test), ("after", test / temperature)):
+        probs = np.exp(scaled - scaled.max(axis=1, keepdims=True))
+        probs /= probs.sum(axis=1, keepdims=True)
+        conf, hits = probs.max(axis=1), (probs.argmax(axis=1) == truth).astype(float)
+        for row in groups[stage]["rows"]:
+            mine = names == row["group"]
+            assert row["n_samples"] == int(mine.sum())
+            assert row["metrics"]["ece_ew"] == pytest.approx(_ece_ew(conf[mine], hits[mine]), abs=1e-9)
+    assert groups["after"]["overall"]["metrics"]["nll"] < groups["before"]["overall"]["metrics"]["nll"]
