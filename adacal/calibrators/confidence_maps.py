@@ -73,6 +73,8 @@ class ConfidenceMap:
     """
 
     name: ClassVar[str] = ""
+    # What the map takes (a calibrator of class scores has no such attribute): how `evaluate --calibrator` tells.
+    applies_to: ClassVar[str] = APPLIES_TO
 
     def check_options(self) -> None:
         """Raise InputError for an option out of range (maps with options override)."""

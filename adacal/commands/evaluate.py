@@ -181,9 +181,7 @@ def run_evaluate(
         options = replace(options, group_by=group_by)  # a text table's column of that name is no class's scores
     fitted = None
     if calibrator is not None:
-        from adacal.calibrators.confidence_maps import load_fitted
-
-        fitted = load_fitted(calibrator)
+        fitted = _load_calibrator_file(calibrator)
 
     source = resolve_evaluation_input(predictions, data_dir=data_dir, device=device, options=options)
     described = source.describe()
@@ -193,9 +191,7 @@ def run_evaluate(
         described["checkpoint"] = checkpoint_progress(source.data_path, source.run, contents=source.checkpoint)
     elif source.kind == "checkpoint":  # a checkpoint the run's predictions.npz describes: which epoch, all the same
         described["checkpoint"] = checkpoint_progress(source.path, source.run)
-    from adacal.calibrators.confidence_maps import ConfidenceMap
-
-    confidence_map = isinstance(fitted, ConfidenceMap)
+    confidence_map = getattr(fitted, "applies_to", None) == "confidences"  # (adacal.calibrators.confidence_maps)
     if top_label_input(source):
         if fitted is not None and not confidence_map:
             raise InputError(f"Expected class scores for --calibrator {calibrator}, but {predictions.name} holds "
@@ -251,6 +247,26 @@ def run_evaluate(
     return EvaluationRun(report=report, source=source, written=targets, kept=kept, calibrated=fitted is not None,
                          kept_by=kept_by, kept_detail=kept_detail, not_written=not_written,
                          not_written_reason=not_written_reason)
+
+
+def _load_calibrator_file(path: Path) -> Any:
+    """A calibrator file `adacal calibrate --save` wrote: a confidence map (for top-label files) when it says
+    `"applies_to": "confidences"`, else a calibrator of class scores (`load_calibrator`, which names any problem)."""
+    from adacal.sources.documents import read_report
+
+    try:
+        report = read_report(path, kind="calibrator")
+    except InputError:
+        report = None  # load_calibrator says what is wrong with it
+    results = report.get("results") if isinstance(report, dict) else None
+    data = results.get("calibrator") if isinstance(results, dict) else None
+    if isinstance(data, dict) and data.get("applies_to") == "confidences":
+        from adacal.calibrators.confidence_maps import load_confidence_map
+
+        return load_confidence_map(path)
+    from adacal.calibrators import load_calibrator
+
+    return load_calibrator(path)
 
 
 def _with_groups(source: EvaluationInput, key: str) -> EvaluationInput:
