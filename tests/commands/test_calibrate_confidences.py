@@ -45,7 +45,6 @@ def _ece_ew(conf, correct, n_bins=15):
     return total
 
 
-@pytest.mark.slow
 def test_calibrate_improves_an_over_confident_model_on_held_out_rows(tmp_path):
     report = _invoke(_jsonl(tmp_path / "answers.jsonl"), "--val-fraction", "0.5", "--method", "all", "--seed", "3")
     results = report["results"]
