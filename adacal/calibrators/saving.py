@@ -70,6 +70,10 @@ def calibrator_from_report(report: dict[str, Any], path: str | os.PathLike) -> C
     data = report["results"].get("calibrator") if isinstance(report["results"], dict) else None
     if data is None:
         raise InputError(f"Expected {path} to hold a calibrator under results.calibrator, but it has none.")
+    if isinstance(data, dict) and data.get("applies_to") == "confidences":
+        raise InputError(f"Expected a calibrator of class scores in {Path(path).name}, got a confidence map (fitted on "
+                         "top-label confidences): apply it to a (confidence, correct) file with 'adacal evaluate "
+                         "--calibrator'.")
     try:
         return Calibrator.from_dict(data)
     except InputError as exc:

@@ -15,7 +15,7 @@ from adacal.cli.common import (
 from adacal.cli.inputs import (
     LabelsFile, LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, print_notes, read_options,
 )
-from adacal.cli.inputs import ClassNames, LabelsAre, ScoreColumns
+from adacal.cli.inputs import ClassNames, GroupBy, LabelsAre, ScoreColumns
 from adacal.conventions import DEFAULT_N_BINS
 
 BASELINE = "uncalibrated"  # the identity calibrator's name (adacal.calibrators.compare.BASELINE)
@@ -49,6 +49,12 @@ HELP = (
     "only, never used to choose. Under 300 validation samples a note gives the ECE-EM a perfectly calibrated model "
     "would show there by chance. On a terminal a progress bar counts the fits (one per fold and "
     "calibrator); nothing is drawn when the output is piped or with --quiet.\n\n"
+    "Top-label (confidence, correct) files (an LLM's answer confidence and whether it was right; docs/inputs.md §7) "
+    "get confidence maps instead: uncalibrated, platt (Platt scaling on the confidence: logistic regression of "
+    "correctness on logit(confidence)), histogram, isotonic, or all (chosen by cross-validated NLL of correctness); "
+    "the table shows the top-label metrics before and after, and --group-by KEY adds them per group. --val-fraction F "
+    "fits on a seeded (--seed), stratified random F of one file's rows and tests on the rest, for either kind of "
+    "input.\n\n"
     "Example: adacal calibrate runs/RUN --method temperature\n\n"
     "Example: adacal calibrate preds.npz --method all --json calibrate.json --save chosen.json"
 )
@@ -62,12 +68,31 @@ TABLE_COLUMNS = (
     ("brier", "Brier", 1.0),
     ("error", "Error", 100.0),
 )
+# The columns of top-label (confidence, correct) inputs: NLL and Brier of the correctness, how well the confidence
+# ranks right above wrong.
+TOP_LABEL_COLUMNS = (
+    ("ece_em", "ECE-EM", 100.0),
+    ("ece_ew", "ECE-EW", 100.0),
+    ("ece_debias", "ECE-DEB", 100.0),
+    ("mce", "MCE", 100.0),
+    ("nll_correct", "NLL-C", 1.0),
+    ("brier_top", "Brier-C", 1.0),
+    ("error", "Error", 100.0),
+)
+# Beside them, in a second table (the first fits 80 columns): how well the confidence tells right from wrong.
+RANKING_COLUMNS = (
+    ("auroc_correct", "AUROC-C", 100.0),
+    ("auprc_errors", "AUPRC-E", 100.0),
+)
 
 
 def _describe(params: dict[str, Any]) -> str:
     parts = []
     if "temperature" in params:
         parts.append(f"T={params['temperature']:.3g}" + (" (at bound)" if params.get("at_bound") else ""))
+    if "slope" in params:
+        parts.append(f"slope={params['slope']:.3g}, intercept={params['intercept']:.3g}"
+                     + ("" if params.get("converged", True) else " (not converged)"))
     if "n_params" in params:
         parts.append(f"{params['n_params']} params" + ("" if params.get("converged", True) else " (not converged)"))
     if "weights" in params:
@@ -114,7 +139,10 @@ def _print_table(results: dict[str, Any], *, n_val: int, n_test: int) -> None:
         collapse_padding=True,  # one space between columns: the metrics fit 80 columns
     )
     table.add_column("method", no_wrap=True)
-    for _, header, _ in TABLE_COLUMNS:
+    columns = TOP_LABEL_COLUMNS if results.get("assumed_input") == "confidences" else TABLE_COLUMNS
+    if columns is TOP_LABEL_COLUMNS:
+        table.title = "Top-label test metrics before and after calibration (ECE and error in %)"
+    for _, header, _ in columns:
         table.add_column(header, justify="right", no_wrap=True)
     if folds:
         table.add_column("rank", justify="right", no_wrap=True)
@@ -122,7 +150,7 @@ def _print_table(results: dict[str, Any], *, n_val: int, n_test: int) -> None:
     before = next(iter(entries.values()))["test_pre"]
     # The identity candidate's test metrics are the model's own: one "uncalibrated" row, first, with its rank.
     rank = (str((entries.get(BASELINE) or {}).get("test_rank", "-")),) if folds else ()
-    table.add_row(BASELINE, *(_cell(before, key, scale) for key, _, scale in TABLE_COLUMNS), *rank,
+    table.add_row(BASELINE, *(_cell(before, key, scale) for key, _, scale in columns), *rank,
                   end_section=True)
     fitted = Table(title="Fitted parameters", box=box.SIMPLE_HEAD, pad_edge=False)
     fitted.add_column("method", no_wrap=True)
@@ -131,12 +159,59 @@ def _print_table(results: dict[str, Any], *, n_val: int, n_test: int) -> None:
         fitted.add_row(name, _describe(entry["params"]) or ("none (the identity)" if name == BASELINE else ""))
         if name == BASELINE:
             continue
-        cells = [_cell(entry["test_post"], key, scale) for key, _, scale in TABLE_COLUMNS]
+        cells = [_cell(entry["test_post"], key, scale) for key, _, scale in columns]
         if folds:
             cells.append(str(entry.get("test_rank", "-")))
         table.add_row(name, *cells)
     console.print(table)
+    if columns is TOP_LABEL_COLUMNS:
+        console.print(_ranking_table(entries))
     console.print(fitted)
+    if results.get("groups"):
+        console.print(_groups_table(results))
+
+
+def _ranking_table(entries: dict[str, Any]) -> Any:
+    """AUROC of correctness and AUPRC of errors on test, uncalibrated and after each map (a monotone map keeps them;
+    the ties histogram and isotonic make can move them)."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title="Right vs wrong on test (%)",
+                  caption="AUROC-C: of correctness; AUPRC-E: of errors", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
+    table.add_column("method", no_wrap=True)
+    for _, header, _ in RANKING_COLUMNS:
+        table.add_column(header, justify="right", no_wrap=True)
+    before = next(iter(entries.values()))["test_pre"]
+    table.add_row(BASELINE, *(_cell(before, key, scale) for key, _, scale in RANKING_COLUMNS))
+    for name, entry in entries.items():
+        if name != BASELINE:
+            table.add_row(name, *(_cell(entry["test_post"], key, scale) for key, _, scale in RANKING_COLUMNS))
+    return table
+
+
+def _groups_table(results: dict[str, Any]) -> Any:
+    """Per group of the test rows: count, accuracy, ECE-EM and NLL (of correctness, for confidences) before and after
+    the chosen calibrator."""
+    from rich import box
+    from rich.table import Table
+
+    groups = results["groups"]
+    table = Table(title=f"Per {groups['key']} on test: uncalibrated, then {results['best']}",
+                  caption=f"ECE-EM in %; * fewer than {groups['before']['small_below']} samples: noisy",
+                  box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
+    nll, nll_header = (("nll_correct", "NLL-C") if results.get("assumed_input") == "confidences" else ("nll", "NLL"))
+    for header in (groups["key"], "n", "accuracy", "ECE-EM", "after", nll_header, "after"):
+        table.add_column(header, justify="left" if header == groups["key"] else "right", no_wrap=True)
+    for row, after in zip([*groups["before"]["rows"], groups["before"]["overall"]],
+                          [*groups["after"]["rows"], groups["after"]["overall"]]):
+        table.add_row(row["group"] + ("*" if row["small"] else ""), str(row["n_samples"]),
+                      number(100 * row["accuracy"], 1), _cell(row["metrics"], "ece_em", 100.0),
+                      _cell(after["metrics"], "ece_em", 100.0), _cell(row["metrics"], nll, 1.0),
+                      _cell(after["metrics"], nll, 1.0))
+    return table
 
 
 def _cv_table(results: dict[str, Any]) -> Any:
@@ -257,14 +332,16 @@ def calibrate(
         ),
     ],
     method: Annotated[
-        str,
+        Optional[str],
         typer.Option(
             help="Calibrator: uncalibrated (the identity), temperature, platt, beta, ets, vector-scaling, "
             "matrix-scaling, dirichlet, spline, histogram, isotonic, top-label-histogram, top-label-isotonic, "
-            "scaling-binning, or all (fit each, choose one by cross-validated NLL on "
-            "validation data, uncalibrated included)."
+            "scaling-binning, or all (fit each, choose one by cross-validated NLL on validation data, uncalibrated "
+            "included); on top-label confidences: uncalibrated, platt, histogram, isotonic or all. Default: "
+            "temperature for class scores, platt for top-label confidences.",
+            show_default=False,
         ),
-    ] = "temperature",
+    ] = None,
     objective: Annotated[
         Optional[str],
         typer.Option(
@@ -332,6 +409,13 @@ def calibrate(
     labels_are: LabelsAre = None,
     score_columns: ScoreColumns = None,
     classes: ClassNames = None,
+    val_fraction: Annotated[
+        Optional[float],
+        typer.Option("--val-fraction", help="Fit on a seeded (--seed), stratified random fraction F of "
+                     "RUN_OR_PREDICTIONS's rows (by correctness for confidences, by label for class scores) and test "
+                     "on the rest; for a file of one set of rows, not with --val.", show_default=False),
+    ] = None,
+    group_by: GroupBy = None,
 ) -> None:
     """Fit post-hoc calibrators on validation predictions and compare test metrics before and after."""
     from adacal.commands.calibrate import run_calibrate
@@ -344,7 +428,7 @@ def calibrate(
             seed=seed, json_path=json_path, save=save, force=force, val=val,
             options=read_options(logits_key, labels_key, labels, renormalize, scores_kind, header, separator,
                                  pt_items, labels_are=labels_are, score_columns=score_columns, classes=classes),
-            progress=steps,
+            progress=steps, val_fraction=val_fraction, group_by=group_by,
         )
     print_notes(run.notes, quiet, run.reading)
     if is_stdout(json_path) or is_stdout(save):

@@ -193,9 +193,7 @@ def run_evaluate(
         options = replace(options, group_by=group_by)  # a text table's column of that name is no class's scores
     fitted = None
     if calibrator is not None:
-        from adacal.calibrators import load_calibrator
-
-        fitted = load_calibrator(calibrator)
+        fitted = _load_calibrator_file(calibrator)
 
     source = resolve_evaluation_input(predictions, data_dir=data_dir, device=device, options=options)
     described = source.describe()
@@ -205,17 +203,27 @@ def run_evaluate(
         described["checkpoint"] = checkpoint_progress(source.data_path, source.run, contents=source.checkpoint)
     elif source.kind == "checkpoint":  # a checkpoint the run's predictions.npz describes: which epoch, all the same
         described["checkpoint"] = checkpoint_progress(source.path, source.run)
+    confidence_map = getattr(fitted, "applies_to", None) == "confidences"  # (adacal.calibrators.confidence_maps)
     if top_label_input(source):
-        if fitted is not None:
+        if fitted is not None and not confidence_map:
             raise InputError(f"Expected class scores for --calibrator {calibrator}, but {predictions.name} holds "
-                             "top-label confidences (confidence, correct): a saved calibrator maps every class's "
-                             "scores.")
+                             "top-label confidences (confidence, correct): a saved calibrator of class scores maps "
+                             "every class's scores; fit a confidence map with 'adacal calibrate' on such a file.")
+        if confidence_map:  # a map of confidences, applied before measuring (adacal.calibrators.confidence_maps)
+            source = replace(source, predictions=replace(
+                source.predictions, confidences=fitted.transform(source.predictions.confidences)))
         report = confidence_report(
             source.predictions.confidences, source.predictions.correct, n_bins=n_bins, metric_names=metrics,
             bootstrap=bootstrap, seed=seed, input_path=source.data_path, source=described, progress=progress,
             **analysis,
         )
+        if confidence_map:
+            report["config"]["calibrator"] = str(calibrator)
     else:
+        if confidence_map:
+            raise InputError(f"Expected top-label confidences (confidence, correct) for --calibrator {calibrator}, a "
+                             f"confidence map, but {predictions.name} holds class scores: apply a calibrator of "
+                             "class scores to it.")
         if names_error is not None:
             raise names_error
         scores = source.predictions.logits
@@ -252,6 +260,26 @@ def run_evaluate(
     return EvaluationRun(report=report, source=source, written=targets, kept=kept, calibrated=fitted is not None,
                          kept_by=kept_by, kept_detail=kept_detail, not_written=not_written,
                          not_written_reason=not_written_reason)
+
+
+def _load_calibrator_file(path: Path) -> Any:
+    """A calibrator file `adacal calibrate --save` wrote: a confidence map (for top-label files) when it says
+    `"applies_to": "confidences"`, else a calibrator of class scores (`load_calibrator`, which names any problem)."""
+    from adacal.sources.documents import read_report
+
+    try:
+        report = read_report(path, kind="calibrator")
+    except InputError:
+        report = None  # load_calibrator says what is wrong with it
+    results = report.get("results") if isinstance(report, dict) else None
+    data = results.get("calibrator") if isinstance(results, dict) else None
+    if isinstance(data, dict) and data.get("applies_to") == "confidences":
+        from adacal.calibrators.confidence_maps import load_confidence_map
+
+        return load_confidence_map(path)
+    from adacal.calibrators import load_calibrator
+
+    return load_calibrator(path)
 
 
 def _with_groups(source: EvaluationInput, key: str) -> EvaluationInput:

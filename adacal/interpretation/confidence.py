@@ -3,8 +3,9 @@ evaluation script or any classifier's log writes them — told apart from a bina
 labels by the rules of docs/inputs.md ("Top-label confidences"): `--scores-kind confidence` says so; else a key
 (or a text table's column) named like a confidence beside one named like correctness; where the names leave both
 readings (a `score` beside 0/1 `label`s, a headerless table of a number in [0, 1] and 0/1), the file is refused,
-naming the option that chooses. Only `evaluate` measures them (`load_top_label`); every other reading refuses them
-(`refuse_top_label`), so that no command reads such a file as a binary model's scores.
+naming the option that chooses. `evaluate` measures them and `calibrate` fits confidence maps on them
+(`load_top_label`); every other reading refuses them (`refuse_top_label`), so that no command reads such a file as a
+binary model's scores.
 """
 
 from __future__ import annotations
@@ -298,8 +299,8 @@ def refuse_top_label(arrays: Arrays, split: str, options: ReadOptions) -> None:
     --scores-kind confidence, by their keys, or by a text table's column names — and the files whose names leave
     both readings, in one line."""
     if options.scores_kind == "confidence":
-        raise InputError("Expected --scores-kind confidence only with 'adacal evaluate' (top-label confidences are "
-                         "measured, not calibrated): this command needs the scores of every class.")
+        raise InputError("Expected --scores-kind confidence only with 'adacal evaluate' or 'adacal calibrate' "
+                         "(top-label confidences): this command needs the scores of every class.")
     if options.scores_kind != "auto" or options.renormalize:
         return
     if arrays.kind == "csv":
@@ -314,8 +315,8 @@ def refuse_top_label(arrays: Arrays, split: str, options: ReadOptions) -> None:
     if keys is not None:
         raise InputError(
             f"Expected class scores (logits or probabilities per class) in {arrays.path.name}, but it holds top-label "
-            f"confidences ({keys.confidences}, {keys.correct}): 'adacal evaluate' measures them; this command needs "
-            "the scores of every class."
+            f"confidences ({keys.confidences}, {keys.correct}): 'adacal evaluate' measures them and 'adacal calibrate' "
+            "calibrates them; this command needs the scores of every class."
         )
 
 

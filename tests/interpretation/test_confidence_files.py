@@ -207,17 +207,20 @@ def test_other_refusals(tmp_path):
 
 
 def test_commands_that_need_class_scores_refuse_top_label_files(tmp_path):
-    """calibrate and ood would read a (confidence, correct) table as a binary model's scores: refused in one line."""
+    """ood would read a (confidence, correct) table as a binary model's scores: refused in one line; calibrate fits
+    confidence maps on it (tests/commands/test_calibrate_confidences.py), and refuses --scores-kind confidence beside a
+    --val file of class scores."""
     csv_path = tmp_path / "ids.csv"
     pd.DataFrame({"id": range(N), "confidence": CONF, "correct": CORRECT.astype(int)}).to_csv(csv_path, index=False)
     np.savez(tmp_path / "answers.npz", confidence=CONF, correct=CORRECT)
     for path in (csv_path, tmp_path / "answers.npz"):
-        one_line_error(runner.invoke(app, ["calibrate", str(path), "--val", str(path)]), "top-label confidences",
-                       "adacal evaluate")
+        result = runner.invoke(app, ["calibrate", str(path), "--val", str(path), "-q"])
+        assert result.exit_code == 0, result.output
         one_line_error(runner.invoke(app, ["ood", "--in-preds", str(path), "--out-preds", str(path)]),
-                       "top-label confidences")
-    one_line_error(runner.invoke(app, ["calibrate", str(csv_path), "--val", str(csv_path), "--scores-kind",
-                                       "confidence"]), "only with 'adacal evaluate'")
+                       "top-label confidences", "adacal evaluate")
+    np.savez(tmp_path / "logits.npz", logits=RNG.normal(size=(N, 3)), labels=RNG.integers(0, 3, N))
+    one_line_error(runner.invoke(app, ["calibrate", str(tmp_path / "logits.npz"), "--val", str(csv_path)]),
+                   "holds top-label confidences", "one kind")
 
 
 def test_a_spreadsheet_table_with_semicolons_and_decimal_commas(tmp_path):
@@ -259,10 +262,15 @@ def test_class_scores_with_a_confidence_beside_them_keep_their_reading(tmp_path)
         np.testing.assert_array_equal(pred.labels, labels)
 
 
-def test_a_split_file_of_confidences_is_refused_by_calibrate_as_top_label(tmp_path):
-    np.savez(tmp_path / "split.npz", val_confidence=CONF, val_correct=CORRECT, test_confidence=CONF,
-             test_correct=CORRECT)
-    one_line_error(runner.invoke(app, ["calibrate", str(tmp_path / "split.npz")]), "top-label confidences")
+def test_a_split_file_of_confidences_is_calibrated_on_its_val_pairs(tmp_path):
+    np.savez(tmp_path / "split.npz", val_confidence=CONF, val_correct=CORRECT, test_confidence=CONF[::-1],
+             test_correct=CORRECT[::-1])
+    result = runner.invoke(app, ["calibrate", str(tmp_path / "split.npz"), "--method", "isotonic", "--json", "-"])
+    assert result.exit_code == 0, result.output
+    results = json.loads(result.stdout)["results"]
+    assert results["split"] == {"source": "file splits", "n_val": N, "n_test": N}
+    assert results["input"]["val"]["scores_key"] == "val_confidence"
+    assert results["input"]["test"]["scores_key"] == "test_confidence"
 
 
 @pytest.mark.parametrize("layout", ["npz scores", "csv p", "csv id p", "jsonl score-like"])
