@@ -10,7 +10,9 @@ Both read a class k of a row through softmax only (so logits and log-probabiliti
 - "beta": P(y = k) = sigmoid(a · ln p_k − b · ln(1 − p_k) + c), a, b ≥ 0, fitted as the authors' `betacal` package
   (parameters "abm") fits it: p clipped to [ε, 1 − ε] (float64's ε), the maximum-likelihood logistic regression on
   the two features, and where it gives a < 0 (b < 0) the one-feature fit on −ln(1 − p) (on ln p) with a = 0 (b = 0),
-  so the map is non-decreasing in p. The three parameters contain Platt's on the log-odds (a = b) and the identity
+  so the map is non-decreasing in p; where that one term is negative too (tiny or degenerate validation sets), the
+  constant map of the base rate (a = b = 0; betacal would keep the negative term and reverse the ranking).
+  The three parameters contain Platt's on the log-odds (a = b) and the identity
   (a = b = 1, c = 0).
 
 Binary (K = 2): one map, fitted on class 1 against the rest, and P(y = 0) = 1 − P(y = 1) (as scikit-learn).
@@ -161,10 +163,10 @@ class BetaCalibration(_OneVsRest):
         coefficients, intercept = fit_logistic(features, targets)
         if coefficients[0] < 0:  # betacal: refit on −ln(1 − p) alone, a = 0
             (b,), intercept = fit_logistic(features[:, 1:], targets)
-            return np.array([0.0, b, intercept])
+            return np.array([0.0, b, intercept]) if b >= 0 else _constant(targets)
         if coefficients[1] < 0:  # refit on ln p alone, b = 0
             (a,), intercept = fit_logistic(features[:, :1], targets)
-            return np.array([a, 0.0, intercept])
+            return np.array([a, 0.0, intercept]) if a >= 0 else _constant(targets)
         return np.array([coefficients[0], coefficients[1], intercept])
 
     def _apply(self, features: np.ndarray, params: np.ndarray) -> np.ndarray:
@@ -176,3 +178,10 @@ class BetaCalibration(_OneVsRest):
     def _check_saved(self, params: np.ndarray) -> None:
         if (params[:, :2] < 0).any():
             raise ValueError("'a' and 'b' must be non-negative (a fit keeps the map non-decreasing in p)")
+
+
+def _constant(targets: np.ndarray) -> np.ndarray:
+    """a = b = 0 and c the log-odds of the base rate: where even the one-term refit would make the map decrease in p
+    (betacal keeps such a negative term; a decreasing map would reverse the model's ranking), the map is constant."""
+    rate = float(np.clip(np.mean(targets), 1e-12, 1.0 - 1e-12))
+    return np.array([0.0, 0.0, np.log(rate / (1.0 - rate))])

@@ -412,3 +412,16 @@ def test_calibrate_saves_and_evaluate_applies_the_new_calibrators(tmp_path, bina
     probs = fitted.transform(scores[300:])
     expected_nll = float(-np.mean(np.log(probs[np.arange(300), labels[300:]])))
     assert metrics["nll"] == pytest.approx(expected_nll, rel=1e-9)
+
+
+def test_beta_falls_back_to_the_base_rate_where_even_the_one_term_refit_would_decrease():
+    # Two rows where the one-feature refit on -ln(1 - p) comes out negative: the map is the constant base rate,
+    # which saves and loads (a negative term is refused on load).
+    from adacal.calibrators import Calibrator, build_calibrator
+
+    logits = np.array([[2.0, 0.0], [0.0, 0.0]])
+    calibrator = build_calibrator("beta").fit(logits, np.array([1, 0]))
+    params = calibrator.to_dict()["params"]
+    assert params["a"] == [0.0] and params["b"] == [0.0] and params["c"] == [pytest.approx(0.0)]
+    np.testing.assert_allclose(calibrator.transform(logits), 0.5)
+    np.testing.assert_allclose(Calibrator.from_dict(calibrator.to_dict()).transform(logits), 0.5)
