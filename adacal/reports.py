@@ -82,6 +82,16 @@ def file_sha256(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
+def folder_sha256(path: str | os.PathLike) -> str:
+    """A folder read as one input (lm-evaluation-harness samples): the sha256 of its sorted file list with sizes,
+    "files-sha256:<hex>" (the files' bytes are not read: such folders run to gigabytes)."""
+    root = Path(path)
+    digest = hashlib.sha256()
+    for file in sorted(item for item in root.rglob("*") if item.is_file()):
+        digest.update(f"{file.relative_to(root).as_posix()}\t{file.stat().st_size}\n".encode())
+    return f"files-sha256:{digest.hexdigest()}"
+
+
 def make_report(
     kind: str,
     *,
@@ -98,7 +108,7 @@ def make_report(
     }
     if input_path is not None:
         try:
-            digest = file_sha256(input_path)
+            digest = folder_sha256(input_path) if Path(input_path).is_dir() else file_sha256(input_path)
         except OSError as exc:
             raise InputError(
                 f"Expected the report's input {input_path} to be a readable file, but it could not be read "

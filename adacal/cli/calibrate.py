@@ -16,6 +16,7 @@ from adacal.cli.inputs import (
     LabelsFile, LabelsKey, LogitsKey, Renormalize, ScoresKind, Header, Separator, PtItems, print_notes, read_options,
 )
 from adacal.cli.inputs import ClassNames, GroupBy, LabelsAre, ScoreColumns
+from adacal.cli.inputs import AnswerIs, AnswerOptions, LengthNormalize, MissingOptions, Task, llm_options
 from adacal.conventions import DEFAULT_N_BINS
 
 BASELINE = "uncalibrated"  # the identity calibrator's name (adacal.calibrators.compare.BASELINE)
@@ -416,6 +417,11 @@ def calibrate(
                      "on the rest; for a file of one set of rows, not with --val.", show_default=False),
     ] = None,
     group_by: GroupBy = None,
+    length_normalize: LengthNormalize = False,
+    task: Task = None,
+    answer_is: AnswerIs = None,
+    answer_options: AnswerOptions = None,
+    missing_options: MissingOptions = "refuse",
 ) -> None:
     """Fit post-hoc calibrators on validation predictions and compare test metrics before and after."""
     from adacal.commands.calibrate import run_calibrate
@@ -427,7 +433,8 @@ def calibrate(
             source, method=method, objective=objective, n_bins=n_bins, folds=folds, select_metric=select_metric,
             seed=seed, json_path=json_path, save=save, force=force, val=val,
             options=read_options(logits_key, labels_key, labels, renormalize, scores_kind, header, separator,
-                                 pt_items, labels_are=labels_are, score_columns=score_columns, classes=classes),
+                                 pt_items, labels_are=labels_are, score_columns=score_columns, classes=classes,
+                                 llm=llm_options(length_normalize, task, answer_is, answer_options, missing_options)),
             progress=steps, val_fraction=val_fraction, group_by=group_by,
         )
     print_notes(run.notes, quiet, run.reading)

@@ -130,7 +130,7 @@ def run_calibrate(
         if val is not None:
             raise InputError("Expected at most one of --val and --val-fraction, got both: --val FILE gives the "
                              "validation rows, --val-fraction F draws them from RUN_OR_PREDICTIONS.")
-        if source.is_dir():
+        if source.is_dir() and not _is_llm_folder(source):
             raise InputError("Expected --val-fraction with a predictions file of one set of rows, not a run folder, "
                              "which has its own val and test splits: drop --val-fraction.")
     if group_by is not None:
@@ -239,6 +239,9 @@ def _confidence_sets(source: Path, val: Path | None, val_fraction: float | None,
     from adacal.commands.calibrate_confidences import read_confidence_sets
     from adacal.commands.inputs import find_run_folder
 
+    if source.is_dir() and _is_llm_folder(source):
+        return read_confidence_sets(source, val=val, val_fraction=val_fraction, seed=seed, options=options,
+                                    group_by=group_by)
     if source.is_dir() or not source.is_file() or find_run_folder(source) is not None:
         return None
     if source.suffix.lower() in (".pt", ".pth"):
@@ -248,6 +251,13 @@ def _confidence_sets(source: Path, val: Path | None, val_fraction: float | None,
             return None
     return read_confidence_sets(source, val=val, val_fraction=val_fraction, seed=seed, options=options,
                                 group_by=group_by)
+
+
+def _is_llm_folder(path: Path) -> bool:
+    """A folder of lm-evaluation-harness sample files, read as one input (docs/inputs.md §10), not a run folder."""
+    from adacal.interpretation.llm import harness_input
+
+    return harness_input(path) is not None
 
 
 @dataclass(frozen=True)

@@ -58,8 +58,16 @@ def split_rows(predictions: Any, rows: np.ndarray) -> Any:
 
 
 def _top_label(path: Path, split: str, options: Any) -> Any:
+    """The top-label pairs of `path`, or None for class scores: questions of different numbers of options in an
+    LLM evaluation output (docs/inputs.md §10) are top-label confidences as `evaluate` reads them; the same number
+    of options in every question are class scores (then the calibrators of score matrices apply, temperature on the
+    option log-likelihoods among them)."""
     from adacal.interpretation.confidence import load_top_label
+    from adacal.interpretation.llm_maps import load_questions
 
+    questions = load_questions(path, options)
+    if questions is not None:
+        return questions.top_label() if questions.ragged else None
     return load_top_label(path, split=split, options=options)
 
 
