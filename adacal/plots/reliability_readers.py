@@ -352,11 +352,25 @@ def reliability_inputs(request: ReliabilityRequest, *, notes_out: list[str] | No
     panels: list[ReliabilityPanel] = []
     names, details = [], []
     for path in paths:
-        run_root = path if path.is_dir() else (path.parent if is_run_folder(path.parent) else None)
+        harness = _is_harness_folder(path)
+        run_root = None if harness else path if path.is_dir() else (path.parent if is_run_folder(path.parent) else None)
         info = read_run(run_root) if run_root is not None else None
-        names.append(_run_label(info) if info is not None else path.stem)
+        names.append(_run_label(info) if info is not None else path.name if harness else path.stem)
         details.append(input_details(info, path))
-        if path.is_dir():
+        readable = harness or (path.is_file() and not (path.suffix.lower() == ".json" and _holds_a_report(path)))
+        pairs = _pairs_of(path, split, options or ReadOptions()) if readable else None
+        if pairs is not None:  # top-label pairs: the diagram of what `adacal evaluate` measures of them
+            if calibrator is not None:
+                raise InputError(f"--calibrated needs class scores, but {path} holds top-label confidences "
+                                 "(confidence, correct): calibrate them with 'adacal calibrate', then plot.")
+            if notes_out is not None:
+                notes_out.extend(note for note in pairs.notes if note not in notes_out)
+            from adacal.plots.reliability_groups import panel_from_confidences
+
+            panels.append(panel_from_confidences(pairs.confidences, pairs.correct, binning=binning, n_bins=bins,
+                                                 smooth=smooth, **band_options))
+            continue
+        if path.is_dir() and not harness:
             path = require_run_folder(path).predictions
             if not path.is_file():
                 raise InputError(f"Expected the run folder {path.parent} to hold {PREDICTIONS_FILE}, but it does not.")
@@ -414,13 +428,33 @@ def reliability_inputs(request: ReliabilityRequest, *, notes_out: list[str] | No
     return [replace(panel, label=label, color=color) for label, panel, color in zip(final, panels, colors)]
 
 
+def _is_harness_folder(path: Path) -> bool:
+    """A folder of lm-evaluation-harness sample files, one input (docs/inputs.md §10), not a run folder."""
+    from adacal.interpretation.llm import harness_input
+
+    return path.is_dir() and harness_input(path) is not None
+
+
+def _pairs_of(path: Path, split: str, options: ReadOptions) -> Any:
+    """The top-label `(confidence, correct)` pairs of a test input that holds no class scores — a file of such pairs
+    (docs/inputs.md §7) or LLM questions of different numbers of options (§10) — else None."""
+    if split != "test":
+        return None
+    from adacal.interpretation.confidence import load_top_label
+    from adacal.interpretation.llm_maps import load_questions
+
+    questions = load_questions(path, options)
+    if questions is not None:
+        return questions.top_label() if questions.ragged else None
+    return load_top_label(path, split=split, options=options)
+
+
 def _top_label_of(path: Path, split: str, options: ReadOptions) -> tuple[np.ndarray, np.ndarray, Any]:
     """(top-1 confidences, correctness, the predictions read) of one input, the kind of its scores decided once (a
     file of top-label `(confidence, correct)` pairs read as such)."""
-    from adacal.interpretation.confidence import load_top_label
     from adacal.metrics import top_label
 
-    pairs = load_top_label(path, split=split, options=options) if split == "test" else None
+    pairs = _pairs_of(path, split, options)
     if pairs is not None:
         return pairs.confidences, pairs.correct, pairs
     predictions = _split_predictions(path, split, options)
@@ -439,7 +473,7 @@ def _group_panels(request: ReliabilityRequest, paths: list[Path], n_bins: int, b
         raise InputError(f"Expected neither --labels nor --calibrated with --group-by {key}: each diagram is named "
                          "after its group.")
     path = paths[0]
-    if path.is_dir():
+    if path.is_dir() and not _is_harness_folder(path):
         path = require_run_folder(path).predictions
         if not path.is_file():
             raise InputError(f"Expected the run folder {path.parent} to hold {PREDICTIONS_FILE}, but it does not.")

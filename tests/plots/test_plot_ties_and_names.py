@@ -275,9 +275,9 @@ def test_a_known_method_missing_from_the_file_says_what_it_holds(calibrated, tmp
     (["curves", "{tmp}", "--split", "vall"],
      "Unknown split (--split) 'vall'. Did you mean 'val'? Choices: auto, test, val."),
     (["reliabilty", "{preds}"], "Unknown plot kind 'reliabilty'. Did you mean 'reliability'? Choices: "
-                                "correspondence, curves, gamma, reliability, risk-coverage, roc, shift."),
-    (["nope", "{preds}"], "Unknown plot kind 'nope'. Choices: correspondence, curves, gamma, reliability, "
-                          "risk-coverage, roc, shift."),
+                                "conformal, correspondence, curves, gamma, reliability, risk-coverage, roc, shift."),
+    (["nope", "{preds}"], "Unknown plot kind 'nope'. Choices: conformal, correspondence, curves, gamma, "
+                          "reliability, risk-coverage, roc, shift."),
 ])
 def test_unknown_names_in_plot_options(calibrated, tmp_path, args, expected):
     args = [a.format(preds=calibrated["preds"], tmp=tmp_path) for a in args]
