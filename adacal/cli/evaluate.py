@@ -150,7 +150,7 @@ def _print_analysis(report: dict[str, Any]) -> None:
     from rich.table import Table
 
     from adacal.cli.common import table_console
-    from adacal.metrics.calibration_tests import TEST_DISPLAY_NAMES
+    from adacal.commands.evaluate import TEST_DISPLAY_NAMES
 
     results, console = report["results"], table_console()
     tests = results.get("calibration_tests")

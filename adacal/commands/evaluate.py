@@ -18,6 +18,7 @@ from adacal.evaluation import bins_note, calibrated_probs, confidence_report, ev
 from adacal.metrics.allocation import check_bootstrap_fits
 from adacal.metrics.binning import check_n_bins
 from adacal.metrics.calibration import resolve_metric_names
+from adacal.metrics.calibration_tests import TEST_DISPLAY_NAMES  # noqa: F401  (the CLI's table headers)
 
 
 @dataclass(frozen=True)

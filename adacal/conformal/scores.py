@@ -333,7 +333,7 @@ def select_raps_parameters(probs: np.ndarray, labels: np.ndarray, alpha: float, 
         >>> select_raps_parameters(probs, np.array([0] * 15 + [1] * 5), alpha=0.1, randomized=False)
         (2, 0.001)
     """
-    from adacal.conformal.predictor import conformal_quantile
+    from adacal.conformal.quantile import conformal_quantile
 
     labels = np.asarray(labels, dtype=np.int64)
     if k_reg is None:

@@ -29,7 +29,7 @@ def test_report_of_a_predictions_file_writes_the_page_and_its_json(tmp_path):
 @pytest.mark.parametrize("argv, fragment", [
     (["missing.npz"], "no such file or folder"),
     (["{preds}", "--out", "{tmp}/page.pdf"], "Expected --out to be an .html file"),
-    (["{preds}", "--method", "platt"], "platt"),
+    (["{preds}", "--method", "plat"], "Did you mean 'platt'"),
     (["{preds}", "--bootstrap", "-3"], "--bootstrap"),
     (["{preds}", "{preds}"], "Expected each INPUT once"),
     (["{preds}", "--val", "{tmp}/nothing.npz"], "Expected --val to be a predictions file"),

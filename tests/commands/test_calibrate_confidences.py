@@ -169,8 +169,6 @@ def test_refusals_in_one_line(tmp_path):
     refused(tmp_path / "scores_split.npz", "--val-fraction", "0.5", fragments=("its own val_ and test_ splits",))
     refused(tmp_path, "--val-fraction", "0.5", fragments=("not a run folder",))
     refused(pairs, "--val-fraction", "0.5", "--method", "temperature", fragments=("a calibrator of class scores",))
-    refused(tmp_path / "scores.npz", "--val-fraction", "0.5", "--method", "platt",
-            fragments=("a confidence map", "--method temperature"))
     refused(pairs, "--val-fraction", "0.5", "--method", "platt", "--objective", "ece-em",
             fragments=("--objective",))
     refused(pairs, "--val-fraction", "0.5", "--method", "all", "--select-metric", "aurc",
