@@ -256,5 +256,6 @@ def test_top_label_pairs_get_metrics_and_selective_prediction_and_say_why_the_re
         run_evaluate(answers).report["results"]["metrics"])
     assert "auroc_correct" in sections["evaluate"]["numbers"]["metrics"]
     assert sections["selective"]["status"] == "done"
-    for key in ("reliability", "calibrate", "conformal"):
+    assert sections["reliability"]["status"] == "done"  # the diagram of the pairs, as `plot reliability` draws it
+    for key in ("calibrate", "conformal"):
         assert sections[key]["status"] == "skipped" and "top-label" in sections[key]["reason"]
