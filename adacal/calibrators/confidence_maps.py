@@ -194,12 +194,9 @@ class IsotonicConfidenceMap(ConfidenceMap):
     name = "isotonic"
 
     def _fit(self, confidences: np.ndarray, correct: np.ndarray) -> None:
-        from sklearn.isotonic import IsotonicRegression  # imported here: sklearn takes seconds to import
+        from adacal.calibrators.isotonic import isotonic_steps
 
-        regression = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0, increasing=True)
-        regression.fit(confidences, correct)
-        self.thresholds_ = np.asarray(regression.X_thresholds_, dtype=np.float64)
-        self.values_ = np.asarray(regression.y_thresholds_, dtype=np.float64)
+        self.thresholds_, self.values_ = isotonic_steps(confidences, correct)
 
     def _map(self, confidences: np.ndarray) -> np.ndarray:
         return np.interp(confidences, self.thresholds_, self.values_)

@@ -16,6 +16,18 @@ import numpy as np
 from adacal.calibrators.base import CALIBRATORS, TopLabelCalibrator, float_array
 
 
+
+def isotonic_steps(confidences: np.ndarray, correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The increasing isotonic fit of correctness on confidence (scikit-learn's, clipped to [0, 1] and outside the
+    fitted range), as its (thresholds, values) steps for `np.interp`; shared by the score calibrator here and the
+    confidence map of `adacal.calibrators.confidence_maps`."""
+    from sklearn.isotonic import IsotonicRegression  # imported here: sklearn takes seconds to import
+
+    regression = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0, increasing=True)
+    regression.fit(confidences, correct)
+    return (np.asarray(regression.X_thresholds_, dtype=np.float64),
+            np.asarray(regression.y_thresholds_, dtype=np.float64))
+
 @CALIBRATORS.register("isotonic")
 class IsotonicCalibration(TopLabelCalibrator):
     """Isotonic regression of top-label correctness on top-class confidence (Zadrozny & Elkan 2002); takes no
@@ -35,12 +47,7 @@ class IsotonicCalibration(TopLabelCalibrator):
         pass
 
     def _fit_confidences(self, confidences: np.ndarray, correct: np.ndarray) -> None:
-        from sklearn.isotonic import IsotonicRegression  # imported here: sklearn takes seconds to import
-
-        regression = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0, increasing=True)
-        regression.fit(confidences, correct)
-        self.thresholds_ = np.asarray(regression.X_thresholds_, dtype=np.float64)
-        self.values_ = np.asarray(regression.y_thresholds_, dtype=np.float64)
+        self.thresholds_, self.values_ = isotonic_steps(confidences, correct)
 
     def _map_confidences(self, confidences: np.ndarray) -> np.ndarray:
         return np.interp(confidences, self.thresholds_, self.values_)
