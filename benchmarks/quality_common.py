@@ -46,7 +46,8 @@ from quality_protocol import (  # noqa: F401  (re-exported)
 import adacal
 from quality_analysis import (  # noqa: F401  (re-exported)
     METRICS, N_BINS, T_GRID, analyse_run, fit_temperature_grid, fit_temperature_nll, flat_figures, read_history)
-from quality_files import RESULT_SCHEMA, commit_file, read_result, result_path, write_result  # noqa: F401
+from quality_files import (  # noqa: F401
+    RESULT_SCHEMA, commit_file, keep_predictions, predictions_path, read_result, result_path, write_result)
 from quality_summary import (  # noqa: F401  (re-exported)
     GAMMA_PLOT_BINS, OOD_COLUMNS, PAPER_20NG_CNN, PAPER_CIFAR10_RESNET50, PAPER_COLUMNS, TABLE_COLUMNS, device_of,
     draw_figures, markdown_table, mean_std, paper_rows, per_bin_table, summarise, table_rows, text_table)
@@ -150,15 +151,19 @@ def cell_key(cell: Cell) -> tuple[dict[str, Any], str]:
 
 
 def run_cell(cell: Cell, *, dataset: str, reuse: bool, commit: bool,
-             score_ood: Callable[[Path, float], dict[str, Any]] | None = None) -> dict[str, Any]:
+             score_ood: Callable[[Path, float], dict[str, Any]] | None = None,
+             recover_predictions: bool = False) -> dict[str, Any]:
     """The cell's result: read from its result file when that holds the current key (and `reuse`), else trained (or
-    taken from a finished run folder), analysed, written atomically at once and, with `commit`, committed."""
+    taken from a finished run folder), analysed, written atomically at once with its predictions beside it and, with
+    `commit`, committed. With `recover_predictions`, a done cell without predictions beside it is trained again for
+    them; its result file stays as committed when the retrained figures equal it (see `_reproduced`)."""
     options, key = cell_key(cell)
-    if reuse:
-        done = read_result(cell.result, key)
-        if done is not None:
+    done = read_result(cell.result, key) if reuse else None
+    if done is not None:
+        if not (recover_predictions and not predictions_path(cell.result).is_file()):
             print(f"  [{cell.label}] done already: {repo_relative(cell.result)}", flush=True)
             return done
+        print(f"  [{cell.label}] done, without its predictions: training it again for them", flush=True)
     run_dir, timing = train_or_reuse(cell.config, folder=cell.folder, label=cell.label, reuse=reuse)
     started = time.perf_counter()
     from adacal.reports import utc_now
@@ -175,6 +180,22 @@ def run_cell(cell: Cell, *, dataset: str, reuse: bool, commit: bool,
     entry["timing"] = timing
     entry["machine"] = machine_info(timing.get("device") or str(getattr(cell.config, "device", "cpu")),
                                     timing.get("gpu"))
+    keep_predictions(run_dir, cell.result)
+    if done is not None:
+        differences = _reproduced(done, entry)
+        if not differences:
+            print(f"  [{cell.label}] retrained: every figure equals the committed result's (to 1e-6); its predictions "
+                  f"→ {repo_relative(predictions_path(cell.result))}", flush=True)
+            if commit:
+                commit_file(cell.result, f"Quality predictions: {dataset} {cell.name} {cell.arm} seed {cell.seed} "
+                                         f"(key {key}, retrained; figures reproduced)")
+            return done
+        # The predictions kept must be the ones the figures come from: the retrained entry replaces the old one,
+        # which it records.
+        print(f"  [{cell.label}] retrained: figures differ from the committed result's — "
+              + ", ".join(f"{name} {old:.6g} → {new:.6g}" for name, old, new in differences[:6]), flush=True)
+        entry["replaces"] = {"created": done.get("created"), "machine": done.get("machine"),
+                             "figures": flat_figures(done)}
     write_result(cell.result, entry)
     f = flat_figures(entry)
     print(f"  [{cell.label}] test error {100 * f['error']:.2f}%  ECE-EM {100 * f['ece_em']:.2f}% → "
@@ -184,6 +205,21 @@ def run_cell(cell: Cell, *, dataset: str, reuse: bool, commit: bool,
         commit_file(cell.result, f"Quality result: {dataset} {cell.name} {cell.arm} seed {cell.seed} "
                                  f"(key {key}, {timing.get('train_wall_seconds', '?')} s training)")
     return entry
+
+
+def _reproduced(old: dict[str, Any], new: dict[str, Any], tolerance: float = 1e-6) -> list[tuple[str, float, float]]:
+    """The figures (`flat_figures`) on which a retrained entry differs from the committed one by more than
+    `tolerance`; empty when the run reproduced. Time is no figure of the result: it is left out."""
+    before, after = flat_figures(old), flat_figures(new)
+    differences = []
+    for name in sorted((set(before) | set(after)) - {"train_seconds"}):
+        a, b = before.get(name), after.get(name)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            if not abs(float(a) - float(b)) <= tolerance:
+                differences.append((name, float(a), float(b)))
+        elif a != b:
+            differences.append((name, float("nan"), float("nan")))
+    return differences
 
 
 _RESULT_NAME = re.compile(r"(?P<stem>.+)-seed(?P<seed>\d+)\.json")
@@ -223,7 +259,8 @@ def collect(cells: list[Cell]) -> tuple[list[dict[str, Any]], list[Cell]]:
 
 
 def run_cells(cells: list[Cell], *, dataset: str, reuse: bool, commit: bool, jobs: int, threads: int,
-              score_ood: Callable[[Path, float], dict[str, Any]] | None = None) -> list[str]:
+              score_ood: Callable[[Path, float], dict[str, Any]] | None = None,
+              recover_predictions: bool = False) -> list[str]:
     """Run the cells not done yet, `jobs` at a time (separate processes, `threads` torch threads each).
 
     Returns the labels of the cells that failed (their error is printed; the others go on)."""
@@ -231,7 +268,8 @@ def run_cells(cells: list[Cell], *, dataset: str, reuse: bool, commit: bool, job
     if jobs <= 1:
         for cell in cells:
             try:
-                run_cell(cell, dataset=dataset, reuse=reuse, commit=commit, score_ood=score_ood)
+                run_cell(cell, dataset=dataset, reuse=reuse, commit=commit, score_ood=score_ood,
+                         recover_predictions=recover_predictions)
             except Exception as exc:  # a failed run must not lose the grid's other runs
                 print(f"  [{cell.label}] FAILED: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
                 failed.append(cell.label)
@@ -242,7 +280,8 @@ def run_cells(cells: list[Cell], *, dataset: str, reuse: bool, commit: bool, job
     context = multiprocessing.get_context("spawn")  # a clean torch in each worker
     with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=set_threads,
                                                 initargs=(threads,)) as pool:
-        futures = {pool.submit(run_cell, cell, dataset=dataset, reuse=reuse, commit=commit, score_ood=score_ood): cell
+        futures = {pool.submit(run_cell, cell, dataset=dataset, reuse=reuse, commit=commit, score_ood=score_ood,
+                               recover_predictions=recover_predictions): cell
                    for cell in cells}
         for future in concurrent.futures.as_completed(futures):
             exc = future.exception()
@@ -281,6 +320,9 @@ def add_common_arguments(parser: Any, *, results: Path, dataset: str) -> None:
     parser.add_argument("--jobs", type=int, default=1, help="runs trained at the same time (default 1)")
     parser.add_argument("--commit", action="store_true",
                         help="git add + commit each result file as soon as it is written (never pushes)")
+    parser.add_argument("--recover-predictions", action="store_true",
+                        help="train again the done cells that have no predictions beside their result file, for "
+                             "them (the result file stays as it is when the retrained figures equal it)")
     parser.add_argument("--summary-only", action="store_true",
                         help="train nothing: rebuild the summary JSON and figures from the result files there are")
     parser.add_argument("--no-summary", action="store_true",
@@ -350,8 +392,11 @@ def run_benchmark(args: Any, argv: list[str] | None, *, dataset: str, kind: str,
     if not args.summary_only:
         if args.fresh:
             todo = cells
+        elif getattr(args, "recover_predictions", False):
+            todo = [c for c in cells if c in todo or not predictions_path(c.result).is_file()]
         failed = run_cells(todo, dataset=dataset, reuse=not args.fresh, commit=args.commit, jobs=args.jobs,
-                           threads=args.threads, score_ood=score_ood)
+                           threads=args.threads, score_ood=score_ood,
+                           recover_predictions=getattr(args, "recover_predictions", False))
     if args.no_summary:
         return 1 if failed else 0
     _, missing = collect(cells)

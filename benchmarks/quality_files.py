@@ -5,6 +5,11 @@ batches (the reference schedule: ~2,000 updates of 76 numbers each) would make i
 slice carries. Its updates then go beside it, gzip'd, into `<loss>-<arm>-seed<k>.updates.json.gz`; the JSON keeps the
 last update of each epoch (what the per-epoch figures and the per-bin tables read) and names the side file with its
 SHA-256. `read_result` puts the full updates back, so every reader sees the entry as it was written.
+
+Each run's validation and test logits and labels go beside its result too, `<loss>-<arm>-seed<k>.predictions.npz`
+(the arrays of the run folder's predictions.npz, compressed: ~0.6 MB a CIFAR-10 run), so that analyses asked later
+(conformal set sizes, selective prediction) read the very predictions the table was computed from, without the run
+folder or a retrained model.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from typing import Any
 
 RESULT_SCHEMA = "adacal-quality-run/1"
 SIDE_SUFFIX = ".updates.json.gz"
+PREDICTIONS_SUFFIX = ".predictions.npz"
+PREDICTION_SPLITS = ("val", "test")
 # Above this many bytes of γ-updates (compact JSON) an entry's updates go to the side file; one update an epoch for
 # 30 epochs is ~80 kB and stays inline.
 INLINE_UPDATES_LIMIT = 256 * 1024
@@ -102,10 +109,35 @@ def _restore_updates(path: Path, data: dict[str, Any]) -> None:
     del data["history_updates"]
 
 
+def predictions_path(path: Path) -> Path:
+    """The predictions kept beside the result file `path` (…-seed0.json → …-seed0.predictions.npz)."""
+    path = Path(path)
+    return path.with_name(path.name.removesuffix(".json") + PREDICTIONS_SUFFIX)
+
+
+def keep_predictions(run_dir: Path, path: Path) -> Path:
+    """Copy the validation and test logits and labels of the run folder `run_dir` beside the result file `path`,
+    compressed and atomically (the run's identity key goes along, so `adacal` knows the file as that run's)."""
+    import numpy as np
+
+    from adacal.writing import write_file
+
+    with np.load(Path(run_dir) / "predictions.npz", allow_pickle=False) as data:
+        arrays = {name: data[name] for name in data.files
+                  if name.split("_")[0] in PREDICTION_SPLITS or not name.endswith(("_logits", "_labels"))}
+    missing = [f"{split}_{kind}" for split in PREDICTION_SPLITS for kind in ("logits", "labels")
+               if f"{split}_{kind}" not in arrays]
+    if missing:
+        raise ValueError(f"{run_dir}/predictions.npz lacks {', '.join(missing)}")
+    target = predictions_path(path)
+    return write_file(target, lambda handle: np.savez_compressed(handle, **arrays), binary=True)
+
+
 def result_files(path: Path) -> list[Path]:
-    """The result file `path` and its side file when it has one: what a commit or a transfer takes along."""
-    side = side_path(path)
-    return [Path(path)] + ([side] if side.is_file() else [])
+    """The result file `path` and its side files when it has them (γ-updates, predictions): what a commit or a
+    transfer takes along."""
+    sides = [side_path(path), predictions_path(path)]
+    return [Path(path)] + [side for side in sides if side.is_file()]
 
 
 def commit_file(path: Path, message: str, *, attempts: int = 20) -> bool:

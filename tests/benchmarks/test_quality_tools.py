@@ -28,6 +28,7 @@ def _load(name: str):
 qc = _load("quality_common")
 qs = _load("quality_summary")  # the private helpers a test reads, in their modules
 qt = _load("quality_training")
+quality_files = _load("quality_files")
 summarize_runs = _load("summarize_runs")
 
 
@@ -248,6 +249,50 @@ def test_result_files_alone_resume_the_grid(finished, monkeypatch, tmp_path):
         assert done == [] and missing == [changed]
     finally:
         shutil.move(str(moved), tmp / "runs")
+
+
+def test_each_result_keeps_the_runs_validation_and_test_predictions_beside_it(finished):
+    tmp, cells, entries = finished
+    from adacal.predictions import load_split_predictions
+
+    for cell, entry in zip(cells, entries):
+        kept = qc.predictions_path(cell.result)
+        assert kept.name == f"adafocal-mean-seed{cell.seed}.predictions.npz"
+        assert quality_files.result_files(cell.result) == [cell.result, kept]
+        splits = load_split_predictions(kept)
+        original = load_split_predictions(cell.folder.glob("*/predictions.npz").__next__())
+        assert set(splits) >= {"val", "test"}
+        for name in ("val", "test"):
+            np.testing.assert_array_equal(splits[name].logits, original[name].logits)
+            np.testing.assert_array_equal(splits[name].labels, original[name].labels)
+        # The kept test predictions are those the committed figures come from.
+        test = splits["test"]
+        assert 1 - (test.logits.argmax(axis=1) == test.labels).mean() == pytest.approx(entry["test_pre"]["error"])
+
+
+def test_recover_predictions_retrains_a_done_cell_and_keeps_its_result_when_it_reproduces(finished, tmp_path):
+    tmp, cells, _ = finished
+    result = tmp_path / "results" / cells[0].result.name
+    result.parent.mkdir()
+    shutil.copy(cells[0].result, result)
+    committed = result.read_text()
+    cell = qc.Cell(name=cells[0].name, arm="mean", seed=0, config=cells[0].config, folder=tmp_path / "again",
+                   result=result)
+    assert not qc.predictions_path(result).is_file()
+    # Without the flag a done cell is done, predictions or not.
+    qc.run_cell(cell, dataset="digits", reuse=True, commit=False)
+    assert not qc.predictions_path(result).is_file() and not cell.folder.exists()
+    qc.run_cell(cell, dataset="digits", reuse=True, commit=False, recover_predictions=True)
+    assert qc.predictions_path(result).is_file() and result.read_text() == committed
+    # A retrained run whose figures differ replaces the entry, recording the one it replaced.
+    changed = json.loads(committed)
+    changed["test_pre"]["error"] += 0.01
+    qc.predictions_path(result).unlink()
+    result.write_text(json.dumps(changed))
+    shutil.rmtree(cell.folder)
+    entry = qc.run_cell(cell, dataset="digits", reuse=True, commit=False, recover_predictions=True)
+    assert entry["replaces"]["figures"]["error"] == pytest.approx(changed["test_pre"]["error"])
+    assert json.loads(result.read_text())["test_pre"]["error"] == pytest.approx(json.loads(committed)["test_pre"]["error"])
 
 
 def test_a_finished_run_folder_is_analysed_without_training_again(finished, monkeypatch, tmp_path):
