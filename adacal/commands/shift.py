@@ -25,11 +25,15 @@ Progress = Callable[[int, int, str], None]
 
 @dataclass(frozen=True)
 class ShiftRun:
-    """What `run_shift` did: the report, where it was written and what a reader must know."""
+    """What `run_shift` did: the report, where it was written and what a reader must know; with `keep_logits`, the
+    logits it scored (`logits`: {"clean": (N, K), "<corruption> s<severity>": (N, K)}, the same rows in each, with
+    their `labels`), so that a caller (adacal report's OOD section) never runs the model on a set twice."""
 
     report: dict[str, Any]
     written: Path | None = None
     notes: list[str] = field(default_factory=list)
+    logits: dict[str, np.ndarray] | None = None
+    labels: np.ndarray | None = None
 
     @property
     def results(self) -> dict[str, Any]:
@@ -103,6 +107,8 @@ def run_shift(
     json_path: str | os.PathLike | None = None,
     force: bool = False,
     progress: Progress | None = None,
+    write: bool = True,
+    keep_logits: bool = False,
 ) -> ShiftRun:
     """Everything `adacal shift` does, without printing.
 
@@ -113,8 +119,8 @@ def run_shift(
     (the same images in every set; only those go through the model). The temperature is `temperature`, else fitted
     on the clean validation logits with `fit_temperature`, else the run's calibrate.json, else fitted on the clean
     validation logits (minimising ECE-EM, as the paper does). The report goes to `json_path` ("-": standard output),
-    else into the run folder (`shift_report_name`); a checkpoint outside a run folder without `json_path` writes
-    nothing.
+    else into the run folder (`shift_report_name`); a checkpoint outside a run folder without `json_path`, or
+    `write=False`, writes nothing. `keep_logits` keeps every set's logits in the result (`ShiftRun.logits`).
     """
     from adacal.checks import check_device_name
     from adacal.data.corruptions import shift_corruptions
@@ -151,6 +157,7 @@ def run_shift(
     # the model scores those N of every set, never the whole set to keep N of its logits.
     clean_logits, clean_labels, rows = scorer.clean_test(limit=limit, seed=seed)
     clean = {"n": int(len(clean_labels)), **set_metrics(clean_logits, clean_labels, temperature=value, n_bins=n_bins)}
+    kept = {"clean": clean_logits} if keep_logits else None
 
     sets: list[dict[str, Any]] = []
     total = len(names) * len(levels)
@@ -163,6 +170,8 @@ def run_shift(
                 raise InputError(f"Expected the {name} severity-{severity} set to hold the clean test images in "
                                  f"order (its labels differ from the test labels): {shifted.source} "
                                  f"{', '.join(shifted.files) or ''}".rstrip() + ".")
+            if kept is not None:
+                kept[f"{name} s{severity}"] = logits
             sets.append({"corruption": name, "severity": int(severity), "source": shifted.source,
                          "table": shifted.table, "files": list(shifted.files), "n": int(len(labels)),
                          **set_metrics(logits, labels, temperature=value, n_bins=n_bins)})
@@ -187,8 +196,9 @@ def run_shift(
     report = shift_report(results, config=config)
     target = json_path or (run_dir / shift_report_name(names, levels, suite=suite, limit=limit)
                            if run_dir is not None else None)
-    written = write_json(target, report) if target is not None else None
-    return ShiftRun(report=report, written=written, notes=shift_notes(results, config))
+    written = write_json(target, report) if target is not None and write else None
+    return ShiftRun(report=report, written=written, notes=shift_notes(results, config), logits=kept,
+                    labels=clean_labels if keep_logits else None)
 
 
 def _check_positive(flag: str, value: Any, *, minimum: int = 1) -> None:

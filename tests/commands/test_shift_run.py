@@ -337,3 +337,22 @@ def test_a_real_cifar10_model_under_shift(tmp_path, one_thread, real_data_file):
     assert sets["contrast", 5]["pre"]["error"] >= results["clean"]["pre"]["error"] - 0.02
     for entry in results["sets"]:
         assert entry["pre"]["error"] == entry["post"]["error"]  # T never changes the argmax
+
+
+def test_kept_logits_are_the_ones_each_set_was_scored_from_and_write_false_writes_nothing(tiny_run, tmp_path):
+    from adacal.metrics import compute_metrics
+
+    run, _ = tiny_run
+    before = sorted(p.name for p in run.iterdir())
+    shifted = _shift(run, tmp_path, corruptions="gaussian_noise", severities="2,5", temperature=1.3, write=False,
+                     keep_logits=True)
+    assert shifted.written is None and sorted(p.name for p in run.iterdir()) == before
+    assert sorted(shifted.logits) == ["clean", "gaussian_noise s2", "gaussian_noise s5"]
+    for entry in shifted.results["sets"]:
+        logits = shifted.logits[f"{entry['corruption']} s{entry['severity']}"]
+        assert logits.shape == (40, 10)
+        expected = compute_metrics(logits, shifted.labels, names=["ece-em", "nll"])
+        assert entry["pre"]["ece_em"] == pytest.approx(expected["ece_em"], abs=1e-12)
+        assert entry["pre"]["nll"] == pytest.approx(expected["nll"], abs=1e-12)
+    assert _shift(run, tmp_path, corruptions="gaussian_noise", severities="5", temperature=1.3,
+                  write=False).logits is None
