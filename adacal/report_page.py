@@ -134,11 +134,15 @@ def _section_body(section: Section) -> str:
     return "\n".join(parts)
 
 
+SUMMARY_KEY = "headline"
+SUMMARY_TITLE = "Headline figures"
+
+
 def render_page(title: str, labels: Sequence[str], sections: Sequence[Sequence[Section]],
-                lines: Sequence[str] = (), *, generator: str = "adacal") -> str:
-    """The whole page: a header (`title`, then `lines`), a table of contents, then one `<section>` per part with an
-    `<h2>` of its title and, side by side, one column per input (`labels[i]` heads the column of `sections[i]`);
-    `generator` goes into `<meta name="generator">`.
+                lines: Sequence[str] = (), *, generator: str = "adacal", summary: Table | None = None) -> str:
+    """The whole page: a header (`title`, then `lines`), a table of contents, the `summary` table (one row per input,
+    when given), then one `<section>` per part with an `<h2>` of its title and, side by side, one column per input
+    (`labels[i]` heads the column of `sections[i]`); `generator` goes into `<meta name="generator">`.
 
     Every input has the same sections in the same order (each is there, done or skipped).
 
@@ -150,6 +154,9 @@ def render_page(title: str, labels: Sequence[str], sections: Sequence[Sequence[S
         raise ValueError("every input needs the same sections")
     rows = []
     toc = []
+    if summary is not None:
+        toc.append(f'<li><a href="#{SUMMARY_KEY}">{SUMMARY_TITLE}</a></li>')
+        rows.append(f'<section class="part" id="{SUMMARY_KEY}"><h2>{SUMMARY_TITLE}</h2>{_table(summary)}</section>')
     for index, first in enumerate(sections[0]):
         toc.append(f'<li><a href="#{_text(first.key)}">{_text(first.title)}</a></li>')
         columns = []
@@ -167,4 +174,5 @@ def render_page(title: str, labels: Sequence[str], sections: Sequence[Sequence[S
             f"<nav><ul>{''.join(toc)}</ul></nav>\n" + "\n".join(rows) + "\n</main>\n</body>\n</html>\n")
 
 
-__all__ = ["DONE", "SKIPPED", "Picture", "Section", "Table", "data_uri", "render_page", "skipped"]
+__all__ = ["DONE", "SKIPPED", "SUMMARY_KEY", "SUMMARY_TITLE", "Picture", "Section", "Table", "data_uri", "render_page",
+           "skipped"]

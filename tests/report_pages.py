@@ -15,6 +15,8 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SECTION_TITLES = ("Calibration metrics", "Reliability diagram", "Post-hoc calibration", "Selective prediction",
                   "Conformal prediction sets", "Training curves", "AdaFocal γ dynamics",
                   "Out-of-distribution detection", "Calibration under dataset shift")
+# Every <h2> of a page: the headline table's, then the sections'.
+PAGE_HEADINGS = ("Headline figures", *SECTION_TITLES)
 
 
 def predictions_file(path: Path, *, n: int = 240, num_classes: int = 3, seed: int = 0, val: bool = True) -> Path:

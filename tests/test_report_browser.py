@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from report_pages import SECTION_TITLES, predictions_file
+from report_pages import PAGE_HEADINGS, predictions_file
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
@@ -49,7 +49,7 @@ def test_chromium_renders_the_page_with_every_heading_and_no_blank_screenshot(tm
     assert len(colours) > 50  # text, tables and figures: far from one colour
     assert pixels.std() > 0.05
     dom = _chromium(browser, "--dump-dom", url, tmp_path=tmp_path).stdout
-    for title in SECTION_TITLES:
+    for title in PAGE_HEADINGS:
         assert f"<h2>{title}</h2>" in dom
     assert dom.count('src="data:image/png;base64,') == 3  # reliability, before/after, risk–coverage
 
@@ -66,7 +66,7 @@ def test_the_committed_example_is_small_and_self_contained():
     assert sum(path.stat().st_size for path in files) < 1_000_000
     assert files[1].read_bytes().startswith(PNG_SIGNATURE)
     page = read_page(files[0])
-    assert not page.errors and page.headings["h2"] == list(SECTION_TITLES)
+    assert not page.errors and page.headings["h2"] == list(PAGE_HEADINGS)
     images = [attrs for tag, attrs in page.tags if tag == "img"]
     assert len(images) == 5 and all(attrs["alt"] and image_bytes(attrs["src"]).startswith(PNG_SIGNATURE)
                                      for attrs in images)

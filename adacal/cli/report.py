@@ -18,7 +18,9 @@ from adacal.cli.inputs import (
 HELP = """Write one HTML page that judges a model: calibration metrics with bootstrap intervals, the reliability
 diagram with consistency bands, the post-hoc comparison (--method all) with the selected calibrator before and after,
 selective prediction (AURC, risk–coverage curve), conformal sets (thr and aps at α = 0.1) and, for a run folder, the
-training curves and AdaFocal's γ dynamics. Each section gives the command that reproduces it alone, and says why when
+training curves and AdaFocal's γ dynamics; for an image model's run also calibration under shift (every generated
+corruption at severities 1-5, its model run once per set; --quick: a seeded 500 test images) and OOD detection of the
+shifted sets by softmax entropy. Each section gives the command that reproduces it alone, and says why when
 it was skipped (post-hoc calibration and conformal sets need validation predictions: a run folder has them, a file
 may hold val_ arrays, or give --val FILE). The page is self-contained (figures embedded, no JavaScript, nothing
 fetched: it opens from disk); report.json beside it holds every figure's numbers. Several INPUTs are laid out side
@@ -68,12 +70,16 @@ def report(
                                                            "it. [default: RUN/report.html, <stem>-report.html beside "
                                                            "a file, report.html for several inputs]")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Fewer resamples: 100 bootstrap resamples (unless "
-                                                        "--bootstrap) and 200 for the reliability bands.")] = False,
+                                                        "--bootstrap) and 200 for the reliability bands; the shift "
+                                                        "and OOD sections on a seeded 500 test images.")] = False,
     bootstrap: Annotated[int | None, typer.Option("--bootstrap", help="Bootstrap resamples for the 95% intervals "
                                                                       "(0 = none). [default: 1000]")] = None,
     method: Annotated[str, typer.Option("--method", help="Calibrators compared: all, or one name (temperature, "
                                                          "...).")] = "all",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the resampling and the cross-validation.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the resampling, the cross-validation and the "
+                                                     "--quick subset.")] = 0,
+    device: Annotated[str, typer.Option("--device", help="Where a run's model scores the shifted sets: auto, cpu, "
+                                                         "cuda or cuda:N.")] = "auto",
     silent: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the files written.")] = False,
     force: ForceOption = False,
     logits_key: LogitsKey = None,
@@ -94,7 +100,7 @@ def report(
                            labels_are=labels_are, score_columns=score_columns, classes=classes)
     with _progress(silent) as progress:
         run = run_report(inputs, val=val, out=out, quick=quick, bootstrap=bootstrap, method=method, seed=seed,
-                         force=force, options=options, progress=progress)
+                         force=force, options=options, device=device, progress=progress)
     if not silent:
         for line in run.skipped:
             typer.echo(f"Skipped {line}", err=True)

@@ -2,9 +2,11 @@
 on one self-contained HTML page (`adacal.report_page`) with report.json beside it, the house report holding every
 figure's numbers.
 
-A run folder gets every section but OOD and shift (listed, skipped, in this first version); a predictions file gets
-those its arrays allow (post-hoc calibration and conformal sets need validation predictions: a file's `val_` arrays
-or `--val FILE`). Several inputs are laid out side by side, the same sections for each.
+A run folder gets every section its model allows (an image model's run also calibration under shift and OOD
+detection against the generated shifted sets, its model run once per set); a predictions file gets those its arrays
+allow (post-hoc calibration and conformal sets need validation predictions: a file's `val_` arrays or `--val FILE`).
+Several inputs are laid out side by side, the same sections for each, after a table comparing their headline
+figures.
 """
 
 from __future__ import annotations
@@ -143,6 +145,7 @@ def run_report(
     seed: int = 0,
     force: bool = False,
     options: Any = None,
+    device: str = "auto",
     progress: Callable[[int, int, str], None] | None = None,
 ) -> ReportRun:
     """Everything `adacal report` does, without printing.
@@ -151,10 +154,12 @@ def run_report(
     predictions files; `val`, the validation predictions of the one file given), renders the page to `out` (default
     `default_outputs`) and writes report.json beside it (`json_beside`). `bootstrap` resamples (default 1000;
     `quick`: 100 and fewer band resamples) give the metrics' intervals; `method` is the calibrators compared ("all"
-    or one name); `options` is an `adacal.sources.ReadOptions`. `progress(done, total, title)` is called after each
-    section. Every cheap check runs before anything is read; nothing is written before every section is done.
+    or one name); `options` is an `adacal.sources.ReadOptions`; `device` runs a run's model on the shifted sets
+    (`quick`: a seeded 500 of the test images in each). `progress(done, total, title)` is called after each section
+    and, within the shift section, before each shifted set. Every cheap check runs before anything is read; nothing
+    is written before every section is done.
     """
-    from adacal.commands.report_sections import SECTIONS, ReportInput, guarded
+    from adacal.commands.report_sections import SECTIONS, ReportInput, guarded, headline
     from adacal.report_page import render_page
     from adacal.reports import make_report, utc_now, write_json
     from adacal.version import __version__
@@ -167,13 +172,18 @@ def run_report(
                                                 bootstrap=resamples, seed=seed, method=method, force=force,
                                                 options=options)
     band_samples = QUICK_BAND_SAMPLES if quick else DEFAULT_BAND_SAMPLES
+    from adacal.checks import check_device_name
+
+    check_device_name(device)
     items = [ReportInput(path, val=val, options=options, bootstrap=resamples, band_samples=band_samples, seed=seed,
-                         method=method) for path in paths]
+                         method=method, quick=quick, device=device) for path in paths]
     total, done = len(items) * len(SECTIONS), 0
     columns: list[list[Section]] = []
     for item in items:
         column = []
         for key, title, build in SECTIONS:
+            if progress is not None:
+                item.step = lambda what, title=title, done=done: progress(done, total, f"{title}: {what}")
             column.append(guarded(key, title, build, item))
             done += 1
             if progress is not None:
@@ -184,18 +194,21 @@ def run_report(
     config = {"inputs": [str(path) for path in paths], "val": None if val is None else str(val), "method": method,
               "bootstrap": resamples, "band_samples": band_samples, "seed": seed, "quick": quick,
               "sections": [key for key, _, _ in SECTIONS], "page": str(page_path)}
-    results = {"inputs": [{"input": str(path), "label": label,
+    summary, headline_rows = headline(labels, columns)
+    results = {"headline": headline_rows,
+               "inputs": [{"input": str(path), "label": label,
                            "sections": {section.key: section.to_json() for section in column}}
                           for path, label, column in zip(paths, labels, columns)]}
     report = make_report(REPORT_KIND, config=config, results=results)
     given = [f"--val {shlex.quote(str(val))}" if val else "", "--quick" if quick else "",
              f"--bootstrap {bootstrap}" if bootstrap is not None else "",
-             f"--method {method}" if method != "all" else "", f"--seed {seed}" if seed else ""]
+             f"--method {method}" if method != "all" else "", f"--seed {seed}" if seed else "",
+             f"--device {device}" if device != "auto" else ""]
     command = " ".join(["adacal report", *(shlex.quote(str(path)) for path in paths), *filter(None, given)])
     lines = [f"Inputs: {', '.join(map(str, paths))}", f"Reproduce this page: {command}",
              f"Written by adacal {__version__} on {utc_now()}; the numbers of every figure are in {json_path.name}."]
     title = "Calibration report: " + ", ".join(labels)
-    page = render_page(title, labels, columns, lines, generator=GENERATOR)
+    page = render_page(title, labels, columns, lines, generator=GENERATOR, summary=summary)
     write_json(json_path, report)
     write_file(page_path, lambda handle: handle.write(page))
     return ReportRun(page=page_path, json=json_path, report=report, sections=columns)

@@ -15,13 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from adacal.conventions import DEFAULT_N_BINS
-from adacal.errors import InputError
+from adacal.errors import DataUnavailableError, InputError
 from adacal.report_page import Picture, Section, Table, skipped
 
 SELECTIVE_METRICS = "aurc,e-aurc,augrc,auroc-correct,auprc-errors,risk@80,coverage@5"
 CONFORMAL_SCORES = ("thr", "aps")
 CONFORMAL_ALPHA = 0.1
 GAMMA_PANELS = 5  # bins drawn in the γ figure (one panel each)
+SHIFT_QUICK_LIMIT = 500  # --quick: a seeded random 500 of the test images, the same in every shifted set
+OOD_ROC_CORRUPTION = "gaussian_noise"  # the OOD set of the paper's CIFAR-10-C entry: its ROC at every severity
 DPI = 110  # figures embedded in the page: sharp on screen, small in the file
 
 
@@ -37,6 +39,10 @@ class ReportInput:
     band_samples: int = 1000
     seed: int = 0
     method: str = "all"
+    quick: bool = False
+    device: str = "auto"
+    # step(what): told what a long section is doing now (the shifted set being scored), for the progress bar
+    step: Any = None
     cache: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -85,17 +91,22 @@ def section_command(key: str, item: ReportInput) -> str:
                      ".predict_sets(i.test.logits), i.test.labels))\"",
         "curves": f"adacal plot curves {path}",
         "adafocal": f"adacal plot gamma {path}",
-        "ood": f"adacal ood --model {path} --out svhn" if item.run_root else f"adacal ood --in-preds {path} "
-               "--out-preds OOD_PREDICTIONS",
-        "shift": f"adacal shift {path}",
+        "ood": (f"adacal ood --model {path} --out cifar10-c --corruption {OOD_ROC_CORRUPTION} --severity 5"
+                + _limit_options(item)) if item.run_root else
+               f"adacal ood --in-preds {path} --out-preds OOD_PREDICTIONS",
+        "shift": f"adacal shift {path}{_limit_options(item)}\nadacal plot shift {path}",
     }[key]
+
+
+def _limit_options(item: ReportInput) -> str:
+    return f" --limit {SHIFT_QUICK_LIMIT} --seed {item.seed}" if item.quick else ""
 
 
 def guarded(key: str, title: str, build: Any, item: ReportInput) -> Section:
     """`build(item)`, or the section skipped with the one-line reason the input raised."""
     try:
         return build(item)
-    except InputError as exc:
+    except (InputError, DataUnavailableError) as exc:
         return skipped(key, title, section_command(key, item), str(exc))
 
 
@@ -350,19 +361,175 @@ def adafocal_section(item: ReportInput) -> Section:
                    pictures=[picture], numbers=numbers)
 
 
-def ood_section(item: ReportInput) -> Section:
-    """Listed, skipped: OOD detection needs an OOD set chosen by the user, not part of this first version."""
-    return skipped("ood", "Out-of-distribution detection", section_command("ood", item),
-                   "not run by this first version of adacal report (it needs an OOD set: a dataset name for a run, "
-                   "or a file of the model's outputs on OOD inputs); run its command alone")
+def shift_run(item: ReportInput) -> Any:
+    """The run's model scored once on every generated shifted set (`run_shift`, its logits kept, nothing written
+    into the run folder; --quick: a seeded `SHIFT_QUICK_LIMIT` of the test images), shared by the shift and OOD
+    sections; an error once is that error every time it is asked for."""
+    if "shift" not in item.cache:
+        from adacal.commands.shift import run_shift
+
+        root = item.run_root
+        if root is None:
+            raise InputError("needs a run folder (a model to run on the generated shift sets), and a predictions "
+                             "file holds none")
+
+        def progress(done: int, total: int, what: str) -> None:
+            if item.step is not None and done < total:
+                item.step(f"{what} ({done + 1}/{total})")
+
+        try:
+            item.cache["shift"] = run_shift(root, limit=SHIFT_QUICK_LIMIT if item.quick else None, seed=item.seed,
+                                            device=item.device, download=False, write=False, keep_logits=True,
+                                            progress=progress)
+        except (InputError, DataUnavailableError) as exc:
+            item.cache["shift"] = exc
+    found = item.cache["shift"]
+    if isinstance(found, (InputError, DataUnavailableError)):
+        raise found
+    return found
+
+
+def _spread_cell(stat: dict[str, Any] | None, scale: float = 100.0) -> str:
+    """"median [min – max]" of a `spread` block, in % (or as is with scale 1)."""
+    if not stat or stat.get("median") is None:
+        return "–"
+    return f"{scale * stat['median']:.2f} [{scale * stat['min']:.2f} – {scale * stat['max']:.2f}]"
 
 
 def shift_section(item: ReportInput) -> Section:
-    """Listed, skipped: calibration under shift runs the model on generated shift sets, not part of this first
-    version."""
-    reason = ("not run by this first version of adacal report; run its command alone" if item.run_root else
-              "needs a run folder (a model to run on the generated shift sets), and a predictions file holds none")
-    return skipped("shift", "Calibration under dataset shift", section_command("shift", item), reason)
+    """Calibration under dataset shift (Ovadia et al. 2019), as `adacal shift` measures it and `adacal plot shift`
+    draws it: ECE-EM and error per severity over the corruptions, before and after the run's temperature."""
+    from adacal.commands.plot import held_warnings
+    from adacal.plots.shift import ShiftGroup, shift_figure
+
+    run = shift_run(item)
+    results, config = run.results, run.config
+    rows = [["clean", f"{100 * results['clean']['pre']['error']:.2f}",
+             f"{100 * results['clean']['pre']['ece_em']:.2f}", f"{100 * results['clean']['post']['ece_em']:.2f}"]]
+    for severity, block in results["by_severity"].items():
+        pre, post = block.get("pre") or {}, block.get("post") or {}
+        rows.append([f"severity {severity} ({block['sets']} sets)", _spread_cell(pre.get("error")),
+                     _spread_cell(pre.get("ece_em")), _spread_cell(post.get("ece_em"))])
+    corruptions = sorted({entry["corruption"] for entry in results["sets"]})
+    table = Table(f"{results['n']} test images per set, {len(corruptions)} corruptions; median [min – max] over the "
+                  f"corruptions, in %; T = {results['temperature']:.3g} ({results['temperature_source']})",
+                  ["set", "error", "ECE-EM before T", "ECE-EM after T"], rows)
+    with held_warnings():
+        figure = shift_figure([ShiftGroup(label=_label_of(item), results=[results], loss=config.get("loss"))],
+                              metric="ece_em")
+        picture = _picture(figure, "ECE-EM of the test images under each corruption, per severity: boxes over the "
+                                   "corruptions, the clean set first, before and after temperature scaling")
+    return Section("shift", "Calibration under dataset shift", section_command("shift", item), tables=[table],
+                   pictures=[picture], notes=list(run.notes),
+                   numbers={"config": config, "results": results})
+
+
+def _label_of(item: ReportInput) -> str:
+    return item.path.name or str(item.path)
+
+
+def ood_section(item: ReportInput) -> Section:
+    """OOD detection by the softmax entropy's AUROC (`detect_ood`, as `adacal ood` computes it): the clean test
+    images (in) against each generated shifted set (out), from the logits the shift section scored (none twice)."""
+    from adacal.commands.plot import held_warnings
+    from adacal.ood import detect_ood
+    from adacal.plots.roc import RocInput, roc_curves
+    from adacal.shift import spread
+
+    if item.run_root is None:
+        raise InputError("needs a run folder (a model to run on the generated shift sets) or the model's outputs on "
+                         "OOD inputs: run its command alone with --out-preds")
+    run = shift_run(item)
+    results, logits = run.results, run.logits
+    temperature = results["temperature"]
+    per_set: dict[str, Any] = {}
+    for entry in results["sets"]:
+        name = f"{entry['corruption']} s{entry['severity']}"
+        per_set[name] = detect_ood(logits["clean"], logits[name], scores=("entropy",), temperature=temperature,
+                                   temperature_source=results["temperature_source"],
+                                   in_name=f"{results['dataset']} test", out_name=name)
+    rows, by_severity = [], {}
+    for severity in sorted({entry["severity"] for entry in results["sets"]}):
+        names = [f"{e['corruption']} s{e['severity']}" for e in results["sets"] if e["severity"] == severity]
+        stats = {stage: spread(per_set[n]["scores"]["entropy"][stage]["auroc"] for n in names)
+                 for stage in ("pre", "post")}
+        by_severity[str(severity)] = stats
+        rows.append([f"severity {severity} ({len(names)} sets)", _spread_cell(stats["pre"]),
+                     _spread_cell(stats["post"])])
+    table = Table(f"Entropy AUROC, clean test images (in) against their corrupted copies (out), {results['n']} "
+                  "each; median [min – max] over the corruptions, in %; 50 % is chance",
+                  ["out set", "AUROC before T", "AUROC after T"], rows)
+    corruption = OOD_ROC_CORRUPTION if any(e["corruption"] == OOD_ROC_CORRUPTION for e in results["sets"]) else \
+        results["sets"][0]["corruption"]
+    from adacal.plots.readers import ood_source
+
+    curves = [RocInput(label=f"{e['corruption']} s{e['severity']}", results=per_set[f"{e['corruption']} s"
+                                                                                   f"{e['severity']}"],
+                       source=ood_source({"out_source": e["source"], "out_table": e.get("table")}))
+              for e in results["sets"] if e["corruption"] == corruption]
+    with held_warnings():
+        picture = _picture(roc_curves(curves, score="entropy"),
+                           f"ROC curves of OOD detection by softmax entropy: clean test images against {corruption} "
+                           "at each severity, before (solid) and after (dashed) temperature scaling")
+    numbers = {"temperature": temperature, "n": results["n"], "by_severity": by_severity,
+               "sets": {name: {stage: {k: v for k, v in (block["scores"]["entropy"][stage] or {}).items()
+                                       if k != "roc"} for stage in ("pre", "post")}
+                        for name, block in per_set.items()},
+               "roc": {name: per_set[name]["scores"]["entropy"] for name in per_set if name.startswith(
+                   f"{corruption} s")}}
+    notes = ["the OOD sets are the shift section's: each corrupted copy of the test images is scored once for both"]
+    return Section("ood", "Out-of-distribution detection", section_command("ood", item), tables=[table],
+                   pictures=[picture], notes=notes, numbers=numbers)
+
+
+def _dig(numbers: dict[str, Any], *path: Any) -> Any:
+    for step in path:
+        if not isinstance(numbers, dict) or step not in numbers:
+            return None
+        numbers = numbers[step]
+    return numbers
+
+
+def _calibrated_ece(numbers: dict[str, Any]) -> Any:
+    return _dig(numbers, "results", "calibrators", numbers.get("best"), "test_post", "ece_em")
+
+
+def _percent(value: Any) -> str:
+    return "–" if value is None else f"{100 * value:.2f}"
+
+
+# The headline table: (column, section key, the value from that section's numbers, its format). Every value is one
+# a section computed and shows; none is computed again.
+HEADLINE = (
+    ("error %", "evaluate", lambda n: _dig(n, "metrics", "error"), _percent),
+    ("NLL", "evaluate", lambda n: _dig(n, "metrics", "nll"), lambda v: "–" if v is None else f"{v:.4f}"),
+    ("ECE-EM %", "evaluate", lambda n: _dig(n, "metrics", "ece_em"), _percent),
+    ("selected calibrator", "calibrate", lambda n: n.get("best"), lambda v: "–" if v is None else str(v)),
+    ("ECE-EM after it %", "calibrate", _calibrated_ece, _percent),
+    ("AURC %", "selective", lambda n: _dig(n, "metrics", "aurc"), _percent),
+    (f"APS set size (α = {CONFORMAL_ALPHA:g})", "conformal",
+     lambda n: _dig(n, "scores", "aps", "coverage", "mean_set_size"), lambda v: "–" if v is None else f"{v:.2f}"),
+    ("ECE-EM at severity 5 %", "shift", lambda n: _dig(n, "results", "by_severity", "5", "pre", "ece_em", "median"),
+     _percent),
+    ("OOD AUROC at severity 5 %", "ood", lambda n: _dig(n, "by_severity", "5", "pre", "median"), _percent),
+)
+
+
+def headline(labels: list[str], columns: list[list[Section]]) -> tuple[Table, list[dict[str, Any]]]:
+    """One row per input of the figures a reader compares first, taken from its sections' numbers ("–" where the
+    section was skipped), and the same as report.json rows."""
+    header = ["input", *(name for name, _, _, _ in HEADLINE)]
+    rows, records = [], []
+    for label, column in zip(labels, columns):
+        by_key = {section.key: section for section in column}
+        values = [None if by_key.get(key) is None or by_key[key].status != "done" else get(by_key[key].numbers)
+                  for _, key, get, _ in HEADLINE]
+        rows.append([label, *(fmt(value) for value, (_, _, _, fmt) in zip(values, HEADLINE))])
+        records.append({"label": label, **{name: value for value, (name, _, _, _) in zip(values, HEADLINE)}})
+    notes = ("shift and OOD: median over the corruptions at severity 5, before temperature scaling"
+             if any(r.get("ECE-EM at severity 5 %") is not None for r in records) else "")
+    caption = "The test figures each section below reports" + (f"; {notes}" if notes else "")
+    return Table(caption, header, rows), records
 
 
 # The report's sections in page order: (key, title, builder).
@@ -378,5 +545,5 @@ SECTIONS = (
     ("shift", "Calibration under dataset shift", shift_section),
 )
 
-__all__ = ["CONFORMAL_ALPHA", "CONFORMAL_SCORES", "ReportInput", "SECTIONS", "SELECTIVE_METRICS", "guarded",
-           "metrics_table", "section_command"]
+__all__ = ["CONFORMAL_ALPHA", "CONFORMAL_SCORES", "HEADLINE", "ReportInput", "SECTIONS", "SELECTIVE_METRICS",
+           "guarded", "headline", "metrics_table", "section_command", "shift_run"]

@@ -9,7 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from report_pages import PNG_SIGNATURE, SECTION_TITLES, image_bytes, predictions_file, read_page
+from report_pages import (
+    PAGE_HEADINGS, PNG_SIGNATURE, SECTION_TITLES, image_bytes, predictions_file, read_page,
+)
 
 BOOTSTRAP = 50
 
@@ -47,7 +49,7 @@ def test_the_page_is_valid_self_contained_html_with_every_section(side_by_side):
     run, _ = side_by_side
     page = read_page(run.page)
     assert not page.errors and not page.open, (page.errors, page.open)
-    assert page.headings["h2"] == list(SECTION_TITLES)
+    assert page.headings["h2"] == list(PAGE_HEADINGS)
     assert len(page.headings["h3"]) == 2 * len(SECTION_TITLES)  # one column per input under every section
     images = [attrs for tag, attrs in page.tags if tag == "img"]
     # run: reliability, calibrate, selective, curves, gamma; file: reliability, calibrate, selective
@@ -259,3 +261,19 @@ def test_top_label_pairs_get_metrics_and_selective_prediction_and_say_why_the_re
     assert sections["reliability"]["status"] == "done"  # the diagram of the pairs, as `plot reliability` draws it
     for key in ("calibrate", "conformal"):
         assert sections[key]["status"] == "skipped" and "top-label" in sections[key]["reason"]
+
+
+@pytest.mark.slow
+def test_the_headline_table_compares_the_inputs_with_their_sections_figures(side_by_side):
+    run, _ = side_by_side
+    rows = run.report["results"]["headline"]
+    assert [row["label"] for row in rows] == [entry["label"] for entry in run.report["results"]["inputs"]]
+    for index, row in enumerate(rows):
+        sections = _sections(run, index)
+        assert row["ECE-EM %"] == sections["evaluate"]["numbers"]["metrics"]["ece_em"]
+        assert row["AURC %"] == sections["selective"]["numbers"]["metrics"]["aurc"]
+        assert row["APS set size (α = 0.1)"] == sections["conformal"]["numbers"]["scores"]["aps"]["coverage"][
+            "mean_set_size"]
+        assert row["OOD AUROC at severity 5 %"] is None  # skipped sections leave a dash, never a figure
+    page = read_page(run.page)
+    assert page.headings["h2"][0] == "Headline figures"
