@@ -6,9 +6,11 @@
 
 Reads the predictions the CPU quality grid keeps beside each result file (benchmarks/quality_cifar10.py:
 benchmarks/results/quality_runs/cifar10/<loss>-mean-seed<k>.predictions.npz — ResNet-20, 10,000 training images,
-30 epochs, 5,000 validation and 10,000 test images; `--recover-predictions` retrains a run whose predictions are
-not kept yet) and, for each row below, seed and score, fits split-conformal sets on the 5,000 validation rows and
-measures them on the 10,000 test rows (`adacal.conformal.ConformalPredictor`, `coverage_report`):
+30 epochs, 5,000 validation and 10,000 test images; `--recover-predictions` retrains a run whose predictions were
+not kept, and the record beside them then gives the figures of those predictions — another draw of the same cell
+when they do not reproduce the committed result) and, for each row below, seed and score, fits split-conformal sets
+on the 5,000 validation rows and measures them on the 10,000 test rows (`adacal.conformal.ConformalPredictor`,
+`coverage_report`):
 
 - rows: CE, CE + T (the CE logits divided by the temperature the quality run fitted on the same validation split:
   the paper's grid 0.1..10 minimising ECE-EM), FLSD-53, AdaFocal and AdaFocal γ0 = 0, λ = 3 (the quality runs'
@@ -21,8 +23,8 @@ measures them on the 10,000 test rows (`adacal.conformal.ConformalPredictor`, `c
 Per cell: the test coverage (with its Clopper–Pearson interval), mean and median set size, singleton and empty-set
 rates, the worst class's coverage. The summary is mean ± std over seeds and the paired difference of each row's mean
 set size from CE + T's, seed by seed. Written to benchmarks/results/conformal_cifar10.json and the figure
-benchmarks/results/plots/conformal_cifar10_set_size.png. A run whose predictions disagree with its result file (the
-test error they give is not the committed one) is refused, not used.
+benchmarks/results/plots/conformal_cifar10_set_size.png. Predictions that disagree with their figures (the test
+error they give is not the recorded one) are refused, not used.
 """
 
 from __future__ import annotations
@@ -63,8 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def load_run(runs_dir: Path, loss: str, seed: int) -> dict[str, Any] | None:
-    """The quality run's result entry and kept predictions, or None when either is missing; refused (SystemExit)
-    when the predictions do not give the result's test error."""
+    """The quality run's kept predictions and the figures they give (its result file's, or, for predictions of a
+    retrained run, those of the record beside them: `figures` with `error` and `t_ece_em`), or None when either is
+    missing; refused (SystemExit) when the predictions do not give those figures' test error."""
     from adacal.predictions import load_split_predictions
 
     result = qc.result_path(runs_dir, loss, "mean", seed)
@@ -72,15 +75,24 @@ def load_run(runs_dir: Path, loss: str, seed: int) -> dict[str, Any] | None:
     entry = qc.read_result(result)
     if entry is None or not kept.is_file():
         return None
+    record = qc.read_predictions_record(result)
+    figures = record["figures"] if record is not None else {
+        "error": entry["test_pre"]["error"], "ece_em": entry["test_pre"].get("ece_em"),
+        "t_ece_em": entry["ts_ece_em"]["temperature"],
+        "ece_em_ts_ece_em": (entry["ts_ece_em"].get("test") or {}).get("ece_em")}
     splits = load_split_predictions(kept)
     val, test = splits.get("val"), splits.get("test")
     if val is None or test is None:
         raise SystemExit(f"Error: {kept} lacks its validation or test predictions.")
     error = float((np.asarray(test.logits).argmax(axis=1) != np.asarray(test.labels)).mean())
-    if abs(error - float(entry["test_pre"]["error"])) > ERROR_TOLERANCE:
-        raise SystemExit(f"Error: {kept} gives test error {error:.4f}, but {result.name} holds "
-                         f"{entry['test_pre']['error']:.4f}: these predictions are not that run's.")
-    return {"entry": entry, "val": val, "test": test, "file": qc.repo_relative(kept)}
+    recorded = qc.predictions_record_path(result).name if record is not None else result.name
+    if abs(error - float(figures["error"])) > ERROR_TOLERANCE:
+        raise SystemExit(f"Error: {kept} gives test error {error:.4f}, but {recorded} holds "
+                         f"{figures['error']:.4f}: these predictions are not that run's.")
+    return {"figures": figures, "val": val, "test": test, "file": qc.repo_relative(kept),
+            "retrained": record is not None,
+            "reproduces_result": None if record is None else bool(record.get("reproduces_result")),
+            "result_error": float(entry["test_pre"]["error"])}
 
 
 def score_cell(val_logits: np.ndarray, val_labels: np.ndarray, test_logits: np.ndarray, test_labels: np.ndarray, *,
@@ -191,18 +203,22 @@ def main(argv: list[str] | None = None) -> int:
     runs_dir = Path(args.runs_dir)
     cells: list[dict[str, Any]] = []
     missing: list[str] = []
-    sources: dict[str, str] = {}
+    sources: dict[str, dict[str, Any]] = {}
     for seed in seeds:
         for row, loss, scaled in ROWS:
             run = load_run(runs_dir, loss, seed)
             if run is None:
                 missing.append(f"{row} seed {seed}")
                 continue
-            sources[f"{loss}-seed{seed}"] = run["file"]
-            temperature = float(run["entry"]["ts_ece_em"]["temperature"]) if scaled else 1.0
+            temperature = float(run["figures"]["t_ece_em"]) if scaled else 1.0
             val_logits = np.asarray(run["val"].logits, dtype=np.float64) / temperature
             test_logits = np.asarray(run["test"].logits, dtype=np.float64) / temperature
-            error = float(run["entry"]["test_pre"]["error"])
+            error = float(run["figures"]["error"])
+            sources[f"{loss}-seed{seed}"] = {"file": run["file"], "retrained": run["retrained"],
+                                             "reproduces_result": run["reproduces_result"],
+                                             "test_error": error, "result_test_error": run["result_error"],
+                                             "ece_em": run["figures"].get("ece_em"),
+                                             "ece_em_ts_ece_em": run["figures"].get("ece_em_ts_ece_em")}
             for alpha in alphas:
                 for score in SCORES:
                     cell = score_cell(val_logits, run["val"].labels, test_logits, run["test"].labels, score=score,

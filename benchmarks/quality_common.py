@@ -47,7 +47,8 @@ import adacal
 from quality_analysis import (  # noqa: F401  (re-exported)
     METRICS, N_BINS, T_GRID, analyse_run, fit_temperature_grid, fit_temperature_nll, flat_figures, read_history)
 from quality_files import (  # noqa: F401
-    RESULT_SCHEMA, commit_file, keep_predictions, predictions_path, read_result, result_path, write_result)
+    RESULT_SCHEMA, commit_file, keep_predictions, predictions_path, predictions_record_path, read_predictions_record,
+    read_result, result_path, write_predictions_record, write_result)
 from quality_summary import (  # noqa: F401  (re-exported)
     GAMMA_PLOT_BINS, OOD_COLUMNS, PAPER_20NG_CNN, PAPER_CIFAR10_RESNET50, PAPER_COLUMNS, TABLE_COLUMNS, device_of,
     draw_figures, markdown_table, mean_std, paper_rows, per_bin_table, summarise, table_rows, text_table)
@@ -156,7 +157,8 @@ def run_cell(cell: Cell, *, dataset: str, reuse: bool, commit: bool,
     """The cell's result: read from its result file when that holds the current key (and `reuse`), else trained (or
     taken from a finished run folder), analysed, written atomically at once with its predictions beside it and, with
     `commit`, committed. With `recover_predictions`, a done cell without predictions beside it is trained again for
-    them; its result file stays as committed when the retrained figures equal it (see `_reproduced`)."""
+    them; its result file stays as committed, and the figures of the retrained predictions go beside them
+    (`write_predictions_record`, saying whether they reproduce it: `_reproduced`)."""
     options, key = cell_key(cell)
     done = read_result(cell.result, key) if reuse else None
     if done is not None:
@@ -182,20 +184,25 @@ def run_cell(cell: Cell, *, dataset: str, reuse: bool, commit: bool,
                                     timing.get("gpu"))
     keep_predictions(run_dir, cell.result)
     if done is not None:
+        # The committed result stays as it is (the tables and their reading were written from it); the predictions
+        # of the retrained run go beside it with the figures they give, which say whether they reproduce it.
         differences = _reproduced(done, entry)
-        if not differences:
-            print(f"  [{cell.label}] retrained: every figure equals the committed result's (to 1e-6); its predictions "
-                  f"→ {repo_relative(predictions_path(cell.result))}", flush=True)
-            if commit:
-                commit_file(cell.result, f"Quality predictions: {dataset} {cell.name} {cell.arm} seed {cell.seed} "
-                                         f"(key {key}, retrained; figures reproduced)")
-            return done
-        # The predictions kept must be the ones the figures come from: the retrained entry replaces the old one,
-        # which it records.
-        print(f"  [{cell.label}] retrained: figures differ from the committed result's — "
-              + ", ".join(f"{name} {old:.6g} → {new:.6g}" for name, old, new in differences[:6]), flush=True)
-        entry["replaces"] = {"created": done.get("created"), "machine": done.get("machine"),
-                             "figures": flat_figures(done)}
+        write_predictions_record(cell.result, {
+            "key": key, "loss": cell.name, "arm": cell.arm, "seed": cell.seed, "created": utc_now(),
+            "reproduces_result": not differences, "figures": flat_figures(entry),
+            "result_figures": flat_figures(done), "timing": timing, "machine": entry["machine"],
+            "note": "the predictions beside this file are a retrained run of the result file's cell (same key: "
+                    "options, seed, data, split and batch order); 'figures' are theirs, 'result_figures' the "
+                    "committed result's"})
+        verdict = ("every figure equals the committed result's (to 1e-6)" if not differences else
+                   "figures differ from the committed result's (another draw of the same cell: "
+                   + ", ".join(f"{name} {old:.4g} → {new:.4g}" for name, old, new in differences[:4]) + ")")
+        print(f"  [{cell.label}] retrained: {verdict}; its predictions → "
+              f"{repo_relative(predictions_path(cell.result))}", flush=True)
+        if commit:
+            commit_file(cell.result, f"Quality predictions: {dataset} {cell.name} {cell.arm} seed {cell.seed} "
+                                     f"(key {key}, retrained; {'reproduced' if not differences else 'redrawn'})")
+        return done
     write_result(cell.result, entry)
     f = flat_figures(entry)
     print(f"  [{cell.label}] test error {100 * f['error']:.2f}%  ECE-EM {100 * f['ece_em']:.2f}% → "

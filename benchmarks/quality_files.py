@@ -9,7 +9,10 @@ SHA-256. `read_result` puts the full updates back, so every reader sees the entr
 Each run's validation and test logits and labels go beside its result too, `<loss>-<arm>-seed<k>.predictions.npz`
 (the arrays of the run folder's predictions.npz, compressed: ~0.6 MB a CIFAR-10 run), so that analyses asked later
 (conformal set sizes, selective prediction) read the very predictions the table was computed from, without the run
-folder or a retrained model.
+folder or a retrained model. A run retrained only for its predictions (`--recover-predictions`: the result was
+committed before predictions were kept) leaves its result file as committed; `<...>.predictions.json` beside the
+predictions then holds the figures they give and whether they reproduce the result's (on another machine or
+another adacal, a retrained run is another draw of the same cell).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from typing import Any
 RESULT_SCHEMA = "adacal-quality-run/1"
 SIDE_SUFFIX = ".updates.json.gz"
 PREDICTIONS_SUFFIX = ".predictions.npz"
+PREDICTIONS_RECORD_SUFFIX = ".predictions.json"
+PREDICTIONS_RECORD_SCHEMA = "adacal-quality-predictions/1"
 PREDICTION_SPLITS = ("val", "test")
 # Above this many bytes of γ-updates (compact JSON) an entry's updates go to the side file; one update an epoch for
 # 30 epochs is ~80 kB and stays inline.
@@ -115,6 +120,28 @@ def predictions_path(path: Path) -> Path:
     return path.with_name(path.name.removesuffix(".json") + PREDICTIONS_SUFFIX)
 
 
+def predictions_record_path(path: Path) -> Path:
+    """The record of retrained predictions beside the result file `path` (…-seed0.json → …-seed0.predictions.json)."""
+    path = Path(path)
+    return path.with_name(path.name.removesuffix(".json") + PREDICTIONS_RECORD_SUFFIX)
+
+
+def write_predictions_record(path: Path, record: dict[str, Any]) -> Path:
+    """Write the record of the predictions beside the result file `path`, atomically."""
+    from adacal.reports import to_jsonable, write_json
+
+    return write_json(predictions_record_path(path), to_jsonable({"schema": PREDICTIONS_RECORD_SCHEMA, **record}))
+
+
+def read_predictions_record(path: Path) -> dict[str, Any] | None:
+    """The record beside the result file `path`, or None when there is none (its predictions are the result's)."""
+    try:
+        data = json.loads(predictions_record_path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("schema") == PREDICTIONS_RECORD_SCHEMA else None
+
+
 def keep_predictions(run_dir: Path, path: Path) -> Path:
     """Copy the validation and test logits and labels of the run folder `run_dir` beside the result file `path`,
     compressed and atomically (the run's identity key goes along, so `adacal` knows the file as that run's)."""
@@ -136,7 +163,7 @@ def keep_predictions(run_dir: Path, path: Path) -> Path:
 def result_files(path: Path) -> list[Path]:
     """The result file `path` and its side files when it has them (γ-updates, predictions): what a commit or a
     transfer takes along."""
-    sides = [side_path(path), predictions_path(path)]
+    sides = [side_path(path), predictions_path(path), predictions_record_path(path)]
     return [Path(path)] + [side for side in sides if side.is_file()]
 
 

@@ -112,6 +112,26 @@ def test_predictions_that_are_not_the_results_are_refused(runs, tmp_path):
                                 "--figure", ""])
 
 
+def test_retrained_predictions_are_read_with_the_figures_of_their_record(runs, tmp_path):
+    """Predictions of a retrained run (another draw of the cell) come with their own figures: CE + T divides by the
+    record's temperature, and the error check reads the record, not the committed result."""
+    result = qc.result_path(runs, "ce", "mean", 0)
+    committed = json.loads(result.read_text())
+    committed["test_pre"]["error"] += 0.05  # the committed draw: not these predictions'
+    result.write_text(json.dumps(committed))
+    test = np.load(qc.predictions_path(result))
+    error = float((test["test_logits"].argmax(axis=1) != test["test_labels"]).mean())
+    qc.write_predictions_record(result, {"reproduces_result": False, "figures": {"error": error, "t_ece_em": 2.5},
+                                         "result_figures": {"error": committed["test_pre"]["error"]}})
+    out = tmp_path / "c.json"
+    assert conformal_cifar10.main(["--runs-dir", str(runs), "--seeds", "0", "--results", str(out), "--figure", ""]) == 0
+    report = json.loads(out.read_text())["results"]
+    scaled = next(c for c in report["cells"] if c["row"] == "CE + T")
+    assert scaled["temperature"] == 2.5 and scaled["test_error"] == pytest.approx(error)
+    assert report["predictions"]["ce-seed0"]["retrained"] is True
+    assert report["predictions"]["ce-seed0"]["result_test_error"] == pytest.approx(committed["test_pre"]["error"])
+
+
 def test_alpha_outside_the_unit_interval_is_refused(runs, tmp_path):
     with pytest.raises(SystemExit, match=r"every α in \(0, 1\)"):
         conformal_cifar10.main(["--runs-dir", str(runs), "--alphas", "0.1,1.5", "--results", str(tmp_path / "c.json")])

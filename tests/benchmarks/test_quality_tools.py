@@ -270,7 +270,8 @@ def test_each_result_keeps_the_runs_validation_and_test_predictions_beside_it(fi
         assert 1 - (test.logits.argmax(axis=1) == test.labels).mean() == pytest.approx(entry["test_pre"]["error"])
 
 
-def test_recover_predictions_retrains_a_done_cell_and_keeps_its_result_when_it_reproduces(finished, tmp_path):
+def test_recover_predictions_retrains_a_done_cell_and_keeps_its_result_saying_whether_it_reproduces(finished,
+                                                                                                      tmp_path):
     tmp, cells, _ = finished
     result = tmp_path / "results" / cells[0].result.name
     result.parent.mkdir()
@@ -284,16 +285,23 @@ def test_recover_predictions_retrains_a_done_cell_and_keeps_its_result_when_it_r
     assert not qc.predictions_path(result).is_file() and not cell.folder.exists()
     qc.run_cell(cell, dataset="digits", reuse=True, commit=False, recover_predictions=True)
     assert qc.predictions_path(result).is_file() and result.read_text() == committed
-    # A retrained run whose figures differ replaces the entry, recording the one it replaced.
+    record = qc.read_predictions_record(result)
+    assert record["reproduces_result"] is True and record["figures"]["error"] == record["result_figures"]["error"]
+    assert quality_files.result_files(result) == [result, qc.predictions_path(result),
+                                                  qc.predictions_record_path(result)]
+    # A retrained run whose figures differ leaves the committed result as it is, and says so beside the predictions.
     changed = json.loads(committed)
     changed["test_pre"]["error"] += 0.01
     qc.predictions_path(result).unlink()
     result.write_text(json.dumps(changed))
     shutil.rmtree(cell.folder)
     entry = qc.run_cell(cell, dataset="digits", reuse=True, commit=False, recover_predictions=True)
-    assert entry["replaces"]["figures"]["error"] == pytest.approx(changed["test_pre"]["error"])
-    retrained_error = json.loads(result.read_text())["test_pre"]["error"]
-    assert retrained_error == pytest.approx(json.loads(committed)["test_pre"]["error"])
+    assert entry["test_pre"]["error"] == pytest.approx(changed["test_pre"]["error"])
+    assert json.loads(result.read_text()) == changed
+    record = qc.read_predictions_record(result)
+    assert record["reproduces_result"] is False
+    assert record["result_figures"]["error"] == pytest.approx(changed["test_pre"]["error"])
+    assert record["figures"]["error"] == pytest.approx(json.loads(committed)["test_pre"]["error"])
 
 
 def test_a_finished_run_folder_is_analysed_without_training_again(finished, monkeypatch, tmp_path):
