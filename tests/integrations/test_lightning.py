@@ -21,6 +21,7 @@ from lightning_modules import Classifier, loaders, mlp, quiet_lightning, synthet
 
 from adacal.errors import InputError  # noqa: E402
 from adacal.integrations import lightning as integration  # noqa: E402
+from adacal.integrations import lightning_outputs  # noqa: E402
 from adacal.integrations.lightning import (  # noqa: E402
     AdaFocalCallback,
     CalibrationLossCallback,
@@ -238,6 +239,9 @@ def test_without_lightning_the_import_says_what_to_install(monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)  # an import of a None entry raises ImportError
     monkeypatch.delitem(sys.modules, "adacal.integrations.lightning")
     monkeypatch.setattr(sys.modules["adacal.integrations"], "lightning", integration)  # put back after the import
+    monkeypatch.delitem(sys.modules, "adacal.integrations.lightning_outputs")
+    monkeypatch.setattr(sys.modules["adacal.integrations"], "lightning_outputs", lightning_outputs)
+    importlib.import_module("adacal.integrations.lightning_outputs")  # the Lightning-free half imports
     with pytest.raises(ImportError, match=r'pip install "adacal\[lightning\]"') as error:
         importlib.import_module("adacal.integrations.lightning")
     assert "\n" not in str(error.value)
@@ -254,8 +258,9 @@ def test_with_only_pytorch_lightning_the_callbacks_derive_from_it(monkeypatch):
     assert issubclass(fallback.CalibrationLossCallback, legacy.Callback)
 
 
-def test_the_docstring_examples_run():
-    failed, attempted = doctest.testmod(integration, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+@pytest.mark.parametrize("module", [integration, lightning_outputs], ids=["lightning", "lightning_outputs"])
+def test_the_docstring_examples_run(module):
+    failed, attempted = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert failed == 0 and attempted > 0
 
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from loss_batches import batch, value_and_grad
 
 from adacal.errors import InputError
 from adacal.losses import ConfidencePenaltyLoss, build_loss, softmax_entropy
@@ -34,40 +35,27 @@ class PenaltyEntropy(nn.Module):
         return loss, loss_ce, loss_ent
 
 
-def _batch(n=64, k=10, scale=2.0, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    logits = torch.randn(n, k, generator=generator, dtype=torch.float64) * scale
-    return logits, torch.randint(0, k, (n,), generator=generator)
-
-
-def _value_and_grad(loss, logits, labels):
-    logits = logits.clone().requires_grad_(True)
-    value = loss(logits, labels)
-    value = value[0] if isinstance(value, tuple) else value
-    return value, torch.autograd.grad(value, logits)[0]
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("beta", [0.1, 0.5, 2.0])
 def test_values_and_gradients_match_the_mbls_authors_code(seed, beta):
-    logits, labels = _batch(seed=seed)
+    logits, labels = batch(seed=seed)
     assert torch.softmax(logits, 1).min() > EPS  # their clamp does not act: the two formulas are the same
-    ours, ours_grad = _value_and_grad(ConfidencePenaltyLoss(beta=beta), logits, labels)
-    theirs, theirs_grad = _value_and_grad(PenaltyEntropy(alpha=beta * 10), logits, labels)
+    ours, ours_grad = value_and_grad(ConfidencePenaltyLoss(beta=beta), logits, labels)
+    theirs, theirs_grad = value_and_grad(PenaltyEntropy(alpha=beta * 10), logits, labels)
     torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-6)
     torch.testing.assert_close(ours_grad, theirs_grad, rtol=0, atol=1e-6)
 
 
 def test_beta_zero_is_cross_entropy():
-    logits, labels = _batch(seed=3)
-    ours, ours_grad = _value_and_grad(ConfidencePenaltyLoss(beta=0.0), logits, labels)
-    ce, ce_grad = _value_and_grad(F.cross_entropy, logits, labels)
+    logits, labels = batch(seed=3)
+    ours, ours_grad = value_and_grad(ConfidencePenaltyLoss(beta=0.0), logits, labels)
+    ce, ce_grad = value_and_grad(F.cross_entropy, logits, labels)
     torch.testing.assert_close(ours, ce, rtol=1e-14, atol=0)
     torch.testing.assert_close(ours_grad, ce_grad, rtol=1e-12, atol=1e-16)
 
 
 def test_entropy_against_a_loop_and_hand_worked_values():
-    logits, _ = _batch(n=5, k=4, seed=4)
+    logits, _ = batch(n=5, k=4, seed=4)
     probs = torch.softmax(logits, 1).tolist()
     expected = [-sum(p * math.log(p) for p in row) for row in probs]
     assert softmax_entropy(logits).tolist() == pytest.approx(expected, rel=1e-12)
@@ -82,7 +70,7 @@ def test_entropy_against_a_loop_and_hand_worked_values():
 
 
 def test_reductions_and_options():
-    logits, labels = _batch(seed=5)
+    logits, labels = batch(seed=5)
     terms = build_loss("confidence-penalty", reduction="none")(logits, labels)
     expected = F.cross_entropy(logits, labels, reduction="none") - 0.1 * softmax_entropy(logits)
     torch.testing.assert_close(terms, expected, rtol=1e-14, atol=0)

@@ -4,6 +4,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from loss_batches import batch, value_and_grad
 
 from adacal.errors import InputError
 from adacal.losses import ACLSLoss, MbLSLoss, acls_penalty, build_loss, margin_penalty
@@ -77,16 +78,7 @@ class AuthorsACLS(nn.Module):
 
 def _batch(n=40, k=10, scale=6.0, seed=0):
     """Logits spread wide enough (±20) that many distances exceed the margin of 10, and maxima exceed 10 too."""
-    generator = torch.Generator().manual_seed(seed)
-    logits = torch.randn(n, k, generator=generator, dtype=torch.float64) * scale
-    return logits, torch.randint(0, k, (n,), generator=generator)
-
-
-def _value_and_grad(loss, logits, labels):
-    logits = logits.clone().requires_grad_(True)
-    value = loss(logits, labels)
-    value = value[0] if isinstance(value, tuple) else value
-    return value, torch.autograd.grad(value, logits)[0]
+    return batch(n=n, k=k, scale=scale, seed=seed)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -94,8 +86,8 @@ def _value_and_grad(loss, logits, labels):
 def test_mbls_matches_the_authors_code(seed, margin, weight):
     logits, labels = _batch(seed=seed)
     assert (logits.amax(1, keepdim=True) - logits > margin).any()  # the penalty is active somewhere
-    ours, ours_grad = _value_and_grad(MbLSLoss(margin=margin, margin_weight=weight), logits, labels)
-    theirs, theirs_grad = _value_and_grad(AuthorsLogitMarginL1(margin=margin, alpha=weight), logits, labels)
+    ours, ours_grad = value_and_grad(MbLSLoss(margin=margin, margin_weight=weight), logits, labels)
+    theirs, theirs_grad = value_and_grad(AuthorsLogitMarginL1(margin=margin, alpha=weight), logits, labels)
     torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-6)
     torch.testing.assert_close(ours_grad, theirs_grad, rtol=0, atol=1e-6)
     # and their penalty alone, our per-sample penalty's mean
@@ -109,9 +101,9 @@ def test_acls_matches_the_authors_code(seed, margin, weight, pos, neg):
     logits, labels = _batch(seed=seed)
     assert (logits.amax(1) > margin).any() and (logits.amax(1) < margin).any()  # both sides of the positive term
     loss = ACLSLoss(margin=margin, margin_weight=weight, pos_lambda=pos, neg_lambda=neg)
-    ours, ours_grad = _value_and_grad(loss, logits, labels)
+    ours, ours_grad = value_and_grad(loss, logits, labels)
     authors = AuthorsACLS(pos_lambda=pos, neg_lambda=neg, alpha=weight, margin=margin, num_classes=10)
-    theirs, theirs_grad = _value_and_grad(authors, logits, labels)
+    theirs, theirs_grad = value_and_grad(authors, logits, labels)
     torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-6)
     torch.testing.assert_close(ours_grad, theirs_grad, rtol=0, atol=1e-6)
 
@@ -132,10 +124,10 @@ def test_sum_and_none_reductions_are_the_per_sample_terms():
 def test_a_margin_beyond_every_distance_is_cross_entropy():
     """m → ∞: no distance exceeds the margin, MbLS is CE (values and gradients), and so is ACLS's negative term."""
     logits, labels = _batch(seed=6)
-    ce, ce_grad = _value_and_grad(lambda z, y: F.cross_entropy(z, y), logits, labels)
+    ce, ce_grad = value_and_grad(lambda z, y: F.cross_entropy(z, y), logits, labels)
     for loss in (MbLSLoss(margin=1e6), MbLSLoss(margin_weight=0.0),
                  ACLSLoss(margin=1e6), ACLSLoss(margin_weight=0.0)):
-        value, grad = _value_and_grad(loss, logits, labels)
+        value, grad = value_and_grad(loss, logits, labels)
         assert value.item() == ce.item()
         assert torch.equal(grad, ce_grad)
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from loss_batches import batch, value_and_grad
 
 from adacal.errors import InputError
 from adacal.losses import MDCALoss, build_loss, mdca_penalty
@@ -87,18 +88,6 @@ class ClassficationAndMDCA(nn.Module):
         return loss_cls + self.beta * loss_cal
 
 
-def _batch(n=64, k=10, scale=2.0, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    logits = torch.randn(n, k, generator=generator, dtype=torch.float64) * scale
-    return logits, torch.randint(0, k, (n,), generator=generator)
-
-
-def _value_and_grad(loss, logits, labels):
-    logits = logits.clone().requires_grad_(True)
-    value = loss(logits, labels)
-    return value, torch.autograd.grad(value, logits)[0]
-
-
 CASES = [  # (their loss name and options, ours)
     ({"loss": "NLL+MDCA", "beta": 1.0}, {"beta": 1.0}),
     ({"loss": "NLL+MDCA", "beta": 5.0}, {"beta": 5.0}),
@@ -112,9 +101,9 @@ CASES = [  # (their loss name and options, ours)
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize(("theirs_options", "ours_options"), CASES)
 def test_values_and_gradients_match_the_authors_code(seed, theirs_options, ours_options):
-    logits, labels = _batch(seed=seed)
-    ours, ours_grad = _value_and_grad(MDCALoss(**ours_options), logits, labels)
-    theirs, theirs_grad = _value_and_grad(ClassficationAndMDCA(**theirs_options), logits, labels)
+    logits, labels = batch(seed=seed)
+    ours, ours_grad = value_and_grad(MDCALoss(**ours_options), logits, labels)
+    theirs, theirs_grad = value_and_grad(ClassficationAndMDCA(**theirs_options), logits, labels)
     torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-6)
     torch.testing.assert_close(ours_grad, theirs_grad, rtol=0, atol=1e-6)
     torch.testing.assert_close(mdca_penalty(logits, labels), MDCA()(logits, labels), rtol=1e-12, atol=0)
@@ -130,7 +119,7 @@ def test_one_hot_perfect_predictions_have_zero_mdca():
 
 
 def test_beta_zero_is_the_base_loss():
-    logits, labels = _batch(seed=3)
+    logits, labels = batch(seed=3)
     torch.testing.assert_close(MDCALoss(beta=0.0)(logits, labels), F.cross_entropy(logits, labels), rtol=0, atol=0)
     torch.testing.assert_close(MDCALoss(beta=0.0, base="focal", gamma=2.0)(logits, labels),
                                build_loss("focal", gamma=2.0)(logits, labels), rtol=1e-12, atol=0)
@@ -143,7 +132,7 @@ def test_hand_worked_value():
 
 
 def test_reductions_and_ignored_positions():
-    logits, labels = _batch(seed=4)
+    logits, labels = batch(seed=4)
     mean = MDCALoss()(logits, labels)
     torch.testing.assert_close(MDCALoss(reduction="sum")(logits, labels), mean * 64, rtol=1e-12, atol=0)
     with pytest.raises(InputError, match=r"Expected reduction to be 'mean' or 'sum' for MDCALoss, got 'none'"):
