@@ -153,10 +153,10 @@ def cell_key(cell: Cell) -> tuple[dict[str, Any], str]:
 
 def run_cell(cell: Cell, *, dataset: str, reuse: bool, commit: bool,
              score_ood: Callable[[Path, float], dict[str, Any]] | None = None,
-             recover_predictions: bool = False) -> dict[str, Any]:
+             recover_predictions: bool = False, keep: bool = False) -> dict[str, Any]:
     """The cell's result: read from its result file when that holds the current key (and `reuse`), else trained (or
-    taken from a finished run folder), analysed, written atomically at once with its predictions beside it and, with
-    `commit`, committed. With `recover_predictions`, a done cell without predictions beside it is trained again for
+    taken from a finished run folder), analysed, written atomically (with its predictions beside it when `keep` or
+    `recover_predictions`) and, with `commit`, committed. With `recover_predictions`, a done cell without predictions beside it is trained again for
     them; its result file stays as committed, and the figures of the retrained predictions go beside them
     (`write_predictions_record`, saying whether they reproduce it: `_reproduced`)."""
     options, key = cell_key(cell)
@@ -182,7 +182,8 @@ def run_cell(cell: Cell, *, dataset: str, reuse: bool, commit: bool,
     entry["timing"] = timing
     entry["machine"] = machine_info(timing.get("device") or str(getattr(cell.config, "device", "cpu")),
                                     timing.get("gpu"))
-    keep_predictions(run_dir, cell.result)
+    if keep or recover_predictions:
+        keep_predictions(run_dir, cell.result)
     if done is not None:
         # The committed result stays as it is (the tables and their reading were written from it); the predictions
         # of the retrained run go beside it with the figures they give, which say whether they reproduce it.
@@ -267,7 +268,7 @@ def collect(cells: list[Cell]) -> tuple[list[dict[str, Any]], list[Cell]]:
 
 def run_cells(cells: list[Cell], *, dataset: str, reuse: bool, commit: bool, jobs: int, threads: int,
               score_ood: Callable[[Path, float], dict[str, Any]] | None = None,
-              recover_predictions: bool = False) -> list[str]:
+              recover_predictions: bool = False, keep: bool = False) -> list[str]:
     """Run the cells not done yet, `jobs` at a time (separate processes, `threads` torch threads each).
 
     Returns the labels of the cells that failed (their error is printed; the others go on)."""
@@ -276,7 +277,7 @@ def run_cells(cells: list[Cell], *, dataset: str, reuse: bool, commit: bool, job
         for cell in cells:
             try:
                 run_cell(cell, dataset=dataset, reuse=reuse, commit=commit, score_ood=score_ood,
-                         recover_predictions=recover_predictions)
+                         recover_predictions=recover_predictions, keep=keep)
             except Exception as exc:  # a failed run must not lose the grid's other runs
                 print(f"  [{cell.label}] FAILED: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
                 failed.append(cell.label)
@@ -288,7 +289,7 @@ def run_cells(cells: list[Cell], *, dataset: str, reuse: bool, commit: bool, job
     with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=set_threads,
                                                 initargs=(threads,)) as pool:
         futures = {pool.submit(run_cell, cell, dataset=dataset, reuse=reuse, commit=commit, score_ood=score_ood,
-                               recover_predictions=recover_predictions): cell
+                               recover_predictions=recover_predictions, keep=keep): cell
                    for cell in cells}
         for future in concurrent.futures.as_completed(futures):
             exc = future.exception()
@@ -327,9 +328,12 @@ def add_common_arguments(parser: Any, *, results: Path, dataset: str) -> None:
     parser.add_argument("--jobs", type=int, default=1, help="runs trained at the same time (default 1)")
     parser.add_argument("--commit", action="store_true",
                         help="git add + commit each result file as soon as it is written (never pushes)")
+    parser.add_argument("--keep-predictions", action="store_true",
+                        help="keep each run's validation and test logits beside its result file (float16, ~0.25 MB "
+                             "a CIFAR-10 run) and commit them with it: for the runs a later analysis reads")
     parser.add_argument("--recover-predictions", action="store_true",
                         help="train again the done cells that have no predictions beside their result file, for "
-                             "them (the result file stays as it is when the retrained figures equal it)")
+                             "them (the result file stays as it is; implies --keep-predictions)")
     parser.add_argument("--summary-only", action="store_true",
                         help="train nothing: rebuild the summary JSON and figures from the result files there are")
     parser.add_argument("--no-summary", action="store_true",
@@ -403,7 +407,8 @@ def run_benchmark(args: Any, argv: list[str] | None, *, dataset: str, kind: str,
             todo = [c for c in cells if c in todo or not predictions_path(c.result).is_file()]
         failed = run_cells(todo, dataset=dataset, reuse=not args.fresh, commit=args.commit, jobs=args.jobs,
                            threads=args.threads, score_ood=score_ood,
-                           recover_predictions=getattr(args, "recover_predictions", False))
+                           recover_predictions=getattr(args, "recover_predictions", False),
+                           keep=getattr(args, "keep_predictions", False))
     if args.no_summary:
         return 1 if failed else 0
     _, missing = collect(cells)

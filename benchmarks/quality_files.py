@@ -6,13 +6,16 @@ slice carries. Its updates then go beside it, gzip'd, into `<loss>-<arm>-seed<k>
 last update of each epoch (what the per-epoch figures and the per-bin tables read) and names the side file with its
 SHA-256. `read_result` puts the full updates back, so every reader sees the entry as it was written.
 
-Each run's validation and test logits and labels go beside its result too, `<loss>-<arm>-seed<k>.predictions.npz`
-(the arrays of the run folder's predictions.npz, compressed: ~0.6 MB a CIFAR-10 run), so that analyses asked later
-(conformal set sizes, selective prediction) read the very predictions the table was computed from, without the run
-folder or a retrained model. A run retrained only for its predictions (`--recover-predictions`: the result was
-committed before predictions were kept) leaves its result file as committed; `<...>.predictions.json` beside the
-predictions then holds the figures they give and whether they reproduce the result's (on another machine or
-another adacal, a retrained run is another draw of the same cell).
+A run's validation and test logits and labels can go beside its result too, `<loss>-<arm>-seed<k>.predictions.npz`
+(`--keep-predictions`), so that analyses asked later (conformal set sizes, selective prediction) read the very
+predictions the table was computed from, without the run folder or a retrained model. They are kept as float16
+logits minus each row's maximum (~0.25 MB a CIFAR-10 run, half of float32): softmax does not see the shift, the top
+logit is exactly 0 so the predicted class and near ties survive, and probabilities move by ~1e-4 at most. Only the
+runs a committed analysis reads keep them: every run's would outgrow the 64 MiB a GPU slice carries with the tree.
+A run retrained only for its predictions (`--recover-predictions`: the result was committed before predictions
+were kept) leaves its result file as committed; `<...>.predictions.json` beside the predictions then holds the
+figures they give and whether they reproduce the result's (on another machine or another adacal, a retrained run
+is another draw of the same cell).
 """
 
 from __future__ import annotations
@@ -156,8 +159,21 @@ def keep_predictions(run_dir: Path, path: Path) -> Path:
                if f"{split}_{kind}" not in arrays]
     if missing:
         raise ValueError(f"{run_dir}/predictions.npz lacks {', '.join(missing)}")
+    for split in PREDICTION_SPLITS:
+        arrays[f"{split}_logits"] = compact_logits(arrays[f"{split}_logits"])
     target = predictions_path(path)
     return write_file(target, lambda handle: np.savez_compressed(handle, **arrays), binary=True)
+
+
+def compact_logits(logits: Any) -> Any:
+    """float16 logits minus each row's maximum: the same softmax, the top logit exactly 0 (so the argmax and near
+    ties are kept: float16 is finest near 0), the others to ~3 significant digits."""
+    import numpy as np
+
+    logits = np.asarray(logits, dtype=np.float64)
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    # float16 ends at -65504: a class that far below the top has probability 0 either way.
+    return np.maximum(shifted, -6e4).astype(np.float16)
 
 
 def result_files(path: Path) -> list[Path]:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from scipy.special import softmax
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -212,7 +213,7 @@ def finished(tmp_path_factory):
     """Two seeds of a tiny AdaFocal grid, run once for the module."""
     tmp = tmp_path_factory.mktemp("grid")
     cells = [_cell(tmp, 0), _cell(tmp, 1)]
-    entries = [qc.run_cell(c, dataset="digits", reuse=True, commit=False) for c in cells]
+    entries = [qc.run_cell(c, dataset="digits", reuse=True, commit=False, keep=True) for c in cells]
     return tmp, cells, entries
 
 
@@ -262,12 +263,37 @@ def test_each_result_keeps_the_runs_validation_and_test_predictions_beside_it(fi
         splits = load_split_predictions(kept)
         original = load_split_predictions(cell.folder.glob("*/predictions.npz").__next__())
         assert set(splits) >= {"val", "test"}
+        with np.load(kept) as arrays:
+            assert arrays["test_logits"].dtype == np.float16 and arrays["val_logits"].dtype == np.float16
         for name in ("val", "test"):
-            np.testing.assert_array_equal(splits[name].logits, original[name].logits)
+            # float16 logits minus the row's maximum: the same softmax to float16's precision, the top logit 0.
+            z = np.asarray(original[name].logits, dtype=np.float64)
+            shifted = z - z.max(axis=1, keepdims=True)
+            np.testing.assert_allclose(splits[name].logits, shifted, rtol=2**-10, atol=1e-6)
+            assert (splits[name].logits.max(axis=1) == 0).all()
+            np.testing.assert_allclose(softmax(splits[name].logits, axis=1), softmax(z, axis=1), atol=1e-3)
             np.testing.assert_array_equal(splits[name].labels, original[name].labels)
         # The kept test predictions are those the committed figures come from.
         test = splits["test"]
         assert 1 - (test.logits.argmax(axis=1) == test.labels).mean() == pytest.approx(entry["test_pre"]["error"])
+
+
+def test_a_run_keeps_no_predictions_unless_asked(finished, tmp_path):
+    """Every run's predictions would outgrow what a GPU slice carries: only the runs asked for keep them."""
+    tmp, cells, _ = finished
+    cell = qc.Cell(name=cells[0].name, arm="mean", seed=0, config=cells[0].config, folder=cells[0].folder,
+                   result=tmp_path / cells[0].result.name)
+    qc.run_cell(cell, dataset="digits", reuse=True, commit=False)
+    assert cell.result.is_file() and not qc.predictions_path(cell.result).is_file()
+    assert quality_files.result_files(cell.result) == [cell.result]
+
+
+def test_compact_logits_keep_the_argmax_of_near_ties_and_clip_far_classes():
+    logits = np.array([[10.0, 10.0 - 1e-5, -3.0], [0.5, 2e5, 0.0]])
+    compact = quality_files.compact_logits(logits)
+    assert compact.dtype == np.float16
+    assert compact[0, 0] == 0 and compact[0, 1] < 0  # 1e-5 below the top stays below it
+    assert compact[1].argmax() == 1 and np.isfinite(compact).all()
 
 
 def test_recover_predictions_retrains_a_done_cell_and_keeps_its_result_saying_whether_it_reproduces(finished,

@@ -159,7 +159,8 @@ def test_an_update_restarts_the_count_and_none_never_warns():
 
 
 # Epoch-end γ of `adacal train` on tiny digits (2 epochs, seed 0), computed on main before the drop-in options were
-# added: the trainer's γ trajectory is unchanged by them.
+# added: the trainer's γ trajectory is unchanged by them. float32 training on another CPU's kernels moves these by
+# ~1e-9 (CI's machine: 1.2e-9 relative), a changed update rule by far more than 1e-6.
 TINY_TRAIN_GAMMAS = [
     [0.8015471057120148, 0.9097165228588799, 1.075963307738216, 0.991029529811501, 0.9922312271734139],
     [0.6134732829533118, 0.7112185264175582, 0.7526124656762863, 0.6428744759977444, 0.8337806967511476],
@@ -186,7 +187,7 @@ def test_adacal_train_never_warns_and_keeps_its_gamma_trajectory(tmp_path, monke
     history = [json.loads(line) for line in result.run_dir.joinpath("history.jsonl").read_text().splitlines()]
     gammas = [h["adafocal"]["updates"][-1]["gammas"][:5] for h in history]
     for got, want in zip(gammas, TINY_TRAIN_GAMMAS, strict=True):
-        assert got == pytest.approx(want, rel=1e-12)
+        assert got == pytest.approx(want, rel=1e-6)
     config = json.loads(result.run_dir.joinpath("config.json").read_text())
     assert "ignore_index" not in json.dumps(config)  # the trainer's config records hyper-parameters only
 
