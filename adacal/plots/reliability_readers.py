@@ -31,12 +31,8 @@ from adacal.plots.readers import (
     input_details,
     read_run,
 )
-from adacal.plots.reliability_diagrams import (
-    ReliabilityPanel,
-    check_diagram_bins,
-    empty_bins_note,
-    panel_from_scores,
-)
+from adacal.plots.reliability_diagrams import check_diagram_bins, empty_bins_note
+from adacal.plots.reliability_panels import ReliabilityPanel, panel_from_scores
 from adacal.plots.style import colors_for, display_name, floats_from_json
 from adacal.runs import (
     CALIBRATE_FILE,
