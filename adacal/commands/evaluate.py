@@ -233,7 +233,9 @@ def run_evaluate(
             scores = calibrated_probs(fitted, scores, calibrator_path=calibrator,
                                       scores_kind=record.scores_kind if record is not None else None)
         report = evaluation_report(
-            scores, source.predictions.labels, n_bins=n_bins, metric_names=names, bootstrap=bootstrap, seed=seed,
+            # No --metrics: the report's defaults, which add the positive-class metrics for a binary model.
+            scores, source.predictions.labels, n_bins=n_bins, metric_names=None if metrics is None else names,
+            bootstrap=bootstrap, seed=seed,
             input_path=source.data_path, source=described, calibrator=calibrator, progress=progress, **analysis,
         )
     if group_by is not None:
