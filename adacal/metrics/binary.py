@@ -164,8 +164,16 @@ class PositiveClass(NamedTuple):
 
 def positive_class(scores: Any, labels: Any, *, scores_kind: str = "auto", what: str = "the positive-class metrics",
                    instead: str = _INSTEAD) -> PositiveClass:
-    """P(class 1) and 1[label = 1] of a binary model's scores, read as every metric reads them; other K is refused
-    naming `what` and what to use `instead`.
+    """P(class 1) and 1[label = 1] of a binary model's scores, read as every metric reads them.
+
+    Args:
+        scores: a binary model's probabilities or logits (N, 2), or its one score per sample.
+        labels: class indices (N,) in {0, 1}.
+        scores_kind: "auto" (the per-row rule of `prepare_predictions`), "logits" or "probs".
+        what, instead: what needs them and what to use instead, for the refusal of other K (`InputError`).
+
+    Returns:
+        A `PositiveClass` (probs, outcomes, assumed).
 
     Example:
         >>> from adacal.metrics.binary import positive_class

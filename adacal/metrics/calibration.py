@@ -218,8 +218,13 @@ def _canonical(name: str) -> str:
 
 
 def default_metric_names(num_classes: int | None = None) -> tuple[str, ...]:
-    """The metrics a report computes when none are named: `METRIC_NAMES`, and for a binary model (`num_classes`
-    2) the positive-class metrics after them (`BINARY_METRIC_NAMES`).
+    """The metrics a report computes when none are named.
+
+    Args:
+        num_classes: the number of classes K of the scores (None: unknown).
+
+    Returns:
+        `METRIC_NAMES`, and for K = 2 the positive-class metrics after them (`BINARY_METRIC_NAMES`).
 
     Example:
         >>> from adacal.metrics.calibration import default_metric_names
