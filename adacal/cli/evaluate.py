@@ -136,22 +136,11 @@ def _print_table(report: dict[str, Any], label: str, calibrated_from: str | None
                     if ci is not None else ["–", "–"])
         table.add_row(*row)
     console.print(table)
+    from adacal.commands.evaluate import convention_lines
+
     for line in convention_lines(results):
         console.print(line, markup=False, highlight=False)
 
-
-def convention_lines(results: dict[str, Any]) -> list[str]:
-    """The lines beneath the metrics table naming the conventions of its Brier scores and (for a binary model) its
-    ECEs, from results.conventions (docs/conventions.md, "Binary models")."""
-    conventions = results.get("conventions") or {}
-    binary = results.get("num_classes") == 2
-    lines = []
-    if "brier" in conventions:
-        lines.append("Brier is the multi-class sum Σ_k (p_k − y_k)² = 2 × Brier-Positive (sklearn's)." if binary
-                     else "Brier is the multi-class sum Σ_k (p_k − y_k)², in [0, 2].")
-    if binary and {"ece_ew", "ece_em"} & set(conventions):
-        lines.append("ECE-EW/-EM are top-label; the -Positive metrics read P(class 1) against label 1.")
-    return lines
 
 
 def _p_value(value: float | None) -> str:
