@@ -111,8 +111,10 @@ def _ece_parts(panel: ReliabilityPanel, ece_name: str | None = None) -> list[str
     histogram = panel.histogram
     if values["ECE-EW"] is None and isinstance(histogram, BinStatistics) and _binning_name(histogram) == "ECE-EW":
         values["ECE-EW"] = calibration_error(histogram)
-    # the same rounding as evaluate's table: a fraction in % with two decimals
-    return [f"{name} {100 * value:.2f} %" for name, value in values.items() if value is not None]
+    # the same rounding as evaluate's table: a fraction in % with two decimals; a positive-class panel's ECEs are
+    # those of P(class 1): ECE-Positive-EM / -EW, as evaluate names them
+    prefix = "ECE-Positive-" if panel.positive else "ECE-"
+    return [f"{prefix}{name[4:]} {100 * value:.2f} %" for name, value in values.items() if value is not None]
 
 
 def _joined_lines(parts: list[str], width_pt: float, size: Any) -> str:
@@ -247,7 +249,8 @@ def reliability_diagram(
                                            smooth=panel.smooth, coverage=panel.coverage, corp=panel.corp))
             accuracy, share = _draw_histogram(hist_ax, panel, color)
             top_share = max(top_share, share)
-            parts = _ece_parts(panel, ece_name) + ([] if accuracy is None else [f"Acc. {100 * accuracy:.1f} %"])
+            rate = "Class-1 rate" if panel.positive else "Acc."  # a positive panel's overall rate: of class 1
+            parts = _ece_parts(panel, ece_name) + ([] if accuracy is None else [f"{rate} {100 * accuracy:.1f} %"])
             if panel.smooth is not None:
                 parts.append(f"smECE {100 * panel.smooth.ece:.2f} % (σ = {panel.smooth.bandwidth:.3f})")
             size = matplotlib.rcParams["axes.titlesize"]
@@ -260,13 +263,13 @@ def reliability_diagram(
             label = wrap_text(panel.label, label_width, size=size)
             ax.set_title(f"{label}\n{summary}", parse_math=False)
             if column == 0:
-                ax.set_ylabel("Accuracy (%)")
+                ax.set_ylabel(_POSITIVE_AXES[1] if panel.positive else "Accuracy (%)")
                 hist_ax.set_ylabel("Samples (%)")
             else:
                 ax.tick_params(labelleft=False)
                 hist_ax.tick_params(labelleft=False)
             ax.tick_params(labelbottom=False)
-            hist_ax.set_xlabel("Confidence (%)")
+            hist_ax.set_xlabel(_POSITIVE_AXES[0] if panel.positive else "Confidence (%)")
         format_percent(first_main.xaxis)
         format_percent(first_main.yaxis)
         first_main.set_xlim(0.0, 1.0)
@@ -281,6 +284,8 @@ def reliability_diagram(
         order = [labels.index(name) for name in ("Accuracy", "Gap", "Mean confidence per bin", "Perfect calibration")]
         entries = [labels[i] for i in order] + hist_labels + list(extra)
         entries[0] = _accuracy_entry(panels)
+        if all(panel.positive for panel in panels):  # the same artists, named for P(class 1) and class 1's frequency
+            entries = [_positive_entry(entry) for entry in entries]
         shown = [handles[i] for i in order]
         # The bars' swatches as a full bin draws them (a container's first bar may be a faded, sparse one).
         shown[:2] = [_bar_swatch(shown[0], "Accuracy"), _bar_swatch(shown[1], "Gap")]
@@ -288,6 +293,22 @@ def reliability_diagram(
                    loc="outside lower center", ncols=_legend_columns(entries, fig.get_figwidth()), frameon=False)
         add_title(fig, title)
     return fig
+
+
+# A positive-class diagram's axes (x, y): what scikit-learn's CalibrationDisplay draws, in %.
+_POSITIVE_AXES = ("Predicted P(class 1) (%)", "Frequency of class 1 (%)")
+_POSITIVE_ENTRIES = {"Accuracy": "Frequency of class 1", "Mean confidence per bin": "Mean P(class 1) per bin",
+                     "Overall accuracy": "Overall frequency of class 1", "Average confidence": "Average P(class 1)",
+                     "Smoothed accuracy": "Smoothed frequency of class 1"}
+
+
+def _positive_entry(entry: str) -> str:
+    """A legend entry of a top-label diagram as a positive-class diagram names it ("Accuracy (15 equal-width bins)"
+    → "Frequency of class 1 (15 equal-width bins)")."""
+    head, _, tail = entry.partition(" (")
+    if head not in _POSITIVE_ENTRIES:
+        return entry
+    return _POSITIVE_ENTRIES[head] + (f" ({tail}" if tail else "")
 
 
 def _accuracy_entry(panels: Sequence[ReliabilityPanel]) -> str:
@@ -505,6 +526,7 @@ def reliability(
     color: str | None = None,
     title: str | None = None,
     scores_kind: str = "auto",
+    positive: bool = False,
 ) -> ReliabilityDisplay:
     """A reliability diagram of top-1 predictions in one call, like scikit-learn's
     `CalibrationDisplay.from_predictions`.
@@ -520,7 +542,8 @@ def reliability(
     `adacal.plots.bands`). Bins with fewer than `min_count` samples are faded and labelled with their count.
     `smooth=True` adds the smoothed reliability curve (kernel regression with smECE's automatic bandwidth), drawn
     only where the confidences lie (`smooth_coverage`). The title gives ECE-EM and ECE-EW of `n_bins` bins, as
-    `adacal evaluate` prints them.
+    `adacal evaluate` prints them. `positive=True` draws a binary model's positive-class diagram instead, P(class 1)
+    against the frequency of class 1 (scikit-learn's `CalibrationDisplay`), titled with ECE-Positive-EM and -EW.
 
     Without `ax` a new figure (no pyplot) holds the diagram and a histogram of samples per bin beneath it; with `ax`
     only the diagram is drawn into it, every bin labelled with its count, and the axes' figure is returned.
@@ -541,7 +564,7 @@ def reliability(
     color = color or (colors_for([name])[0] if label is not None else _DEFAULT_COLOR)
     panel = panel_from_scores(probs_or_logits, labels, label=name, binning=binning, n_bins=n_bins, bands=bands,
                               band_samples=band_samples, band_level=band_level, seed=seed, smooth=smooth, color=color,
-                              scores_kind=scores_kind)
+                              scores_kind=scores_kind, positive=positive)
     stats, band, curve = panel.stats, panel.bands, panel.smooth
     ece = calibration_error(stats)
     if ax is None:
@@ -554,7 +577,7 @@ def reliability(
     note = empty_bins_note(stats)
     if note is not None:  # the legend's last line, without a marker: the title may be the caller's
         ax.plot([], [], linestyle="none", label=note, gid="note:empty-bins")
-    set_percent_axes(ax, "Confidence (%)", "Accuracy (%)")
+    set_percent_axes(ax, *(_POSITIVE_AXES if positive else ("Confidence (%)", "Accuracy (%)")))
     summary = " · ".join(_ece_parts(panel))
     heading = title if title is not None else (summary if label is None else f"{name}\n{summary}")
     ax.set_title(heading, parse_math=False)

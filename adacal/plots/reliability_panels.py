@@ -2,8 +2,8 @@
 
 `ReliabilityPanel` is the record `adacal.plots.reliability_diagrams.reliability_diagram` draws; `panel_from_scores`
 builds one from per-sample scores and labels (the top-1 bins, the histogram, the headline ECEs as `adacal evaluate`
-computes them, and the bands, smoothed curve and CORP curve when asked for); `corp_of` and `headline_eces` are its
-parts that other panel builders share.
+computes them, and the bands, smoothed curve and CORP curve when asked for; with `positive`, a binary model's
+positive-class panel); `corp_of` and `headline_eces` are its parts that other panel builders share.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from adacal.conventions import DEFAULT_N_BINS
 from adacal.metrics.binning import BinStatistics
 from adacal.plots.bands import ReliabilityBands, smooth_coverage
 
-__all__ = ["ReliabilityPanel", "corp_of", "headline_eces", "panel_from_scores"]
+__all__ = ["ReliabilityPanel", "corp_of", "headline_eces", "panel_from_scores", "positive_eces"]
 
 
 @dataclass(frozen=True)
@@ -42,37 +42,50 @@ class ReliabilityPanel:
     ece_ew: float | None = None
     coverage: Any = None
     corp: Any = None  # an `adacal.metrics.decomposition.CorpCurve`: the CORP (PAV) curve and its consistency band
+    # A binary model's positive-class diagram: P(class 1) binned against the frequency of class 1 (what scikit-learn's
+    # CalibrationDisplay draws); the ECEs are then ECE-Positive-EM / -EW.
+    positive: bool = False
 
 
 
 def panel_from_scores(
     scores: Any, labels: Any, *, label: str = "", binning: str = "equal-width", n_bins: int = DEFAULT_N_BINS,
     bands: str = "none", band_samples: int = 1000, band_level: float = 0.9, seed: int = 0, smooth: bool = False,
-    color: str | None = None, scores_kind: str = "auto", corp: bool = False,
+    color: str | None = None, scores_kind: str = "auto", corp: bool = False, positive: bool = False,
 ) -> ReliabilityPanel:
     """One reliability panel from per-sample scores (probabilities or logits, told apart by `scores_kind` as every
     metric does: `adacal.scores_kind`) and labels: the top-1 bin statistics,
     the equal-width confidence histogram beneath, ECE-EM and ECE-EW of `n_bins` bins as `adacal evaluate` computes
     them from the same scores (`headline_eces`), and the bands and smoothed curve (drawn where the confidences lie,
     `smooth_coverage`) when asked for; `corp`: the CORP curve with its consistency band (`band_samples` outcome sets
-    at `band_level`, `adacal.metrics.decomposition.corp_curve`)."""
+    at `band_level`, `adacal.metrics.decomposition.corp_curve`). `positive`: a binary model's positive-class panel
+    instead, P(class 1) against the frequency of class 1 (scores of other than two classes refused), titled with
+    ECE-Positive-EM and -EW (`positive_eces`)."""
     from adacal.metrics import top_label
+    from adacal.metrics.binary import positive_class
     from adacal.metrics.binning import bin_statistics
     from adacal.metrics.smooth import smooth_reliability_of
     from adacal.plots.bands import reliability_bands
 
-    top = top_label(scores, labels, scores_kind=scores_kind)
-    confidences, correct = top.confidences, top.correct
+    if positive:
+        confidences, correct, _ = positive_class(scores, labels, scores_kind=scores_kind,
+                                                 what="a positive-class reliability diagram",
+                                                 instead="draw the top-label diagram (without positive)")
+    else:
+        top = top_label(scores, labels, scores_kind=scores_kind)
+        confidences, correct = top.confidences, top.correct
     stats = bin_statistics(confidences, correct, n_bins=n_bins, binning=binning)
     histogram = stats if binning == "equal-width" else bin_statistics(confidences, correct, n_bins=n_bins)
     band = reliability_bands(bands, confidences, correct, stats.edges, level=band_level, n_samples=band_samples,
                              seed=seed)
     curve = smooth_reliability_of(confidences, correct) if smooth else None
     coverage = None if curve is None else smooth_coverage(curve.grid, confidences, curve.bandwidth)
-    ece_em, ece_ew = headline_eces(scores, labels, n_bins=n_bins, scores_kind=scores_kind)
+    eces = positive_eces if positive else headline_eces
+    ece_em, ece_ew = eces(scores, labels, n_bins=n_bins, scores_kind=scores_kind)
     return ReliabilityPanel(label, stats, histogram=histogram, color=color, bands=band, smooth=curve, binning=binning,
                             ece_em=ece_em, ece_ew=ece_ew, coverage=coverage,
-                            corp=corp_of(confidences, correct, corp, band_samples, band_level, seed))
+                            corp=corp_of(confidences, correct, corp, band_samples, band_level, seed),
+                            positive=positive)
 
 
 def corp_of(confidences: Any, correct: Any, corp: bool, band_samples: int, band_level: float, seed: int) -> Any:
@@ -99,3 +112,18 @@ def headline_eces(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS,
     metrics = compute_prepared(pred, names, n_bins)
     return metrics["ece_em"], metrics["ece_ew"]
 
+
+def positive_eces(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS,
+                  scores_kind: str = "auto") -> tuple[float, float]:
+    """ECE-Positive-EM and ECE-Positive-EW (fractions) of a binary model, as `adacal evaluate` reports them.
+
+        >>> probs, labels = [[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]], [0, 1, 1, 1]
+        >>> [round(ece, 4) for ece in positive_eces(probs, labels, n_bins=2)]
+        [0.3, 0.3]
+    """
+    from adacal.metrics.calibration import compute_prepared, prepare_metric_inputs
+
+    pred, names, n_bins = prepare_metric_inputs(scores, labels, ("ece-positive-em", "ece-positive-ew"), n_bins,
+                                                scores_kind)
+    metrics = compute_prepared(pred, names, n_bins)
+    return metrics["ece_positive_em"], metrics["ece_positive_ew"]
