@@ -18,7 +18,14 @@ from adacal.errors import InputError
 from adacal.metrics.allocation import check_bootstrap_fits
 from adacal.metrics.binning import check_n_bins, debiased_square_error
 from adacal.metrics.bootstrap import bootstrap_prepared, check_confidence, check_seed
-from adacal.metrics.calibration import compute_prepared, metric_key, prepare_metric_inputs, resolve_metric_names
+from adacal.metrics.binary import metric_conventions
+from adacal.metrics.calibration import (
+    compute_prepared,
+    default_metric_names,
+    metric_key,
+    prepare_metric_inputs,
+    resolve_metric_names,
+)
 from adacal.metrics.calibration_tests import DEFAULT_RESAMPLES as DEFAULT_TEST_RESAMPLES
 from adacal.metrics.calibration_tests import check_resamples
 from adacal.reports import make_report
@@ -75,6 +82,7 @@ def evaluate_predictions(
     tests: bool = False,
     test_resamples: int = DEFAULT_TEST_RESAMPLES,
     decompose: bool = False,
+    binary_defaults: bool = False,
 ) -> dict[str, Any]:
     """The `results` block of an evaluate report.
 
@@ -87,7 +95,10 @@ def evaluate_predictions(
     `scores_kind=`. Bins or bootstrap resamples that cannot fit in memory are refused before any metric is computed.
     `progress(done, total)` is called after each bootstrap resample. `tests` adds "calibration_tests" (the tests of
     `adacal.metrics.calibration_tests`, the resampling ones with `test_resamples` label sets drawn from `seed`),
-    `decompose` adds "decomposition" (CORP: `adacal.metrics.decomposition.decompositions_of`).
+    `decompose` adds "decomposition" (CORP: `adacal.metrics.decomposition.decompositions_of`). With
+    `binary_defaults` and no `metric_names`, a binary model (K = 2) also gets the positive-class metrics
+    (`adacal.metrics.calibration.default_metric_names`). "conventions" names the convention of each Brier score and
+    positive-class ECE reported (`adacal.metrics.binary.metric_conventions`).
     """
     n_resamples = check_bootstrap(bootstrap)
     seed = check_seed(seed)
@@ -95,15 +106,22 @@ def evaluate_predictions(
     if tests:
         check_resamples(test_resamples, name="test_resamples")
     pred, names, n_bins = prepare_metric_inputs(scores, labels, metric_names, n_bins, scores_kind, name=name)
+    if binary_defaults and metric_names is None:
+        names = default_metric_names(pred.num_classes)
     if n_resamples:
         check_bootstrap_fits(n_resamples, pred.n_samples, len(names), name="bootstrap")
+    metrics = compute_prepared(pred, names, n_bins)
+    units = "nll in nats; brier in [0, 2]" + ("; brier_positive in [0, 1]" if "brier_positive" in metrics else "")
     results: dict[str, Any] = {
-        "metrics": compute_prepared(pred, names, n_bins),
-        "units": "fractions in [0, 1], not % (nll in nats; brier in [0, 2])",
+        "metrics": metrics,
+        "units": f"fractions in [0, 1], not % ({units})",
         "assumed_input": pred.assumed,
         "n_samples": pred.n_samples,
         "num_classes": pred.num_classes,
     }
+    conventions = metric_conventions(metrics, pred.num_classes)
+    if conventions:
+        results["conventions"] = conventions
     # Equal-mass bin statistics, computed once for ECE-DEBIAS's estimate and the report's bins (when either is wanted).
     equal_mass = (pred.top_label_statistics("equal-mass", n_bins)
                   if "ece_debias" in results["metrics"] or n_bins <= MAX_REPORTED_BINS else None)
@@ -165,10 +183,11 @@ def evaluation_config(
     tests: bool = False,
     test_resamples: int = DEFAULT_TEST_RESAMPLES,
     decompose: bool = False,
+    num_classes: int | None = None,
 ) -> dict[str, Any]:
     """The `config` section of an evaluate report: the options the metrics were computed with (metric names
-    resolved to their canonical form) and where the predictions came from; "test_resamples" with `tests`,
-    "decompose" with `decompose`."""
+    resolved to their canonical form; none named: `default_metric_names(num_classes)`) and where the predictions
+    came from; "test_resamples" with `tests`, "decompose" with `decompose`."""
     extra: dict[str, Any] = {}
     if tests:
         extra["test_resamples"] = test_resamples
@@ -176,7 +195,8 @@ def evaluation_config(
         extra["decompose"] = True
     return {
         "n_bins": n_bins,
-        "metrics": list(resolve_metric_names(metric_names)),
+        "metrics": list(resolve_metric_names(metric_names) if metric_names is not None
+                        else default_metric_names(num_classes)),
         "bootstrap": bootstrap,
         "seed": seed,
         "confidence": confidence,
@@ -205,16 +225,18 @@ def evaluation_report(
     decompose: bool = False,
 ) -> dict[str, Any]:
     """The full evaluate report (kind "evaluate"): the common envelope around `evaluate_predictions`' results
-    (`scores_kind`, `tests`, `test_resamples` and `decompose` as it takes them)."""
+    (`scores_kind`, `tests`, `test_resamples` and `decompose` as it takes them; a binary model's default metrics
+    include the positive-class ones)."""
     name = "scores" if input_path is None else f"the scores in {Path(input_path).name}"
     results = evaluate_predictions(
         scores, labels, n_bins=n_bins, metric_names=metric_names, bootstrap=bootstrap, seed=seed, confidence=confidence,
         name=name, progress=progress, scores_kind=scores_kind, tests=tests, test_resamples=test_resamples,
-        decompose=decompose,
+        decompose=decompose, binary_defaults=True,
     )
     config = evaluation_config(
         n_bins=n_bins, metric_names=metric_names, bootstrap=bootstrap, seed=seed, confidence=confidence,
         source=source, calibrator=calibrator, tests=tests, test_resamples=test_resamples, decompose=decompose,
+        num_classes=results["num_classes"],
     )
     return make_report("evaluate", config=config, results=results, input_path=input_path)
 

@@ -24,6 +24,11 @@ Everything runs in one process on the same arrays; each figure is the median of 
    Spiegelhalter (one pass), KS and Kuiper (one sort, shared), each beside one ECE-EM (also one sort); the ECE
    consistency-resampling test's cost per resample (--test-resamples of them; O(N) each: a uniform draw per sample
    and one segmented sum); CORP of BRIER-TOP (one sort and one PAV).
+5. A binary model's metrics and selective prediction, end to end from (N, 2) probabilities (`--binary-only` runs this
+   section alone): brier-positive (no sort), ece-positive-ew (no sort) and ece-positive-em (one sort, of P(class 1))
+   beside the top-label ece-ew / ece-em of the same array and scikit-learn's brier_score_loss and calibration_curve;
+   then aurc, e-aurc, augrc, risk@80, coverage@5, auroc-correct and auprc-errors (each one sort of the confidences)
+   and all of them in one compute_metrics call (the sort shared).
 
 Results are written (atomically) to benchmarks/results/bench_metrics.json.
 """
@@ -236,6 +241,49 @@ def calibration_tests_section(args: Any) -> dict[str, Any]:
     return out
 
 
+BINARY_NAMES = ["ece-ew", "ece-em", "brier", "brier-positive", "ece-positive-ew", "ece-positive-em"]
+SELECTIVE_NAMES = ["aurc", "e-aurc", "augrc", "risk@80", "coverage@5", "auroc-correct", "auprc-errors"]
+
+
+def binary_section(args: Any) -> dict[str, Any]:
+    """5. A binary model's positive-class metrics and the selective-prediction metrics, end to end from (N, 2)
+    probabilities (seconds, medians of --repeats; each call validates its input, nothing cached between calls)."""
+    from sklearn.calibration import calibration_curve
+    from sklearn.metrics import brier_score_loss
+
+    from adacal.metrics import METRICS
+
+    rng = np.random.default_rng(args.seed)
+    p1 = rng.beta(2.0, 2.0, args.n)
+    labels = (rng.random(args.n) < p1 ** 1.2).astype(np.int64)
+    probs = np.column_stack([1.0 - p1, p1])
+    print(f"\nBinary and selective-prediction metrics, N = {args.n:,}, K = 2   (seconds; end to end, validation "
+          "included; x = multiple of ece-em, one sort)")
+    out: dict[str, Any] = {"n": args.n}
+    t_em, _ = median_time(lambda: ece_em(probs, labels), args.repeats)
+    for name in BINARY_NAMES + SELECTIVE_NAMES:
+        metric = METRICS.get(name) if "@" not in name else None
+        if metric is None:  # risk@80, coverage@5: parameterised, through compute_metrics
+            def metric(p: Any, y: Any, name: str = name) -> float:
+                return compute_metrics(p, y, names=name)[name.replace("@", "_at_")]
+        seconds, value = median_time(lambda: metric(probs, labels), args.repeats)
+        out[name] = {"seconds": seconds, "value": value, "x_ece_em": seconds / t_em}
+        print(f"  {name:34s} {seconds:9.3f} {seconds / t_em:8.2f}x ece-em")
+    t_all, _ = median_time(lambda: compute_metrics(probs, labels, names=SELECTIVE_NAMES), args.repeats)
+    out["compute_metrics(all selective)"] = {"seconds": t_all, "x_ece_em": t_all / t_em}
+    print(f"  {'compute_metrics(all selective)':34s} {t_all:9.3f} {t_all / t_em:8.2f}x ece-em   (one shared sort)")
+    t_sk, v_sk = median_time(lambda: brier_score_loss(labels, p1), args.repeats)
+    out["sklearn brier_score_loss"] = {"seconds": t_sk, "abs_diff_vs_brier_positive":
+                                       abs(float(v_sk) - out["brier-positive"]["value"])}
+    print(f"  {'sklearn brier_score_loss':34s} {t_sk:9.3f}   (|diff| vs brier-positive "
+          f"{out['sklearn brier_score_loss']['abs_diff_vs_brier_positive']:.1e})")
+    for strategy in ("uniform", "quantile"):
+        t_curve, _ = median_time(lambda: calibration_curve(labels, p1, n_bins=15, strategy=strategy), args.repeats)
+        out[f"sklearn calibration_curve({strategy})"] = {"seconds": t_curve}
+        print(f"  {'sklearn calibration_curve(' + strategy + ')':34s} {t_curve:9.3f}   (bins only, no ECE)")
+    return out
+
+
 def row(name: str, ours: float, ref: float | None) -> str:
     ratio = f"{ref / ours:8.1f}x" if ref is not None else "        -"
     ref_text = f"{ref:9.3f}" if ref is not None else "        -"
@@ -255,6 +303,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--dtype-only", action="store_true", help="run section 0 only (the dtype / peer comparison)")
     parser.add_argument("--tests-only", action="store_true", help="run section 4 only (calibration tests, CORP)")
     parser.add_argument("--test-resamples", type=int, default=100, help="resamples timed in section 4")
+    parser.add_argument("--binary-only", action="store_true",
+                        help="run section 5 only (binary positive-class and selective-prediction metrics)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "bench_metrics.json")
     args = parser.parse_args(argv)
 
@@ -294,6 +344,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     results["machine"]["adacal_scan_threads"] = scan_threads()  # adacal's row scan runs on this many threads
     started = time.perf_counter()
+    if args.binary_only:
+        results["binary_and_selective"] = binary_section(args)
+        results["total_seconds"] = time.perf_counter() - started
+        write_json(args.out.with_name("bench_binary_selective.json"), results)
+        print(f"\nTotal {results['total_seconds']:.0f} s. Wrote {args.out.with_name('bench_binary_selective.json')}")
+        return results
     if args.tests_only:
         results["calibration_tests"] = calibration_tests_section(args)
         results["total_seconds"] = time.perf_counter() - started
@@ -446,6 +502,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                   f"{entry['ns_per_n_log2_n']:14.3f}")
     results["sweep_scaling"] = sweep
     results["calibration_tests"] = calibration_tests_section(args)
+    results["binary_and_selective"] = binary_section(args)
     results["total_seconds"] = time.perf_counter() - started
     write_json(args.out, results)
     print(f"\nTotal {results['total_seconds']:.0f} s. Wrote {args.out}")

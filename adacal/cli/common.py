@@ -35,7 +35,7 @@ ForceOption = Annotated[
 
 
 _HEADLINE_METRICS = ("error", "ece_em", "ece_ew", "nll")
-_NOT_PERCENT = ("nll", "brier")  # nats and squared error; every other metric is a fraction shown in %
+_NOT_PERCENT = ("nll", "brier", "brier_positive")  # nats and squared errors; every other metric is a fraction in %
 
 
 def number(value: float, decimals: int) -> str:

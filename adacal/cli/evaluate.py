@@ -19,7 +19,8 @@ from adacal.cli.inputs import llm_options
 from adacal.conventions import DEFAULT_N_BINS
 
 HELP = """Measure calibration of a model's test predictions: ECE (equal-width, equal-mass, debiased, sweep, smooth),
-MCE, classwise ECE, NLL, Brier score and top-1 error, optionally with bootstrap confidence intervals; selective
+MCE, classwise ECE, NLL, Brier score (the multi-class sum) and top-1 error, and for binary models the positive-class
+Brier score and ECEs (class 1, as scikit-learn measures them), optionally with bootstrap confidence intervals; selective
 prediction (AURC, E-AURC, AUGRC, risk@80, coverage@5, AUROC of correctness) when named in --metrics.
 
 PREDICTIONS is a predictions file of any framework (.npz or .pt with `logits`/`probs`/`scores` and
@@ -78,7 +79,7 @@ Examples:
   adacal evaluate preds.npz --tests --decompose
 """
 
-_UNITS = {"nll": "nats", "brier": ""}
+_UNITS = {"nll": "nats", "brier": "", "brier-positive": ""}
 
 
 _TOP_LABEL_UNITS = {"nll-correct": "nats", "brier-top": ""}
@@ -135,6 +136,11 @@ def _print_table(report: dict[str, Any], label: str, calibrated_from: str | None
                     if ci is not None else ["–", "–"])
         table.add_row(*row)
     console.print(table)
+    from adacal.commands.evaluate import convention_lines
+
+    for line in convention_lines(results):
+        console.print(line, markup=False, highlight=False)
+
 
 
 def _p_value(value: float | None) -> str:
@@ -285,6 +291,10 @@ def evaluate(
             "--metrics",
             help="Comma-separated metrics: error, nll, brier, ece-ew, ece-em, ece-debias, ece-sweep-ew, "
             "ece-sweep-em, ece-smooth, mce, classwise-ece (default: all); ece_em and ECE-EM are accepted too. "
+            "Binary models (2 classes) also get brier-positive (scikit-learn's brier_score_loss: brier is the "
+            "multi-class sum, twice it), ece-positive-ew and ece-positive-em (P(class 1) against label 1; "
+            "ece-ew / ece-em are top-label); the positive class is class index 1, and other numbers of classes "
+            "are refused. "
             "Top-label (confidence, correct) inputs have nll-correct, brier-top, auroc-correct and auprc-errors "
             "instead of nll, brier and classwise-ece. "
             "Selective prediction, by name only: aurc, e-aurc, augrc, auroc-correct, auprc-errors (the average "

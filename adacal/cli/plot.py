@@ -131,6 +131,11 @@ def reliability(
                                        "recalibration of the top-1 confidence; Dimitriadis et al. 2021) with its "
                                        "consistency band (--band-samples outcome sets drawn from the confidences, "
                                        "--band-level). Needs per-sample predictions.")] = False,
+    positive: Annotated[bool, typer.Option("--positive", help="A binary model's positive-class diagram: the "
+                                           "predicted P(class 1) (class index 1, scikit-learn's classes_[1]) binned "
+                                           "against the observed frequency of class 1, as scikit-learn's "
+                                           "CalibrationDisplay draws it; titles give ECE-Positive-EM/-EW. Needs "
+                                           "per-sample scores of 2 classes.")] = False,
     min_bin_count: Annotated[int, typer.Option("--min-bin-count", help="Bins with fewer samples are faded and "
                                                "labelled with their count.")] = 10,
     labels: LabelsOption = None,
@@ -166,6 +171,7 @@ def reliability(
         inputs, binning=binning, n_bins=n_bins, split=split, calibrated=calibrated, method=method, bands=bands,
         band_samples=band_samples, band_level=band_level, seed=seed, smooth=smooth, min_bin_count=min_bin_count,
         labels=labels, options=options, out=out, force=force, dpi=dpi, title=title, group_by=group_by, corp=corp,
+        positive=positive,
     )
     _report(run)
     print_notes(run.notes, quiet=False)

@@ -98,6 +98,20 @@ def top_label_notes(results: dict[str, Any]) -> list[str]:
             *(results.get("notes") or [])]
 
 
+def convention_lines(results: dict[str, Any]) -> list[str]:
+    """The lines beneath the metrics table naming the conventions of its Brier scores and (for a binary model) its
+    ECEs, from results.conventions (docs/conventions.md, "Binary models")."""
+    conventions = results.get("conventions") or {}
+    binary = results.get("num_classes") == 2
+    lines = []
+    if "brier" in conventions:
+        lines.append("Brier is the multi-class sum Σ_k (p_k − y_k)² = 2 × Brier-Positive (sklearn's)." if binary
+                     else "Brier is the multi-class sum Σ_k (p_k − y_k)², in [0, 2].")
+    if binary and {"ece_ew", "ece_em"} & set(conventions):
+        lines.append("ECE-EW/-EM are top-label; the -Positive metrics read P(class 1) against label 1.")
+    return lines
+
+
 def debias_below_resolution(results: dict[str, Any]) -> bool:
     """Whether ECE-DEBIAS reads 0 because its estimate of the squared error is not positive (`results.
     ece_debias_squared`): below the estimator's resolution, not a measured perfect calibration."""
@@ -233,7 +247,9 @@ def run_evaluate(
             scores = calibrated_probs(fitted, scores, calibrator_path=calibrator,
                                       scores_kind=record.scores_kind if record is not None else None)
         report = evaluation_report(
-            scores, source.predictions.labels, n_bins=n_bins, metric_names=names, bootstrap=bootstrap, seed=seed,
+            # No --metrics: the report's defaults, which add the positive-class metrics for a binary model.
+            scores, source.predictions.labels, n_bins=n_bins, metric_names=None if metrics is None else names,
+            bootstrap=bootstrap, seed=seed,
             input_path=source.data_path, source=described, calibrator=calibrator, progress=progress, **analysis,
         )
     if group_by is not None:

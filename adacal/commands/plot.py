@@ -129,11 +129,13 @@ def run_plot_reliability(inputs: Sequence[Path], *, binning: str = "equal-width"
                          bands: str = "none", band_samples: int = 1000, band_level: float = 0.9, seed: int = 0,
                          smooth: bool = False, min_bin_count: int = 10, labels: str | None = None,
                          options: Any = None, out: Path | None = None, force: bool = False, dpi: int = 150,
-                         title: str | None = None, group_by: str | None = None, corp: bool = False) -> PlotRun:
+                         title: str | None = None, group_by: str | None = None, corp: bool = False,
+                         positive: bool = False) -> PlotRun:
     """`adacal plot reliability`: reliability diagrams of run folders, predictions files or evaluate.json reports,
     side by side (`labels`: "a,b,c", one per input; `options`: how to read predictions files, a
     `adacal.sources.ReadOptions`); with `group_by`, one diagram per group of the one input's samples
-    (`adacal.plots.reliability_groups`)."""
+    (`adacal.plots.reliability_groups`); `positive`: a binary model's positive-class diagrams (default file name
+    `...-reliability-positive.png`)."""
     from adacal import plots
     from adacal.plots.reliability_readers import unique_inputs
 
@@ -144,14 +146,15 @@ def run_plot_reliability(inputs: Sequence[Path], *, binning: str = "equal-width"
         request = plots.ReliabilityRequest(
             inputs, binning=binning, n_bins=n_bins, split=split, labels=parse_labels(labels, len(inputs)),
             calibrated=calibrated, method=method, bands=bands, band_samples=band_samples, band_level=band_level,
-            seed=seed, smooth=smooth, options=options, group_by=group_by, corp=corp,
+            seed=seed, smooth=smooth, options=options, group_by=group_by, corp=corp, positive=positive,
         )
         panels = plots.reliability_inputs(request, notes_out=notes)
         return plots.reliability_diagram(panels, title=title, min_count=min_bin_count)
 
     # An input given twice is drawn once (reliability_inputs notes it), so it is named like one input, too.
     run = draw_figure("reliability", unique_inputs(inputs)[0], build, out=out, dpi=dpi, force=force,
-                      name="reliability-calibrated" if calibrated is not None else None, extra_inputs=(calibrated,))
+                      name="reliability" + "-positive" * positive + "-calibrated" * (calibrated is not None),
+                      extra_inputs=(calibrated,))
     return PlotRun(run.written, notes, run.warnings)
 
 

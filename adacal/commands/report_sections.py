@@ -150,8 +150,9 @@ def metrics_table(report: dict[str, Any], caption: str) -> Table:
 
 
 def evaluate_section(item: ReportInput) -> Section:
-    """The metrics `adacal evaluate` reports, with their bootstrap intervals."""
-    from adacal.commands.evaluate import run_evaluate
+    """The metrics `adacal evaluate` reports, with their bootstrap intervals and the lines naming their Brier / ECE
+    conventions (`adacal.commands.evaluate.convention_lines`)."""
+    from adacal.commands.evaluate import convention_lines, run_evaluate
 
     command = section_command("evaluate", item)
     run = run_evaluate(item.path, bootstrap=item.bootstrap, seed=item.seed, options=item.options)
@@ -159,10 +160,11 @@ def evaluate_section(item: ReportInput) -> Section:
     results = run.report["results"]
     numbers = {"config": run.report["config"], "metrics": results["metrics"],
                "bootstrap": results.get("bootstrap"), "n_samples": results.get("n_samples"),
-               "num_classes": results.get("num_classes"), "input": results.get("input")}
+               "num_classes": results.get("num_classes"), "input": results.get("input"),
+               "conventions": results.get("conventions")}
     return Section("evaluate", "Calibration metrics", command,
                    tables=[metrics_table(run.report, f"Test predictions ({results.get('n_samples')} samples)")],
-                   notes=list(dict.fromkeys(run.reading + run.notes)), numbers=numbers)
+                   notes=list(dict.fromkeys(convention_lines(results) + run.reading + run.notes)), numbers=numbers)
 
 
 def _bins_numbers(panel: Any) -> dict[str, Any]:

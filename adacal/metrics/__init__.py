@@ -16,7 +16,8 @@ Modules: `binning` (the only code that assigns bins), `prepared` (validating sco
 quantities), `ece` (the ECE family, MCE, classwise ECE, reliability), `sweep` (ECE_SWEEP's bin count), `smooth`
 (smooth ECE), `scoring` (NLL, Brier, error), `calibration` (the metric registry and `compute_metrics`), `meter`
 (streaming), `bootstrap` (intervals), `ood` (OOD scores and AUROC), `allocation` (size checks before allocating),
-`confidences` (top-label `(confidence, correct)` inputs, measured by the same top-label kernels), `selective`
+`binary` (a binary model's positive-class Brier and ECEs), `confidences` (top-label `(confidence, correct)` inputs,
+measured by the same top-label kernels), `selective`
 (selective prediction: AURC, E-AURC, AUGRC, risk@C, coverage@R, AUROC of correctness, the risk–coverage curve).
 """
 
@@ -30,6 +31,7 @@ from adacal.metrics.binning import (
     equal_mass_edges,
     equal_width_edges,
 )
+from adacal.metrics.binary import BINARY_METRIC_NAMES, brier_positive, ece_positive_em, ece_positive_ew, positive_class
 from adacal.metrics.bootstrap import bootstrap
 from adacal.metrics.calibration import (
     DEBIAS_MODES,
@@ -46,6 +48,7 @@ from adacal.metrics.calibration import (
     brier,
     classwise_ece,
     compute_metrics,
+    default_metric_names,
     display_name,
     e_aurc,
     ece_debias,
@@ -94,6 +97,7 @@ from adacal.metrics.ood import (
 )
 
 __all__ = [
+    "BINARY_METRIC_NAMES",
     "BINNINGS",
     "DEBIAS_MODES",
     "DISPLAY_NAMES",
@@ -120,14 +124,18 @@ __all__ = [
     "bootstrap",
     "calibration_error",
     "brier",
+    "brier_positive",
     "classwise_ece",
     "compute_metrics",
+    "default_metric_names",
     "coverage_at_risk",
     "display_name",
     "e_aurc",
     "ece_debias",
     "ece_em",
     "ece_ew",
+    "ece_positive_em",
+    "ece_positive_ew",
     "ece_sweep_em",
     "ece_sweep_ew",
     "energy_score",
@@ -143,6 +151,7 @@ __all__ = [
     "nll",
     "ood_metrics",
     "ood_scores",
+    "positive_class",
     "prepare_confidences",
     "prepare_predictions",
     "reliability",

@@ -6,6 +6,8 @@ The metrics themselves live in one module per family and are all importable from
 - `adacal.metrics.ece`: the ECE family (equal-width, equal-mass, debiased, sweep, smooth), MCE, classwise ECE and
   `reliability`; `adacal.metrics.sweep`: how ECE_SWEEP picks its number of bins;
 - `adacal.metrics.scoring`: NLL, Brier score and top-1 error;
+- `adacal.metrics.binary`: a binary model's positive-class Brier and ECEs (`brier-positive`, `ece-positive-ew`,
+  `ece-positive-em`), refused for K != 2 and added to `evaluate`'s default metrics for binary inputs only;
 - `adacal.metrics.selective`: selective prediction (AURC, E-AURC, AUGRC, risk@C, coverage@R, AUROC of correctness,
   AUPRC of errors),
   asked for by name: they are not among the metrics computed by default (`METRIC_NAMES`).
@@ -47,6 +49,15 @@ from adacal.metrics.ece import (  # noqa: F401
     reliability,
     smooth_ece,
     smooth_reliability,
+)
+from adacal.metrics.binary import (  # noqa: F401
+    BINARY_DISPLAY_NAMES,
+    BINARY_KERNELS,
+    BINARY_METRIC_NAMES,
+    BINARY_PUBLIC,
+    brier_positive,
+    ece_positive_em,
+    ece_positive_ew,
 )
 from adacal.metrics.binning import check_n_bins
 from adacal.metrics.allocation import check_bins_fit
@@ -102,14 +113,22 @@ for _name, _public, _kernel in (
 # keys are snake_case.
 METRIC_NAMES: tuple[str, ...] = tuple(_KERNELS)
 
+# A binary model's positive-class metrics: refused for K != 2, so not in METRIC_NAMES; `default_metric_names` adds
+# them for K = 2 (`adacal evaluate`'s default report).
+for _name in BINARY_METRIC_NAMES:
+    METRICS.register(_name)(BINARY_PUBLIC[_name])
+    _KERNELS[_name] = BINARY_KERNELS[_name]
+
 # Selective prediction, by name only; "risk@80" and "coverage@5" are parsed (`adacal.metrics.selective`).
 for _name, _public in zip(SELECTIVE_METRIC_NAMES, (aurc, e_aurc, augrc, auroc_correct, auprc_errors)):
     METRICS.register(_name)(_public)
 
-# Metrics that are fractions in [0, 1] (tables show them in %); nll is in nats and brier in [0, 2]. Every selective
+# Metrics that are fractions in [0, 1] (tables show them in %); nll is in nats, brier in [0, 2] and brier-positive
+# in [0, 1] (shown as a number, as scikit-learn's brier_score_loss). Every selective
 # metric, risk@C and coverage@R included, is a fraction too (`is_fraction_metric`).
 FRACTION_METRICS = frozenset(
-    (*(name for name in METRIC_NAMES if name not in ("nll", "brier")), *SELECTIVE_METRIC_NAMES)
+    (*(name for name in METRIC_NAMES if name not in ("nll", "brier")), *SELECTIVE_METRIC_NAMES,
+     "ece-positive-ew", "ece-positive-em")
 )
 
 
@@ -147,6 +166,7 @@ DISPLAY_NAMES: dict[str, str] = {
     "ece-smooth": "ECE-SMOOTH",
     "mce": "MCE",
     "classwise-ece": "Classwise-ECE",
+    **BINARY_DISPLAY_NAMES,
     **SELECTIVE_DISPLAY_NAMES,
 }
 
@@ -195,6 +215,23 @@ def _canonical(name: str) -> str:
     if not isinstance(name, str):
         raise InputError(f"Expected a metric name (a string such as 'ece-em'), got {name!r}.")
     return name.strip().lower().replace("_", "-")
+
+
+def default_metric_names(num_classes: int | None = None) -> tuple[str, ...]:
+    """The metrics a report computes when none are named.
+
+    Args:
+        num_classes: the number of classes K of the scores (None: unknown).
+
+    Returns:
+        `METRIC_NAMES`, and for K = 2 the positive-class metrics after them (`BINARY_METRIC_NAMES`).
+
+    Example:
+        >>> from adacal.metrics.calibration import default_metric_names
+        >>> default_metric_names(2)[-3:]
+        ('brier-positive', 'ece-positive-ew', 'ece-positive-em')
+    """
+    return METRIC_NAMES + (BINARY_METRIC_NAMES if num_classes == 2 else ())
 
 
 def resolve_metric_names(names: str | Iterable[str] | None) -> tuple[str, ...]:

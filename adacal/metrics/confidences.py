@@ -23,6 +23,7 @@ import numpy as np
 from adacal.checks import name_items
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
+from adacal.metrics.binary import BINARY_METRIC_NAMES
 from adacal.metrics.binning import check_n_bins
 from adacal.metrics.ece import _ece_debias, _ece_em, _ece_ew, _ece_smooth, _ece_sweep_em, _ece_sweep_ew, _mce
 from adacal.metrics.prepared import PROB_FLOOR, PreparedPredictions
@@ -69,7 +70,8 @@ TOP_LABEL_METRIC_NAMES = tuple(TOP_LABEL_KERNELS)
 # Fractions in [0, 1] (tables show %); nll-correct is in nats, brier-top in [0, 1].
 TOP_LABEL_FRACTIONS = frozenset(name for name in TOP_LABEL_METRIC_NAMES if name not in ("nll-correct", "brier-top"))
 # Metrics of (N, K) scores that need every class's probability: not computed from top-label confidences.
-CLASS_SCORE_METRICS = ("nll", "brier", "classwise-ece")
+# (A binary model's positive-class metrics need P(class 1) and the label, which top-label pairs do not hold.)
+CLASS_SCORE_METRICS = ("nll", "brier", "classwise-ece", *BINARY_METRIC_NAMES)
 
 
 class ConfidencePredictions(PreparedPredictions):

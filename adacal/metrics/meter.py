@@ -5,6 +5,7 @@ What each metric needs, and so what the meter keeps per sample (never the (N, K)
   confidence and whether the prediction was right (equal-mass edges, the sweep and the smooth ECE depend on all
   confidences together, so no fixed-size summary would be exact);
 - NLL: log p(true class) per sample; Brier: Σ_k (p_k − 1[y = k])² per sample (only when those metrics are asked for);
+- the positive-class metrics of a binary model (brier-positive, ece-positive-ew/-em): P(class 1) and 1[label = 1];
 - classwise ECE: a K × n_bins table of Σ p_k and of hits per equal-width bin, which adds up across batches and ranks;
 - the selective-prediction metrics (AURC, E-AURC, AUGRC, risk@C, coverage@R, AUROC of correctness): the top-1
   confidence and correctness again, nothing more.
@@ -40,6 +41,7 @@ from adacal.arrays import binary_score_columns, check_labels, one_score_per_samp
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError
 from adacal.metrics.allocation import check_bins_fit
+from adacal.metrics.binary import BINARY_METRIC_NAMES, check_binary
 from adacal.metrics.binning import bin_index, check_n_bins, equal_width_edges
 from adacal.metrics.calibration import (
     PreparedPredictions,
@@ -153,10 +155,16 @@ class CalibrationMeter:
     def _columns(self) -> tuple[str, ...]:
         columns = ["confidences", "correct"]
         columns += [name for name in ("true_log_probs", "brier_terms") if self._wants(name)]
+        if self._positive():
+            columns += ["positive_probs", "positive_outcomes"]
         return tuple(columns)
 
     def _wants(self, column: str) -> bool:
         return {"true_log_probs": "nll", "brier_terms": "brier"}[column] in self.names
+
+    def _positive(self) -> bool:
+        """Whether a positive-class metric is asked for (it keeps P(class 1) and 1[label = 1] per sample)."""
+        return any(name in BINARY_METRIC_NAMES for name in self.names)
 
     def update(self, scores: Any, labels: Any) -> None:
         """Add a batch.
@@ -214,6 +222,8 @@ class CalibrationMeter:
 
     def _check_num_classes(self, num_classes: int, shape: tuple[int, ...]) -> None:
         if self._num_classes is None:
+            if self._positive():  # a binary model's metrics: other K refused at the first batch
+                check_binary(num_classes)
             if "classwise-ece" in self.names:  # its K × n_bins table, refused before allocating (as compute_metrics)
                 check_bins_fit(self.n_bins, num_classes=num_classes, classwise=True)
             self._num_classes = num_classes

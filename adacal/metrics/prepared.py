@@ -178,6 +178,25 @@ class PreparedPredictions:
         """Σ_k (p_k − 1[y = k])² per sample, computed as Σ_k p_k² − 2 p_true + 1."""
         return self._per_sample("brier_terms")
 
+    @property
+    def positive_probs(self) -> np.ndarray:
+        """P(class 1) per sample (float64) of binary predictions (K = 2; `adacal.metrics.binary` refuses others),
+        computed once; a `take` indexes its parent's."""
+        if "positive_probs" not in self._cache:
+            if self._scores is None:
+                parent, index = self._source  # type: ignore[misc]
+                self._cache["positive_probs"] = parent.positive_probs[index]
+            else:
+                self._cache["positive_probs"] = np.concatenate([probs[:, 1] for _, probs, _, _ in self.blocks()])
+        return self._cache["positive_probs"]
+
+    @property
+    def positive_outcomes(self) -> np.ndarray:
+        """1.0 where the label is class 1 (the positive class), else 0.0."""
+        if "positive_outcomes" not in self._cache:
+            self._cache["positive_outcomes"] = (self.labels == 1).astype(np.float64)
+        return self._cache["positive_outcomes"]
+
     def edges(self, binning: str, n_bins: int) -> np.ndarray:
         """Top-label bin edges (cached: several metrics share the equal-mass edges)."""
         key = ("edges", binning, n_bins)

@@ -5,8 +5,9 @@ display is needed) and `save_figure` writes it atomically as PNG, SVG or PDF. ma
 functions, so importing adacal never pays for it. The same input gives the same bytes: fixed style, no timestamps in
 SVG/PDF metadata, a fixed SVG hash salt.
 
-One module per figure family: `style` (palette, fonts, saving), `reliability_diagrams` (with the one-call
-`reliability`), `bands` (consistency and bootstrap bands, numpy only), `adafocal` (γ dynamics, correspondence),
+One module per figure family: `style` (palette, fonts, saving), `reliability_diagrams` (drawing, with the one-call
+`reliability`), `reliability_panels` (what a diagram shows, computed from scores: `ReliabilityPanel`,
+`panel_from_scores`), `bands` (consistency and bootstrap bands, numpy only), `adafocal` (γ dynamics, correspondence),
 `curves`, `roc`, `risk_coverage`, `shift`, `conformal`; `readers` (run folders and their histories, ood reports)
 and `reliability_readers` (predictions and
 evaluate.json, asked by a `ReliabilityRequest`) turn adacal's files into their inputs, and `outputs` decides where
@@ -46,10 +47,10 @@ from adacal.plots.readers import (
 from adacal.plots.reliability_diagrams import (
     MIN_BIN_COUNT,
     ReliabilityDisplay,
-    ReliabilityPanel,
     reliability,
     reliability_diagram,
 )
+from adacal.plots.reliability_panels import ReliabilityPanel
 from adacal.plots.reliability_readers import ReliabilityRequest, reliability_inputs
 from adacal.plots.roc import RocInput, roc_curves
 from adacal.plots.style import (

@@ -1,7 +1,9 @@
 """Reliability diagrams: accuracy per confidence bin, the gap to the bin's mean confidence, and a histogram of samples.
 
 `reliability_diagram` draws panels of precomputed `BinStatistics` side by side; axes carry the labels
-"reliability:<panel>" and "histogram:<panel>".
+"reliability:<panel>" and "histogram:<panel>". `reliability` is the one-call figure from scores. What a panel holds
+and how it is computed from scores (`ReliabilityPanel`, `panel_from_scores`, `corp_of`, `headline_eces`) lives in
+`adacal.plots.reliability_panels`; those names are importable from here too.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from adacal.checks import check_non_negative_int
 from adacal.conventions import DEFAULT_N_BINS
 from adacal.errors import InputError, unknown_name
 from adacal.metrics.binning import BinStatistics, calibration_error, equal_width_edges
-from adacal.plots.bands import ReliabilityBands, bins_coverage, smooth_coverage
+from adacal.plots.bands import ReliabilityBands, bins_coverage
+from adacal.plots.reliability_panels import ReliabilityPanel, corp_of, headline_eces, panel_from_scores
 from adacal.plots.style import (
     GAP_COLOR,
     LOSS_COLORS,
@@ -59,31 +62,24 @@ if TYPE_CHECKING:  # pragma: no cover - typing only; matplotlib is imported insi
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-
-@dataclass(frozen=True)
-class ReliabilityPanel:
-    """One reliability diagram: bin statistics, an optional ECE of those bins (fraction; computed from them when
-    None), an optional confidence histogram (BinStatistics or (edges, counts); the panel's own bin counts when None),
-    optional bands around the bin accuracies (`adacal.plots.bands`) and an optional smoothed reliability curve
-    (`adacal.metrics.SmoothReliability`, Błasiok & Nakkiran 2023) drawn over the bars.
-
-    The title headlines the metrics `adacal evaluate` prints: `ece_em` (equal-mass bins, AdaECE), then `ece_ew`
-    (fractions, computed as evaluate computes them; None: the ECE of the panel's bins of that binning, when it has
-    them). `coverage` marks where along `smooth.grid` the curve is drawn (a boolean mask: where samples lie; None:
-    over the bins that hold samples)."""
-
-    label: str
-    stats: BinStatistics
-    ece: float | None = None
-    histogram: Any = None
-    color: str | None = None
-    bands: ReliabilityBands | None = None
-    smooth: Any = None
-    binning: str | None = None  # "equal-width" or "equal-mass" when known (else read from the edges)
-    ece_em: float | None = None
-    ece_ew: float | None = None
-    coverage: Any = None
-    corp: Any = None  # an `adacal.metrics.decomposition.CorpCurve`: the CORP (PAV) curve and its consistency band
+__all__ = [
+    "MAX_DIAGRAM_BINS",
+    "MAX_PANELS",
+    "MAX_PANEL_COLUMNS",
+    "MIN_BIN_COUNT",
+    "SMOOTH_LEGEND",
+    "STRATEGIES",
+    "ReliabilityDisplay",
+    "ReliabilityPanel",
+    "check_diagram_bins",
+    "check_min_count",
+    "corp_of",
+    "empty_bins_note",
+    "headline_eces",
+    "panel_from_scores",
+    "reliability",
+    "reliability_diagram",
+]
 
 
 # The legend entry of the smoothed reliability curve in a figure of several panels (each title gives its smECE).
@@ -115,8 +111,10 @@ def _ece_parts(panel: ReliabilityPanel, ece_name: str | None = None) -> list[str
     histogram = panel.histogram
     if values["ECE-EW"] is None and isinstance(histogram, BinStatistics) and _binning_name(histogram) == "ECE-EW":
         values["ECE-EW"] = calibration_error(histogram)
-    # the same rounding as evaluate's table: a fraction in % with two decimals
-    return [f"{name} {100 * value:.2f} %" for name, value in values.items() if value is not None]
+    # the same rounding as evaluate's table: a fraction in % with two decimals; a positive-class panel's ECEs are
+    # those of P(class 1): ECE-Positive-EM / -EW, as evaluate names them
+    prefix = "ECE-Positive-" if panel.positive else "ECE-"
+    return [f"{prefix}{name[4:]} {100 * value:.2f} %" for name, value in values.items() if value is not None]
 
 
 def _joined_lines(parts: list[str], width_pt: float, size: Any) -> str:
@@ -251,7 +249,8 @@ def reliability_diagram(
                                            smooth=panel.smooth, coverage=panel.coverage, corp=panel.corp))
             accuracy, share = _draw_histogram(hist_ax, panel, color)
             top_share = max(top_share, share)
-            parts = _ece_parts(panel, ece_name) + ([] if accuracy is None else [f"Acc. {100 * accuracy:.1f} %"])
+            rate = "Class-1 rate" if panel.positive else "Acc."  # a positive panel's overall rate: of class 1
+            parts = _ece_parts(panel, ece_name) + ([] if accuracy is None else [f"{rate} {100 * accuracy:.1f} %"])
             if panel.smooth is not None:
                 parts.append(f"smECE {100 * panel.smooth.ece:.2f} % (σ = {panel.smooth.bandwidth:.3f})")
             size = matplotlib.rcParams["axes.titlesize"]
@@ -264,13 +263,13 @@ def reliability_diagram(
             label = wrap_text(panel.label, label_width, size=size)
             ax.set_title(f"{label}\n{summary}", parse_math=False)
             if column == 0:
-                ax.set_ylabel("Accuracy (%)")
+                ax.set_ylabel(_POSITIVE_AXES[1] if panel.positive else "Accuracy (%)")
                 hist_ax.set_ylabel("Samples (%)")
             else:
                 ax.tick_params(labelleft=False)
                 hist_ax.tick_params(labelleft=False)
             ax.tick_params(labelbottom=False)
-            hist_ax.set_xlabel("Confidence (%)")
+            hist_ax.set_xlabel(_POSITIVE_AXES[0] if panel.positive else "Confidence (%)")
         format_percent(first_main.xaxis)
         format_percent(first_main.yaxis)
         first_main.set_xlim(0.0, 1.0)
@@ -285,6 +284,8 @@ def reliability_diagram(
         order = [labels.index(name) for name in ("Accuracy", "Gap", "Mean confidence per bin", "Perfect calibration")]
         entries = [labels[i] for i in order] + hist_labels + list(extra)
         entries[0] = _accuracy_entry(panels)
+        if all(panel.positive for panel in panels):  # the same artists, named for P(class 1) and class 1's frequency
+            entries = [_positive_entry(entry) for entry in entries]
         shown = [handles[i] for i in order]
         # The bars' swatches as a full bin draws them (a container's first bar may be a faded, sparse one).
         shown[:2] = [_bar_swatch(shown[0], "Accuracy"), _bar_swatch(shown[1], "Gap")]
@@ -292,6 +293,22 @@ def reliability_diagram(
                    loc="outside lower center", ncols=_legend_columns(entries, fig.get_figwidth()), frameon=False)
         add_title(fig, title)
     return fig
+
+
+# A positive-class diagram's axes (x, y): what scikit-learn's CalibrationDisplay draws, in %.
+_POSITIVE_AXES = ("Predicted P(class 1) (%)", "Frequency of class 1 (%)")
+_POSITIVE_ENTRIES = {"Accuracy": "Frequency of class 1", "Mean confidence per bin": "Mean P(class 1) per bin",
+                     "Overall accuracy": "Overall frequency of class 1", "Average confidence": "Average P(class 1)",
+                     "Smoothed accuracy": "Smoothed frequency of class 1"}
+
+
+def _positive_entry(entry: str) -> str:
+    """A legend entry of a top-label diagram as a positive-class diagram names it ("Accuracy (15 equal-width bins)"
+    → "Frequency of class 1 (15 equal-width bins)")."""
+    head, _, tail = entry.partition(" (")
+    if head not in _POSITIVE_ENTRIES:
+        return entry
+    return _POSITIVE_ENTRIES[head] + (f" ({tail}" if tail else "")
 
 
 def _accuracy_entry(panels: Sequence[ReliabilityPanel]) -> str:
@@ -491,60 +508,6 @@ class ReliabilityDisplay:
         return iter((self.figure, self.ax))
 
 
-def panel_from_scores(
-    scores: Any, labels: Any, *, label: str = "", binning: str = "equal-width", n_bins: int = DEFAULT_N_BINS,
-    bands: str = "none", band_samples: int = 1000, band_level: float = 0.9, seed: int = 0, smooth: bool = False,
-    color: str | None = None, scores_kind: str = "auto", corp: bool = False,
-) -> ReliabilityPanel:
-    """One reliability panel from per-sample scores (probabilities or logits, told apart by `scores_kind` as every
-    metric does: `adacal.scores_kind`) and labels: the top-1 bin statistics,
-    the equal-width confidence histogram beneath, ECE-EM and ECE-EW of `n_bins` bins as `adacal evaluate` computes
-    them from the same scores (`headline_eces`), and the bands and smoothed curve (drawn where the confidences lie,
-    `smooth_coverage`) when asked for; `corp`: the CORP curve with its consistency band (`band_samples` outcome sets
-    at `band_level`, `adacal.metrics.decomposition.corp_curve`)."""
-    from adacal.metrics import top_label
-    from adacal.metrics.binning import bin_statistics
-    from adacal.metrics.smooth import smooth_reliability_of
-    from adacal.plots.bands import reliability_bands
-
-    top = top_label(scores, labels, scores_kind=scores_kind)
-    confidences, correct = top.confidences, top.correct
-    stats = bin_statistics(confidences, correct, n_bins=n_bins, binning=binning)
-    histogram = stats if binning == "equal-width" else bin_statistics(confidences, correct, n_bins=n_bins)
-    band = reliability_bands(bands, confidences, correct, stats.edges, level=band_level, n_samples=band_samples,
-                             seed=seed)
-    curve = smooth_reliability_of(confidences, correct) if smooth else None
-    coverage = None if curve is None else smooth_coverage(curve.grid, confidences, curve.bandwidth)
-    ece_em, ece_ew = headline_eces(scores, labels, n_bins=n_bins, scores_kind=scores_kind)
-    return ReliabilityPanel(label, stats, histogram=histogram, color=color, bands=band, smooth=curve, binning=binning,
-                            ece_em=ece_em, ece_ew=ece_ew, coverage=coverage,
-                            corp=corp_of(confidences, correct, corp, band_samples, band_level, seed))
-
-
-def corp_of(confidences: Any, correct: Any, corp: bool, band_samples: int, band_level: float, seed: int) -> Any:
-    """The CORP curve of a panel (`adacal.metrics.decomposition.corp_curve`) when `corp`, else None."""
-    if not corp:
-        return None
-    from adacal.metrics.decomposition import corp_curve
-
-    return corp_curve(confidences, correct, n_resamples=band_samples, level=band_level, seed=seed)
-
-
-def headline_eces(scores: Any, labels: Any, *, n_bins: int = DEFAULT_N_BINS,
-                  scores_kind: str = "auto") -> tuple[float, float]:
-    """ECE-EM and ECE-EW (fractions) of top-1 predictions, computed as `adacal evaluate` computes its report from
-    the same scores (so a panel's title and evaluate's table agree to the last digit).
-
-        >>> probs, labels = [[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]], [0, 1, 1, 1]
-        >>> [round(ece, 4) for ece in headline_eces(probs, labels, n_bins=2)]
-        [0.3, 0.3]
-    """
-    from adacal.metrics.calibration import compute_prepared, prepare_metric_inputs
-
-    pred, names, n_bins = prepare_metric_inputs(scores, labels, ("ece-em", "ece-ew"), n_bins, scores_kind)
-    metrics = compute_prepared(pred, names, n_bins)
-    return metrics["ece_em"], metrics["ece_ew"]
-
 
 def reliability(
     probs_or_logits: Any,
@@ -563,6 +526,7 @@ def reliability(
     color: str | None = None,
     title: str | None = None,
     scores_kind: str = "auto",
+    positive: bool = False,
 ) -> ReliabilityDisplay:
     """A reliability diagram of top-1 predictions in one call, like scikit-learn's
     `CalibrationDisplay.from_predictions`.
@@ -578,7 +542,8 @@ def reliability(
     `adacal.plots.bands`). Bins with fewer than `min_count` samples are faded and labelled with their count.
     `smooth=True` adds the smoothed reliability curve (kernel regression with smECE's automatic bandwidth), drawn
     only where the confidences lie (`smooth_coverage`). The title gives ECE-EM and ECE-EW of `n_bins` bins, as
-    `adacal evaluate` prints them.
+    `adacal evaluate` prints them. `positive=True` draws a binary model's positive-class diagram instead, P(class 1)
+    against the frequency of class 1 (scikit-learn's `CalibrationDisplay`), titled with ECE-Positive-EM and -EW.
 
     Without `ax` a new figure (no pyplot) holds the diagram and a histogram of samples per bin beneath it; with `ax`
     only the diagram is drawn into it, every bin labelled with its count, and the axes' figure is returned.
@@ -599,7 +564,7 @@ def reliability(
     color = color or (colors_for([name])[0] if label is not None else _DEFAULT_COLOR)
     panel = panel_from_scores(probs_or_logits, labels, label=name, binning=binning, n_bins=n_bins, bands=bands,
                               band_samples=band_samples, band_level=band_level, seed=seed, smooth=smooth, color=color,
-                              scores_kind=scores_kind)
+                              scores_kind=scores_kind, positive=positive)
     stats, band, curve = panel.stats, panel.bands, panel.smooth
     ece = calibration_error(stats)
     if ax is None:
@@ -612,7 +577,7 @@ def reliability(
     note = empty_bins_note(stats)
     if note is not None:  # the legend's last line, without a marker: the title may be the caller's
         ax.plot([], [], linestyle="none", label=note, gid="note:empty-bins")
-    set_percent_axes(ax, "Confidence (%)", "Accuracy (%)")
+    set_percent_axes(ax, *(_POSITIVE_AXES if positive else ("Confidence (%)", "Accuracy (%)")))
     summary = " · ".join(_ece_parts(panel))
     heading = title if title is not None else (summary if label is None else f"{name}\n{summary}")
     ax.set_title(heading, parse_math=False)

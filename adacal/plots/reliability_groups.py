@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from adacal.conventions import DEFAULT_N_BINS
-from adacal.plots.reliability_diagrams import ReliabilityPanel
+from adacal.plots.reliability_panels import ReliabilityPanel, corp_of
 
 # A grid of 12 diagrams (3 rows of at most 5) stays readable; with more groups the 12 largest are drawn, noted.
 MAX_GROUP_PANELS = 12
@@ -52,8 +52,6 @@ def panel_from_confidences(
     curve = smooth_reliability_of(confidences, correct) if smooth else None
     coverage = None if curve is None else smooth_coverage(curve.grid, confidences, curve.bandwidth)
     eces = top_label_metrics(confidences, correct, n_bins=n_bins, names="ece-em,ece-ew")
-    from adacal.plots.reliability_diagrams import corp_of
-
     return ReliabilityPanel(label, stats, histogram=histogram, color=color, bands=band, smooth=curve, binning=binning,
                             ece_em=eces["ece_em"], ece_ew=eces["ece_ew"], coverage=coverage,
                             corp=corp_of(confidences, correct, corp, band_samples, band_level, seed))

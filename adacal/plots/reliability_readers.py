@@ -31,12 +31,8 @@ from adacal.plots.readers import (
     input_details,
     read_run,
 )
-from adacal.plots.reliability_diagrams import (
-    ReliabilityPanel,
-    check_diagram_bins,
-    empty_bins_note,
-    panel_from_scores,
-)
+from adacal.plots.reliability_diagrams import check_diagram_bins, empty_bins_note
+from adacal.plots.reliability_panels import ReliabilityPanel, panel_from_scores
 from adacal.plots.style import colors_for, display_name, floats_from_json
 from adacal.runs import (
     CALIBRATE_FILE,
@@ -69,6 +65,8 @@ class ReliabilityRequest:
       as for `adacal evaluate`.
     - `group_by`: a group key of the one input (a predictions file or run folder): one diagram per group
       (`adacal.plots.reliability_groups`; no `labels` or `calibrated` then).
+    - `positive`: a binary model's positive-class diagrams (P(class 1) against the frequency of class 1, what
+      scikit-learn's CalibrationDisplay draws); inputs of other than two classes' scores are refused.
     """
 
     paths: Sequence[str | os.PathLike] | str | os.PathLike
@@ -86,6 +84,7 @@ class ReliabilityRequest:
     corp: bool = False
     options: ReadOptions | None = None
     group_by: str | None = None
+    positive: bool = False
 
 
 def _run_label(info: RunInfo) -> str:
@@ -345,6 +344,10 @@ def reliability_inputs(request: ReliabilityRequest, *, notes_out: list[str] | No
             raise InputError(f"Expected INPUT {path} to be a run folder, predictions file or evaluate.json, "
                              "but it does not exist.")
     bins = check_n_bins(DEFAULT_N_BINS if n_bins is None else n_bins)
+    positive = bool(request.positive)
+    if positive and request.group_by is not None:
+        raise InputError(f"Expected --positive without --group-by {request.group_by}: the diagrams per group are "
+                         "top-label; draw the positive-class diagram of the whole input.")
     if request.group_by is not None:
         return _group_panels(request, paths, bins, band_options, notes_out)
     calibrator = _load_calibrator(Path(calibrated), method) if calibrated is not None else None
@@ -360,6 +363,9 @@ def reliability_inputs(request: ReliabilityRequest, *, notes_out: list[str] | No
         readable = harness or (path.is_file() and not (path.suffix.lower() == ".json" and _holds_a_report(path)))
         pairs = _pairs_of(path, split, options or ReadOptions()) if readable else None
         if pairs is not None:  # top-label pairs: the diagram of what `adacal evaluate` measures of them
+            if positive:
+                raise InputError(f"--positive draws a binary model's P(class 1), but {path} holds top-label "
+                                 "confidences (confidence, correct); drop --positive for their diagram.")
             if calibrator is not None:
                 raise InputError(f"--calibrated needs class scores, but {path} holds top-label confidences "
                                  "(confidence, correct): calibrate them with 'adacal calibrate', then plot.")
@@ -377,6 +383,9 @@ def reliability_inputs(request: ReliabilityRequest, *, notes_out: list[str] | No
         if run_root is not None and path.name == PREDICTIONS_FILE and path.parent.resolve() == run_root.resolve():
             check_predictions_of_run(RunFolder(run_root), {})  # not another run's file copied in
         if path.suffix.lower() == ".json" and _holds_a_report(path):
+            if positive:
+                raise InputError(f"--positive needs per-sample predictions, but {path} holds only top-label bin "
+                                 "statistics; give a run folder or predictions file.")
             if calibrator is not None:
                 raise InputError(f"--calibrated needs logits, but {path} holds only bin statistics; give predictions.")
             if kind != "none":
@@ -399,9 +408,12 @@ def reliability_inputs(request: ReliabilityRequest, *, notes_out: list[str] | No
             raise InputError(str(exc).replace("--labels FILE", "--labels-file FILE")) from None
         if notes_out is not None:  # what reading the file assumed (binary scores, a dropped index column, ...)
             notes_out.extend(note for note in predictions.notes if note not in notes_out)
+        if positive and np.shape(predictions.logits)[1] != 2:
+            raise InputError(f"--positive draws a binary model's P(class 1), but {path} holds scores of "
+                             f"{np.shape(predictions.logits)[1]} classes; drop --positive for the top-label diagram.")
         # The scores as read, as `adacal evaluate` scores them: the titles' ECEs are the numbers its table prints.
         panels.append(panel_from_scores(predictions.logits, predictions.labels, binning=binning, n_bins=bins,
-                                        smooth=smooth, **band_options))
+                                        smooth=smooth, positive=positive, **band_options))
         if calibrator is not None:
             from adacal.evaluation import calibrated_probs
 
@@ -412,7 +424,7 @@ def reliability_inputs(request: ReliabilityRequest, *, notes_out: list[str] | No
             scaled = calibrated_probs(fitted, predictions.logits, calibrator_path=f"--calibrated, applied to {path}",
                                       scores_kind=record.scores_kind if record is not None else None)
             panels.append(panel_from_scores(scaled, predictions.labels, binning=binning, n_bins=bins,
-                                            smooth=smooth, **band_options))
+                                            smooth=smooth, positive=positive, **band_options))
             names.append(f"{names[-1]} + {name}")
             details.append(details[-1])
     if labels is not None:

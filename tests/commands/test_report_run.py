@@ -277,3 +277,27 @@ def test_the_headline_table_compares_the_inputs_with_their_sections_figures(side
         assert row["OOD AUROC at severity 5 %"] is None  # skipped sections leave a dash, never a figure
     page = read_page(run.page)
     assert page.headings["h2"][0] == "Headline figures"
+
+
+def test_a_binary_input_names_its_brier_and_ece_conventions_in_the_page_and_the_json(tmp_path):
+    from sklearn.metrics import brier_score_loss
+
+    from adacal.commands.report import run_report
+
+    preds = predictions_file(tmp_path / "binary.npz", n=150, num_classes=2, val=False)
+    run = run_report([preds], bootstrap=0, quick=True, method="temperature")
+    evaluate = _sections(run, 0)["evaluate"]
+    numbers = evaluate["numbers"]
+    assert set(numbers["conventions"]) >= {"brier", "brier_positive", "ece_positive_em"}
+    with np.load(preds) as arrays:
+        z = arrays["test_logits"]
+        p1 = np.exp(z[:, 1]) / np.exp(z).sum(axis=1)
+        expected = brier_score_loss(arrays["test_labels"], p1)
+    assert numbers["metrics"]["brier_positive"] == pytest.approx(expected, rel=1e-9)
+    assert numbers["metrics"]["brier"] == pytest.approx(2 * expected, rel=1e-9)
+    page = run.page.read_text()
+    assert "multi-class sum" in page and "Brier-Positive" in page
+    # A three-class input names the Brier convention alone.
+    three = run_report([predictions_file(tmp_path / "three.npz", n=90, val=False)], bootstrap=0, quick=True,
+                       method="temperature")
+    assert "multi-class sum" in three.page.read_text() and "Brier-Positive" not in three.page.read_text()

@@ -173,16 +173,20 @@ def test_ece_values_are_fractions():
 
 def test_registry_sweep_every_name_runs():
     logits, labels = make_logits(100, 4, 7)
-    from adacal.metrics import SELECTIVE_METRIC_NAMES
+    binary_logits, binary_labels = make_logits(100, 2, 7)
+    from adacal.metrics import BINARY_METRIC_NAMES, SELECTIVE_METRIC_NAMES
 
-    assert set(METRICS.names()) == set(METRIC_NAMES) | set(SELECTIVE_METRIC_NAMES)
+    assert set(METRICS.names()) == set(METRIC_NAMES) | set(SELECTIVE_METRIC_NAMES) | set(BINARY_METRIC_NAMES)
     values = compute_metrics(logits, labels)
     assert list(values) == [metric_key(name) for name in METRIC_NAMES]  # selective metrics: by name only
     values.update(compute_metrics(logits, labels, names=SELECTIVE_METRIC_NAMES))
+    binary = compute_metrics(binary_logits, binary_labels, names=BINARY_METRIC_NAMES)  # K = 2 only, by name
     for name in METRICS.names():
-        value = METRICS.get(name)(logits, labels, n_bins=15)
+        scores, targets, expected = ((binary_logits, binary_labels, binary) if name in BINARY_METRIC_NAMES
+                                     else (logits, labels, values))
+        value = METRICS.get(name)(scores, targets, n_bins=15)
         assert isinstance(value, float) and math.isfinite(value)
-        assert value == values[metric_key(name)]
+        assert value == expected[metric_key(name)]
 
 
 def test_compute_metrics_selects_names_in_either_spelling():

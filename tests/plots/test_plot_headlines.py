@@ -14,7 +14,8 @@ from adacal.metrics.binning import bin_statistics
 from adacal.ood import detect_ood
 from adacal.ood.scores import ood_report
 from adacal.plots.bands import smooth_coverage
-from adacal.plots.reliability_diagrams import SMOOTH_LEGEND, ReliabilityPanel, panel_from_scores
+from adacal.plots.reliability_diagrams import SMOOTH_LEGEND
+from adacal.plots.reliability_panels import ReliabilityPanel, panel_from_scores
 from adacal.predictions import Predictions, save_split_predictions
 from adacal.reports import make_report, write_json
 from cli_helpers import one_line_error, runner

@@ -179,7 +179,8 @@ def test_more_bins_than_a_diagram_draws_are_refused_before_any_work():
 def test_the_shared_legend_fits_the_figure_with_bands_and_smoothed_curves(n):
     """With bands and smoothed curves the legend ran past both edges of the figure (and had one unattributable
     'Smoothed (smECE …)' entry per panel); it now has one smoothed entry, each title gives its panel's smECE."""
-    from adacal.plots.reliability_diagrams import SMOOTH_LEGEND, panel_from_scores, reliability_diagram
+    from adacal.plots.reliability_diagrams import SMOOTH_LEGEND, reliability_diagram
+    from adacal.plots.reliability_panels import panel_from_scores
 
     logits, probs, labels = _calibrated(n=300)
     panels = [panel_from_scores(probs, labels, label=f"model {i}", bands="consistency", smooth=True)
