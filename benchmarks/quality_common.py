@@ -156,9 +156,9 @@ def run_cell(cell: Cell, *, dataset: str, reuse: bool, commit: bool,
              recover_predictions: bool = False, keep: bool = False) -> dict[str, Any]:
     """The cell's result: read from its result file when that holds the current key (and `reuse`), else trained (or
     taken from a finished run folder), analysed, written atomically (with its predictions beside it when `keep` or
-    `recover_predictions`) and, with `commit`, committed. With `recover_predictions`, a done cell without predictions beside it is trained again for
-    them; its result file stays as committed, and the figures of the retrained predictions go beside them
-    (`write_predictions_record`, saying whether they reproduce it: `_reproduced`)."""
+    `recover_predictions`) and, with `commit`, committed. With `recover_predictions`, a done cell without predictions
+    beside it is trained again for them; its result file stays as committed, and the figures of the retrained
+    predictions go beside them (`write_predictions_record`, saying whether they reproduce it: `_reproduced`)."""
     options, key = cell_key(cell)
     done = read_result(cell.result, key) if reuse else None
     if done is not None:
