@@ -256,3 +256,38 @@ def test_a_damaged_npy_file_is_an_input_error(tmp_path):
     (tmp_path / "fog.npy").write_bytes(b"not an array")
     with pytest.raises(InputError, match=r"fog\.npy to be a \.npy array file"):
         load_cifar_c(tmp_path, "fog", severity=1)
+
+
+def test_the_clean_test_split_is_read_once_until_its_file_changes(tmp_path, monkeypatch):
+    from adacal.data.corruptions import ood_sets
+
+    reads = []
+    load = ood_sets.load_image_arrays
+
+    def counting(*args, **kwargs):
+        reads.append(1)
+        return load(*args, **kwargs)
+
+    monkeypatch.setattr(ood_sets, "load_image_arrays", counting)
+    monkeypatch.setattr(ood_sets, "_CLEAN_TESTS", {})
+    rng = np.random.default_rng(3)
+
+    def write(test_x):
+        write_image_npz(tmp_path / "cifar10.npz", train_x=rng.integers(0, 256, (20, 32, 32, 3), dtype=np.uint8),
+                        train_y=np.arange(20) % 10, test_x=test_x, test_y=np.arange(len(test_x)) % 10,
+                        classes=[f"c{i}" for i in range(10)])
+
+    first_images = rng.integers(0, 256, (12, 32, 32, 3), dtype=np.uint8)
+    write(first_images)
+    first, shape, kind = ood_sets.clean_test_split("cifar10", data_dir=tmp_path, download=False)
+    again, _, _ = ood_sets.clean_test_split("cifar10", data_dir=tmp_path, download=False)
+    assert len(reads) == 1 and again is first and shape == (3, 32, 32) and kind == "image"
+    assert np.array_equal(first.inputs.numpy().transpose(0, 2, 3, 1), first_images)
+    # A replaced file (another size here; a rewrite changes its mtime too) is read again, never served stale.
+    second_images = rng.integers(0, 256, (14, 32, 32, 3), dtype=np.uint8)
+    write(second_images)
+    second, _, _ = ood_sets.clean_test_split("cifar10", data_dir=tmp_path, download=False)
+    assert len(reads) == 2 and np.array_equal(second.inputs.numpy().transpose(0, 2, 3, 1), second_images)
+    # Corrupting the kept split leaves it as it was: the next reader gets the clean images.
+    load_ood_split("cifar10-c", data_dir=tmp_path, download=False)
+    assert np.array_equal(second.inputs.numpy().transpose(0, 2, 3, 1), second_images) and len(reads) == 2
