@@ -517,6 +517,15 @@ HEADLINE = (
 )
 
 
+def record_name(column: str) -> str:
+    """A headline column's key in report.json: its name without the page's " %" (the values there are fractions).
+
+    >>> record_name("error %"), record_name("NLL")
+    ('error', 'NLL')
+    """
+    return column[:-2] if column.endswith(" %") else column
+
+
 def headline(labels: list[str], columns: list[list[Section]]) -> tuple[Table, list[dict[str, Any]]]:
     """One row per input of the figures a reader compares first, taken from its sections' numbers ("–" where the
     section was skipped), and the same as report.json rows."""
@@ -527,9 +536,11 @@ def headline(labels: list[str], columns: list[list[Section]]) -> tuple[Table, li
         values = [None if by_key.get(key) is None or by_key[key].status != "done" else get(by_key[key].numbers)
                   for _, key, get, _ in HEADLINE]
         rows.append([label, *(fmt(value) for value, (_, _, _, fmt) in zip(values, HEADLINE))])
-        records.append({"label": label, **{name: value for value, (name, _, _, _) in zip(values, HEADLINE)}})
+        # The JSON keeps fractions (as every other report figure), so its keys drop the page's "%".
+        records.append({"label": label, **{record_name(name): value
+                                           for value, (name, _, _, _) in zip(values, HEADLINE)}})
     notes = ("shift and OOD: median over the corruptions at severity 5, before temperature scaling"
-             if any(r.get("ECE-EM at severity 5 %") is not None for r in records) else "")
+             if any(r.get("ECE-EM at severity 5") is not None for r in records) else "")
     caption = "The test figures each section below reports" + (f"; {notes}" if notes else "")
     return Table(caption, header, rows), records
 

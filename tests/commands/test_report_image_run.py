@@ -98,10 +98,10 @@ def test_headline_holds_the_sections_figures(image_report):
     report, _, _, _ = image_report
     sections = _sections(report)
     row = report.report["results"]["headline"][0]
-    assert row["error %"] == sections["evaluate"]["numbers"]["metrics"]["error"]
-    assert row["ECE-EM at severity 5 %"] == sections["shift"]["numbers"]["results"]["by_severity"]["5"]["pre"][
+    assert row["error"] == sections["evaluate"]["numbers"]["metrics"]["error"]
+    assert row["ECE-EM at severity 5"] == sections["shift"]["numbers"]["results"]["by_severity"]["5"]["pre"][
         "ece_em"]["median"]
-    assert row["OOD AUROC at severity 5 %"] == sections["ood"]["numbers"]["by_severity"]["5"]["pre"]["median"]
+    assert row["OOD AUROC at severity 5"] == sections["ood"]["numbers"]["by_severity"]["5"]["pre"]["median"]
     assert row["selected calibrator"] == sections["calibrate"]["numbers"]["best"] == "temperature"
     page = report.page.read_text()
     # reliability, calibrate, selective, curves, shift boxes, OOD ROC (a CE run: no γ figure)
