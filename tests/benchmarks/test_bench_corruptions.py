@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 
 from adacal.data import shift_corruptions
+from benchmark_scripts import load_benchmark_script
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_script("bench_corruptions")
+bench = load_benchmark_script("bench_corruptions")
 
 
 def test_a_tiny_run_times_every_corruption_and_writes_the_report(tmp_path, capsys):

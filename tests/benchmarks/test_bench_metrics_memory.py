@@ -2,29 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from benchmark_scripts import load_benchmark_script
 
-
-def _load_script(name: str):
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # the script imports its sibling bench_metrics
-    try:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    return module
-
-
-memory_bench = _load_script("bench_metrics_memory")
+memory_bench = load_benchmark_script("bench_metrics_memory")
 needs_peak_counter = pytest.mark.skipif(not memory_bench.peak_counter_available(),
                                         reason="needs Linux's resettable peak RSS (/proc/self/clear_refs)")
 
@@ -73,7 +58,7 @@ def test_unknown_contender_is_refused(capsys):
     assert "unknown contender" in capsys.readouterr().err
 
 
-speed_bench = _load_script("bench_metrics")
+speed_bench = load_benchmark_script("bench_metrics")
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])

@@ -3,26 +3,15 @@ the report holds the ratio of the medians it prints."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import statistics
-from pathlib import Path
 
 import pytest
 
+from benchmark_scripts import load_benchmark_script
 from tiny_runs import tiny_cifar_run
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_script("bench_shift")
+bench = load_benchmark_script("bench_shift")
 
 
 @pytest.mark.slow

@@ -3,25 +3,15 @@ it."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from adacal.data import load_dataset
+from benchmark_scripts import load_benchmark_script
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-pack_cifar10 = _load_script("pack_cifar10")
+pack_cifar10 = load_benchmark_script("pack_cifar10")
 
 
 def natural_images(n: int, size: int = 32, seed: int = 0) -> np.ndarray:
