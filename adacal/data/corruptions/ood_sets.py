@@ -241,7 +241,9 @@ def clean_test_split(name: str, *, data_dir: Any, download: bool) -> tuple[Split
             return kept, tuple(kept.inputs.shape[1:]), "image"
         arrays, _ = load_image_arrays(SPECS[name], root, download=download)
         split = Split(images_to_tensor(arrays["test_x"]), labels_to_tensor(arrays["test_y"]))
-        stamp = _file_stamp(root / SPECS[name].file_name)
+        # The stamp from before the read (a file replaced meanwhile is read again next time); after it only when the
+        # file was downloaded by this read.
+        stamp = stamp or _file_stamp(root / SPECS[name].file_name)
         if stamp is not None:
             _CLEAN_TESTS.clear()  # one set kept: a shift suite or report reads the same one, set after set
             _CLEAN_TESTS[(name, stamp)] = split
