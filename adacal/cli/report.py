@@ -80,6 +80,9 @@ def report(
                                                      "--quick subset.")] = 0,
     device: Annotated[str, typer.Option("--device", help="Where a run's model scores the shifted sets: auto, cpu, "
                                                          "cuda or cuda:N.")] = "auto",
+    data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Dataset folder a run's model reads its test "
+                                                                     "split (and Hendrycks' files) from. [default: "
+                                                                     "the one its checkpoint records]")] = None,
     silent: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the files written.")] = False,
     force: ForceOption = False,
     logits_key: LogitsKey = None,
@@ -100,7 +103,8 @@ def report(
                            labels_are=labels_are, score_columns=score_columns, classes=classes)
     with _progress(silent) as progress:
         run = run_report(inputs, val=val, out=out, quick=quick, bootstrap=bootstrap, method=method, seed=seed,
-                         force=force, options=options, device=device, progress=progress)
+                         force=force, options=options, device=device, data_dir=data_dir,
+                         progress=progress)
     if not silent:
         for line in run.skipped:
             typer.echo(f"Skipped {line}", err=True)

@@ -88,7 +88,8 @@ def _ours(page: Path, json_path: Path) -> tuple[bool, bool]:
 
 
 def check_report_options(inputs: Sequence[Path], *, val: Path | None, out: Path | None, bootstrap: Any, seed: Any,
-                         method: str, force: bool, options: Any = None) -> tuple[Path, Path]:
+                         method: str, force: bool, options: Any = None, data_dir: Path | None = None
+                         ) -> tuple[Path, Path]:
     """`adacal report`'s cheap checks, before anything is read; returns the page's and the JSON's paths."""
     from adacal.commands.calibrate import calibration_methods
     from adacal.writing import check_output
@@ -111,6 +112,13 @@ def check_report_options(inputs: Sequence[Path], *, val: Path | None, out: Path 
         if not val.is_file():
             raise InputError(f"Expected --val to be a predictions file of validation outputs, got {val}: no such "
                              "file.")
+    if data_dir is not None:
+        if not data_dir.is_dir():
+            raise InputError(f"Expected --data-dir to be the folder holding the runs' dataset, got {data_dir}: no "
+                             "such folder.")
+        if not any(path.is_dir() for path in inputs):
+            raise InputError("Expected --data-dir with a run folder (its model reads the data), got only "
+                             "predictions files, which need no data folder.")
     check_non_negative_int(bootstrap, "--bootstrap", note=" (0 = no intervals)")
     check_non_negative_int(seed, "--seed")
     calibration_methods(method)
@@ -146,6 +154,7 @@ def run_report(
     force: bool = False,
     options: Any = None,
     device: str = "auto",
+    data_dir: str | os.PathLike | None = None,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> ReportRun:
     """Everything `adacal report` does, without printing.
@@ -155,7 +164,8 @@ def run_report(
     `default_outputs`) and writes report.json beside it (`json_beside`). `bootstrap` resamples (default 1000;
     `quick`: 100 and fewer band resamples) give the metrics' intervals; `method` is the calibrators compared ("all"
     or one name); `options` is an `adacal.sources.ReadOptions`; `device` runs a run's model on the shifted sets
-    (`quick`: a seeded 500 of the test images in each). `progress(done, total, title)` is called after each section
+    (`quick`: a seeded 500 of the test images in each), reading the test split from `data_dir` (default: the folder
+    each run's checkpoint records, which a moved data folder needs). `progress(done, total, title)` is called after each section
     and, within the shift section, before each shifted set. Every cheap check runs before anything is read; nothing
     is written before every section is done.
     """
@@ -167,16 +177,17 @@ def run_report(
 
     paths = [Path(path) for path in inputs]
     val = None if val is None else Path(val)
+    data_dir = None if data_dir is None else Path(data_dir)
     resamples = (QUICK_BOOTSTRAP if quick else DEFAULT_BOOTSTRAP) if bootstrap is None else bootstrap
     page_path, json_path = check_report_options(paths, val=val, out=None if out is None else Path(out),
                                                 bootstrap=resamples, seed=seed, method=method, force=force,
-                                                options=options)
+                                                options=options, data_dir=data_dir)
     band_samples = QUICK_BAND_SAMPLES if quick else DEFAULT_BAND_SAMPLES
     from adacal.checks import check_device_name
 
     check_device_name(device)
     items = [ReportInput(path, val=val, options=options, bootstrap=resamples, band_samples=band_samples, seed=seed,
-                         method=method, quick=quick, device=device) for path in paths]
+                         method=method, quick=quick, device=device, data_dir=data_dir) for path in paths]
     total, done = len(items) * len(SECTIONS), 0
     columns: list[list[Section]] = []
     for item in items:
@@ -193,7 +204,7 @@ def run_report(
     labels = [_label(path) for path in paths]
     config = {"inputs": [str(path) for path in paths], "val": None if val is None else str(val), "method": method,
               "bootstrap": resamples, "band_samples": band_samples, "seed": seed, "quick": quick,
-              "sections": [key for key, _, _ in SECTIONS], "page": str(page_path)}
+              "data_dir": None if data_dir is None else str(data_dir), "sections": [key for key, _, _ in SECTIONS], "page": str(page_path)}
     summary, headline_rows = headline(labels, columns)
     results = {"headline": headline_rows,
                "inputs": [{"input": str(path), "label": label,
@@ -203,7 +214,8 @@ def run_report(
     given = [f"--val {shlex.quote(str(val))}" if val else "", "--quick" if quick else "",
              f"--bootstrap {bootstrap}" if bootstrap is not None else "",
              f"--method {method}" if method != "all" else "", f"--seed {seed}" if seed else "",
-             f"--device {device}" if device != "auto" else ""]
+             f"--device {device}" if device != "auto" else "",
+             f"--data-dir {shlex.quote(str(data_dir))}" if data_dir is not None else ""]
     command = " ".join(["adacal report", *(shlex.quote(str(path)) for path in paths), *filter(None, given)])
     lines = [f"Inputs: {', '.join(map(str, paths))}", f"Reproduce this page: {command}",
              f"Written by adacal {__version__} on {utc_now()}; the numbers of every figure are in {json_path.name}."]

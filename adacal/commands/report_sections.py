@@ -41,6 +41,9 @@ class ReportInput:
     method: str = "all"
     quick: bool = False
     device: str = "auto"
+    # the data folder a run's model reads its test split (and Hendrycks' files) from; None: the one its checkpoint
+    # records (a moved data folder needs it)
+    data_dir: Path | None = None
     # step(what): told what a long section is doing now (the shifted set being scored), for the progress bar
     step: Any = None
     cache: dict[str, Any] = field(default_factory=dict)
@@ -64,7 +67,8 @@ class ReportInput:
 
             try:
                 self.cache["calibration"] = resolve_calibration_input(self.path, val=self.val,
-                                                                      options=self.options or ReadOptions())
+                                                                      options=self.options or ReadOptions(),
+                                                                      data_dir=self.data_dir, device=self.device)
             except InputError as exc:
                 self.cache["calibration"] = exc
         found = self.cache["calibration"]
@@ -92,14 +96,15 @@ def section_command(key: str, item: ReportInput) -> str:
         "curves": f"adacal plot curves {path}",
         "adafocal": f"adacal plot gamma {path}",
         "ood": (f"adacal ood --model {path} --out cifar10-c --corruption {OOD_ROC_CORRUPTION} --severity 5"
-                + _limit_options(item)) if item.run_root else
+                + _shift_options(item)) if item.run_root else
                f"adacal ood --in-preds {path} --out-preds OOD_PREDICTIONS",
-        "shift": f"adacal shift {path}{_limit_options(item)}\nadacal plot shift {path}",
+        "shift": f"adacal shift {path}{_shift_options(item)}\nadacal plot shift {path}",
     }[key]
 
 
-def _limit_options(item: ReportInput) -> str:
-    return f" --limit {SHIFT_QUICK_LIMIT} --seed {item.seed}" if item.quick else ""
+def _shift_options(item: ReportInput) -> str:
+    data = f" --data-dir {shlex.quote(str(item.data_dir))}" if item.data_dir is not None else ""
+    return data + (f" --limit {SHIFT_QUICK_LIMIT} --seed {item.seed}" if item.quick else "")
 
 
 def guarded(key: str, title: str, build: Any, item: ReportInput) -> Section:
@@ -381,8 +386,8 @@ def shift_run(item: ReportInput) -> Any:
 
         try:
             item.cache["shift"] = run_shift(root, limit=SHIFT_QUICK_LIMIT if item.quick else None, seed=item.seed,
-                                            device=item.device, download=False, write=False, keep_logits=True,
-                                            progress=progress)
+                                            data_dir=item.data_dir, device=item.device, download=False,
+                                            write=False, keep_logits=True, progress=progress)
         except (InputError, DataUnavailableError) as exc:
             item.cache["shift"] = exc
     found = item.cache["shift"]

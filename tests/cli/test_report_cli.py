@@ -33,6 +33,8 @@ def test_report_of_a_predictions_file_writes_the_page_and_its_json(tmp_path):
     (["{preds}", "--bootstrap", "-3"], "--bootstrap"),
     (["{preds}", "{preds}"], "Expected each INPUT once"),
     (["{preds}", "--val", "{tmp}/nothing.npz"], "Expected --val to be a predictions file"),
+    (["{preds}", "--data-dir", "{tmp}/no-data"], "Expected --data-dir to be the folder"),
+    (["{preds}", "--data-dir", "{tmp}"], "Expected --data-dir with a run folder"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, monkeypatch, argv, fragment):
     monkeypatch.chdir(tmp_path)

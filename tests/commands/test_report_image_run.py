@@ -106,3 +106,60 @@ def test_headline_holds_the_sections_figures(image_report):
     page = report.page.read_text()
     # reliability, calibrate, selective, curves, shift boxes, OOD ROC (a CE run: no γ figure)
     assert "<h2>Headline figures</h2>" in page and page.count("<img") == 6
+
+
+@pytest.mark.slow
+def test_a_moved_data_folder_is_read_from_data_dir(image_report, tmp_path, monkeypatch, one_torch_thread):
+    """The data folder the run's checkpoint records moved: without --data-dir the shift and OOD sections are skipped
+    with the reason (the default folder has no CIFAR-10 either); with it, they are the figures the folder gave before
+    the move, and the sections' commands name it."""
+    import shutil
+    from pathlib import Path
+
+    from adacal.commands.report import run_report
+
+    report, run_dir, _, cache = image_report
+    before = _sections(report)
+    recorded = Path(before["shift"]["numbers"]["config"]["data_dir"])
+    moved = tmp_path / "moved data"
+    monkeypatch.setenv("ADACAL_DATA", str(tmp_path / "empty-default"))
+    monkeypatch.setenv("ADACAL_CACHE", str(cache))
+    shutil.move(recorded, moved)
+    try:
+        with one_torch_thread():
+            lost = run_report([run_dir], out=tmp_path / "lost.html", quick=True, bootstrap=0, method="temperature",
+                              device="cpu")
+            found = run_report([run_dir], out=tmp_path / "found.html", quick=True, bootstrap=0,
+                               method="temperature", device="cpu", data_dir=moved)
+    finally:
+        shutil.move(moved, recorded)
+    lost_sections = _sections(lost)
+    for key in ("shift", "ood"):
+        assert lost_sections[key]["status"] == "skipped"
+        assert str(recorded) in lost_sections[key]["reason"] and "no longer exists" in lost_sections[key]["reason"]
+    after = _sections(found)
+    assert after["shift"]["status"] == after["ood"]["status"] == "done"
+    assert after["shift"]["numbers"]["config"]["data_dir"] == str(moved)
+    for mine, theirs in zip(after["shift"]["numbers"]["results"]["sets"], before["shift"]["numbers"]["results"]["sets"]):
+        assert mine["pre"]["ece_em"] == pytest.approx(theirs["pre"]["ece_em"], abs=1e-12)
+    assert after["ood"]["numbers"]["by_severity"] == before["ood"]["numbers"]["by_severity"]
+    quoted = "'" + str(moved) + "'"
+    assert f"--data-dir {quoted}" in after["shift"]["command"] and f"--data-dir {quoted}" in after["ood"]["command"]
+    assert found.report["config"]["data_dir"] == str(moved)
+    import html
+
+    page = found.page.read_text()
+    assert f"--data-dir {quoted}" in page or html.escape(f"--data-dir {quoted}") in page
+
+
+def test_data_dir_is_checked_before_anything_is_read(tmp_path):
+    from adacal.commands.report import run_report
+    from adacal.errors import InputError
+
+    predictions = tmp_path / "preds.npz"
+    np.savez(predictions, logits=np.zeros((4, 3)), labels=np.arange(4) % 3)
+    with pytest.raises(InputError, match="--data-dir.*no such folder"):
+        run_report([tmp_path], out=tmp_path / "r.html", data_dir=tmp_path / "absent")
+    with pytest.raises(InputError, match="--data-dir with a run folder"):
+        run_report([predictions], out=tmp_path / "r.html", data_dir=tmp_path)
+    assert not (tmp_path / "r.html").exists()
