@@ -176,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
                             title=benchmark["title"], make_config=benchmark["make_config"],
                             folder_name=benchmark["folder_name"], protocol=benchmark["protocol"],
                             paper=qc.PAPER_CIFAR10_RESNET50, paper_note=PAPER_NOTE,
+                            later_papers=qc.LATER_PAPERS_CIFAR10,
                             score_ood=None if args.no_ood else functools.partial(score_ood, data_dir=args.data_dir,
                                                                                   device=args.device))
 

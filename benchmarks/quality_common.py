@@ -50,8 +50,9 @@ from quality_files import (  # noqa: F401
     RESULT_SCHEMA, commit_file, keep_predictions, predictions_path, predictions_record_path, read_predictions_record,
     read_result, result_path, write_predictions_record, write_result)
 from quality_summary import (  # noqa: F401  (re-exported)
-    GAMMA_PLOT_BINS, OOD_COLUMNS, PAPER_20NG_CNN, PAPER_CIFAR10_RESNET50, PAPER_COLUMNS, TABLE_COLUMNS, device_of,
-    draw_figures, markdown_table, mean_std, paper_rows, per_bin_table, summarise, table_rows, text_table)
+    GAMMA_PLOT_BINS, LATER_PAPERS_CIFAR10, OOD_COLUMNS, PAPER_20NG_CNN, PAPER_CIFAR10_RESNET50, PAPER_COLUMNS,
+    TABLE_COLUMNS, device_of, draw_figures, later_paper_rows, markdown_table, mean_std, paper_rows, per_bin_table,
+    summarise, table_rows, text_table)
 from quality_training import EpochPrinter, gpu_name, machine_info, set_threads, train_or_reuse  # noqa: F401
 
 
@@ -381,9 +382,11 @@ def redirect_quick_outputs(args: Any, *, results: Path, dataset: str, runs_dir: 
 def run_benchmark(args: Any, argv: list[str] | None, *, dataset: str, kind: str, slug: str, title: str,
                   make_config: Callable[[str, str, int], Any], folder_name: Callable[[str, str, int], str],
                   protocol: dict[str, Any], paper: dict[str, dict[str, float]], paper_note: str,
-                  score_ood: Callable[[Path, float], dict[str, Any]] | None = None) -> int:
+                  score_ood: Callable[[Path, float], dict[str, Any]] | None = None,
+                  later_papers: dict[str, dict[str, Any]] | None = None) -> int:
     """Run the grid (seeds × arms × losses) — skipping the cells whose result file holds their key — then rebuild the
-    summary JSON, the tables and the figures from the result files."""
+    summary JSON, the tables and the figures from the result files. `later_papers`: the later losses' own papers'
+    figures (`LATER_PAPERS_CIFAR10`), printed beside the table for the losses it ran."""
     check_common_arguments(args)
     set_threads(args.threads)
     losses = parse_losses(args.losses)
@@ -430,6 +433,14 @@ def run_benchmark(args: Any, argv: list[str] | None, *, dataset: str, kind: str,
     paper_header, paper_table = paper_rows(paper, list(LOSS_SPECS), with_ood=with_ood)
     print("\n" + paper_note)
     print(text_table(paper_header, paper_table))
+    later = {loss: figures for loss, figures in (later_papers or {}).items() if loss in losses}
+    later_header, later_table = later_paper_rows(later, summary)
+    if later:
+        print("\nThe later losses' own papers (CIFAR-10, ResNet-50, whole training set, in %; a different scale, so "
+              "the change from CE is the comparison):")
+        print(text_table(later_header, later_table))
+        for loss, figures in later.items():
+            print(f"  {DISPLAY[loss]}: {figures['source']}")
     for entry in entries:
         if entry["loss"] == "adafocal" and "adafocal_final_bins" in entry and entry["seed"] == min(seeds):
             print(f"\nAdaFocal {entry['arm']} seed {entry['seed']}: last γ-update per validation bin "
@@ -451,6 +462,7 @@ def run_benchmark(args: Any, argv: list[str] | None, *, dataset: str, kind: str,
                  for e in entries],
         "missing": [{"loss": c.name, "arm": c.arm, "seed": c.seed} for c in missing],
         "paper_percent": {"note": paper_note, "figures": paper, "table": {"header": paper_header, "rows": paper_table}},
+        "later_papers_percent": {"figures": later, "table": {"header": later_header, "rows": later_table}},
         "plots": plots, "wall_seconds_this_invocation": round(time.perf_counter() - started, 1),
     }))
     print(

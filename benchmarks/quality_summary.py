@@ -242,3 +242,63 @@ def paper_rows(
                                         f"{figures[key]:.2f}" if key != "temperature" else f"{figures[key]:.2f}")
                                        for key, _ in columns])
     return header, rows
+
+
+# ------------------------------------------------------------------------------------- the later losses' own papers
+# Each loss published after AdaFocal, as its own paper reports it on CIFAR-10 with ResNet-50 (350 / 200 epochs on the
+# whole training set), in %, with cross-entropy's row of the same table: ECE-EW with 15 equal-width bins, AECE with
+# 15 equal-mass bins (adacal's ECE-EM), post-T with T fitted on validation. Read from the tables the authors published
+# (their posters and project pages; the PDFs' tables are the same figures as far as two cross-checks show). A
+# different scale from adacal's table: compare the change from CE, not the levels.
+LATER_PAPERS_CIFAR10: dict[str, dict[str, Any]] = {
+    "dual-focal-5": {
+        "source": "Tao, Dong & Xu, ICML 2023, Table 1 (the authors' poster); no error reported; γ = 5 for ResNet-50 "
+                  "(the authors' reply in Linwei94/ICML2023-DualFocalLoss#1)",
+        "ce": {"ece_ew_pre": 4.35, "ece_ew_post": 1.35, "temperature": 2.5},
+        "loss": {"ece_ew_pre": 0.46, "ece_ew_post": 0.46, "temperature": 1.0}},
+    "mbls": {
+        "source": "Liu, Ben Ayed, Galdran & Dolz, CVPR 2022, the CIFAR-10 table (the authors' poster, by-liu/MbLS); "
+                  "m = 10, λ = 0.1; no post-T figures",
+        "ce": {"error": 6.80, "ece_ew_pre": 5.85, "ece_em_pre": 5.84},
+        "loss": {"error": 4.75, "ece_ew_pre": 1.16, "ece_em_pre": 3.18}},
+    "acls": {
+        "source": "Park et al., ICCV 2023, the CIFAR-10 table (the project page; its CE and older rows are MbLS's)",
+        "ce": {"error": 6.80, "ece_ew_pre": 5.85, "ece_em_pre": 5.84},
+        "loss": {"error": 4.60, "ece_ew_pre": 1.12, "ece_em_pre": 2.87}},
+    "confidence-penalty": {
+        "source": "not in Pereyra et al. 2017 as far as we found: MbLS's table (column ECP, β = 0.1), reused by ACLS",
+        "ce": {"error": 6.80, "ece_ew_pre": 5.85, "ece_em_pre": 5.84},
+        "loss": {"error": 5.25, "ece_ew_pre": 3.01, "ece_em_pre": 2.99}},
+    "mdca": {
+        "source": "MDCA's own CIFAR-10 figures not found (its repository holds no table): ACLS's rerun in MbLS's "
+                  "setting (base loss and β not stated)",
+        "ce": {"error": 6.80, "ece_ew_pre": 5.85, "ece_em_pre": 5.84},
+        "loss": {"error": 5.16, "ece_ew_pre": 6.86, "ece_em_pre": 6.73}},
+    "cals": {"source": "no CIFAR-10 experiment in Liu et al., CVPR 2023 (ImageNet, ImageNet-LT, Tiny-ImageNet, VOC, "
+                       "20 Newsgroups); adacal uses the authors' defaults", "ce": {}, "loss": {}},
+}
+LATER_PAPER_COLUMNS = (("error", "error"), ("ece_ew_pre", "ECE-EW"), ("ece_em_pre", "AECE"),
+                       ("ece_ew_post", "ECE-EW post-T"))
+
+
+def later_paper_rows(papers: dict[str, dict[str, Any]], summary: list[dict[str, Any]], *, arm: str = "mean"
+                     ) -> tuple[list[str], list[list[str]]]:
+    """Each later loss's own paper beside this table: every figure as CE → loss from the paper's one table, and the
+    relative change of ECE-EW from CE there and here (`summary`'s means, `arm`), the one comparison the two scales
+    share."""
+    means = {row["loss"]: row["figures"] for row in summary if row["arm"] == arm}
+
+    def relative(before: Any, after: Any) -> str:
+        return f"{100 * (after - before) / before:+.0f} %" if before and after is not None else "–"
+
+    header = ["loss", *(title + " (paper: CE → loss)" for _, title in LATER_PAPER_COLUMNS),
+              "ECE-EW vs CE, paper", "ECE-EW vs CE, here"]
+    rows = []
+    for loss, paper in papers.items():
+        ce, mine = paper["ce"], paper["loss"]
+        cells = [f"{ce[key]:.2f} → {mine[key]:.2f}" if key in ce and key in mine else "–"
+                 for key, _ in LATER_PAPER_COLUMNS]
+        here = [(means.get(name) or {}).get("ece_ew") or {} for name in ("ce", loss)]
+        rows.append([DISPLAY[loss], *cells, relative(ce.get("ece_ew_pre"), mine.get("ece_ew_pre")),
+                     relative(here[0].get("mean"), here[1].get("mean"))])
+    return header, rows
