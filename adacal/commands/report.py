@@ -165,9 +165,9 @@ def run_report(
     `quick`: 100 and fewer band resamples) give the metrics' intervals; `method` is the calibrators compared ("all"
     or one name); `options` is an `adacal.sources.ReadOptions`; `device` runs a run's model on the shifted sets
     (`quick`: a seeded 500 of the test images in each), reading the test split from `data_dir` (default: the folder
-    each run's checkpoint records, which a moved data folder needs). `progress(done, total, title)` is called after each section
-    and, within the shift section, before each shifted set. Every cheap check runs before anything is read; nothing
-    is written before every section is done.
+    each run's checkpoint records, which a moved data folder needs). `progress(done, total, title)` is called after
+    each section and, within the shift section, before each shifted set. Every cheap check runs before anything is
+    read; nothing is written before every section is done.
     """
     from adacal.commands.report_sections import SECTIONS, ReportInput, guarded, headline
     from adacal.report_page import render_page
@@ -204,7 +204,8 @@ def run_report(
     labels = [_label(path) for path in paths]
     config = {"inputs": [str(path) for path in paths], "val": None if val is None else str(val), "method": method,
               "bootstrap": resamples, "band_samples": band_samples, "seed": seed, "quick": quick,
-              "data_dir": None if data_dir is None else str(data_dir), "sections": [key for key, _, _ in SECTIONS], "page": str(page_path)}
+              "data_dir": None if data_dir is None else str(data_dir),
+              "sections": [key for key, _, _ in SECTIONS], "page": str(page_path)}
     summary, headline_rows = headline(labels, columns)
     results = {"headline": headline_rows,
                "inputs": [{"input": str(path), "label": label,

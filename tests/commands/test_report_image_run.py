@@ -140,7 +140,8 @@ def test_a_moved_data_folder_is_read_from_data_dir(image_report, tmp_path, monke
     after = _sections(found)
     assert after["shift"]["status"] == after["ood"]["status"] == "done"
     assert after["shift"]["numbers"]["config"]["data_dir"] == str(moved)
-    for mine, theirs in zip(after["shift"]["numbers"]["results"]["sets"], before["shift"]["numbers"]["results"]["sets"]):
+    sets = [section["shift"]["numbers"]["results"]["sets"] for section in (after, before)]
+    for mine, theirs in zip(*sets):
         assert mine["pre"]["ece_em"] == pytest.approx(theirs["pre"]["ece_em"], abs=1e-12)
     assert after["ood"]["numbers"]["by_severity"] == before["ood"]["numbers"]["by_severity"]
     quoted = "'" + str(moved) + "'"
