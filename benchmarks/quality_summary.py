@@ -289,7 +289,10 @@ def later_paper_rows(papers: dict[str, dict[str, Any]], summary: list[dict[str, 
     means = {row["loss"]: row["figures"] for row in summary if row["arm"] == arm}
 
     def relative(before: Any, after: Any) -> str:
-        return f"{100 * (after - before) / before:+.0f} %" if before and after is not None else "–"
+        if not before or after is None:
+            return "–"
+        change = round(100 * (after - before) / before)
+        return f"{change:+d} %" if change else "0 %"
 
     header = ["loss", *(title + " (paper: CE → loss)" for _, title in LATER_PAPER_COLUMNS),
               "ECE-EW vs CE, paper", "ECE-EW vs CE, here"]
