@@ -3,14 +3,9 @@ change of ECE-EW from CE there and in adacal's table, worked by hand."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from benchmark_scripts import load_benchmark_script
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT / "benchmarks") not in sys.path:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import quality_summary as qs  # noqa: E402
+qs = load_benchmark_script("quality_summary")
 
 
 def _row(loss: str, ece_ew: float) -> dict:
